@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of hcprp from Debian packages.
+# Safe to run repeatedly; installs only what is missing.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libsqlite3-dev sqlite3 libpq-dev postgresql
+  libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  wrk curl procps
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+# Node.js (for the Azure SDK client tests) may come from another source; only add it when absent.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

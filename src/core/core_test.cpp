@@ -1,0 +1,122 @@
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2) return Error::InvalidArgument("odd");
+  return x / 2;
+}
+
+Status Chain(int x) {
+  HCPRP_RETURN_IF_ERROR(Half(x));
+  return Status::Ok();
+}
+
+TEST(Result, ValueAndError) {
+  auto r = Half(4);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, 2);
+  auto e = Half(3);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(e.error().ToString(), "InvalidArgument: odd");
+  EXPECT_TRUE(Chain(2).ok());
+  EXPECT_FALSE(Chain(1).ok());
+}
+
+TEST(Clock, FakeAdvances) {
+  FakeClock c;
+  auto t0 = c.Now();
+  EXPECT_EQ(FormatRfc3339(t0), "2025-01-01T00:00:00Z");
+  c.Advance(std::chrono::seconds(90));
+  EXPECT_EQ(FormatRfc3339(c.Now()), "2025-01-01T00:01:30Z");
+  EXPECT_EQ(c.NowMillis() - std::chrono::duration_cast<std::chrono::milliseconds>(t0.time_since_epoch()).count(),
+            90000);
+}
+
+TEST(Uuid, V4IsRandomAndWellFormed) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    auto u = NewUuidV4();
+    ASSERT_TRUE(IsUuid(u)) << u;
+    EXPECT_EQ(u[14], '4');
+    EXPECT_TRUE(u[19] == '8' || u[19] == '9' || u[19] == 'a' || u[19] == 'b');
+    seen.insert(u);
+  }
+  EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(Uuid, V5IsDeterministic) {
+  // RFC 4122 appendix / Python uuid.uuid5(NAMESPACE_DNS, "python.org").
+  EXPECT_EQ(UuidV5("6ba7b810-9dad-11d1-80b4-00c04fd430c8", "python.org"), "886313e1-3b8a-5372-9b90-0c9aee199e5d");
+  auto a = UuidV5(kResourceIdNamespace, ToLower("/subscriptions/X/resourceGroups/RG"));
+  auto b = UuidV5(kResourceIdNamespace, "/subscriptions/x/resourcegroups/rg");
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a[14], '5');
+  EXPECT_FALSE(IsUuid("not-a-uuid"));
+}
+
+TEST(Time, RoundTrip) {
+  auto t = ParseRfc3339("2025-03-14T01:59:26Z");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(FormatRfc3339(*t), "2025-03-14T01:59:26Z");
+  auto f = ParseRfc3339("2024-02-29T23:59:59.123456789+01:00");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(FormatRfc3339(*f, true), "2024-02-29T22:59:59.123456Z");
+  EXPECT_EQ(FormatRfc3339(TimePoint{}), "1970-01-01T00:00:00Z");
+  for (const char* bad : {"", "2025-13-01T00:00:00Z", "2025-03-14 01:59:26", "2025-03-14T01:59:26", "x025-03-14T01:59:26Z",
+                          "2025-03-14T01:59:26.Z", "2025-03-14T01:59:26Zjunk"}) {
+    EXPECT_FALSE(ParseRfc3339(bad).ok()) << bad;
+  }
+}
+
+TEST(Json, ParseAndPointer) {
+  auto v = ParseJson(R"({"a":{"b/c":[1,{"d":"x"}]}})");
+  ASSERT_TRUE(v.ok());
+  const auto* d = FindPointer(*v, "/a/b~1c/1/d");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->as_string(), "x");
+  EXPECT_EQ(FindPointer(*v, "/a/missing"), nullptr);
+  EXPECT_EQ(FindPointer(*v, "/a/b~1c/9"), nullptr);
+  EXPECT_FALSE(ParseJson("{\"a\":").ok());
+  EXPECT_FALSE(ParseJson("[1,2]x").ok());
+  std::string deep(100, '[');
+  deep += std::string(100, ']');
+  EXPECT_FALSE(ParseJson(deep).ok());
+  EXPECT_TRUE(ParseJson(deep, 200).ok());
+}
+
+TEST(Json, CaseHelpers) {
+  EXPECT_TRUE(EqualsIgnoreCase("ResourceGroups", "resourcegroups"));
+  EXPECT_FALSE(EqualsIgnoreCase("a", "ab"));
+  EXPECT_TRUE(StartsWithIgnoreCase("/Subscriptions/x", "/subscriptions/"));
+}
+
+TEST(Log, JsonLines) {
+  auto sink = std::make_shared<MemoryLogSink>();
+  FakeClock clock;
+  Logger log(sink, &clock, LogLevel::kInfo, "test");
+  log.Debug("hidden");
+  log.Info("hello", {{"request_id", "r1"}});
+  auto lines = sink->LinesForTest();
+  ASSERT_EQ(lines.size(), 1u);
+  auto v = ParseJson(lines[0]);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->at("msg").as_string(), "hello");
+  EXPECT_EQ(v->at("request_id").as_string(), "r1");
+  EXPECT_EQ(v->at("component").as_string(), "test");
+  EXPECT_EQ(v->at("level").as_string(), "info");
+}
+
+}  // namespace
+}  // namespace hcprp

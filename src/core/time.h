@@ -1,0 +1,18 @@
+// RFC 3339 timestamps, always in UTC.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/result.h"
+
+namespace hcprp {
+
+// "2025-03-14T01:59:26Z", or with fractional seconds when `with_fraction` ("2025-03-14T01:59:26.123456Z").
+std::string FormatRfc3339(TimePoint t, bool with_fraction = false);
+
+// Accepts "Z" or a numeric offset ("+02:00") and up to nanosecond fractions; the result is UTC.
+Result<TimePoint> ParseRfc3339(std::string_view text);
+
+}  // namespace hcprp
