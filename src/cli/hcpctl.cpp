@@ -1,0 +1,600 @@
+#include "cli/hcpctl.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/arm_client.h"
+#include "cli/table.h"
+#include "core/time.h"
+
+namespace hcprp::cli {
+namespace {
+
+constexpr const char* kProvider = "/providers/Microsoft.RedHatOpenShift";
+constexpr const char* kDefaultTenant = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+constexpr const char* kDefaultClientObjectId = "00000000-0000-4000-8000-00000000c11e";
+
+std::string Env(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+struct Globals {
+  std::string endpoint = Env("HCPCTL_ENDPOINT", "http://127.0.0.1:8443");
+  std::string subscription = Env("HCPCTL_SUBSCRIPTION", "00000000-0000-4000-8000-000000000001");
+  std::string resource_group = Env("HCPCTL_RESOURCE_GROUP", "hcp-demo");
+  std::string output = "table";
+  std::string api_version = "2026-10-01";
+  std::string tenant = Env("HCPCTL_TENANT", kDefaultTenant);
+  std::string client_object_id = Env("HCPCTL_CLIENT_OBJECT_ID", kDefaultClientObjectId);
+  bool no_wait = false;
+  double max_poll_seconds = 2;
+};
+
+// What one resource command needs to know.
+struct Target {
+  std::string name;
+  std::string cluster;  // for children
+  std::string location = "eastus";
+  std::string file;
+  std::vector<std::string> tags;
+  std::string version;
+  int replicas = -1;
+  std::string vm_size = "Standard_D8s_v3";
+  std::string issuer_url = "https://login.example.com/tenant/v2.0";
+  std::string audience = "hcpctl";
+  std::string state = "Registered";
+  std::string operation_id;
+};
+
+class Program {
+ public:
+  Program(std::ostream& out, std::ostream& err, bool progress) : out_(out), err_(err), progress_(progress) {}
+
+  int Run(int argc, char** argv);
+
+ private:
+  ArmClient MakeClient() const {
+    ArmClientOptions o;
+    o.endpoint = g_.endpoint;
+    while (!o.endpoint.empty() && o.endpoint.back() == '/') o.endpoint.pop_back();
+    o.api_version = g_.api_version;
+    o.tenant_id = g_.tenant;
+    o.client_object_id = g_.client_object_id;
+    o.max_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(g_.max_poll_seconds * 1000));
+    return ArmClient(o);
+  }
+
+  std::string RgPath() const {
+    return "/subscriptions/" + g_.subscription + "/resourceGroups/" + g_.resource_group;
+  }
+  std::string ClusterPath(const std::string& name) const {
+    return RgPath() + kProvider + "/hcpOpenShiftClusters/" + name;
+  }
+  std::string ChildPath(const std::string& collection) const {
+    return ClusterPath(t_.cluster) + "/" + collection + "/" + t_.name;
+  }
+
+  Result<json::value> BodyFromFile() const;
+  json::object DefaultClusterBody() const;
+  json::object DefaultNodePoolBody() const;
+  json::object DefaultExternalAuthBody() const;
+  void ApplyCommonFlags(json::object& body) const;
+
+  int Report(const Result<ArmResponse>& r, const char* what);
+  int PrintResource(const ArmResponse& r);
+  int PrintList(const ArmResponse& r);
+  int PrintError(const ArmResponse& r);
+  int Finish(ArmClient& client, const Result<ArmResponse>& started, const std::string& read_back_path);
+
+  int Put(const std::string& path, json::object body);
+  int Patch(const std::string& path, json::object body);
+  int Delete(const std::string& path);
+  int Show(const std::string& path);
+  int List(const std::string& path);
+  int Action(const std::string& path, const std::string& action);
+  int SubscriptionRegister();
+  int OperationShow();
+
+  std::ostream& out_;
+  std::ostream& err_;
+  bool progress_;
+  Globals g_;
+  Target t_;
+};
+
+Result<json::value> Program::BodyFromFile() const {
+  std::ifstream in(t_.file, std::ios::binary);
+  if (!in) return Error::InvalidArgument("cannot read " + t_.file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto v = ParseJson(ss.str());
+  if (!v.ok()) return Error::InvalidArgument(t_.file + ": " + v.error().message());
+  if (!v->is_object()) return Error::InvalidArgument(t_.file + ": the body must be a JSON object");
+  return v;
+}
+
+void Program::ApplyCommonFlags(json::object& body) const {
+  if (!t_.tags.empty()) {
+    json::object tags;
+    for (const auto& kv : t_.tags) {
+      auto eq = kv.find('=');
+      tags[kv.substr(0, eq)] = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    }
+    body["tags"] = std::move(tags);
+  }
+}
+
+json::object Program::DefaultClusterBody() const {
+  const std::string sub = "/subscriptions/" + g_.subscription + "/resourceGroups/" + g_.resource_group;
+  const std::string vnet = sub + "/providers/Microsoft.Network/virtualNetworks/" + t_.name + "-vnet";
+  const std::string mi = sub + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/" + t_.name + "-";
+  json::object cp{{"cluster-api-azure", mi + "cluster-api-azure"},
+                  {"control-plane", mi + "control-plane"},
+                  {"cloud-controller-manager", mi + "cloud-controller-manager"},
+                  {"ingress", mi + "ingress"},
+                  {"disk-csi-driver", mi + "disk-csi-driver"},
+                  {"file-csi-driver", mi + "file-csi-driver"},
+                  {"image-registry", mi + "image-registry"},
+                  {"cloud-network-config", mi + "cloud-network-config"},
+                  {"kms", mi + "kms"}};
+  json::object dp{{"disk-csi-driver", mi + "dp-disk-csi-driver"},
+                  {"file-csi-driver", mi + "dp-file-csi-driver"},
+                  {"image-registry", mi + "dp-image-registry"}};
+  json::object uai;
+  for (const auto& kv : cp) uai[kv.value().as_string()] = json::object{};
+  uai[mi + "service"] = json::object{};
+  json::object body{
+      {"location", t_.location},
+      {"identity", {{"type", "UserAssigned"}, {"userAssignedIdentities", uai}}},
+      {"properties",
+       {{"version", {{"id", t_.version.empty() ? "4.19" : t_.version}, {"channelGroup", "stable"}}},
+        {"network",
+         {{"podCidr", "10.128.0.0/14"},
+          {"serviceCidr", "172.30.0.0/16"},
+          {"machineCidr", "10.0.0.0/16"},
+          {"hostPrefix", 23}}},
+        {"api", {{"visibility", "Public"}}},
+        {"platform",
+         {{"subnetId", vnet + "/subnets/workers"},
+          {"vnetIntegrationSubnetId", vnet + "/subnets/integration"},
+          {"networkSecurityGroupId",
+           sub + "/providers/Microsoft.Network/networkSecurityGroups/" + t_.name + "-nsg"},
+          {"operatorsAuthentication",
+           {{"userAssignedIdentities",
+             {{"controlPlaneOperators", cp},
+              {"dataPlaneOperators", dp},
+              {"serviceManagedIdentity", mi + "service"}}}}}}}}}};
+  return body;
+}
+
+json::object Program::DefaultNodePoolBody() const {
+  const std::string vnet = RgPath() + "/providers/Microsoft.Network/virtualNetworks/" + t_.cluster + "-vnet";
+  json::object props{{"platform", {{"vmSize", t_.vm_size}, {"subnetId", vnet + "/subnets/workers"}}},
+                     {"replicas", t_.replicas < 0 ? 2 : t_.replicas}};
+  if (!t_.version.empty()) props["version"] = {{"id", t_.version}, {"channelGroup", "stable"}};
+  return {{"location", t_.location}, {"properties", props}};
+}
+
+json::object Program::DefaultExternalAuthBody() const {
+  return {{"properties",
+           {{"issuer", {{"url", t_.issuer_url}, {"audiences", json::array{t_.audience}}}},
+            {"claim", {{"mappings", {{"username", {{"claim", "email"}}}}}}}}}};
+}
+
+int Program::PrintError(const ArmResponse& r) {
+  err_ << "error: HTTP " << r.status;
+  if (const auto* o = r.body.if_object()) {
+    if (const auto* e = GetObject(*o, "error")) {
+      err_ << " " << GetString(*e, "code").value_or("") << ": " << GetString(*e, "message").value_or("");
+      if (auto t = GetString(*e, "target"); t && !t->empty()) err_ << " (target " << *t << ")";
+      if (const auto* details = GetArray(*e, "details")) {
+        for (const auto& d : *details) {
+          if (const auto* dobj = d.if_object()) {
+            err_ << "\n  - " << GetString(*dobj, "code").value_or("") << ": "
+                 << GetString(*dobj, "message").value_or("");
+            if (auto t = GetString(*dobj, "target"); t && !t->empty()) err_ << " (target " << *t << ")";
+          }
+        }
+      }
+    }
+  } else if (!r.body.is_null()) {
+    err_ << " " << json::serialize(r.body);
+  }
+  err_ << "\n";
+  return 1;
+}
+
+int Program::PrintResource(const ArmResponse& r) {
+  if (g_.output == "json" || !r.body.is_object()) {
+    if (!r.body.is_null()) out_ << json::serialize(r.body) << "\n";
+    return 0;
+  }
+  Table t({"NAME", "TYPE", "LOCATION", "STATE", "DETAIL"});
+  t.AddResource(r.body.as_object());
+  t.Print(out_);
+  return 0;
+}
+
+int Program::PrintList(const ArmResponse& first) {
+  // Follows nextLink to the end.
+  json::array all;
+  ArmResponse page = first;
+  ArmClient client = MakeClient();
+  while (true) {
+    if (page.status != 200) return PrintError(page);
+    const auto* o = page.body.if_object();
+    if (!o) break;
+    if (const auto* v = GetArray(*o, "value")) {
+      for (const auto& item : *v) all.push_back(item);
+    }
+    auto next = GetString(*o, "nextLink");
+    if (!next || next->empty()) break;
+    auto r = client.GetUrl(std::string(*next));
+    if (!r.ok()) {
+      err_ << "error: " << r.error().message() << "\n";
+      return 3;
+    }
+    page = *r;
+  }
+  if (g_.output == "json") {
+    out_ << json::serialize(json::object{{"value", all}}) << "\n";
+    return 0;
+  }
+  Table t({"NAME", "TYPE", "LOCATION", "STATE", "DETAIL"});
+  for (const auto& item : all) {
+    if (item.is_object()) t.AddResource(item.as_object());
+  }
+  t.Print(out_);
+  return 0;
+}
+
+int Program::Report(const Result<ArmResponse>& r, const char* what) {
+  if (!r.ok()) {
+    err_ << "error: " << what << ": " << r.error().message() << "\n";
+    return r.error().code() == ErrorCode::kUnavailable || r.error().code() == ErrorCode::kTimeout ? 3 : 1;
+  }
+  if (r->status >= 400) return PrintError(*r);
+  return 0;
+}
+
+std::string FormatElapsed(std::chrono::steady_clock::duration d) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  std::ostringstream os;
+  os << s / 60 << ":" << std::setw(2) << std::setfill('0') << s % 60;
+  return os.str();
+}
+
+int Program::Finish(ArmClient& client, const Result<ArmResponse>& started,
+                    const std::string& read_back_path) {
+  if (int rc = Report(started, "request failed"); rc != 0) return rc;
+  const ArmResponse& first = *started;
+  if (first.status == 204) {
+    if (g_.output != "json") out_ << "Nothing to do: the resource does not exist.\n";
+    return 0;
+  }
+  std::string async = first.Header("azure-asyncoperation");
+  if (g_.no_wait || (async.empty() && first.Header("location").empty())) {
+    if (g_.output == "json") {
+      if (!first.body.is_null()) out_ << json::serialize(first.body) << "\n";
+    } else {
+      out_ << "Accepted (HTTP " << first.status << ").";
+      if (!async.empty())
+        out_ << " Follow it with: hcpctl operation show " << async.substr(async.rfind('/') + 1);
+      out_ << "\n";
+    }
+    return 0;
+  }
+  std::string last_status;
+  bool drew = false;
+  auto on_progress = [&](const Progress& p) {
+    if (progress_) {
+      err_ << "\r\033[K  " << p.status << "  " << FormatElapsed(p.elapsed) << std::flush;
+      drew = true;
+    } else if (p.status != last_status) {
+      err_ << p.status << " after " << FormatElapsed(p.elapsed) << "\n";
+    }
+    last_status = p.status;
+  };
+  auto done = client.Wait(first, on_progress);
+  if (drew) err_ << "\n";
+  if (!done.ok()) {
+    auto v = ParseJson(done.error().message());
+    if (v.ok() && v->is_object()) {
+      ArmResponse failed;
+      failed.status = 200;
+      failed.body = *v;
+      err_ << "operation " << GetString(v->as_object(), "status").value_or("failed") << "\n";
+      PrintError(failed);
+      return 1;
+    }
+    err_ << "error: " << done.error().message() << "\n";
+    return done.error().code() == ErrorCode::kUnavailable ? 3 : 1;
+  }
+  if (read_back_path.empty()) {
+    if (done->body.is_object() && done->body.as_object().contains("kubeconfig")) {
+      if (g_.output == "json") {
+        out_ << json::serialize(done->body) << "\n";
+      } else {
+        const auto& o = done->body.as_object();
+        out_ << "# expires " << GetString(o, "expirationTimestamp").value_or("?") << "\n"
+             << GetString(o, "kubeconfig").value_or("") << "\n";
+      }
+    } else if (g_.output != "json") {
+      out_ << "Succeeded.\n";
+    }
+    return 0;
+  }
+  auto r = client.Call(http::Verb::get, read_back_path);
+  if (int rc = Report(r, "reading the resource back"); rc != 0) return rc;
+  return PrintResource(*r);
+}
+
+int Program::Put(const std::string& path, json::object body) {
+  ApplyCommonFlags(body);
+  auto client = MakeClient();
+  json::value v(std::move(body));
+  return Finish(client, client.Call(http::Verb::put, path, &v), path);
+}
+
+int Program::Patch(const std::string& path, json::object body) {
+  ApplyCommonFlags(body);
+  auto client = MakeClient();
+  json::value v(std::move(body));
+  return Finish(client, client.Call(http::Verb::patch, path, &v), path);
+}
+
+int Program::Delete(const std::string& path) {
+  auto client = MakeClient();
+  return Finish(client, client.Call(http::Verb::delete_, path), "");
+}
+
+int Program::Show(const std::string& path) {
+  auto client = MakeClient();
+  auto r = client.Call(http::Verb::get, path);
+  if (int rc = Report(r, "request failed"); rc != 0) return rc;
+  return PrintResource(*r);
+}
+
+int Program::List(const std::string& path) {
+  auto client = MakeClient();
+  auto r = client.Call(http::Verb::get, path);
+  if (int rc = Report(r, "request failed"); rc != 0) return rc;
+  return PrintList(*r);
+}
+
+int Program::Action(const std::string& path, const std::string& action) {
+  auto client = MakeClient();
+  return Finish(client, client.Call(http::Verb::post, path + "/" + action), "");
+}
+
+int Program::SubscriptionRegister() {
+  auto client = MakeClient();
+  json::value body =
+      json::object{{"state", t_.state},
+                   {"registrationDate", FormatRfc3339(std::chrono::system_clock::now())},
+                   {"properties", {{"tenantId", g_.tenant}, {"registeredFeatures", json::array{}}}}};
+  auto r = client.Call(http::Verb::put, "/subscriptions/" + g_.subscription, &body, "2.0");
+  if (int rc = Report(r, "request failed"); rc != 0) return rc;
+  if (g_.output == "json") {
+    out_ << json::serialize(r->body) << "\n";
+  } else {
+    out_ << "Subscription " << g_.subscription << " is " << t_.state << ".\n";
+  }
+  return 0;
+}
+
+int Program::OperationShow() {
+  auto client = MakeClient();
+  auto r = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription + kProvider + "/locations/" +
+                                            t_.location + "/hcpOperationStatuses/" + t_.operation_id);
+  if (int rc = Report(r, "request failed"); rc != 0) return rc;
+  if (g_.output == "json" || !r->body.is_object()) {
+    out_ << json::serialize(r->body) << "\n";
+    return 0;
+  }
+  const auto& o = r->body.as_object();
+  Table t({"OPERATION", "STATUS", "START", "END", "ERROR"});
+  std::string error;
+  if (const auto* e = GetObject(o, "error")) {
+    error = std::string(GetString(*e, "code").value_or("")) + ": " +
+            std::string(GetString(*e, "message").value_or(""));
+  }
+  t.AddRow({std::string(GetString(o, "name").value_or("")), std::string(GetString(o, "status").value_or("")),
+            std::string(GetString(o, "startTime").value_or("")),
+            std::string(GetString(o, "endTime").value_or("")), error});
+  t.Print(out_);
+  return 0;
+}
+
+int Program::Run(int argc, char** argv) {
+  CLI::App app{"hcpctl: manage hosted OpenShift clusters through the ARM API of an hcprp frontend"};
+  app.require_subcommand(1);
+  app.add_option("--endpoint", g_.endpoint, "Frontend URL (env HCPCTL_ENDPOINT)")->capture_default_str();
+  app.add_option("-s,--subscription", g_.subscription, "Subscription ID (env HCPCTL_SUBSCRIPTION)")
+      ->capture_default_str();
+  app.add_option("-g,--resource-group", g_.resource_group, "Resource group (env HCPCTL_RESOURCE_GROUP)")
+      ->capture_default_str();
+  app.add_option("-o,--output", g_.output, "Output format")
+      ->check(CLI::IsMember({"json", "table"}))
+      ->capture_default_str();
+  app.add_option("--api-version", g_.api_version, "API version")->capture_default_str();
+  app.add_option("--tenant", g_.tenant, "Home tenant ID sent as x-ms-home-tenant-id (env HCPCTL_TENANT)");
+  app.add_option("--client-object-id", g_.client_object_id, "Caller object ID sent as x-ms-client-object-id");
+  app.add_flag("--no-wait", g_.no_wait, "Do not wait for long-running operations");
+  app.add_option("--max-poll-interval", g_.max_poll_seconds,
+                 "Longest wait between two polls in seconds, whatever Retry-After says (0: obey it)")
+      ->capture_default_str();
+
+  std::function<int()> action;
+  auto resource_flags = [&](CLI::App* c, bool create) {
+    c->add_option("--file,-f", t_.file, "JSON body to send instead of the generated one");
+    c->add_option("--tag", t_.tags, "Tag key=value (repeatable)");
+    if (create) c->add_option("--location,-l", t_.location, "Azure region")->capture_default_str();
+  };
+
+  auto* sub = app.add_subcommand("subscription", "ARM subscription lifecycle (as ARM sends it)");
+  sub->require_subcommand(1);
+  auto* reg = sub->add_subcommand("register", "PUT the subscription with a state");
+  reg->add_option("--state", t_.state, "Registered, Warned, Suspended, Deleted or Unregistered")
+      ->capture_default_str();
+  reg->callback([&] { action = [&] { return SubscriptionRegister(); }; });
+  sub->add_subcommand("show", "GET the subscription")->callback([&] {
+    action = [&] {
+      auto client = MakeClient();
+      auto r = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription, nullptr, "2.0");
+      if (int rc = Report(r, "request failed"); rc != 0) return rc;
+      out_ << json::serialize(r->body) << "\n";
+      return 0;
+    };
+  });
+
+  // Clusters.
+  auto* cl = app.add_subcommand("cluster", "hcpOpenShiftClusters");
+  cl->require_subcommand(1);
+  auto* cc = cl->add_subcommand("create", "Create (PUT) a cluster");
+  cc->add_option("name", t_.name)->required();
+  cc->add_option("--version", t_.version, "OpenShift X.Y version");
+  resource_flags(cc, true);
+  cc->callback([&] {
+    action = [&] {
+      json::object body = DefaultClusterBody();
+      if (!t_.file.empty()) {
+        auto b = BodyFromFile();
+        if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
+        body = b->as_object();
+      }
+      return Put(ClusterPath(t_.name), std::move(body));
+    };
+  });
+  auto* cs = cl->add_subcommand("show", "GET a cluster");
+  cs->add_option("name", t_.name)->required();
+  cs->callback([&] { action = [&] { return Show(ClusterPath(t_.name)); }; });
+  auto* clist =
+      cl->add_subcommand("list", "List clusters of the resource group (--all: of the subscription)");
+  bool all = false;
+  clist->add_flag("--all", all, "Whole subscription");
+  clist->callback([&] {
+    action = [&] {
+      return List(all ? "/subscriptions/" + g_.subscription + kProvider + "/hcpOpenShiftClusters"
+                      : RgPath() + kProvider + "/hcpOpenShiftClusters");
+    };
+  });
+  auto* cu = cl->add_subcommand("update", "Update (PATCH) a cluster");
+  cu->add_option("name", t_.name)->required();
+  cu->add_option("--version", t_.version, "OpenShift X.Y version");
+  resource_flags(cu, false);
+  cu->callback([&] {
+    action = [&] {
+      json::object body;
+      if (!t_.file.empty()) {
+        auto b = BodyFromFile();
+        if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
+        body = b->as_object();
+      }
+      if (!t_.version.empty()) body["properties"] = {{"version", {{"id", t_.version}}}};
+      return Patch(ClusterPath(t_.name), std::move(body));
+    };
+  });
+  auto* cd = cl->add_subcommand("delete", "Delete a cluster and its node pools");
+  cd->add_option("name", t_.name)->required();
+  cd->callback([&] { action = [&] { return Delete(ClusterPath(t_.name)); }; });
+  auto* crc = cl->add_subcommand("request-credential", "Request an admin kubeconfig");
+  crc->add_option("name", t_.name)->required();
+  crc->callback([&] { action = [&] { return Action(ClusterPath(t_.name), "requestAdminCredential"); }; });
+  auto* crv = cl->add_subcommand("revoke-credentials", "Revoke every admin credential");
+  crv->add_option("name", t_.name)->required();
+  crv->callback([&] { action = [&] { return Action(ClusterPath(t_.name), "revokeCredentials"); }; });
+
+  // Children: node pools and external auths share the same verbs.
+  auto child = [&](const char* cmd, const char* help, const char* collection, bool node_pool) {
+    auto* c = app.add_subcommand(cmd, help);
+    c->require_subcommand(1);
+    auto with_cluster = [&](CLI::App* s) {
+      s->add_option("--cluster,-c", t_.cluster, "Parent cluster")->required();
+    };
+    auto* create = c->add_subcommand("create", "Create (PUT)");
+    create->add_option("name", t_.name)->required();
+    with_cluster(create);
+    resource_flags(create, node_pool);
+    if (node_pool) {
+      create->add_option("--replicas", t_.replicas, "Node count");
+      create->add_option("--vm-size", t_.vm_size, "VM size")->capture_default_str();
+      create->add_option("--version", t_.version, "OpenShift X.Y.Z version");
+    } else {
+      create->add_option("--issuer-url", t_.issuer_url, "Token issuer URL")->capture_default_str();
+      create->add_option("--audience", t_.audience, "Token audience")->capture_default_str();
+    }
+    create->callback([&, collection, node_pool] {
+      action = [&, collection, node_pool] {
+        json::object body = node_pool ? DefaultNodePoolBody() : DefaultExternalAuthBody();
+        if (!t_.file.empty()) {
+          auto b = BodyFromFile();
+          if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
+          body = b->as_object();
+        }
+        return Put(ChildPath(collection), std::move(body));
+      };
+    });
+    auto* show = c->add_subcommand("show", "GET");
+    show->add_option("name", t_.name)->required();
+    with_cluster(show);
+    show->callback([&, collection] { action = [&, collection] { return Show(ChildPath(collection)); }; });
+    auto* list = c->add_subcommand("list", "List under a cluster");
+    with_cluster(list);
+    list->callback([&, collection] {
+      action = [&, collection] { return List(ClusterPath(t_.cluster) + "/" + collection); };
+    });
+    auto* update = c->add_subcommand("update", "Update (PATCH)");
+    update->add_option("name", t_.name)->required();
+    with_cluster(update);
+    resource_flags(update, false);
+    if (node_pool) update->add_option("--replicas", t_.replicas, "Node count");
+    update->callback([&, collection] {
+      action = [&, collection] {
+        json::object body;
+        if (!t_.file.empty()) {
+          auto b = BodyFromFile();
+          if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
+          body = b->as_object();
+        }
+        if (t_.replicas >= 0) body["properties"] = {{"replicas", t_.replicas}};
+        return Patch(ChildPath(collection), std::move(body));
+      };
+    });
+    auto* del = c->add_subcommand("delete", "Delete");
+    del->add_option("name", t_.name)->required();
+    with_cluster(del);
+    del->callback([&, collection] { action = [&, collection] { return Delete(ChildPath(collection)); }; });
+  };
+  child("nodepool", "Node pools of a cluster", "nodePools", true);
+  child("externalauth", "External authentication providers of a cluster", "externalAuths", false);
+
+  auto* op = app.add_subcommand("operation", "Asynchronous operations");
+  op->require_subcommand(1);
+  auto* ops = op->add_subcommand("show", "GET an operation status");
+  ops->add_option("id", t_.operation_id)->required();
+  ops->add_option("--location,-l", t_.location, "Region of the operation")->capture_default_str();
+  ops->callback([&] { action = [&] { return OperationShow(); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e, out_, err_) == 0 ? 0 : 2;
+  }
+  if (!action) return 2;
+  return action();
+}
+
+}  // namespace
+
+int RunHcpctl(int argc, char** argv, std::ostream& out, std::ostream& err, bool progress_on_terminal) {
+  Program p(out, err, progress_on_terminal);
+  return p.Run(argc, argv);
+}
+
+}  // namespace hcprp::cli
