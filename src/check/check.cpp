@@ -1,0 +1,195 @@
+#include "check/check.h"
+
+#include <map>
+#include <set>
+
+#include "arm/documents.h"
+#include "core/time.h"
+
+namespace hcprp::check {
+namespace {
+
+// Reads every document of one partition of the resources container.
+Result<std::vector<store::Document>> ReadPartition(store::Store& store, const std::string& pk) {
+  std::vector<store::Document> out;
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = pk;
+  q.max_items = 500;
+  while (true) {
+    auto page = store.Query(q);
+    if (!page.ok()) return page.error();
+    for (auto& d : page->documents) out.push_back(std::move(d));
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+  return out;
+}
+
+std::string TypeOf(const json::value& body) {
+  if (const auto* o = body.if_object()) return ToLower(GetString(*o, "resourceType").value_or(""));
+  return "";
+}
+
+bool IsResourceType(std::string_view t) {
+  return t == arm::kClusterDocType || t == arm::kNodePoolDocType || t == arm::kExternalAuthDocType;
+}
+
+}  // namespace
+
+Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const Clock& clock,
+                        const CheckOptions& options) {
+  Report report;
+  auto add = [&](int inv, std::string subject, std::string message) {
+    report.violations.push_back({inv, std::move(subject), std::move(message)});
+  };
+  std::set<std::string> known_internal_ids;  // hrefs that some resource document points at
+
+  std::string cont;
+  while (true) {
+    auto parts = store.ListPartitions(store::kResources, 500, cont);
+    if (!parts.ok()) return parts.error();
+    for (const auto& pdoc : parts->documents) {
+      const std::string pk = pdoc.partition_key.empty() ? pdoc.id : pdoc.partition_key;
+      ++report.partitions;
+      auto docs = ReadPartition(store, pk);
+      if (!docs.ok()) return docs.error();
+
+      std::map<std::string, arm::ResourceDocument> resources;              // lower resource ID -> doc
+      std::map<std::string, arm::OperationDocument> operations;            // op id -> doc
+      std::map<std::string, std::vector<const arm::OperationDocument*>> ops_by_resource;
+      for (const auto& d : *docs) {
+        const std::string type = TypeOf(d.body);
+        if (IsResourceType(type)) {
+          auto r = arm::ResourceDocument::FromBody(d.body);
+          if (!r.ok()) {
+            add(1, d.id, "unreadable resource document: " + r.error().message());
+            continue;
+          }
+          ++report.resources;
+          if (!r->internal_id.empty()) known_internal_ids.insert(ToLower(r->internal_id));
+          resources.emplace(ToLower(r->resource_id), std::move(r).value());
+        } else if (type == arm::kOperationDocType) {
+          auto o = arm::OperationDocument::FromBody(d.id, d.body);
+          if (!o.ok()) {
+            add(3, d.id, "unreadable operation document: " + o.error().message());
+            continue;
+          }
+          ++report.operations;
+          operations.emplace(d.id, std::move(o).value());
+        }
+      }
+      for (const auto& [id, op] : operations) ops_by_resource[ToLower(op.external_id)].push_back(&op);
+
+      const auto now = clock.Now();
+      for (const auto& [id, op] : operations) {
+        const bool terminal = arm::IsTerminalState(op.status);
+        // 3: Failed and Canceled carry an error with code and message.
+        if ((op.status == arm::kStateFailed || op.status == arm::kStateCanceled) &&
+            (!op.error || op.error->code.empty() || op.error->message.empty())) {
+          add(3, id, "operation " + op.status + " without error code and message");
+        }
+        // 4: nothing runs past its deadline.
+        if (!terminal) {
+          Duration limit = op.request == arm::OperationRequest::kDelete ? Duration(options.delete_deadline)
+                           : op.request == arm::OperationRequest::kUpdate ? Duration(options.update_deadline)
+                                                                           : Duration(options.create_deadline);
+          if (now - op.start_time > limit + std::chrono::minutes(1)) {
+            add(4, id, "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
+          }
+        }
+        // 5: a succeeded delete leaves no resource document behind.
+        if (op.request == arm::OperationRequest::kDelete && op.status == arm::kStateSucceeded &&
+            resources.count(ToLower(op.external_id))) {
+          const auto& r = resources.at(ToLower(op.external_id));
+          if (r.active_operation_id.value_or("") == id || r.provisioning_state == arm::kStateDeleting) {
+            add(5, op.external_id, "delete operation " + id + " succeeded but the resource document remains");
+          }
+        }
+      }
+
+      for (const auto& [key, r] : resources) {
+        std::vector<const arm::OperationDocument*> active;
+        const arm::OperationDocument* latest = nullptr;
+        for (const auto* op : ops_by_resource[key]) {
+          if (!arm::IsTerminalState(op->status)) active.push_back(op);
+          if (op->request == arm::OperationRequest::kCreate || op->request == arm::OperationRequest::kUpdate ||
+              op->request == arm::OperationRequest::kDelete) {
+            if (!latest || op->start_time > latest->start_time) latest = op;
+          }
+        }
+        // 1: at most one non-terminal operation, named by activeOperationId.
+        if (active.size() > 1) add(1, r.resource_id, std::to_string(active.size()) + " non-terminal operations");
+        if (active.size() == 1 && r.active_operation_id.value_or("") != active[0]->id) {
+          add(1, r.resource_id, "activeOperationId '" + r.active_operation_id.value_or("") +
+                                    "' does not name the non-terminal operation " + active[0]->id);
+        }
+        if (active.empty() && r.active_operation_id) {
+          auto it = operations.find(*r.active_operation_id);
+          if (it != operations.end()) {
+            add(1, r.resource_id, "activeOperationId names terminal operation " + *r.active_operation_id);
+          }
+        }
+        // 2: provisioningState mirrors the latest PUT/PATCH/DELETE operation.
+        if (latest && latest->status != r.provisioning_state) {
+          add(2, r.resource_id, "provisioningState " + r.provisioning_state + " but latest operation " + latest->id +
+                                    " is " + latest->status);
+        }
+        // 6 (second half): a resource document points at an existing Cluster Service object.
+        if (cs && options.check_cluster_service && !r.internal_id.empty() &&
+            r.provisioning_state != arm::kStateDeleting) {
+          auto got = cs->Get(r.internal_id);
+          if (!got.ok() && got.error().IsNotFound()) {
+            add(6, r.resource_id, "points at missing Cluster Service object " + r.internal_id);
+          } else if (!got.ok()) {
+            return got.error();
+          }
+        }
+      }
+    }
+    if (parts->continuation.empty()) break;
+    cont = parts->continuation;
+  }
+
+  // 6 (first half): no Cluster Service object without a resource document, past the GC window.
+  if (cs && options.check_cluster_service) {
+    auto clusters = cs->List(std::string(clusterservice::kApiPrefix) + "/clusters");
+    if (!clusters.ok()) return clusters.error();
+    for (const auto& c : *clusters) {
+      const auto* obj = c.if_object();
+      if (!obj) continue;
+      std::vector<json::object> objects{*obj};
+      const std::string href(GetString(*obj, "href").value_or(""));
+      auto pools = cs->List(href + "/node_pools");
+      if (pools.ok()) {
+        for (const auto& p : *pools) {
+          if (p.is_object()) objects.push_back(p.as_object());
+        }
+      }
+      for (const auto& o : objects) {
+        ++report.service_objects;
+        const std::string h(GetString(o, "href").value_or(""));
+        if (known_internal_ids.count(ToLower(h))) continue;
+        auto created = ParseRfc3339(GetString(o, "creation_timestamp").value_or(""));
+        if (created.ok() && clock.Now() - *created < options.gc_window) continue;
+        add(6, h, "Cluster Service object has no resource document");
+      }
+    }
+  }
+  return report;
+}
+
+json::object ReportToJson(const Report& report) {
+  json::array v;
+  for (const auto& x : report.violations) {
+    v.push_back({{"invariant", x.invariant}, {"subject", x.subject}, {"message", x.message}});
+  }
+  return {{"ok", report.ok()},
+          {"partitions", report.partitions},
+          {"resources", report.resources},
+          {"operations", report.operations},
+          {"serviceObjects", report.service_objects},
+          {"violations", v}};
+}
+
+}  // namespace hcprp::check
