@@ -1,0 +1,232 @@
+#include <gtest/gtest.h>
+
+#include "arm/cloud_error.h"
+#include "arm/documents.h"
+#include "arm/operation_status.h"
+#include "arm/paging.h"
+#include "arm/resource_id.h"
+#include "arm/system_data.h"
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp::arm {
+namespace {
+
+constexpr std::string_view kSub = "1D3378D3-5A3F-4712-85A1-2485495DFC4B";
+
+TEST(ResourceIdTest, ParsesClusterAndChildrenCaseInsensitively) {
+  auto c =
+      ParseResourceId(std::string("/SUBSCRIPTIONS/") + std::string(kSub) +
+                      "/resourcegroups/My.RG/PROVIDERS/microsoft.redhatopenshift/HCPOPENSHIFTCLUSTERS/Abc");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->kind, ResourceKind::kCluster);
+  EXPECT_EQ(c->resource_group, "My.RG");
+  EXPECT_EQ(c->Name(), "Abc");
+  EXPECT_EQ(c->ToString(),
+            std::string("/subscriptions/") + std::string(kSub) +
+                "/resourceGroups/My.RG/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/Abc");
+
+  auto np = ParseResourceId(c->ToString() + "/NODEPOOLS/np1");
+  ASSERT_TRUE(np.ok());
+  EXPECT_EQ(np->kind, ResourceKind::kNodePool);
+  EXPECT_EQ(np->Name(), "np1");
+  EXPECT_EQ(np->Cluster().ToString(), c->ToString());
+  auto ea = ParseResourceId(c->ToString() + "/externalauths/e");
+  ASSERT_TRUE(ea.ok());
+  EXPECT_EQ(ea->kind, ResourceKind::kExternalAuth);
+
+  EXPECT_FALSE(ParseResourceId(c->ToString() + "/widgets/x").ok());
+  EXPECT_FALSE(ParseResourceId(c->ToString() + "/nodePools").ok());
+  EXPECT_FALSE(ParseResourceId("subscriptions/x").ok());
+  EXPECT_FALSE(ParseResourceId("").ok());
+}
+
+TEST(ResourceIdTest, NameRules) {
+  EXPECT_TRUE(IsValidClusterName("a"));
+  EXPECT_TRUE(IsValidClusterName("a-b1"));
+  EXPECT_FALSE(IsValidClusterName("1a"));
+  EXPECT_FALSE(IsValidClusterName("a-"));
+  EXPECT_FALSE(IsValidClusterName(std::string(55, 'a')));
+  EXPECT_TRUE(IsValidClusterName(std::string(54, 'a')));
+  EXPECT_TRUE(IsValidChildName(std::string(15, 'a')));
+  EXPECT_FALSE(IsValidChildName(std::string(16, 'a')));
+  EXPECT_TRUE(IsValidResourceGroupName("rg_(1).x"));
+  EXPECT_FALSE(IsValidResourceGroupName("rg."));
+  EXPECT_FALSE(IsValidResourceGroupName(std::string(91, 'a')));
+  EXPECT_TRUE(IsValidSubscriptionId(kSub));
+  EXPECT_FALSE(IsValidSubscriptionId("not-a-uuid"));
+}
+
+TEST(DocumentsTest, ResourceDocumentRoundTrips) {
+  ResourceDocument d;
+  d.resource_type = std::string(kClusterDocType);
+  d.resource_id =
+      "/subscriptions/x/resourceGroups/r/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/C";
+  d.internal_id = "/api/aro_hcp/v1alpha1/clusters/abc";
+  d.active_operation_id = "op";
+  d.provisioning_state = "Accepted";
+  d.tags["k"] = "v";
+  d.resource["location"] = "eastus";
+  d.system_data = json::object{{"createdBy", "me"}};
+  auto body = d.ToBody();
+  EXPECT_EQ(*FindPointer(body, "/resourceType"), json::value(kClusterDocType));
+  EXPECT_EQ(*FindPointer(body, kPathActiveOperationId), json::value("op"));
+  auto back = ResourceDocument::FromBody(body);
+  ASSERT_TRUE(back.ok()) << back.error().ToString();
+  EXPECT_EQ(back->resource_id, d.resource_id);
+  EXPECT_EQ(back->internal_id, d.internal_id);
+  EXPECT_EQ(back->active_operation_id, d.active_operation_id);
+  EXPECT_EQ(back->tags, d.tags);
+  EXPECT_EQ(back->resource, d.resource);
+  EXPECT_EQ(back->system_data, d.system_data);
+  EXPECT_FALSE(ResourceDocument::FromBody(json::parse(R"({"resourceType":"x","properties":{}})")).ok());
+  EXPECT_FALSE(ResourceDocument::FromBody(json::value(3)).ok());
+}
+
+TEST(DocumentsTest, ResourceDocumentIdIgnoresCase) {
+  EXPECT_EQ(ResourceDocumentId("/Subscriptions/A/x"), ResourceDocumentId("/subscriptions/a/X"));
+  EXPECT_EQ(ResourceDocumentId("/a"), UuidV5(kResourceIdNamespace, "/a"));
+  EXPECT_EQ(PartitionKey(kSub), ToLower(kSub));
+}
+
+TEST(DocumentsTest, OperationDocumentRoundTrips) {
+  FakeClock clock;
+  OperationDocument op;
+  op.id = "11111111-2222-3333-4444-555555555555";
+  op.request = OperationRequest::kRevokeCredentials;
+  op.external_id =
+      "/subscriptions/x/resourceGroups/r/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/C";
+  op.start_time = clock.Now();
+  op.last_transition_time = clock.Now();
+  op.status = "Failed";
+  op.error = OperationError{"Boom", "it broke", "", {}};
+  op.tenant_id = "t";
+  op.client_id = "c";
+  op.operation_id = "/subscriptions/x/providers/.../hcpOperationStatuses/" + op.id;
+  auto body = op.ToBody();
+  EXPECT_EQ(*FindPointer(body, "/properties/request"), json::value("RevokeCredentials"));
+  EXPECT_EQ(*FindPointer(body, "/resourceType"), json::value(kOperationDocType));
+  auto back = OperationDocument::FromBody(op.id, body);
+  ASSERT_TRUE(back.ok()) << back.error().ToString();
+  EXPECT_EQ(back->request, op.request);
+  EXPECT_EQ(back->status, "Failed");
+  EXPECT_EQ(back->error->code, "Boom");
+  EXPECT_EQ(back->start_time, op.start_time);
+  EXPECT_TRUE(back->exposed());
+
+  OperationDocument implicit = op;
+  implicit.tenant_id.clear();
+  implicit.client_id.clear();
+  implicit.operation_id.clear();
+  auto ib = implicit.ToBody();
+  EXPECT_EQ(FindPointer(ib, "/properties/tenantId"), nullptr);
+  EXPECT_EQ(FindPointer(ib, "/properties/operationId"), nullptr);
+  EXPECT_FALSE(OperationDocument::FromBody("x", ResourceDocument{}.ToBody()).ok());
+}
+
+TEST(DocumentsTest, SubscriptionDocument) {
+  auto body =
+      json::parse(R"({"resourceType":"microsoft.resources/subscriptions","properties":{"state":"warned",)"
+                  R"("registrationDate":"x","properties":{"tenantId":"T"}}})");
+  auto d = SubscriptionDocument::FromBody("sub", body);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->state, SubscriptionState::kWarned);
+  EXPECT_EQ(d->tenant_id(), "T");
+  EXPECT_EQ(d->ToBody(), body);
+  EXPECT_FALSE(ParseSubscriptionState("Bogus").ok());
+}
+
+TEST(DocumentsTest, TerminalStates) {
+  EXPECT_TRUE(IsTerminalState("Succeeded"));
+  EXPECT_TRUE(IsTerminalState("failed"));
+  EXPECT_TRUE(IsTerminalState("Canceled"));
+  EXPECT_FALSE(IsTerminalState("Accepted"));
+  EXPECT_FALSE(IsTerminalState("Deleting"));
+}
+
+TEST(CloudErrorTest, MapsInternalErrorsInOnePlace) {
+  EXPECT_EQ(FromError(Error::NotFound("secret")).status, 404);
+  EXPECT_EQ(FromError(Error::AlreadyExists("x")).status, 409);
+  EXPECT_EQ(FromError(Error::PreconditionFailed("x")).status, 412);
+  EXPECT_EQ(FromError(Error::PreconditionFailed("x")).body.code, "PreconditionFailed");
+  EXPECT_EQ(FromError(Error::Unavailable("x")).status, 503);
+  EXPECT_EQ(FromError(Error::Throttled("x")).status, 429);
+  auto internal = FromError(Error::Corruption("db file /var/secret broken"));
+  EXPECT_EQ(internal.status, 500);
+  EXPECT_EQ(internal.body.message.find("secret"), std::string::npos);
+  EXPECT_EQ(FromError(Error::NotFound("secret")).body.message.find("secret"), std::string::npos);
+}
+
+TEST(CloudErrorTest, BodyShape) {
+  CloudError e(400, codes::kInvalidParameter, "bad", "t");
+  auto j = e.ToJson();
+  EXPECT_EQ(j.at("error").at("code"), "InvalidParameter");
+  EXPECT_EQ(j.at("error").at("target"), "t");
+  EXPECT_EQ(j.at("error").as_object().count("details"), 0u);
+  auto multi = CloudError::FromProblems(
+      {{"InvalidRequestContent", "a", "x", {}}, {"InvalidRequestContent", "b", "y", {}}});
+  EXPECT_EQ(multi.body.code, "MultipleErrorsOccurred");
+  EXPECT_EQ(multi.ToJson().at("error").at("details").as_array().size(), 2u);
+  auto one = CloudError::FromProblems({{"InvalidRequestContent", "a", "x", {}}});
+  EXPECT_EQ(one.body.target, "x");
+}
+
+TEST(SystemDataTest, ParseAndMerge) {
+  auto created = ParseSystemData(
+      R"({"createdBy":"a","createdByType":"User","createdAt":"2025-01-01T00:00:00Z","other":1})");
+  ASSERT_TRUE(created);
+  EXPECT_EQ(created->count("other"), 0u);
+  EXPECT_FALSE(ParseSystemData("not json"));
+  EXPECT_FALSE(ParseSystemData(""));
+  auto update =
+      ParseSystemData(R"({"createdBy":"z","lastModifiedBy":"b","lastModifiedAt":"2025-02-01T00:00:00Z"})");
+  auto merged = MergeSystemData(created, update, false);
+  ASSERT_TRUE(merged);
+  EXPECT_EQ(merged->at("createdBy"), "a");
+  EXPECT_EQ(merged->at("lastModifiedBy"), "b");
+  EXPECT_EQ(MergeSystemData(created, update, true), update);
+}
+
+TEST(PagingTest, SkipTokenRoundTrips) {
+  for (std::string s : {"", "a", "ab", "abc", "abcd", "{\"k\":\"\xff\x00z\"}", "0123456789"}) {
+    if (s.empty()) continue;
+    auto t = EncodeSkipToken(s);
+    auto back = DecodeSkipToken(t);
+    ASSERT_TRUE(back.ok()) << s;
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_FALSE(DecodeSkipToken("").ok());
+  EXPECT_FALSE(DecodeSkipToken("a").ok());
+  EXPECT_FALSE(DecodeSkipToken("ab$d").ok());
+  EXPECT_EQ(NextLink("https://h", "/p", "2026-10-01", 10, "ab"),
+            "https://h/p?api-version=2026-10-01&$top=10&$skipToken=ab");
+}
+
+TEST(OperationStatusTest, Renders) {
+  FakeClock clock;
+  OperationDocument op;
+  op.id = "opid";
+  op.start_time = clock.Now();
+  op.last_transition_time = clock.Now() + std::chrono::seconds(5);
+  op.status = "Accepted";
+  auto path = OperationStatusPath("sub", "eastus", "opid");
+  EXPECT_EQ(
+      path,
+      "/subscriptions/sub/providers/Microsoft.RedHatOpenShift/locations/eastus/hcpOperationStatuses/opid");
+  auto j = RenderOperationStatus(op, path);
+  EXPECT_EQ(j.at("name"), "opid");
+  EXPECT_EQ(j.count("endTime"), 0u);
+  EXPECT_EQ(j.count("error"), 0u);
+  op.status = "Canceled";
+  op.error = OperationError{std::string(kCanceledCode), std::string(kSupersededMessage), "", {}};
+  j = RenderOperationStatus(op, path);
+  EXPECT_EQ(j.at("endTime"), json::value(FormatRfc3339(op.last_transition_time, true)));
+  EXPECT_EQ(j.at("error").at("code"), "Canceled");
+  op.status = "Failed";
+  op.error.reset();
+  j = RenderOperationStatus(op, path);
+  EXPECT_EQ(j.at("error").at("code"), "InternalServerError");
+}
+
+}  // namespace
+}  // namespace hcprp::arm

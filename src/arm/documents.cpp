@@ -1,0 +1,248 @@
+#include "arm/documents.h"
+
+#include <array>
+#include <utility>
+
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp::arm {
+namespace {
+
+const json::object* PropertiesOf(const json::value& body, std::string_view want_type, std::string* type_out,
+                                 std::string* why) {
+  const auto* o = body.if_object();
+  if (o == nullptr) {
+    *why = "document body is not an object";
+    return nullptr;
+  }
+  auto type = GetString(*o, "resourceType");
+  if (!type) {
+    *why = "document has no resourceType";
+    return nullptr;
+  }
+  if (!want_type.empty() && !EqualsIgnoreCase(*type, want_type)) {
+    *why = "document has resourceType " + std::string(*type);
+    return nullptr;
+  }
+  if (type_out != nullptr) *type_out = ToLower(*type);
+  const auto* p = GetObject(*o, "properties");
+  if (p == nullptr) {
+    *why = "document has no properties";
+    return nullptr;
+  }
+  return p;
+}
+
+std::string StringOr(const json::object& o, std::string_view key) {
+  auto s = GetString(o, key);
+  return s ? std::string(*s) : std::string();
+}
+
+void PutIfNotEmpty(json::object& o, std::string_view key, const std::string& v) {
+  if (!v.empty()) o[key] = v;
+}
+
+}  // namespace
+
+std::string ResourceDocumentId(std::string_view resource_id) {
+  return UuidV5(kResourceIdNamespace, ToLower(resource_id));
+}
+
+std::string PartitionKey(std::string_view subscription_id) { return ToLower(subscription_id); }
+
+bool IsTerminalState(std::string_view state) {
+  return EqualsIgnoreCase(state, kStateSucceeded) || EqualsIgnoreCase(state, kStateFailed) ||
+         EqualsIgnoreCase(state, kStateCanceled);
+}
+
+json::object OperationError::ToJson() const {
+  json::object o;
+  o["code"] = code;
+  o["message"] = message;
+  if (!target.empty()) o["target"] = target;
+  if (!details.empty()) o["details"] = details;
+  return o;
+}
+
+OperationError OperationError::FromJson(const json::object& o) {
+  OperationError e;
+  e.code = StringOr(o, "code");
+  e.message = StringOr(o, "message");
+  e.target = StringOr(o, "target");
+  if (const auto* d = GetArray(o, "details")) e.details = *d;
+  return e;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+json::value ResourceDocument::ToBody() const {
+  json::object p;
+  p["resourceId"] = resource_id;
+  p["internalId"] = internal_id;
+  if (active_operation_id) p["activeOperationId"] = *active_operation_id;
+  p["provisioningState"] = provisioning_state;
+  if (identity) p["identity"] = *identity;
+  if (system_data) p["systemData"] = *system_data;
+  p["tags"] = tags;
+  p["resource"] = resource;
+  p["clusterServiceStatus"] = service_status;
+  json::object body;
+  body["resourceType"] = ToLower(resource_type);
+  body["properties"] = std::move(p);
+  return body;
+}
+
+Result<ResourceDocument> ResourceDocument::FromBody(const json::value& body) {
+  std::string why;
+  ResourceDocument d;
+  const auto* p = PropertiesOf(body, "", &d.resource_type, &why);
+  if (p == nullptr) return Error::Corruption(why);
+  if (d.resource_type != kClusterDocType && d.resource_type != kNodePoolDocType &&
+      d.resource_type != kExternalAuthDocType) {
+    return Error::Corruption("not a resource document: " + d.resource_type);
+  }
+  auto rid = GetString(*p, "resourceId");
+  if (!rid || rid->empty()) return Error::Corruption("resource document without resourceId");
+  d.resource_id = std::string(*rid);
+  d.internal_id = StringOr(*p, "internalId");
+  if (auto a = GetString(*p, "activeOperationId"); a && !a->empty()) d.active_operation_id = std::string(*a);
+  d.provisioning_state = StringOr(*p, "provisioningState");
+  if (const auto* i = GetObject(*p, "identity")) d.identity = *i;
+  if (const auto* s = GetObject(*p, "systemData")) d.system_data = *s;
+  if (const auto* t = GetObject(*p, "tags")) d.tags = *t;
+  if (const auto* r = GetObject(*p, "resource")) d.resource = *r;
+  if (const auto* c = GetObject(*p, "clusterServiceStatus")) d.service_status = *c;
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+constexpr std::array<std::pair<OperationRequest, std::string_view>, 5> kRequestNames = {{
+    {OperationRequest::kCreate, "Create"},
+    {OperationRequest::kUpdate, "Update"},
+    {OperationRequest::kDelete, "Delete"},
+    {OperationRequest::kRequestCredential, "RequestCredential"},
+    {OperationRequest::kRevokeCredentials, "RevokeCredentials"},
+}};
+constexpr std::array<std::pair<SubscriptionState, std::string_view>, 5> kStateNames = {{
+    {SubscriptionState::kRegistered, "Registered"},
+    {SubscriptionState::kUnregistered, "Unregistered"},
+    {SubscriptionState::kWarned, "Warned"},
+    {SubscriptionState::kSuspended, "Suspended"},
+    {SubscriptionState::kDeleted, "Deleted"},
+}};
+}  // namespace
+
+std::string_view OperationRequestName(OperationRequest r) {
+  for (const auto& [k, v] : kRequestNames) {
+    if (k == r) return v;
+  }
+  return "Unknown";
+}
+
+Result<OperationRequest> ParseOperationRequest(std::string_view name) {
+  for (const auto& [k, v] : kRequestNames) {
+    if (EqualsIgnoreCase(v, name)) return k;
+  }
+  return Error::InvalidArgument("unknown operation request '" + std::string(name) + "'");
+}
+
+json::value OperationDocument::ToBody() const {
+  json::object p;
+  PutIfNotEmpty(p, "tenantId", tenant_id);
+  PutIfNotEmpty(p, "clientId", client_id);
+  p["request"] = OperationRequestName(request);
+  p["externalId"] = external_id;
+  p["internalId"] = internal_id;
+  PutIfNotEmpty(p, "operationId", operation_id);
+  PutIfNotEmpty(p, "notificationUri", notification_uri);
+  PutIfNotEmpty(p, "location", location);
+  p["startTime"] = FormatRfc3339(start_time, true);
+  p["lastTransitionTime"] = FormatRfc3339(last_transition_time, true);
+  p["status"] = status;
+  if (error) p["error"] = error->ToJson();
+  json::object body;
+  body["resourceType"] = kOperationDocType;
+  body["properties"] = std::move(p);
+  return body;
+}
+
+Result<OperationDocument> OperationDocument::FromBody(std::string id, const json::value& body) {
+  std::string why;
+  const auto* p = PropertiesOf(body, kOperationDocType, nullptr, &why);
+  if (p == nullptr) return Error::Corruption(why);
+  OperationDocument d;
+  d.id = std::move(id);
+  d.tenant_id = StringOr(*p, "tenantId");
+  d.client_id = StringOr(*p, "clientId");
+  auto req = ParseOperationRequest(StringOr(*p, "request"));
+  if (!req.ok()) return Error::Corruption(req.error().message());
+  d.request = *req;
+  d.external_id = StringOr(*p, "externalId");
+  d.internal_id = StringOr(*p, "internalId");
+  d.operation_id = StringOr(*p, "operationId");
+  d.notification_uri = StringOr(*p, "notificationUri");
+  d.location = StringOr(*p, "location");
+  if (auto t = GetString(*p, "startTime")) {
+    auto parsed = ParseRfc3339(*t);
+    if (!parsed.ok()) return Error::Corruption("operation startTime: " + parsed.error().message());
+    d.start_time = *parsed;
+  }
+  if (auto t = GetString(*p, "lastTransitionTime")) {
+    auto parsed = ParseRfc3339(*t);
+    if (!parsed.ok()) return Error::Corruption("operation lastTransitionTime: " + parsed.error().message());
+    d.last_transition_time = *parsed;
+  }
+  d.status = StringOr(*p, "status");
+  if (d.status.empty()) return Error::Corruption("operation document without status");
+  if (const auto* e = GetObject(*p, "error")) d.error = OperationError::FromJson(*e);
+  return d;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+std::string_view SubscriptionStateName(SubscriptionState s) {
+  for (const auto& [k, v] : kStateNames) {
+    if (k == s) return v;
+  }
+  return "Unknown";
+}
+
+Result<SubscriptionState> ParseSubscriptionState(std::string_view name) {
+  for (const auto& [k, v] : kStateNames) {
+    if (EqualsIgnoreCase(v, name)) return k;
+  }
+  return Error::InvalidArgument("unknown subscription state '" + std::string(name) + "'");
+}
+
+std::optional<std::string> SubscriptionDocument::tenant_id() const {
+  const auto* p = GetObject(properties, "properties");
+  if (p == nullptr) return std::nullopt;
+  auto t = GetString(*p, "tenantId");
+  if (!t) return std::nullopt;
+  return std::string(*t);
+}
+
+json::value SubscriptionDocument::ToBody() const {
+  json::object body;
+  body["resourceType"] = kSubscriptionDocType;
+  body["properties"] = properties;
+  return body;
+}
+
+Result<SubscriptionDocument> SubscriptionDocument::FromBody(std::string id, const json::value& body) {
+  std::string why;
+  const auto* p = PropertiesOf(body, kSubscriptionDocType, nullptr, &why);
+  if (p == nullptr) return Error::Corruption(why);
+  SubscriptionDocument d;
+  d.id = std::move(id);
+  d.properties = *p;
+  auto state = ParseSubscriptionState(StringOr(*p, "state"));
+  if (!state.ok()) return Error::Corruption(state.error().message());
+  d.state = *state;
+  return d;
+}
+
+}  // namespace hcprp::arm

@@ -1,0 +1,147 @@
+// The documents hcprp keeps in the "resources" container of the store (seed 000's data model), with
+// their conversion to and from the stored JSON body. Frontend and backend share these types.
+//
+// Every body has the envelope {"resourceType": <lower-cased type>, "properties": {...}}; the store
+// keeps id, partitionKey, etag and ttl outside the body. Partition key = lower-cased subscription ID.
+//
+//   resource document   id = ResourceDocumentId(resource ID) (a UUIDv5 of the lower-cased ID, so two
+//                       concurrent creates of one resource collide in the store)
+//   operation document  id = the operation ID (a UUIDv4), ttl = 7 days by default
+//   subscription doc    id = lower-cased subscription ID, properties = the ARM subscription PUT body
+//
+// All types are plain values; FromBody never throws and rejects bodies of another resourceType.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/result.h"
+
+namespace hcprp::arm {
+
+// Lower-cased resource types used as the "resourceType" of documents.
+inline constexpr std::string_view kClusterDocType = "microsoft.redhatopenshift/hcpopenshiftclusters";
+inline constexpr std::string_view kNodePoolDocType =
+    "microsoft.redhatopenshift/hcpopenshiftclusters/nodepools";
+inline constexpr std::string_view kExternalAuthDocType =
+    "microsoft.redhatopenshift/hcpopenshiftclusters/externalauths";
+inline constexpr std::string_view kOperationDocType = "microsoft.redhatopenshift/hcpoperationsstatus";
+inline constexpr std::string_view kSubscriptionDocType = "microsoft.resources/subscriptions";
+
+// Default lifetime of operation documents: 7 days.
+inline constexpr int64_t kDefaultOperationTtlSeconds = 604800;
+
+// The store document id of the resource with this ARM resource ID (any casing).
+std::string ResourceDocumentId(std::string_view resource_id);
+// The partition key of a subscription (lower-cased subscription ID).
+std::string PartitionKey(std::string_view subscription_id);
+
+// ---------------------------------------------------------------------------------------------
+// Provisioning states / operation statuses.
+
+inline constexpr std::string_view kStateAccepted = "Accepted";
+inline constexpr std::string_view kStateProvisioning = "Provisioning";
+inline constexpr std::string_view kStateUpdating = "Updating";
+inline constexpr std::string_view kStateDeleting = "Deleting";
+inline constexpr std::string_view kStateSucceeded = "Succeeded";
+inline constexpr std::string_view kStateFailed = "Failed";
+inline constexpr std::string_view kStateCanceled = "Canceled";
+
+// Succeeded, Failed and Canceled (case-insensitive).
+bool IsTerminalState(std::string_view state);
+
+// ---------------------------------------------------------------------------------------------
+// Error carried by a failed or canceled operation (OData error, as in the ARM status resource).
+struct OperationError {
+  std::string code;
+  std::string message;
+  std::string target;   // optional
+  json::array details;  // optional, each {"code","message","target"}
+
+  json::object ToJson() const;
+  static OperationError FromJson(const json::object& o);
+};
+
+inline constexpr std::string_view kCanceledCode = "Canceled";
+inline constexpr std::string_view kSupersededMessage = "This operation was superseded by another";
+
+// ---------------------------------------------------------------------------------------------
+// A cluster, node pool or external auth.
+struct ResourceDocument {
+  std::string resource_type;  // one of the k*DocType above
+  std::string resource_id;    // ARM resource ID, casing of the creating PUT
+  std::string internal_id;    // Cluster Service href; empty until known
+  std::optional<std::string> active_operation_id;
+  std::string provisioning_state;           // status of the latest PUT/PATCH/DELETE operation
+  std::optional<json::object> identity;     // managed service identity as given
+  std::optional<json::object> system_data;  // last x-ms-arm-resource-system-data, merged
+  json::object tags;
+  json::object resource;        // api::ToStorage() of the canonical resource
+  json::object service_status;  // Cluster Service status fields the backend syncs
+
+  json::value ToBody() const;
+  static Result<ResourceDocument> FromBody(const json::value& body);
+};
+
+// Body field paths, for store patches and conditions.
+inline constexpr std::string_view kPathActiveOperationId = "/properties/activeOperationId";
+inline constexpr std::string_view kPathProvisioningState = "/properties/provisioningState";
+inline constexpr std::string_view kPathInternalId = "/properties/internalId";
+inline constexpr std::string_view kPathServiceStatus = "/properties/clusterServiceStatus";
+
+// ---------------------------------------------------------------------------------------------
+// The request an operation carries out.
+enum class OperationRequest { kCreate, kUpdate, kDelete, kRequestCredential, kRevokeCredentials };
+std::string_view OperationRequestName(OperationRequest r);
+Result<OperationRequest> ParseOperationRequest(std::string_view name);
+
+// An asynchronous operation (resourceType microsoft.redhatopenshift/hcpoperationsstatus).
+struct OperationDocument {
+  std::string id;         // the operation ID (not part of the body: the store id)
+  std::string tenant_id;  // exposed operations only (x-ms-home-tenant-id)
+  std::string client_id;  // exposed operations only (x-ms-client-object-id)
+  OperationRequest request = OperationRequest::kCreate;
+  std::string external_id;       // ARM resource ID the operation acts on
+  std::string internal_id;       // Cluster Service href (for credentials: the credential's)
+  std::string operation_id;      // status endpoint path; exposed operations only
+  std::string notification_uri;  // Azure-AsyncNotificationUri, if ARM gave one
+  std::string location;          // Azure location of the resource (for status URLs)
+  TimePoint start_time{};
+  TimePoint last_transition_time{};
+  std::string status;  // see provisioning states
+  std::optional<OperationError> error;
+
+  bool exposed() const { return !operation_id.empty(); }
+
+  // Body {"resourceType","properties"}; `id` is not stored in the body.
+  json::value ToBody() const;
+  static Result<OperationDocument> FromBody(std::string id, const json::value& body);
+};
+
+inline constexpr std::string_view kPathStatus = "/properties/status";
+inline constexpr std::string_view kPathError = "/properties/error";
+inline constexpr std::string_view kPathLastTransitionTime = "/properties/lastTransitionTime";
+inline constexpr std::string_view kPathOperationInternalId = "/properties/internalId";
+
+// ---------------------------------------------------------------------------------------------
+// ARM subscription lifecycle states.
+enum class SubscriptionState { kRegistered, kUnregistered, kWarned, kSuspended, kDeleted };
+std::string_view SubscriptionStateName(SubscriptionState s);
+Result<SubscriptionState> ParseSubscriptionState(std::string_view name);  // case-insensitive
+
+struct SubscriptionDocument {
+  std::string id;                                            // lower-cased subscription ID (store id)
+  json::object properties;                                   // the subscription PUT body verbatim
+  SubscriptionState state = SubscriptionState::kRegistered;  // parsed from properties.state
+
+  std::optional<std::string> tenant_id() const;  // properties.properties.tenantId
+
+  json::value ToBody() const;
+  static Result<SubscriptionDocument> FromBody(std::string id, const json::value& body);
+};
+
+}  // namespace hcprp::arm
