@@ -3,12 +3,25 @@
 // The internal model is one canonical JSON shape per resource kind: the property tree of the newest
 // stable api-version (2026-10-01). Every served api-version converts its wire bodies to and from it,
 // so a resource created with one version reads back with another.
+//
+// Validation is driven by the published OpenAPI documents, compiled into the library (schema.h has
+// the keyword list and the decisions on enums and unknown properties), followed by semantic rules
+// (semantic.h lists them). Every problem of a body is reported, each with a JSON path as `target`.
+//
+// Version differences (conversion.h has the details):
+// - Reading with 2024-06-10-preview drops what preview lacks (ingress, imageDigestMirrors, status,
+//   cryptoRestrictions, platform.vnetIntegrationSubnetId, platform.containerRegistry, osDisk.diskType,
+//   kms.visibility/keyVaultType); KMS vaultName moves between kms and kms.activeKey.
+// - A resource created with preview reads with stable with the stable defaults applied.
+// - A PUT or PATCH through preview keeps the stable-only fields of the existing resource.
+//
+// All functions are pure and thread-safe.
 #pragma once
 
 #include <optional>
-#include <variant>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/json.h"
@@ -21,12 +34,27 @@ enum class Kind { kCluster, kNodePool, kExternalAuth };
 inline constexpr std::string_view kStableVersion = "2026-10-01";
 inline constexpr std::string_view kPreviewVersion = "2024-06-10-preview";
 
+// The version a preview cluster or node pool gets when its body has no version.id (stable requires
+// one). Callers can pass their own through DecodeOptions.
+inline constexpr std::string_view kDefaultOpenShiftVersion = "4.19";
+
 bool IsSupportedVersion(std::string_view api_version);
 std::vector<std::string> SupportedVersions();
 
-// One problem found in a request body: `target` is the JSON path ("properties.network.podCidr").
+// FieldError codes (ARM CloudError codes).
+inline constexpr std::string_view kInvalidRequestContent =
+    "InvalidRequestContent";                                               // shape: type, unknown, missing
+inline constexpr std::string_view kInvalidParameter = "InvalidParameter";  // a value breaks a rule
+inline constexpr std::string_view kPropertyChangeNotAllowed =
+    "PropertyChangeNotAllowed";                                                  // create-only change
+inline constexpr std::string_view kInvalidResourceName = "InvalidResourceName";  // target "name"
+inline constexpr std::string_view kInvalidApiVersion = "InvalidResourceType";    // unsupported api-version
+inline constexpr std::string_view kInternalServerError = "InternalServerError";
+
+// One problem found in a request body: `target` is the JSON path ("properties.network.podCidr",
+// "properties.labels[0].key", "tags.foo", `identity.userAssignedIdentities["/subscriptions/..."]`).
 struct FieldError {
-  std::string code;  // "InvalidRequestContent", "InvalidParameter", ...
+  std::string code;  // one of the codes above
   std::string message;
   std::string target;
 };
@@ -42,25 +70,74 @@ using Validated = std::variant<T, ValidationErrors>;
 // The stored, version-independent form of a resource.
 struct Resource {
   Kind kind;
-  std::string location;             // clusters only; children inherit their parent's
+  std::string location;  // clusters and node pools (tracked resources); "" for external auths
   json::object tags;
-  std::optional<json::object> identity;  // managed service identity as given (clusters)
-  json::object properties;          // canonical property tree, defaults applied, read-only fields removed
+  std::optional<json::object> identity;  // managed service identity as given, read-only members removed
+  json::object properties;  // canonical property tree, defaults applied, read-only fields removed
+  // Read-only properties set by the service (never taken from a request), in the canonical shape:
+  // {"api":{"url":..},"console":{"url":..},"dns":{"baseDomain":..},"platform":{"issuerUrl":..},
+  //  "status":{"conditions":[..]}}. EncodeProperties merges them into `properties`. provisioningState
+  // does not belong here: the caller owns it.
+  json::object observed;
+};
+
+// Context a decode needs beyond the body.
+struct DecodeOptions {
+  // The resource name from the request URL; checked against the spec's path pattern when not empty.
+  std::string name;
+  // The resource's current provisioningState (replace, patch). A provisioningState in the body is
+  // ignored when it equals this one (a GET body sent back), and is an error when it differs.
+  std::optional<std::string> current_provisioning_state;
+  // Used when a preview body has no version.id (node pools: pass the parent cluster's version).
+  std::string default_version_id = std::string(kDefaultOpenShiftVersion);
 };
 
 // Decodes and validates the body of a PUT that creates the resource.
 Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body);
+Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body,
+                                 const DecodeOptions& options);
 // Decodes and validates a PUT that replaces an existing resource: create-only fields that differ are
-// errors; read-only fields are ignored.
+// errors (create-only fields left out keep their value); read-only fields are ignored.
 Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
                                   const Resource& existing);
-// Applies a PATCH body (JSON merge patch of the updatable fields) to an existing resource.
+Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
+                                  const Resource& existing, const DecodeOptions& options);
+// Applies a PATCH body (JSON merge patch of the updatable fields; null removes) to an existing
+// resource, then validates the result in full.
 Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
                                 const Resource& existing);
+Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
+                                const Resource& existing, const DecodeOptions& options);
 
-// The wire properties (and identity) of a resource for `api_version`; the caller adds the envelope
-// (id, name, type, systemData, provisioningState, etag).
+// The wire body of a resource for `api_version`, without the envelope: an object with "properties"
+// (observed read-only values merged in), "tags", and "location" and "identity" when the resource has
+// them. The caller adds id, name, type, systemData and properties.provisioningState. An unsupported
+// version yields an empty object.
 json::object EncodeProperties(std::string_view api_version, const Resource& resource);
+
+// The full response body: EncodeProperties plus the envelope.
+struct Envelope {
+  std::string id;
+  std::string name;
+  std::string type;
+  std::optional<json::object> system_data;
+  std::string provisioning_state;  // omitted when empty
+};
+json::object EncodeResource(std::string_view api_version, const Resource& resource, const Envelope& envelope);
+
+// The OpenAPI definition names of a kind: "HcpOpenShiftCluster", "NodePool", "ExternalAuth", and
+// their PATCH bodies "HcpOpenShiftClusterUpdate", ...
+std::string_view DefinitionName(Kind kind);
+std::string_view UpdateDefinitionName(Kind kind);
+
+// Checks a body the service sends against `definition_name` of `api_version`, read-only and
+// required properties included. An empty result means the body conforms.
+ValidationErrors ValidateResponse(std::string_view api_version, std::string_view definition_name,
+                                  const json::value& body);
+
+// The read-only parts of a wire body (used to fill Resource::observed from a Cluster Service view or
+// a fixture). Converted to the canonical shape.
+json::object ObservedFromWire(std::string_view api_version, Kind kind, const json::value& body);
 
 // Storage form (a JSON object) and back.
 json::object ToStorage(const Resource& resource);
