@@ -142,7 +142,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
       if (auto it = w->find(key); it != w->end()) canonical[key] = it->value();
     }
   }
-  canonical = WireToCanonical(api_version, kind, std::move(canonical), options.default_version_id);
+  canonical = WireToCanonical(api_version, kind, std::move(canonical));
 
   json::value canonical_value = std::move(canonical);
   json::object existing_body;
@@ -151,8 +151,8 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     if (api_version != kStableVersion) {
       // Keep what this api-version cannot express: compare the existing resource with its own
       // round trip through the version and carry over what the trip lost.
-      json::object round_trip = WireToCanonical(
-          api_version, kind, CanonicalToWire(*wire_schemas, kind, existing_body), options.default_version_id);
+      json::object round_trip =
+          WireToCanonical(api_version, kind, CanonicalToWire(*wire_schemas, kind, existing_body));
       json::object hidden = existing_body;
       std::function<void(json::object&, const json::object&)> subtract = [&](json::object& all,
                                                                              const json::object& seen) {
@@ -174,6 +174,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     }
     stable->FillCreateOnly(definition, canonical_value, existing_body);
   }
+  ApplyConversionDefaults(api_version, kind, canonical_value.get_object(), options.default_version_id);
   Materialize(kind, canonical_value.get_object());
   stable->ApplyDefaults(definition, canonical_value);
   ProseDefaults(kind, canonical_value.get_object());
@@ -307,17 +308,10 @@ json::object ObservedFromWire(std::string_view api_version, Kind kind, const jso
   json::value ro = schemas->ExtractReadOnly(DefinitionName(kind), body);
   json::object wrapper;
   if (const json::object* props = GetObject(ro.get_object(), "properties")) wrapper["properties"] = *props;
-  wrapper = WireToCanonical(api_version, kind, std::move(wrapper), "");
+  wrapper = WireToCanonical(api_version, kind, std::move(wrapper));
   json::object observed;
   if (const json::object* props = GetObject(wrapper, "properties")) observed = *props;
   observed.erase("provisioningState");
-  // WireToCanonical may add conversion defaults (version.id) that are not read-only values.
-  if (api_version != kStableVersion && kind != Kind::kExternalAuth) {
-    if (json::object* version = observed.if_contains("version") ? observed["version"].if_object() : nullptr) {
-      version->erase("id");
-      if (version->empty()) observed.erase("version");
-    }
-  }
   return observed;
 }
 

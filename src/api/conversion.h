@@ -23,8 +23,12 @@ namespace hcprp::api {
 
 class SchemaSet;
 
-// REQUIRES: `wire` passed schema validation for `api_version` (shape only; values may be anything).
-json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire,
+// Structural conversion only (renames, drops); values may be of any type.
+json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire);
+
+// Fills what stable requires and `api_version` could not express (version.id, kms.visibility,
+// platform.vnetIntegrationSubnetId). Runs after a replace has taken over the existing values.
+void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical,
                              std::string_view default_version_id);
 
 // `canonical` may carry observed read-only values. The result holds only what `schemas` describes.

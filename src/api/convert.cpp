@@ -19,42 +19,34 @@ json::object& EnsureObject(json::object& o, std::string_view key) {
 
 bool IsPreview(std::string_view api_version) { return api_version == kPreviewVersion; }
 
-void PreviewClusterToCanonical(json::object& props, std::string_view default_version_id) {
+json::object* KmsOf(json::object& props) {
+  json::object* etcd = ChildObject(props, "etcd");
+  json::object* enc = etcd ? ChildObject(*etcd, "dataEncryption") : nullptr;
+  json::object* cm = enc ? ChildObject(*enc, "customerManaged") : nullptr;
+  return cm ? ChildObject(*cm, "kms") : nullptr;
+}
+
+void PreviewClusterToCanonical(json::object& props) {
   if (json::object* etcd = ChildObject(props, "etcd")) {
     if (json::object* enc = ChildObject(*etcd, "dataEncryption")) {
       auto mode = GetString(*enc, "keyManagementMode");
       if (!mode || *mode == "PlatformManaged") {
         etcd->erase("dataEncryption");
-      } else if (json::object* cm = ChildObject(*enc, "customerManaged")) {
-        if (json::object* kms = ChildObject(*cm, "kms")) {
-          if (json::object* key = ChildObject(*kms, "activeKey")) {
-            if (auto it = key->find("vaultName"); it != key->end()) {
-              (*kms)["vaultName"] = it->value();
-              key->erase(it);
-            }
+      } else if (json::object* kms = KmsOf(props)) {
+        if (json::object* key = ChildObject(*kms, "activeKey")) {
+          if (auto it = key->find("vaultName"); it != key->end()) {
+            (*kms)["vaultName"] = it->value();
+            key->erase(it);
           }
-          if (!kms->contains("visibility")) (*kms)["visibility"] = "Public";
         }
       }
     }
     if (etcd->empty()) props.erase("etcd");
   }
-  if (json::object* platform = ChildObject(props, "platform")) {
-    if (!platform->contains("vnetIntegrationSubnetId")) {
-      if (auto it = platform->find("subnetId"); it != platform->end()) {
-        (*platform)["vnetIntegrationSubnetId"] = it->value();
-      }
-    }
-  }
-  json::object& version = EnsureObject(props, "version");
-  if (!version.contains("id")) version["id"] = default_version_id;
 }
 
 void CanonicalClusterToPreview(json::object& props) {
-  json::object* etcd = ChildObject(props, "etcd");
-  json::object* enc = etcd ? ChildObject(*etcd, "dataEncryption") : nullptr;
-  json::object* cm = enc ? ChildObject(*enc, "customerManaged") : nullptr;
-  json::object* kms = cm ? ChildObject(*cm, "kms") : nullptr;
+  json::object* kms = KmsOf(props);
   if (kms == nullptr) return;
   if (auto it = kms->find("vaultName"); it != kms->end()) {
     json::value name = it->value();
@@ -74,19 +66,15 @@ void CanonicalExternalAuthToPreview(json::object& props) {
 
 }  // namespace
 
-json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire,
-                             std::string_view default_version_id) {
+json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire) {
   if (!IsPreview(api_version)) return wire;
   json::object& props = EnsureObject(wire, "properties");
   switch (kind) {
     case Kind::kCluster:
-      PreviewClusterToCanonical(props, default_version_id);
+      PreviewClusterToCanonical(props);
       break;
-    case Kind::kNodePool: {
-      json::object& version = EnsureObject(props, "version");
-      if (!version.contains("id")) version["id"] = default_version_id;
+    case Kind::kNodePool:
       break;
-    }
     case Kind::kExternalAuth:
       if (json::object* observed = ChildObject(props, "condition")) {
         json::object status;
@@ -97,6 +85,25 @@ json::object WireToCanonical(std::string_view api_version, Kind kind, json::obje
       break;
   }
   return wire;
+}
+
+void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical,
+                             std::string_view default_version_id) {
+  if (!IsPreview(api_version) || kind == Kind::kExternalAuth) return;
+  json::object& props = EnsureObject(canonical, "properties");
+  json::object& version = EnsureObject(props, "version");
+  if (!version.contains("id")) version["id"] = default_version_id;
+  if (kind != Kind::kCluster) return;
+  if (json::object* kms = KmsOf(props); kms != nullptr && !kms->contains("visibility")) {
+    (*kms)["visibility"] = "Public";
+  }
+  if (json::object* platform = ChildObject(props, "platform")) {
+    if (!platform->contains("vnetIntegrationSubnetId")) {
+      if (auto it = platform->find("subnetId"); it != platform->end()) {
+        (*platform)["vnetIntegrationSubnetId"] = it->value();
+      }
+    }
+  }
 }
 
 json::object CanonicalToWire(const SchemaSet& schemas, Kind kind, json::object canonical) {

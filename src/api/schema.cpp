@@ -676,11 +676,11 @@ json::value SchemaSet::ExtractNode(const Node& node, const json::value& v) const
 
 void SchemaSet::CheckCreateOnly(std::string_view definition, const json::value& now,
                                 const json::value& before, std::vector<FieldError>& out) const {
-  if (const Node* node = Resolve(definition)) CreateOnlyNode(*node, now, before, "", out);
+  if (const Node* node = Resolve(definition)) CreateOnlyNode(*node, now, before, "", false, out);
 }
 
 void SchemaSet::CreateOnlyNode(const Node& node, const json::value& now, const json::value& before,
-                               const std::string& path, std::vector<FieldError>& out) const {
+                               const std::string& path, bool frozen, std::vector<FieldError>& out) const {
   const json::object* a = now.if_object();
   const json::object* b = before.if_object();
   if (a == nullptr || b == nullptr) return;
@@ -690,19 +690,21 @@ void SchemaSet::CreateOnlyNode(const Node& node, const json::value& now, const j
     const json::value* va = a->if_contains(name);
     const json::value* vb = b->if_contains(name);
     std::string child_path = JoinPath(path, name);
-    if (!child->Updatable()) {
-      bool same = JsonEqual(va, vb);
-      if (!same && name == "location" && va != nullptr && vb != nullptr && va->is_string() &&
-          vb->is_string()) {
-        same = EqualsIgnoreCase(va->get_string(), vb->get_string());
-      }
-      if (!same) {
-        out.push_back(Problem(std::string(kPropertyChangeNotAllowed),
-                              "'" + child_path + "' can only be set when the resource is created",
-                              child_path));
-      }
-    } else if (va != nullptr && vb != nullptr) {
-      CreateOnlyNode(*child, *va, *vb, child_path, out);
+    bool child_frozen = frozen || !child->Updatable();
+    if (va != nullptr && vb != nullptr && va->is_object() && vb->is_object() && child->IsObject() &&
+        !child->additional) {
+      // Report the leaves that changed rather than the whole create-only object.
+      CreateOnlyNode(*child, *va, *vb, child_path, child_frozen, out);
+      continue;
+    }
+    if (!child_frozen) continue;
+    bool same = JsonEqual(va, vb);
+    if (!same && name == "location" && va != nullptr && vb != nullptr && va->is_string() && vb->is_string()) {
+      same = EqualsIgnoreCase(va->get_string(), vb->get_string());
+    }
+    if (!same) {
+      out.push_back(Problem(std::string(kPropertyChangeNotAllowed),
+                            "'" + child_path + "' can only be set when the resource is created", child_path));
     }
   }
 }

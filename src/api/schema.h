@@ -89,7 +89,7 @@ class SchemaSet {
   void DefaultsNode(const Node& node, json::value& v) const;
   json::value ExtractNode(const Node& node, const json::value& v) const;
   void CreateOnlyNode(const Node& node, const json::value& now, const json::value& before,
-                      const std::string& path, std::vector<FieldError>& out) const;
+                      const std::string& path, bool frozen, std::vector<FieldError>& out) const;
   void FillNode(const Node& node, json::value& now, const json::value& before) const;
 
   std::string api_version_;
