@@ -1,0 +1,381 @@
+#include "http/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "http/worker_pool.h"
+
+namespace hcprp::http {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+using asio::awaitable;
+using asio::use_awaitable;
+constexpr auto kNoThrow = asio::as_tuple(asio::use_awaitable);
+
+Response DefaultTooLarge(const Request&) {
+  return MakeResponse(StatusCode::payload_too_large, "request body too large\n", "text/plain");
+}
+
+// Runs `fn` on the worker pool and completes on the caller's executor with its response.
+template <typename Token>
+auto AsyncOnPool(internal::WorkerPool& pool, std::function<Response()> fn, Token&& token) {
+  return asio::async_initiate<Token, void(Response)>(
+      [&pool](auto handler, std::function<Response()> work_fn) {
+        using H = decltype(handler);
+        struct State {
+          H handler;
+          asio::executor_work_guard<asio::associated_executor_t<H>> work;
+        };
+        auto ex = asio::get_associated_executor(handler);
+        auto state = std::make_shared<State>(State{std::move(handler), asio::make_work_guard(ex)});
+        auto finish = [state](Response r) {
+          auto ex2 = state->work.get_executor();
+          asio::post(ex2, [state, r = std::move(r)]() mutable {
+            auto h = std::move(state->handler);
+            state->work.reset();
+            std::move(h)(std::move(r));
+          });
+        };
+        bool queued = pool.Submit([finish, work_fn = std::move(work_fn)]() mutable { finish(work_fn()); });
+        if (!queued) {
+          finish(MakeResponse(StatusCode::service_unavailable, "server is stopping\n", "text/plain"));
+        }
+      },
+      token, std::move(fn));
+}
+
+// One accepted connection. Its coroutine runs on the connection's strand; `idle` and
+// `close_requested` are only touched there.
+struct Connection {
+  explicit Connection(tcp::socket s) : stream(std::move(s)) {}
+  beast::tcp_stream stream;
+  Peer peer;
+  bool idle = true;
+  bool close_requested = false;
+};
+
+class ServerImpl final : public Server {
+ public:
+  ServerImpl(const ServerOptions& options, PeerHandler handler)
+      : options_(options),
+        handler_(std::move(handler)),
+        on_too_large_(options.on_too_large ? options.on_too_large : TooLargeHandler(DefaultTooLarge)),
+        acceptor_strand_(asio::make_strand(ioc_)),
+        acceptor_(acceptor_strand_),
+        work_(asio::make_work_guard(ioc_)),
+        pool_(options.threads, options.max_threads) {}
+
+  ~ServerImpl() override { Stop(std::chrono::seconds(10)); }
+
+  Status Listen() {
+    boost::system::error_code ec;
+    tcp::resolver resolver(ioc_);
+    auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port),
+                                    tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      return Error::InvalidArgument("cannot resolve listen host '" + options_.listen.host + "': " + ec.message());
+    }
+    tcp::endpoint ep = results.begin()->endpoint();
+    acceptor_.open(ep.protocol(), ec);
+    if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(ep, ec);
+    if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return Error::Unavailable("cannot listen on " + options_.listen.ToString() + ": " + ec.message());
+    }
+    auto local = acceptor_.local_endpoint(ec);
+    bound_ = Endpoint{local.address().to_string(), local.port()};
+    asio::co_spawn(acceptor_strand_, AcceptLoop(), asio::detached);
+    int n = std::max(1, options_.io_threads);
+    for (int i = 0; i < n; ++i) {
+      io_threads_.emplace_back([this] { ioc_.run(); });
+    }
+    return Status::Ok();
+  }
+
+  uint16_t port() const override { return bound_.port; }
+  Endpoint endpoint() const override { return bound_; }
+
+  size_t connection_count() const override {
+    std::lock_guard lock(mu_);
+    return connections_.size();
+  }
+
+  void Stop(std::chrono::milliseconds deadline) override {
+    std::lock_guard stop_lock(stop_mu_);
+    if (stopped_) return;
+    stopping_.store(true);
+    asio::post(acceptor_strand_, [this] {
+      boost::system::error_code ec;
+      acceptor_.close(ec);
+    });
+    // Close idle connections now; the busy ones close after answering.
+    ForEachConnection([](const std::shared_ptr<Connection>& c) {
+      if (c->idle) {
+        CloseSocket(*c);
+      } else {
+        c->close_requested = true;
+      }
+    });
+    {
+      std::unique_lock lock(mu_);
+      drained_cv_.wait_for(lock, deadline, [this] { return connections_.empty(); });
+    }
+    ForEachConnection([](const std::shared_ptr<Connection>& c) { CloseSocket(*c); });
+    // Handlers still running finish; their completions find closed sockets.
+    pool_.Shutdown();
+    work_.reset();
+    for (auto& t : io_threads_) t.join();
+    io_threads_.clear();
+    stopped_ = true;
+  }
+
+ private:
+  static void CloseSocket(Connection& c) {
+    boost::system::error_code ec;
+    c.stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    c.stream.socket().close(ec);
+  }
+
+  template <typename F>
+  void ForEachConnection(F f) {
+    std::vector<std::shared_ptr<Connection>> conns;
+    {
+      std::lock_guard lock(mu_);
+      conns.assign(connections_.begin(), connections_.end());
+    }
+    for (auto& c : conns) {
+      asio::post(c->stream.get_executor(), [c, f] { f(c); });
+    }
+  }
+
+  awaitable<void> AcceptLoop() {
+    for (;;) {
+      auto [ec, socket] = co_await acceptor_.async_accept(asio::make_strand(ioc_), kNoThrow);
+      if (stopping_.load()) co_return;
+      if (ec) {
+        if (ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+        // Out of descriptors or similar: back off briefly instead of spinning.
+        asio::steady_timer t(acceptor_strand_, std::chrono::milliseconds(50));
+        co_await t.async_wait(kNoThrow);
+        continue;
+      }
+      auto conn = std::make_shared<Connection>(std::move(socket));
+      boost::system::error_code pec;
+      auto remote = conn->stream.socket().remote_endpoint(pec);
+      if (!pec) conn->peer = Peer{remote.address().to_string(), remote.port()};
+      conn->stream.socket().set_option(tcp::no_delay(true), pec);
+      {
+        std::lock_guard lock(mu_);
+        connections_.insert(conn);
+      }
+      auto ex = conn->stream.get_executor();
+      asio::co_spawn(ex, Session(conn), [this, conn](std::exception_ptr) {
+        CloseSocket(*conn);
+        std::lock_guard lock(mu_);
+        connections_.erase(conn);
+        drained_cv_.notify_all();
+      });
+    }
+  }
+
+  // Writes `res`; false when the connection failed. (Arguments of
+  // co_await calls are named lvalues: GCC 12 mishandles temporaries inside co_await expressions.)
+  awaitable<bool> Write(Connection& c, Response& res, bool keep_alive) {
+    if (!options_.server_header.empty() && res.find(Field::server) == res.end()) {
+      res.set(Field::server, options_.server_header);
+    }
+    res.keep_alive(keep_alive);
+    res.prepare_payload();
+    c.stream.expires_after(options_.read_timeout);
+    auto [ec, n] = co_await beast_http::async_write(c.stream, res, kNoThrow);
+    (void)n;
+    if (ec) co_return false;
+    if (!keep_alive) {
+      boost::system::error_code sec;
+      c.stream.socket().shutdown(tcp::socket::shutdown_send, sec);
+    }
+    co_return true;
+  }
+
+  // Reads and discards what the client still sends for a short while after an answer that did not
+  // read the request body, so that closing does not reset the connection before the client has
+  // read the answer.
+  awaitable<void> Linger(Connection& c, beast::flat_buffer& buffer) {
+    c.stream.expires_after(std::min<std::chrono::milliseconds>(options_.read_timeout, std::chrono::seconds(2)));
+    size_t drained = 0;
+    while (drained < 64 * 1024 * 1024) {
+      buffer.clear();
+      auto [ec, n] = co_await c.stream.async_read_some(buffer.prepare(64 * 1024), kNoThrow);
+      if (ec) break;
+      drained += n;
+    }
+  }
+
+  static bool IsDisconnect(const boost::system::error_code& ec) {
+    return ec == beast::error::timeout || ec == beast_http::error::end_of_stream ||
+           ec == beast_http::error::partial_message || ec == asio::error::eof ||
+           ec == asio::error::operation_aborted || ec == asio::error::connection_reset ||
+           ec == asio::error::bad_descriptor || ec == asio::error::broken_pipe;
+  }
+
+  // Reads one request into `parser`. Returns the answer to send instead of calling the handler
+  // (limits exceeded, malformed input), or nullopt; `closed` is set when the connection is gone.
+  awaitable<std::optional<Response>> ReadRequest(Connection& c, beast::flat_buffer& buffer,
+                                                 beast_http::request_parser<beast_http::string_body>& parser,
+                                                 bool& closed) {
+    boost::system::error_code ec;
+    // Wait for the first byte under the idle timeout, then read the rest under the read timeout.
+    if (buffer.size() == 0) {
+      c.stream.expires_after(options_.idle_timeout);
+      auto [rec, n] = co_await c.stream.async_read_some(buffer.prepare(4096), kNoThrow);
+      buffer.commit(n);
+      ec = rec;
+    }
+    c.idle = false;
+    if (!ec && !parser.is_header_done()) {
+      c.stream.expires_after(options_.read_timeout);
+      auto [rec, n] = co_await beast_http::async_read_header(c.stream, buffer, parser, kNoThrow);
+      (void)n;
+      ec = rec;
+    }
+    // Content-Length over the limit is reported while parsing the header.
+    if (ec == beast_http::error::body_limit) co_return on_too_large_(parser.get());
+    if (ec == beast_http::error::header_limit) {
+      co_return MakeResponse(StatusCode::request_header_fields_too_large, "headers too large\n", "text/plain");
+    }
+    if (ec) {
+      closed = true;
+      if (IsDisconnect(ec)) co_return std::nullopt;
+      co_return MakeResponse(StatusCode::bad_request, "malformed request\n", "text/plain");
+    }
+    if (auto cl = parser.content_length(); cl && *cl > options_.max_body_bytes) {
+      co_return on_too_large_(parser.get());
+    }
+    if (parser.is_done()) co_return std::nullopt;
+    if (beast::iequals(parser.get()[Field::expect], "100-continue")) {
+      beast_http::response<beast_http::empty_body> cont{StatusCode::continue_, 11};
+      c.stream.expires_after(options_.read_timeout);
+      auto [wec, wn] = co_await beast_http::async_write(c.stream, cont, kNoThrow);
+      (void)wn;
+      if (wec) {
+        closed = true;
+        co_return std::nullopt;
+      }
+    }
+    c.stream.expires_after(options_.read_timeout);
+    auto [rec, n] = co_await beast_http::async_read(c.stream, buffer, parser, kNoThrow);
+    (void)n;
+    if (rec == beast_http::error::body_limit) co_return on_too_large_(parser.get());
+    if (rec) {
+      closed = true;
+      if (IsDisconnect(rec)) co_return std::nullopt;
+      co_return MakeResponse(StatusCode::bad_request, "malformed request\n", "text/plain");
+    }
+    co_return std::nullopt;
+  }
+
+  awaitable<void> Session(std::shared_ptr<Connection> conn) {
+    Connection& c = *conn;
+    beast::flat_buffer buffer;
+    for (;;) {
+      c.idle = true;
+      if (c.close_requested || stopping_.load()) co_return;
+      beast_http::request_parser<beast_http::string_body> parser;
+      parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+      parser.body_limit(options_.max_body_bytes);
+      bool closed = false;
+      std::optional<Response> rejection = co_await ReadRequest(c, buffer, parser, closed);
+      if (rejection) {
+        // The rest of the request was not read: answer, drain a little, close.
+        bool wrote = co_await Write(c, *rejection, false);
+        if (wrote && !closed) co_await Linger(c, buffer);
+        co_return;
+      }
+      if (closed) co_return;
+
+      auto req = std::make_shared<Request>(parser.release());
+      const bool want_keep_alive = req->keep_alive();
+      const unsigned version = req->version();
+      c.stream.expires_never();
+      std::function<Response()> call = [this, req, peer = c.peer]() -> Response {
+        try {
+          return handler_(std::move(*req), peer);
+        } catch (...) {
+          return MakeResponse(StatusCode::internal_server_error, "internal error\n", "text/plain");
+        }
+      };
+      Response res = co_await AsyncOnPool(pool_, std::move(call), use_awaitable);
+      res.version(version);
+      const bool keep = want_keep_alive && version >= 11 && !c.close_requested && !stopping_.load();
+      if (!co_await Write(c, res, keep) || !keep) co_return;
+    }
+  }
+
+  const ServerOptions options_;
+  const PeerHandler handler_;
+  const TooLargeHandler on_too_large_;
+
+  asio::io_context ioc_;
+  asio::strand<asio::io_context::executor_type> acceptor_strand_;
+  tcp::acceptor acceptor_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  internal::WorkerPool pool_;
+  std::vector<std::thread> io_threads_;
+  Endpoint bound_;
+  std::atomic<bool> stopping_{false};
+
+  std::mutex stop_mu_;  // serialises Stop()
+  bool stopped_ = false;  // guarded by stop_mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable drained_cv_;
+  std::set<std::shared_ptr<Connection>> connections_;  // guarded by mu_
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, PeerHandler handler) {
+  auto server = std::make_unique<ServerImpl>(options, std::move(handler));
+  auto st = server->Listen();
+  if (!st.ok()) {
+    server->Stop(std::chrono::milliseconds(0));
+    return st.error();
+  }
+  return std::unique_ptr<Server>(std::move(server));
+}
+
+Result<std::unique_ptr<Server>> Server::Start(const ServerOptions& options, Handler handler) {
+  return Start(options, PeerHandler([h = std::move(handler)](Request&& req, const Peer&) {
+                 return h(std::move(req));
+               }));
+}
+
+}  // namespace hcprp::http

@@ -1,0 +1,81 @@
+// An HTTP/1.1 server that is only transport: it reads requests, hands each one to a plain
+// synchronous function on a worker thread, and writes the answer back.
+//
+//   auto server = http::Server::Start(options, [](http::Request&& req) { return http::Response{...}; });
+//   uint16_t port = (*server)->port();
+//   ...
+//   (*server)->Stop();
+//
+// Handlers are ordinary functions from request to response, so they are tested without sockets.
+// They run on a worker pool that is separate from the I/O threads and grows (up to
+// ServerOptions::max_threads) when every worker is busy, so a handler that blocks (a long-poll)
+// never stalls other connections. Sessions enforce header and body limits and read, write and
+// idle timeouts.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "http/message.h"
+#include "http/url.h"
+
+namespace hcprp::http {
+
+// Who sent a request.
+struct Peer {
+  std::string address;  // IP literal
+  uint16_t port = 0;
+};
+
+using Handler = std::function<Response(Request&&)>;
+using PeerHandler = std::function<Response(Request&&, const Peer&)>;
+// Builds the answer to a request whose body is over the limit; gets the request without its body.
+using TooLargeHandler = std::function<Response(const Request& header_only)>;
+
+struct ServerOptions {
+  Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Server::port()
+  int io_threads = 1;               // threads running socket I/O
+  int threads = 4;                  // handler workers kept running
+  int max_threads = 256;            // handler workers at most; extra ones exit after idling
+  size_t max_header_bytes = 16 * 1024;
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  // Time to receive the rest of a request once its first byte arrived, and to write a response.
+  std::chrono::milliseconds read_timeout{30'000};
+  // Time a keep-alive connection may wait for its next request.
+  std::chrono::milliseconds idle_timeout{60'000};
+  // Answer for a body over max_body_bytes; the connection is then closed. Default: 413, text body.
+  TooLargeHandler on_too_large;
+  // Value of the Server header; empty for none.
+  std::string server_header = "hcprp";
+};
+
+// Thread-safe. Stop() (or the destructor) must be called before the handler's captures go away.
+class Server {
+ public:
+  // Binds, listens and starts serving. Bind failures (address in use, bad host) are errors.
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, Handler handler);
+  static Result<std::unique_ptr<Server>> Start(const ServerOptions& options, PeerHandler handler);
+
+  virtual ~Server() = default;
+
+  // The bound port (the ephemeral one when options asked for port 0).
+  virtual uint16_t port() const = 0;
+  // "host:port" of the listening socket, e.g. "127.0.0.1:43121".
+  virtual Endpoint endpoint() const = 0;
+
+  // Graceful drain: stops accepting, closes idle connections, lets requests in flight finish and
+  // answers them with "Connection: close", then after `deadline` closes whatever is left. Returns
+  // once every connection is closed and every handler has returned (a handler that never returns
+  // blocks Stop: handlers must bound their waits). Idempotent.
+  virtual void Stop(std::chrono::milliseconds deadline = std::chrono::seconds(10)) = 0;
+
+  // Number of open connections; for tests and metrics.
+  virtual size_t connection_count() const = 0;
+};
+
+}  // namespace hcprp::http
