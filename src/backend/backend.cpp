@@ -1,0 +1,1195 @@
+#include "backend/backend.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <unordered_set>
+
+#include "arm/documents.h"
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp::backend {
+
+namespace {
+
+using store::Condition;
+using store::PatchOp;
+using store::WriteOp;
+
+constexpr size_t kFeedPage = 500;
+constexpr size_t kQueryPage = 1000;
+constexpr int kMaxWriteAttempts = 4;
+
+PatchOp Set(std::string_view path, json::value v) {
+  return PatchOp{PatchOp::Kind::kSet, std::string(path), std::move(v)};
+}
+PatchOp Remove(std::string_view path) { return PatchOp{PatchOp::Kind::kRemove, std::string(path), nullptr}; }
+
+// A condition that the value at `path` is what it was when read (absent stays absent).
+Condition Unchanged(const json::value& body, std::string_view path) {
+  const json::value* v = FindPointer(body, path);
+  if (v == nullptr) return Condition{std::string(path), std::nullopt};
+  return Condition{std::string(path), *v};
+}
+
+json::value ErrorJson(std::string_view code, std::string_view message) {
+  return json::object{{"code", code}, {"message", message}};
+}
+
+bool TracksProvisioningState(Request r) {
+  return r == Request::kCreate || r == Request::kUpdate || r == Request::kDelete;
+}
+
+std::string DescribeDuration(Duration d) {
+  auto minutes = std::chrono::duration_cast<std::chrono::minutes>(d).count();
+  if (minutes % 60 == 0 && minutes >= 60) return std::to_string(minutes / 60) + " hours";
+  if (minutes > 0) return std::to_string(minutes) + " minutes";
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " seconds";
+}
+
+// The segment after `/<name>/` in an Azure resource ID (case-insensitive), or "".
+std::string SegmentAfter(std::string_view resource_id, std::string_view name) {
+  std::string lower = ToLower(resource_id);
+  std::string needle = "/" + ToLower(name) + "/";
+  size_t pos = lower.find(needle);
+  if (pos == std::string::npos) return {};
+  std::string_view rest = resource_id.substr(pos + needle.size());
+  return std::string(rest.substr(0, rest.find('/')));
+}
+
+// The parent cluster's resource ID of a node pool or external auth, or "" for a cluster.
+std::string ParentResourceId(std::string_view resource_id) {
+  std::string lower = ToLower(resource_id);
+  for (std::string_view child : {"/nodepools/", "/externalauths/"}) {
+    size_t pos = lower.find(child);
+    if (pos != std::string::npos) return std::string(resource_id.substr(0, pos));
+  }
+  return {};
+}
+
+Observation ObservationFromStatus(const json::object& status) {
+  Observation o;
+  if (auto s = GetString(status, "state")) o.state = std::string(*s);
+  if (auto c = GetString(status, "provision_error_code")) o.error_code = std::string(*c);
+  if (auto m = GetString(status, "provision_error_message")) o.error_message = std::string(*m);
+  return o;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// MinimalCreateRequestBuilder
+
+Result<ClusterServiceCreateRequest> MinimalCreateRequestBuilder::Build(const store::Document& resource,
+                                                                       const store::Document* parent) {
+  std::string resource_id = PropertyString(resource.body, "resourceId");
+  if (resource_id.empty()) return Error::InvalidArgument("resource document has no resourceId");
+  std::string name = resource_id.substr(resource_id.rfind('/') + 1);
+  ClusterServiceCreateRequest req;
+  std::string_view type = ResourceTypeOf(resource.body);
+  if (EqualsIgnoreCase(type, arm::kClusterDocType)) {
+    req.collection_href = std::string(clusterservice::kApiPrefix) + "/clusters";
+    req.body["name"] = name;
+    req.body["azure"] = json::object{{"subscription_id", SubscriptionOfResourceId(resource_id)},
+                                     {"resource_group_name", SegmentAfter(resource_id, "resourceGroups")},
+                                     {"resource_name", name}};
+    return req;
+  }
+  std::string parent_href = parent != nullptr ? PropertyString(parent->body, "internalId") : std::string();
+  if (parent_href.empty()) return Error::Unavailable("the parent cluster has no internal ID yet");
+  if (EqualsIgnoreCase(type, arm::kNodePoolDocType)) {
+    req.collection_href = parent_href + "/node_pools";
+  } else if (EqualsIgnoreCase(type, arm::kExternalAuthDocType)) {
+    req.collection_href = parent_href + "/external_auth_configs";
+  } else {
+    return Error::InvalidArgument("unsupported resource type " + std::string(type));
+  }
+  req.body["id"] = name;
+  return req;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Construction, threads
+
+Backend::Backend(BackendOptions options, store::Store* store, clusterservice::Client* cs, const Clock* clock,
+                 Logger logger, Notifier* notifier)
+    : options_(std::move(options)),
+      store_(store),
+      cs_(cs),
+      clock_(clock),
+      logger_(std::move(logger)),
+      ownership_(options_.ownership),
+      builder_(options_.create_request_builder != nullptr ? options_.create_request_builder
+                                                          : &minimal_builder_),
+      notifications_(options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier")) {
+  if (ownership_ == nullptr) {
+    LeaderLeaseOptions lo;
+    lo.owner = options_.owner;
+    lo.ttl = options_.lease_ttl;
+    owned_ownership_ = std::make_unique<LeaderLease>(lo, store_, clock_, logger_);
+    ownership_ = owned_ownership_.get();
+  }
+}
+
+Result<std::unique_ptr<Backend>> Backend::Create(BackendOptions options, store::Store* store,
+                                                 clusterservice::Client* cs, const Clock* clock,
+                                                 Logger logger, Notifier* notifier) {
+  if (store == nullptr || cs == nullptr || clock == nullptr) {
+    return Error::InvalidArgument("backend needs a store, a Cluster Service client and a clock");
+  }
+  if (options.lease_ttl.count() < 3) return Error::InvalidArgument("lease_ttl too short");
+  if (options.owner.empty()) options.owner = "backend-" + NewUuidV4();
+  if (options.notifications.max_attempts < 1) options.notifications.max_attempts = 1;
+  // Start the change feed after everything committed so far; the first resync reads the rest.
+  auto head = store->ReadChanges(store::kResources, store::kChangeFeedNow, 0);
+  if (!head.ok()) return head.error();
+  std::unique_ptr<Backend> b(new Backend(std::move(options), store, cs, clock, std::move(logger), notifier));
+  b->feed_continuation_ =
+      head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+  return b;
+}
+
+Backend::~Backend() { Stop(); }
+
+Status Backend::Start() {
+  std::lock_guard lock(run_mu_);
+  if (!threads_.empty()) return Error::InvalidArgument("backend already started");
+  stopping_ = false;
+  threads_.emplace_back([this] { FeedLoop(); });
+  threads_.emplace_back([this] { EventLoop(); });
+  threads_.emplace_back([this] { TimerLoop(); });
+  threads_.emplace_back([this] { NotifierLoop(); });
+  return Status::Ok();
+}
+
+void Backend::Stop() {
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(run_mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  run_cv_.notify_all();
+  for (auto& t : threads) t.join();
+  ownership_->Release();
+}
+
+void Backend::WaitFor(std::chrono::milliseconds d) {
+  std::unique_lock lock(run_mu_);
+  run_cv_.wait_for(lock, d, [this] { return stopping_; });
+}
+
+void Backend::FeedLoop() {
+  while (true) {
+    {
+      std::lock_guard lock(run_mu_);
+      if (stopping_) return;
+    }
+    auto n = PumpChangesOnce();
+    if (!n.ok()) {
+      logger_.Warn("change feed read failed", {{"error", n.error().ToString()}});
+      WaitFor(options_.feed_wait);
+      continue;
+    }
+    if (*n > 0) continue;
+    std::string continuation;
+    {
+      std::lock_guard lock(feed_mu_);
+      continuation = feed_continuation_;
+    }
+    auto waited = store_->WaitForChanges(store::kResources, continuation, options_.feed_wait);
+    if (!waited.ok()) WaitFor(options_.feed_wait);
+  }
+}
+
+void Backend::EventLoop() {
+  bool positioned = false;
+  while (true) {
+    {
+      std::lock_guard lock(run_mu_);
+      if (stopping_) return;
+    }
+    if (!positioned) {
+      // Skip the stream's history: a resync right after reads the current states.
+      std::optional<Error> failure;
+      while (true) {
+        uint64_t after;
+        {
+          std::lock_guard lock(event_mu_);
+          after = events_after_;
+        }
+        auto page = cs_->WatchEvents(after, std::chrono::milliseconds(0));
+        if (!page.ok()) {
+          failure = page.error();
+          break;
+        }
+        uint64_t last = page->last_sequence;
+        for (const auto& e : page->events) last = std::max(last, e.sequence);
+        {
+          std::lock_guard lock(event_mu_);
+          events_after_ = std::max(events_after_, last);
+        }
+        if (page->events.empty()) break;
+      }
+      if (failure.has_value()) {
+        events_available_ = false;
+        WaitFor(failure->Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+        continue;
+      }
+      positioned = true;
+      events_available_ = true;
+      resync_requested_ = true;
+      run_cv_.notify_all();
+      continue;
+    }
+    auto n = PumpEventsOnce(options_.event_wait);
+    if (!n.ok()) {
+      WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+    }
+  }
+}
+
+void Backend::TimerLoop() {
+  while (true) {
+    Step(false);
+    std::unique_lock lock(run_mu_);
+    if (stopping_) return;
+    auto wait = std::min(options_.tick, ownership_->RenewInterval());
+    run_cv_.wait_for(lock, wait, [this] { return stopping_ || wake_; });
+    wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+void Backend::NotifierLoop() {
+  while (true) {
+    notifications_.Deliver();
+    auto next = notifications_.NextDueIn();
+    std::chrono::milliseconds wait = options_.tick;
+    if (next.has_value()) {
+      wait = std::min(
+          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*next) + std::chrono::milliseconds(1));
+    }
+    std::unique_lock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.wait_for(lock, wait, [this] { return stopping_ || notify_wake_; });
+    notify_wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+Status Backend::ReconcileOnce() {
+  auto pumped = PumpChangesOnce();
+  if (!pumped.ok()) return pumped.error();
+  resync_requested_ = true;
+  Step(true);
+  if (!ownership_->Active()) return Error::Conflict("another backend owns the store");
+  notifications_.Deliver();
+  return Status::Ok();
+}
+
+Result<size_t> Backend::PumpChangesOnce() {
+  std::lock_guard lock(feed_mu_);
+  size_t total = 0;
+  while (true) {
+    auto page = store_->ReadChanges(store::kResources, feed_continuation_, kFeedPage);
+    if (!page.ok()) return page.error();
+    for (const store::Change& c : page->changes) HandleChange(c);
+    total += page->changes.size();
+    if (!page->continuation.empty()) feed_continuation_ = page->continuation;
+    if (page->changes.size() < kFeedPage) break;
+  }
+  counters_.feed_changes += total;
+  return total;
+}
+
+Result<size_t> Backend::PumpEventsOnce(std::chrono::milliseconds wait) {
+  uint64_t after;
+  {
+    std::lock_guard lock(event_mu_);
+    after = events_after_;
+  }
+  auto page = cs_->WatchEvents(after, wait);
+  if (!page.ok()) {
+    if (page.error().Is(ErrorCode::kUnavailable)) events_available_ = false;
+    return page.error();
+  }
+  events_available_ = true;
+  uint64_t last = page->last_sequence;
+  for (const clusterservice::Event& e : page->events) {
+    ApplyEvent(e);
+    last = std::max(last, e.sequence);
+  }
+  {
+    std::lock_guard lock(event_mu_);
+    events_after_ = std::max(events_after_, last);
+  }
+  return page->events.size();
+}
+
+size_t Backend::DeliverNotificationsOnce() { return notifications_.Deliver(); }
+
+BackendStats Backend::Stats() const {
+  BackendStats s;
+  s.active = ownership_->Active();
+  s.events_available = events_available_;
+  s.in_flight = index_.Size();
+  s.full_resyncs = counters_.full_resyncs;
+  s.feed_changes = counters_.feed_changes;
+  s.events_received = counters_.events_received;
+  s.events_applied = counters_.events_applied;
+  s.checks = counters_.checks;
+  s.cs_creates = counters_.cs_creates;
+  s.cs_deletes = counters_.cs_deletes;
+  s.transitions = counters_.transitions;
+  s.terminal = counters_.terminal;
+  s.deadline_failures = counters_.deadline_failures;
+  s.recovered_creates = counters_.recovered_creates;
+  s.implicit_deletes = counters_.implicit_deletes;
+  s.resources_deleted = counters_.resources_deleted;
+  s.gc_deleted = counters_.gc_deleted;
+  s.fence_refusals = counters_.fence_refusals;
+  s.write_conflicts = counters_.write_conflicts;
+  s.errors = counters_.errors;
+  NotificationCounters n = notifications_.Counters();
+  s.notifications_sent = n.sent;
+  s.notification_failures = n.failed_attempts;
+  s.notifications_dropped = n.dropped;
+  return s;
+}
+
+void Backend::Step(bool exhaustive) {
+  std::lock_guard pass(pass_mu_);
+  if (ownership_->Tick()) {
+    resync_requested_ = true;
+    load_subscriptions_requested_ = true;
+  }
+  if (!ownership_->Active()) return;
+  TimePoint now = clock_->Now();
+
+  if (load_subscriptions_requested_.exchange(false)) {
+    if (Status s = LoadDeletedSubscriptions(); !s.ok()) {
+      ++counters_.errors;
+      load_subscriptions_requested_ = true;
+    }
+  }
+
+  bool resync = resync_requested_.exchange(false);
+  bool poll = false;
+  {
+    std::lock_guard lock(state_mu_);
+    if (now >= next_resync_) resync = true;
+    if (now >= next_poll_) {
+      poll = true;
+      next_poll_ = now + options_.poll_interval;
+    }
+  }
+  if (resync) {
+    if (Status s = RebuildIndex(); s.ok()) {
+      ++counters_.full_resyncs;
+      std::lock_guard lock(state_mu_);
+      next_resync_ = now + options_.resync_interval;
+    } else {
+      ++counters_.errors;
+      resync_requested_ = true;
+      logger_.Warn("resync failed", {{"error", s.error().ToString()}});
+    }
+  } else if (poll) {
+    bool events = events_available_;
+    for (const OperationRecord& op : index_.All()) {
+      bool delete_unissued = false;
+      if (op.request == Request::kDelete) {
+        std::lock_guard lock(state_mu_);
+        delete_unissued = delete_issued_.count({op.partition_key, op.id}) == 0;
+      }
+      if (!events || op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials ||
+          op.internal_id.empty() || delete_unissued) {
+        EnqueueCheck(op);
+      }
+    }
+  }
+
+  ApplyDeadlines();
+  size_t delete_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_cs_deletes_per_step;
+  size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;
+  DrainChecks(check_budget, &delete_budget);
+  RunSweeps(exhaustive);
+  if (exhaustive) DrainChecks(check_budget, &delete_budget);
+
+  if (options_.gc_enabled) {
+    bool gc = exhaustive;
+    {
+      std::lock_guard lock(state_mu_);
+      if (now >= next_gc_) gc = true;
+      if (gc) next_gc_ = now + options_.gc_interval;
+    }
+    if (gc) RunGc();
+  }
+}
+
+Status Backend::RebuildIndex() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kOperationDocType);
+  q.non_terminal_only = true;
+  q.max_items = kQueryPage;
+  while (true) {
+    auto page = store_->Query(q);
+    if (!page.ok()) return page.error();
+    for (const store::Document& doc : page->documents) {
+      auto op = ParseOperation(doc);
+      if (!op || arm::IsTerminalState(op->status)) continue;
+      index_.Upsert(*op);
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+  // Entries the query no longer returns are dropped when their check re-reads them.
+  for (const OperationRecord& op : index_.All()) EnqueueCheck(op);
+  return Status::Ok();
+}
+
+Status Backend::LoadDeletedSubscriptions() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kSubscriptionDocType);
+  q.max_items = kQueryPage;
+  while (true) {
+    auto page = store_->Query(q);
+    if (!page.ok()) return page.error();
+    for (const store::Document& doc : page->documents) {
+      if (EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted"))
+        OnSubscriptionDeleted(doc.partition_key);
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+  return Status::Ok();
+}
+
+void Backend::HandleChange(const store::Change& change) {
+  const store::Document& doc = change.document;
+  if (IsOperationDocument(doc.body)) {
+    if (change.kind == store::Change::Kind::kDelete || change.kind == store::Change::Kind::kExpire) {
+      index_.Remove(doc.partition_key, doc.id);
+      return;
+    }
+    auto op = ParseOperation(doc);
+    if (!op) return;
+    if (arm::IsTerminalState(op->status)) {
+      index_.Remove(doc.partition_key, doc.id);
+      return;
+    }
+    if (index_.Upsert(*op)) EnqueueCheck(*op);
+    return;
+  }
+  if (IsSubscriptionDocument(doc.body) && change.kind != store::Change::Kind::kDelete &&
+      change.kind != store::Change::Kind::kExpire &&
+      EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) {
+    OnSubscriptionDeleted(doc.partition_key);
+    {
+      std::lock_guard lock(run_mu_);
+      wake_ = true;
+    }
+    run_cv_.notify_all();
+  }
+}
+
+void Backend::ApplyEvent(const clusterservice::Event& event) {
+  ++counters_.events_received;
+  std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
+  if (ops.empty()) return;
+  ++counters_.events_applied;
+  Observation obs = ObservationFromStatus(event.object);
+  obs.state = event.state;
+  obs.gone = event.state == "deleted";
+  for (const OperationRecord& op : ops) {
+    if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
+      EnqueueCheck(op);
+      continue;
+    }
+    ObjectKind kind = KindOfHref(event.href);
+    Transit(op.partition_key, op.id,
+            [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
+  }
+}
+
+void Backend::EnqueueCheck(const OperationRecord& op) {
+  {
+    std::lock_guard lock(queue_mu_);
+    auto key = std::make_pair(op.partition_key, op.id);
+    if (!queued_.insert(key).second) return;
+    queue_.push_back(std::move(key));
+  }
+  {
+    std::lock_guard lock(run_mu_);
+    wake_ = true;
+  }
+  run_cv_.notify_all();
+}
+
+bool Backend::DrainChecks(size_t max_checks, size_t* cs_delete_budget) {
+  size_t done = 0;
+  while (done < max_checks) {
+    std::pair<std::string, std::string> key;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (queue_.empty()) return true;
+      key = queue_.front();
+      queue_.pop_front();
+      queued_.erase(key);
+    }
+    auto op = index_.Find(key.first, key.second);
+    if (!op) continue;
+    if (!CheckOperation(*op, cs_delete_budget)) {
+      std::lock_guard lock(queue_mu_);
+      if (queued_.insert(key).second) queue_.push_back(key);
+      return false;
+    }
+    ++done;
+  }
+  return false;
+}
+
+std::optional<Duration> Backend::DeadlineOf(Request request) const {
+  switch (request) {
+    case Request::kCreate:
+      return options_.create_deadline;
+    case Request::kUpdate:
+      return options_.update_deadline;
+    case Request::kDelete:
+      return options_.delete_deadline;
+    case Request::kRequestCredential:
+    case Request::kRevokeCredentials:
+      return options_.credential_deadline;
+  }
+  return std::nullopt;
+}
+
+void Backend::ApplyDeadlines() {
+  TimePoint now = clock_->Now();
+  for (const OperationRecord& op : index_.All()) {
+    auto deadline = DeadlineOf(op.request);
+    if (!deadline || !op.start_time || now < *op.start_time + *deadline) continue;
+    Outcome o =
+        Transit(op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {
+          if (!cur.start_time || now < *cur.start_time + *deadline) return std::nullopt;
+          return FailedWith("OperationTimedOut",
+                            "The " + cur.request_name + " operation did not complete within " +
+                                DescribeDuration(*deadline) + " (last status " + cur.status + ")");
+        });
+    if (o == Outcome::kApplied) {
+      ++counters_.deadline_failures;
+      logger_.Warn("operation deadline passed", {{"operation", op.id}, {"request", op.request_name}});
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checking one operation against the Cluster Service
+
+bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget) {
+  if (!ownership_->FenceFor(op.partition_key)) return true;
+  ++counters_.checks;
+  TimePoint now = clock_->Now();
+  if (auto deadline = DeadlineOf(op.request);
+      deadline && op.start_time && now >= *op.start_time + *deadline) {
+    return true;  // ApplyDeadlines ends it
+  }
+
+  std::string href = op.internal_id;
+  if (href.empty()) {
+    if (op.request == Request::kCreate) {
+      if (op.start_time && now - *op.start_time >= options_.create_recovery_grace) RecoverCreate(op);
+      return true;
+    }
+    auto resource = FindResource(op.partition_key, op.external_id);
+    if (!resource.ok()) {
+      ++counters_.errors;
+      return true;
+    }
+    if (resource->has_value()) href = PropertyString((*resource)->body, "internalId");
+    if (href.empty()) {
+      Observation gone;
+      gone.gone = true;
+      // Nothing was ever made in the Cluster Service: a Delete is done, anything else cannot be.
+      Transit(op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {
+        if (cur.request == Request::kDelete)
+          return Transition{std::string(arm::kStateSucceeded), std::nullopt};
+        return FailedWith("InternalServerError", "The resource has no Cluster Service object");
+      });
+      return true;
+    }
+  }
+
+  Observation obs;
+  if (op.request == Request::kRequestCredential) {
+    auto cred = cs_->Get(href);
+    if (cred.ok()) {
+      obs.state = std::string(GetString(*cred, "status").value_or(""));
+    } else if (cred.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+  } else if (op.request == Request::kRevokeCredentials) {
+    auto creds = cs_->List(href + "/break_glass_credentials");
+    if (creds.ok()) {
+      obs.state = std::string(kCredentialsRevoked);
+      for (const json::value& item : *creds) {
+        const json::object* o = item.if_object();
+        if (o == nullptr) continue;
+        std::string_view status = GetString(*o, "status").value_or("");
+        if (status == "awaiting_revocation" || status == "revoking")
+          obs.state = std::string(kCredentialsRevoking);
+      }
+    } else if (creds.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+  } else {
+    auto status = cs_->GetStatus(href);
+    if (status.ok()) {
+      obs = ObservationFromStatus(*status);
+    } else if (status.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") {
+      bool issued;
+      {
+        std::lock_guard lock(state_mu_);
+        issued = delete_issued_.count({op.partition_key, op.id}) > 0;
+      }
+      if (!issued) {
+        if (*cs_delete_budget == 0) return false;
+        --*cs_delete_budget;
+        ++counters_.cs_deletes;
+        Status d = cs_->Delete(href);
+        if (!d.ok() && !d.error().IsNotFound()) {
+          ++counters_.errors;
+          return true;
+        }
+        {
+          std::lock_guard lock(state_mu_);
+          delete_issued_.insert({op.partition_key, op.id});
+        }
+        auto after = cs_->GetStatus(href);
+        if (after.ok()) {
+          obs = ObservationFromStatus(*after);
+        } else if (after.error().IsNotFound()) {
+          obs = Observation{};
+          obs.gone = true;
+        } else {
+          return true;
+        }
+      }
+    }
+  }
+  ObjectKind kind = KindOfHref(href);
+  Outcome o = Transit(op.partition_key, op.id,
+                      [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+  if (o == Outcome::kGone || (o == Outcome::kApplied && !index_.Find(op.partition_key, op.id))) {
+    std::lock_guard lock(state_mu_);
+    delete_issued_.erase({op.partition_key, op.id});
+  }
+  return true;
+}
+
+void Backend::RecoverCreate(const OperationRecord& op) {
+  auto resource = FindResource(op.partition_key, op.external_id);
+  if (!resource.ok()) {
+    ++counters_.errors;
+    return;
+  }
+  if (!resource->has_value()) {
+    Transit(op.partition_key, op.id, [](const OperationRecord&) -> std::optional<Transition> {
+      return FailedWith("InternalServerError", "The resource of this operation no longer exists");
+    });
+    return;
+  }
+  const store::Document& res = **resource;
+  std::string href = PropertyString(res.body, "internalId");
+  if (href.empty()) {
+    std::optional<store::Document> parent;
+    std::string parent_id = ParentResourceId(op.external_id);
+    if (!parent_id.empty()) {
+      auto p = FindResource(op.partition_key, parent_id);
+      if (p.ok() && p->has_value()) parent = **p;
+    }
+    auto req = builder_->Build(res, parent ? &*parent : nullptr);
+    if (!req.ok()) {
+      if (req.error().Is(ErrorCode::kUnavailable)) return;  // try again later
+      Transit(op.partition_key, op.id, [&](const OperationRecord&) -> std::optional<Transition> {
+        return FailedWith("InternalServerError", req.error().message());
+      });
+      return;
+    }
+    ++counters_.cs_creates;
+    auto created = cs_->Create(req->collection_href, req->body, op.id);
+    if (!created.ok()) {
+      if (created.error().Is(ErrorCode::kInvalidArgument)) {
+        Transit(op.partition_key, op.id, [&](const OperationRecord&) -> std::optional<Transition> {
+          return FailedWith("InvalidRequestContent", created.error().message());
+        });
+      } else {
+        ++counters_.errors;
+      }
+      return;
+    }
+    href = std::string(GetString(*created, "href").value_or(""));
+    if (href.empty()) {
+      auto id = GetString(*created, "id");
+      if (!id) {
+        ++counters_.errors;
+        return;
+      }
+      href = req->collection_href + "/" + std::string(*id);
+    }
+  }
+
+  std::lock_guard lock(apply_mu_);
+  auto fence = ownership_->FenceFor(op.partition_key);
+  if (!fence) return;
+  auto current = store_->Read(store::kResources, op.partition_key, op.id);
+  if (!current.ok()) return;
+  auto cur = ParseOperation(*current);
+  if (!cur || arm::IsTerminalState(cur->status)) {
+    index_.Remove(op.partition_key, op.id);
+    return;
+  }
+  std::vector<WriteOp> ops;
+  ops.push_back(WriteOp::Patch(
+      op.id, {Set(arm::kPathInternalId, json::value(href))},
+      {Unchanged(current->body, arm::kPathStatus), Unchanged(current->body, arm::kPathInternalId)}));
+  if (PropertyString(res.body, "activeOperationId") == op.id &&
+      PropertyString(res.body, "internalId").empty()) {
+    ops.push_back(WriteOp::Patch(
+        res.id, {Set(arm::kPathInternalId, json::value(href))},
+        {Unchanged(res.body, arm::kPathActiveOperationId), Unchanged(res.body, arm::kPathInternalId)}));
+  }
+  auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);
+  if (!r.ok()) {
+    if (r.error().IsPreconditionFailed() && !store::FailedBatchIndex(r.error())) {
+      ownership_->FenceRefused(*fence);
+      ++counters_.fence_refusals;
+    } else {
+      ++counters_.write_conflicts;
+    }
+    return;
+  }
+  ++counters_.recovered_creates;
+  logger_.Info("recovered create", {{"operation", op.id}, {"internalId", href}});
+  if (auto updated = ParseOperation(r->documents[0])) {
+    index_.Upsert(*updated);
+    EnqueueCheck(*updated);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing a transition
+
+Result<std::optional<store::Document>> Backend::FindResource(std::string_view pk,
+                                                             std::string_view resource_id) {
+  if (resource_id.empty()) return std::optional<store::Document>();
+  auto doc = store_->Read(store::kResources, pk, arm::ResourceDocumentId(resource_id));
+  if (doc.ok()) return std::optional<store::Document>(std::move(doc).value());
+  if (!doc.error().IsNotFound()) return doc.error();
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = std::string(pk);
+  q.resource_id = std::string(resource_id);
+  q.max_items = 10;
+  auto page = store_->Query(q);
+  if (!page.ok()) return page.error();
+  for (store::Document& d : page->documents) {
+    if (IsResourceDocument(d.body)) return std::optional<store::Document>(std::move(d));
+  }
+  return std::optional<store::Document>();
+}
+
+Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, const Decider& decide) {
+  std::lock_guard lock(apply_mu_);
+  for (int attempt = 0; attempt < kMaxWriteAttempts; ++attempt) {
+    auto fence = ownership_->FenceFor(pk);
+    if (!fence) return Outcome::kNotOwner;
+    auto doc = store_->Read(store::kResources, pk, op_id);
+    if (!doc.ok()) {
+      if (doc.error().IsNotFound()) {
+        index_.Remove(pk, op_id);
+        return Outcome::kGone;
+      }
+      ++counters_.errors;
+      return Outcome::kError;
+    }
+    auto op = ParseOperation(*doc);
+    if (!op || arm::IsTerminalState(op->status)) {
+      index_.Remove(pk, op_id);
+      return Outcome::kNoChange;
+    }
+    std::optional<Transition> t = decide(*op);
+    if (!t || t->status == op->status) return Outcome::kNoChange;
+    const bool terminal = arm::IsTerminalState(t->status);
+    const std::string now = FormatRfc3339(clock_->Now(), true);
+
+    std::vector<WriteOp> ops;
+    std::vector<PatchOp> patch = {Set(arm::kPathStatus, json::value(t->status)),
+                                  Set(arm::kPathLastTransitionTime, json::value(now))};
+    if (t->error) patch.push_back(Set(arm::kPathError, ErrorJson(t->error->code, t->error->message)));
+    ops.push_back(
+        WriteOp::Patch(std::string(op_id), std::move(patch), {Unchanged(doc->body, arm::kPathStatus)}));
+    std::vector<size_t> ended = {0};  // batch positions of operations this batch ends
+
+    auto resource = FindResource(pk, op->external_id);
+    if (!resource.ok()) {
+      ++counters_.errors;
+      return Outcome::kError;
+    }
+    std::vector<store::Document> deleted;
+    const bool owns =
+        resource->has_value() && PropertyString((*resource)->body, "activeOperationId") == op_id;
+    if (owns) {
+      const store::Document& res = **resource;
+      Condition still_active = Unchanged(res.body, arm::kPathActiveOperationId);
+      if (terminal && op->request == Request::kDelete && t->status == arm::kStateSucceeded) {
+        WriteOp del = WriteOp::Delete(res.id);
+        del.conditions.push_back(still_active);
+        ops.push_back(std::move(del));
+        deleted.push_back(res);
+        // Children go with their parent; their operations end with it.
+        store::QueryOptions q;
+        q.container = std::string(store::kResources);
+        q.partition_key = std::string(pk);
+        q.resource_id_prefix = PropertyString(res.body, "resourceId") + "/";
+        q.max_items = kQueryPage;
+        bool query_failed = false;
+        while (true) {
+          auto page = store_->Query(q);
+          if (!page.ok()) {
+            query_failed = true;
+            break;
+          }
+          for (store::Document& child : page->documents) {
+            if (!IsResourceDocument(child.body)) continue;
+            ops.push_back(WriteOp::Delete(child.id, child.etag));
+            std::string child_op = PropertyString(child.body, "activeOperationId");
+            if (!child_op.empty()) {
+              auto cop = store_->Read(store::kResources, pk, child_op);
+              if (cop.ok()) {
+                auto rec = ParseOperation(*cop);
+                if (rec && !arm::IsTerminalState(rec->status)) {
+                  std::vector<PatchOp> cp = {Set(arm::kPathLastTransitionTime, json::value(now))};
+                  if (rec->request == Request::kDelete) {
+                    cp.push_back(Set(arm::kPathStatus, json::value(arm::kStateSucceeded)));
+                  } else {
+                    cp.push_back(Set(arm::kPathStatus, json::value(arm::kStateCanceled)));
+                    cp.push_back(
+                        Set(arm::kPathError, ErrorJson(arm::kCanceledCode, arm::kSupersededMessage)));
+                  }
+                  ops.push_back(
+                      WriteOp::Patch(child_op, std::move(cp), {Unchanged(cop->body, arm::kPathStatus)}));
+                  ended.push_back(ops.size() - 1);
+                }
+              }
+            }
+            deleted.push_back(std::move(child));
+          }
+          if (page->continuation.empty()) break;
+          q.continuation = page->continuation;
+        }
+        if (query_failed) {
+          ++counters_.errors;
+          return Outcome::kError;
+        }
+      } else {
+        std::vector<PatchOp> rp;
+        if (TracksProvisioningState(op->request))
+          rp.push_back(Set(arm::kPathProvisioningState, json::value(t->status)));
+        if (terminal) rp.push_back(Remove(arm::kPathActiveOperationId));
+        if (!rp.empty()) ops.push_back(WriteOp::Patch(res.id, std::move(rp), {still_active}));
+      }
+    }
+
+    auto r = store_->Batch(store::kResources, pk, std::move(ops), &*fence);
+    if (!r.ok()) {
+      const Error& e = r.error();
+      if (e.IsPreconditionFailed() && !store::FailedBatchIndex(e)) {
+        ownership_->FenceRefused(*fence);
+        ++counters_.fence_refusals;
+        logger_.Warn("write refused: stale fence", {{"operation", std::string(op_id)}});
+        return Outcome::kNotOwner;
+      }
+      if (e.IsPreconditionFailed() || e.IsNotFound()) {
+        ++counters_.write_conflicts;
+        continue;  // something changed meanwhile: read again
+      }
+      ++counters_.errors;
+      logger_.Warn("operation write failed", {{"operation", std::string(op_id)}, {"error", e.ToString()}});
+      return Outcome::kError;
+    }
+
+    ++counters_.transitions;
+    if (!terminal) {
+      op->status = t->status;
+      index_.Upsert(*op);
+      return Outcome::kApplied;
+    }
+    ++counters_.terminal;
+    std::vector<store::Document> ended_docs;
+    for (size_t i : ended) {
+      if (i < r->documents.size()) ended_docs.push_back(r->documents[i]);
+    }
+    AfterTerminal(ended_docs, deleted, *op, *t, *fence, owns ? *resource : std::nullopt);
+    return Outcome::kApplied;
+  }
+  return Outcome::kError;
+}
+
+void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations,
+                            const std::vector<store::Document>& deleted_resources, const OperationRecord& op,
+                            const Transition& t, const store::Lease& fence,
+                            const std::optional<store::Document>& resource) {
+  for (const store::Document& d : ended_operations) {
+    index_.Remove(d.partition_key, d.id);
+    std::string uri = PropertyString(d.body, "notificationUri");
+    if (!uri.empty()) {
+      notifications_.Enqueue(uri, OperationStatusResource(d));
+      {
+        std::lock_guard lock(run_mu_);
+        notify_wake_ = true;
+      }
+      run_cv_.notify_all();
+    }
+  }
+  counters_.resources_deleted += deleted_resources.size();
+  std::string now = FormatRfc3339(clock_->Now(), true);
+  if (op.request == Request::kCreate && t.status == arm::kStateSucceeded && resource.has_value()) {
+    json::object body;
+    body["resourceId"] = PropertyString(resource->body, "resourceId");
+    body["resourceType"] = ResourceTypeOf(resource->body);
+    body["subscriptionId"] = op.partition_key;
+    body["internalId"] = PropertyString(resource->body, "internalId");
+    body["creationTime"] = now;
+    if (Status s = WriteBilling({WriteOp::Upsert(resource->id, std::move(body))}, op.partition_key, fence);
+        !s.ok()) {
+      logger_.Warn("billing creation not recorded",
+                   {{"resource", resource->id}, {"error", s.error().ToString()}});
+    }
+  }
+  for (const store::Document& res : deleted_resources) {
+    auto existing = store_->Read(store::kBilling, res.partition_key, res.id);
+    if (!existing.ok()) continue;  // never billed
+    if (Status s = WriteBilling({WriteOp::Patch(res.id, {Set("/deletionTime", json::value(now))})},
+                                res.partition_key, fence);
+        !s.ok()) {
+      logger_.Warn("billing deletion not recorded", {{"resource", res.id}, {"error", s.error().ToString()}});
+    }
+  }
+}
+
+Status Backend::WriteBilling(std::vector<WriteOp> ops, std::string_view pk, const store::Lease& fence) {
+  auto r = store_->Batch(store::kBilling, pk, std::move(ops), &fence);
+  if (!r.ok()) {
+    ++counters_.errors;
+    return r.error();
+  }
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deleted subscriptions
+
+void Backend::OnSubscriptionDeleted(const std::string& pk) {
+  std::lock_guard lock(state_mu_);
+  sweeps_.try_emplace(pk, Sweep{});
+}
+
+void Backend::RunSweeps(bool exhaustive) {
+  TimePoint now = clock_->Now();
+  std::vector<std::pair<std::string, Sweep>> due;
+  {
+    std::lock_guard lock(state_mu_);
+    for (const auto& [pk, s] : sweeps_) {
+      if (exhaustive || s.due <= now) due.emplace_back(pk, s);
+    }
+  }
+  for (auto& [pk, sweep] : due) {
+    bool failed = false;
+    do {
+      if (Status st = SweepPage(pk, &sweep); !st.ok()) {
+        ++counters_.errors;
+        failed = true;
+        break;
+      }
+    } while (exhaustive && !sweep.continuation.empty());
+    std::lock_guard lock(state_mu_);
+    if (!failed && sweep.continuation.empty()) {
+      if (!sweep.found_any) {
+        sweeps_.erase(pk);
+        logger_.Info("deleted subscription is empty", {{"subscription", pk}});
+        continue;
+      }
+      sweep.found_any = false;
+      sweep.due = now + options_.resync_interval;  // look again for stragglers later
+    }
+    sweeps_[pk] = sweep;
+  }
+}
+
+Status Backend::SweepPage(const std::string& pk, Sweep* sweep) {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = pk;
+  q.resource_id_prefix = "/subscriptions/";
+  q.max_items = options_.sweep_page_size;
+  q.continuation = sweep->continuation;
+  auto page = store_->Query(q);
+  if (!page.ok()) return page.error();
+  for (const store::Document& doc : page->documents) {
+    if (!IsResourceDocument(doc.body)) continue;
+    sweep->found_any = true;
+    EnsureDeleteOperation(doc);
+  }
+  sweep->continuation = page->continuation;
+  return Status::Ok();
+}
+
+void Backend::EnsureDeleteOperation(const store::Document& resource) {
+  const std::string& pk = resource.partition_key;
+  std::string active = PropertyString(resource.body, "activeOperationId");
+  std::optional<store::Document> active_doc;
+  std::optional<OperationRecord> active_op;
+  if (!active.empty()) {
+    auto d = store_->Read(store::kResources, pk, active);
+    if (d.ok()) {
+      active_op = ParseOperation(*d);
+      active_doc = std::move(d).value();
+    }
+  }
+  if (active_op && !arm::IsTerminalState(active_op->status) && active_op->request == Request::kDelete) {
+    if (index_.Upsert(*active_op)) EnqueueCheck(*active_op);
+    return;
+  }
+  std::lock_guard lock(apply_mu_);
+  auto fence = ownership_->FenceFor(pk);
+  if (!fence) return;
+  TimePoint now = clock_->Now();
+  std::string new_id = NewUuidV4();
+  std::string resource_id = PropertyString(resource.body, "resourceId");
+  std::vector<WriteOp> ops;
+  ops.push_back(WriteOp::Create(new_id,
+                                NewOperationBody(Request::kDelete, arm::kStateDeleting, resource_id,
+                                                 PropertyString(resource.body, "internalId"),
+                                                 PropertyString(resource.body, "location"), now),
+                                arm::kDefaultOperationTtlSeconds));
+  ops.push_back(WriteOp::Patch(resource.id,
+                               {Set(arm::kPathActiveOperationId, json::value(new_id)),
+                                Set(arm::kPathProvisioningState, json::value(arm::kStateDeleting))},
+                               {Unchanged(resource.body, arm::kPathActiveOperationId)}));
+  bool cancels = active_op && !arm::IsTerminalState(active_op->status);
+  if (cancels) {
+    ops.push_back(
+        WriteOp::Patch(active,
+                       {Set(arm::kPathStatus, json::value(arm::kStateCanceled)),
+                        Set(arm::kPathLastTransitionTime, json::value(FormatRfc3339(now, true))),
+                        Set(arm::kPathError, ErrorJson(arm::kCanceledCode, arm::kSupersededMessage))},
+                       {Unchanged(active_doc->body, arm::kPathStatus)}));
+  }
+  auto r = store_->Batch(store::kResources, pk, std::move(ops), &*fence);
+  if (!r.ok()) {
+    if (r.error().IsPreconditionFailed() && !store::FailedBatchIndex(r.error())) {
+      ownership_->FenceRefused(*fence);
+      ++counters_.fence_refusals;
+    } else {
+      ++counters_.write_conflicts;  // the next sweep looks again
+    }
+    return;
+  }
+  ++counters_.implicit_deletes;
+  if (cancels) {
+    index_.Remove(pk, active);
+    std::string uri = PropertyString(r->documents[2].body, "notificationUri");
+    if (!uri.empty()) notifications_.Enqueue(uri, OperationStatusResource(r->documents[2]));
+  }
+  if (auto created = ParseOperation(r->documents[0])) {
+    index_.Upsert(*created);
+    EnqueueCheck(*created);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Orphan collection
+
+void Backend::RunGc() {
+  // Cluster Service first, documents second: a document is written before its cluster is created,
+  // so every cluster listed here whose document exists is seen by the query below.
+  auto clusters = cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters");
+  if (!clusters.ok()) return;
+  std::unordered_set<std::string> known;
+  for (std::string& href : index_.InternalIds()) known.insert(std::move(href));
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kClusterDocType);
+  q.max_items = kQueryPage;
+  while (true) {
+    auto page = store_->Query(q);
+    if (!page.ok()) return;  // never collect on partial knowledge
+    for (const store::Document& d : page->documents) {
+      std::string href = PropertyString(d.body, "internalId");
+      if (!href.empty()) known.insert(std::move(href));
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+
+  TimePoint now = clock_->Now();
+  std::set<std::string> listed;
+  for (const json::value& item : *clusters) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    std::string href(GetString(*o, "href").value_or(""));
+    if (href.empty()) {
+      auto id = GetString(*o, "id");
+      if (!id) continue;
+      href = std::string(clusterservice::kApiPrefix) + "/clusters/" + std::string(*id);
+    }
+    listed.insert(href);
+    if (known.count(href) > 0) continue;
+    std::string state(GetString(*o, "state").value_or(""));
+    if (const json::object* st = GetObject(*o, "status"))
+      state = std::string(GetString(*st, "state").value_or(state));
+    if (state == "uninstalling") continue;
+    TimePoint created;
+    auto stamp = ParseRfc3339(GetString(*o, "creation_timestamp").value_or(""));
+    {
+      std::lock_guard lock(state_mu_);
+      TimePoint first_seen = gc_first_seen_.try_emplace(href, now).first->second;
+      created = stamp.ok() ? std::min(*stamp, first_seen) : first_seen;
+    }
+    if (now - created < options_.gc_window) continue;
+    if (!ownership_->Active()) return;
+    Status d = cs_->Delete(href);
+    if (d.ok()) {
+      ++counters_.gc_deleted;
+      logger_.Info("deleted orphan cluster", {{"internalId", href}});
+    } else if (!d.error().IsNotFound()) {
+      ++counters_.errors;
+    }
+  }
+  std::lock_guard lock(state_mu_);
+  for (auto it = gc_first_seen_.begin(); it != gc_first_seen_.end();) {
+    it = listed.count(it->first) > 0 ? std::next(it) : gc_first_seen_.erase(it);
+  }
+}
+
+}  // namespace hcprp::backend

@@ -1,0 +1,293 @@
+// The backend: drives every asynchronous operation the frontend accepted to a terminal state,
+// against the Cluster Service (seed 000 "RP Backend Pod", DESIGN.md sections 2, 4 and 5).
+//
+// How it learns of work:
+//  - the store's change feed (resources container): new and changed operation documents and
+//    subscription documents (state Deleted starts the subscription's cleanup);
+//  - the Cluster Service event stream (WatchEvents): state changes, applied through an in-memory
+//    index of non-terminal operations keyed by internal ID, without touching the Cluster Service;
+//  - a bounded periodic resync (resync_interval) that rebuilds the index with one cross-partition
+//    query of non-terminal operations and checks each against the Cluster Service: a safety net,
+//    whose cost is proportional to the operations in flight, never to idle subscriptions;
+//  - a Cluster Service without an event stream (WatchEvents answers kUnavailable): in-flight
+//    operations are polled every poll_interval instead.
+//
+// What it writes: an operation's status, lastTransitionTime and error, together with its resource's
+// provisioningState (and the removal of activeOperationId once terminal) in one batch, conditioned
+// on the operation's status being what was read (a terminal operation never changes) and on the
+// resource's activeOperationId naming the operation (a superseded operation changes alone). A
+// Delete the Cluster Service confirms (404) deletes the resource document and its children's in
+// the same batch and ends their operations Succeeded. Every write carries the lease fence.
+//
+// Credential operations (what "done" means, see also state_mapping.h):
+//   RequestCredential: the operation's internalId is the credential object the frontend's action
+//     created (.../clusters/{id}/break_glass_credentials/{id}); done when Get() reports "status"
+//     "issued" (Succeeded) or "failed"/"revoked"/"expired" (Failed).
+//   RevokeCredentials: the operation's internalId is the cluster; done when no item of
+//     List(cluster + "/break_glass_credentials") has status "awaiting_revocation" or "revoking".
+//   Neither changes the resource's provisioningState; activeOperationId is cleared if it names them.
+//   They are polled every poll_interval (and re-checked on any event of their object).
+//
+// Thread-safety: Start()/Stop() from one thread; ReconcileOnce(), Stats() and the *Once() steps
+// are safe from any thread, also while started.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+#include "backend/documents.h"
+#include "backend/notifier.h"
+#include "backend/operation_index.h"
+#include "backend/ownership.h"
+#include "backend/state_mapping.h"
+#include "clusterservice/client.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "store/store.h"
+
+namespace hcprp::backend {
+
+// The Cluster Service create request of a resource whose Create operation lost its frontend
+// before the internal ID was recorded.
+struct ClusterServiceCreateRequest {
+  std::string collection_href;  // e.g. /api/aro_hcp/v1alpha1/clusters
+  json::object body;
+};
+
+// Builds that request from the resource document (and, for node pools and external auths, the
+// parent cluster's document). The composition root plugs the api-version conversion in here.
+class CreateRequestBuilder {
+ public:
+  virtual ~CreateRequestBuilder() = default;
+  virtual Result<ClusterServiceCreateRequest> Build(const store::Document& resource,
+                                                    const store::Document* parent) = 0;
+};
+
+// The fallback builder: the collection from the resource type and the parent's internal ID, and a
+// minimal body ({"name", "azure": {...}}). Enough to re-fetch an object the Cluster Service
+// already made under the idempotency key; a real service may reject it (400) when it has to
+// create the object afresh, and the operation then ends Failed.
+class MinimalCreateRequestBuilder final : public CreateRequestBuilder {
+ public:
+  Result<ClusterServiceCreateRequest> Build(const store::Document& resource,
+                                            const store::Document* parent) override;
+};
+
+struct BackendOptions {
+  // This backend's name in the lease; empty gives "backend-<uuid>".
+  std::string owner;
+  std::chrono::milliseconds lease_ttl{10000};
+  // Replaces the single fenced lease (e.g. by a per-shard ownership). Not owned; must outlive the
+  // backend. Null: a LeaderLease in the locks container.
+  Ownership* ownership = nullptr;
+
+  // Safety-net resync (Clock time).
+  Duration resync_interval = std::chrono::seconds(45);
+  // Status polling of in-flight operations when the Cluster Service has no event stream, and of
+  // credential operations always (Clock time).
+  Duration poll_interval = std::chrono::seconds(10);
+  // Real-time waits of the loops.
+  std::chrono::milliseconds tick{1000};          // timer loop wake-up
+  std::chrono::milliseconds feed_wait{1000};     // change feed long-poll
+  std::chrono::milliseconds event_wait{1000};    // WatchEvents long-poll
+  std::chrono::milliseconds event_retry{30000};  // retry WatchEvents after kUnavailable
+
+  // Deadlines from the operation's startTime (Clock time); past them the operation ends Failed.
+  Duration create_deadline = std::chrono::minutes(60);
+  Duration update_deadline = std::chrono::minutes(60);
+  Duration delete_deadline = std::chrono::hours(12);
+  Duration credential_deadline = std::chrono::minutes(60);
+  // An Accepted Create without internalId older than this lost its frontend midway.
+  Duration create_recovery_grace = std::chrono::minutes(2);
+  CreateRequestBuilder* create_request_builder = nullptr;  // not owned; null: minimal builder
+
+  // Orphan collection: a Cluster Service cluster no resource document points at, older than the
+  // window, is deleted.
+  bool gc_enabled = true;
+  Duration gc_window = std::chrono::hours(1);
+  Duration gc_interval = std::chrono::minutes(10);
+
+  // Work bounds of one timer step (ReconcileOnce has none).
+  size_t max_checks_per_step = 500;
+  size_t max_cs_deletes_per_step = 50;
+  size_t sweep_page_size = 100;
+
+  NotificationOptions notifications;
+};
+
+struct BackendStats {
+  bool active = false;            // holds ownership
+  bool events_available = false;  // the Cluster Service event stream works
+  size_t in_flight = 0;           // indexed non-terminal operations
+  uint64_t full_resyncs = 0;
+  uint64_t feed_changes = 0;
+  uint64_t events_received = 0;
+  uint64_t events_applied = 0;  // events that matched an indexed operation
+  uint64_t checks = 0;          // operations checked against the Cluster Service
+  uint64_t cs_creates = 0;
+  uint64_t cs_deletes = 0;
+  uint64_t transitions = 0;  // committed status changes
+  uint64_t terminal = 0;     // of which terminal
+  uint64_t deadline_failures = 0;
+  uint64_t recovered_creates = 0;
+  uint64_t implicit_deletes = 0;  // Delete operations created for deleted subscriptions
+  uint64_t resources_deleted = 0;
+  uint64_t gc_deleted = 0;
+  uint64_t fence_refusals = 0;
+  uint64_t write_conflicts = 0;
+  uint64_t errors = 0;
+  uint64_t notifications_sent = 0;
+  uint64_t notification_failures = 0;
+  uint64_t notifications_dropped = 0;
+};
+
+class Backend {
+ public:
+  // store, cs and clock are not owned and must outlive the backend; notifier may be null (then
+  // notifications are not sent).
+  static Result<std::unique_ptr<Backend>> Create(BackendOptions options, store::Store* store,
+                                                 clusterservice::Client* cs, const Clock* clock,
+                                                 Logger logger, Notifier* notifier);
+  ~Backend();  // Stop()s.
+
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // Starts the threads: change-feed follower, event follower, timer loop, notifier.
+  Status Start();
+  // Stops and joins them and releases ownership. Idempotent.
+  void Stop();
+
+  // One full synchronous pass: ownership tick, change feed drained, index rebuilt, every in-flight
+  // operation checked against the Cluster Service and applied, deadlines, subscription cleanup,
+  // orphan collection, due notifications. kConflict when another backend owns the store.
+  Status ReconcileOnce();
+
+  // Single steps of the loops, for tests.
+  Result<size_t> PumpChangesOnce();                               // drains the change feed
+  Result<size_t> PumpEventsOnce(std::chrono::milliseconds wait);  // one WatchEvents page
+  size_t DeliverNotificationsOnce();
+
+  BackendStats Stats() const;
+
+ private:
+  struct Counters {
+    std::atomic<uint64_t> full_resyncs{0}, feed_changes{0}, events_received{0}, events_applied{0}, checks{0},
+        cs_creates{0}, cs_deletes{0}, transitions{0}, terminal{0}, deadline_failures{0}, recovered_creates{0},
+        implicit_deletes{0}, resources_deleted{0}, gc_deleted{0}, fence_refusals{0}, write_conflicts{0},
+        errors{0};
+  };
+  enum class Outcome { kApplied, kNoChange, kGone, kNotOwner, kError };
+  struct Sweep {
+    std::string continuation;
+    bool found_any = false;
+    TimePoint due{};
+  };
+
+  Backend(BackendOptions options, store::Store* store, clusterservice::Client* cs, const Clock* clock,
+          Logger logger, Notifier* notifier);
+
+  // Timer work. `exhaustive` (ReconcileOnce) lifts the per-step bounds and forces every periodic
+  // task.
+  void Step(bool exhaustive);
+  Status RebuildIndex();
+  Status LoadDeletedSubscriptions();
+  void HandleChange(const store::Change& change);
+  void ApplyEvent(const clusterservice::Event& event);
+
+  void EnqueueCheck(const OperationRecord& op);
+  // Checks queued operations; returns false when the budget ran out first.
+  bool DrainChecks(size_t max_checks, size_t* cs_delete_budget);
+  // Returns false when it needs a CS delete but the budget is spent (re-queue it).
+  bool CheckOperation(const OperationRecord& op, size_t* cs_delete_budget);
+  void RecoverCreate(const OperationRecord& op);
+  void ApplyDeadlines();
+  std::optional<Duration> DeadlineOf(Request request) const;
+
+  // Moves an operation to decide(current record)'s transition in one fenced batch (see header).
+  using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
+  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide);
+  Result<std::optional<store::Document>> FindResource(std::string_view pk, std::string_view resource_id);
+  // Index, notifications and billing after a batch ended operations.
+  void AfterTerminal(const std::vector<store::Document>& ended_operations,
+                     const std::vector<store::Document>& deleted_resources, const OperationRecord& op,
+                     const Transition& t, const store::Lease& fence,
+                     const std::optional<store::Document>& resource);
+  Status WriteBilling(std::vector<store::WriteOp> ops, std::string_view pk, const store::Lease& fence);
+
+  void OnSubscriptionDeleted(const std::string& pk);
+  void RunSweeps(bool exhaustive);
+  // One page of a deleted subscription's resources; returns false when the sweep is finished.
+  Status SweepPage(const std::string& pk, Sweep* sweep);
+  void EnsureDeleteOperation(const store::Document& resource);
+
+  void RunGc();
+
+  void FeedLoop();
+  void EventLoop();
+  void TimerLoop();
+  void NotifierLoop();
+  void WaitFor(std::chrono::milliseconds d);  // real time, ends early on Stop()
+
+  // Constant after construction.
+  const BackendOptions options_;
+  store::Store* const store_;
+  clusterservice::Client* const cs_;
+  const Clock* const clock_;
+  const Logger logger_;
+  std::unique_ptr<Ownership> owned_ownership_;
+  Ownership* ownership_;
+  MinimalCreateRequestBuilder minimal_builder_;
+  CreateRequestBuilder* builder_;
+
+  OperationIndex index_;
+  NotificationQueue notifications_;
+  Counters counters_;
+  std::atomic<bool> events_available_{false};
+  std::atomic<bool> resync_requested_{true};
+  std::atomic<bool> load_subscriptions_requested_{true};
+
+  std::mutex pass_mu_;   // one Step() at a time
+  std::mutex apply_mu_;  // one Transit() at a time
+
+  std::mutex feed_mu_;
+  std::string feed_continuation_;  // guarded by feed_mu_
+
+  std::mutex event_mu_;
+  uint64_t events_after_ = 0;  // guarded by event_mu_
+
+  std::mutex queue_mu_;
+  std::deque<std::pair<std::string, std::string>> queue_;  // (pk, id); guarded by queue_mu_
+  std::set<std::pair<std::string, std::string>> queued_;   // guarded by queue_mu_
+
+  std::mutex state_mu_;
+  std::map<std::string, Sweep> sweeps_;                          // by partition; guarded by state_mu_
+  std::set<std::pair<std::string, std::string>> delete_issued_;  // guarded by state_mu_
+  std::map<std::string, TimePoint> gc_first_seen_;               // guarded by state_mu_
+  TimePoint next_resync_{};                                      // guarded by state_mu_
+  TimePoint next_poll_{};                                        // guarded by state_mu_
+  TimePoint next_gc_{};                                          // guarded by state_mu_
+
+  std::mutex run_mu_;
+  std::condition_variable run_cv_;
+  bool stopping_ = false;     // guarded by run_mu_
+  bool wake_ = false;         // guarded by run_mu_: work was queued
+  bool notify_wake_ = false;  // guarded by run_mu_: a notification was queued
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace hcprp::backend

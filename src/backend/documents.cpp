@@ -1,0 +1,85 @@
+#include "backend/documents.h"
+
+#include "arm/operation_status.h"
+
+namespace hcprp::backend {
+
+std::string_view ResourceTypeOf(const json::value& body) {
+  if (const auto* o = body.if_object()) {
+    if (auto t = GetString(*o, "resourceType")) return *t;
+  }
+  return {};
+}
+
+bool IsOperationDocument(const json::value& body) {
+  return EqualsIgnoreCase(ResourceTypeOf(body), arm::kOperationDocType);
+}
+
+bool IsSubscriptionDocument(const json::value& body) {
+  return EqualsIgnoreCase(ResourceTypeOf(body), arm::kSubscriptionDocType);
+}
+
+bool IsResourceDocument(const json::value& body) {
+  std::string_view t = ResourceTypeOf(body);
+  return EqualsIgnoreCase(t, arm::kClusterDocType) || EqualsIgnoreCase(t, arm::kNodePoolDocType) ||
+         EqualsIgnoreCase(t, arm::kExternalAuthDocType);
+}
+
+std::string PropertyString(const json::value& body, std::string_view name) {
+  const auto* o = body.if_object();
+  if (o == nullptr) return {};
+  const json::object* props = GetObject(*o, "properties");
+  if (props == nullptr) return {};
+  auto s = GetString(*props, name);
+  return s ? std::string(*s) : std::string();
+}
+
+std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
+  if (!IsOperationDocument(doc.body)) return std::nullopt;
+  auto op = arm::OperationDocument::FromBody(doc.id, doc.body);
+  if (!op.ok()) return std::nullopt;
+  OperationRecord r;
+  r.partition_key = doc.partition_key;
+  r.id = doc.id;
+  r.request = op->request;
+  r.request_name = std::string(arm::OperationRequestName(op->request));
+  r.status = op->status;
+  r.external_id = op->external_id;
+  r.internal_id = op->internal_id;
+  r.notification_uri = op->notification_uri;
+  if (FindPointer(doc.body, "/properties/startTime") != nullptr) r.start_time = op->start_time;
+  return r;
+}
+
+std::string SubscriptionOfResourceId(std::string_view resource_id) {
+  constexpr std::string_view kPrefix = "/subscriptions/";
+  if (!StartsWithIgnoreCase(resource_id, kPrefix)) return {};
+  std::string_view rest = resource_id.substr(kPrefix.size());
+  return ToLower(rest.substr(0, rest.find('/')));
+}
+
+json::value NewOperationBody(arm::OperationRequest request, std::string_view status,
+                             std::string_view external_id, std::string_view internal_id,
+                             std::string_view location, TimePoint now) {
+  arm::OperationDocument op;
+  op.request = request;
+  op.external_id = std::string(external_id);
+  op.internal_id = std::string(internal_id);
+  op.location = std::string(location);
+  op.start_time = now;
+  op.last_transition_time = now;
+  op.status = std::string(status);
+  return op.ToBody();
+}
+
+json::object OperationStatusResource(const store::Document& operation) {
+  auto op = arm::OperationDocument::FromBody(operation.id, operation.body);
+  if (!op.ok()) return json::object{{"name", operation.id}};
+  std::string path = op->operation_id;
+  if (path.empty()) {
+    path = arm::OperationStatusPath(SubscriptionOfResourceId(op->external_id), op->location, op->id);
+  }
+  return arm::RenderOperationStatus(*op, path);
+}
+
+}  // namespace hcprp::backend

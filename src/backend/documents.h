@@ -1,0 +1,52 @@
+// What the backend reads of the resources-container documents (types in arm/documents.h), and the
+// few documents it writes itself.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "arm/documents.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "store/store.h"
+
+namespace hcprp::backend {
+
+// The index's view of a non-terminal operation document.
+struct OperationRecord {
+  std::string partition_key;
+  std::string id;
+  arm::OperationRequest request = arm::OperationRequest::kCreate;
+  std::string request_name;
+  std::string status;
+  std::string external_id;
+  std::string internal_id;  // empty until the Cluster Service object is known
+  std::string notification_uri;
+  std::optional<TimePoint> start_time;
+};
+
+std::string_view ResourceTypeOf(const json::value& body);
+bool IsOperationDocument(const json::value& body);
+bool IsSubscriptionDocument(const json::value& body);
+// A cluster, node pool or external auth resource document.
+bool IsResourceDocument(const json::value& body);
+
+// nullopt when the document is not a (well-formed) operation document.
+std::optional<OperationRecord> ParseOperation(const store::Document& doc);
+
+// A string member of body.properties, or "" when absent.
+std::string PropertyString(const json::value& body, std::string_view name);
+
+// The subscription ID of an Azure resource ID, lower-cased ("" when malformed).
+std::string SubscriptionOfResourceId(std::string_view resource_id);
+
+// The body of a new (implicit) operation document.
+json::value NewOperationBody(arm::OperationRequest request, std::string_view status,
+                             std::string_view external_id, std::string_view internal_id,
+                             std::string_view location, TimePoint now);
+
+// The ARM operation status resource of an operation document, as POSTed to a notification URI.
+json::object OperationStatusResource(const store::Document& operation);
+
+}  // namespace hcprp::backend

@@ -1,0 +1,78 @@
+#include "backend/notifier.h"
+
+#include <algorithm>
+
+namespace hcprp::backend {
+
+NotificationQueue::NotificationQueue(NotificationOptions options, Notifier* notifier, const Clock* clock,
+                                     Logger logger)
+    : options_(options), notifier_(notifier), clock_(clock), logger_(std::move(logger)) {}
+
+void NotificationQueue::Enqueue(std::string uri, json::object body) {
+  std::lock_guard lock(mu_);
+  items_.push_back(Item{std::move(uri), std::move(body), 0, clock_->Now()});
+}
+
+size_t NotificationQueue::Deliver() {
+  std::vector<Item> due;
+  TimePoint now = clock_->Now();
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = items_.begin(); it != items_.end();) {
+      if (it->due <= now) {
+        due.push_back(std::move(*it));
+        it = items_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  size_t delivered = 0;
+  std::vector<Item> retry;
+  for (Item& item : due) {
+    Status s = notifier_ != nullptr ? notifier_->Notify(item.uri, item.body) : Status::Ok();
+    ++item.attempts;
+    if (s.ok()) {
+      ++delivered;
+      continue;
+    }
+    std::lock_guard lock(mu_);
+    ++counters_.failed_attempts;
+    if (item.attempts >= options_.max_attempts) {
+      ++counters_.dropped;
+      logger_.Warn("notification dropped",
+                   {{"uri", item.uri}, {"attempts", item.attempts}, {"error", s.error().ToString()}});
+      continue;
+    }
+    auto backoff = options_.initial_backoff;
+    for (int i = 1; i < item.attempts && backoff < options_.max_backoff; ++i) backoff *= 2;
+    backoff = std::min(backoff, options_.max_backoff);
+    item.due = now + backoff;
+    retry.push_back(std::move(item));
+  }
+  std::lock_guard lock(mu_);
+  counters_.sent += delivered;
+  for (Item& item : retry) items_.push_back(std::move(item));
+  return delivered;
+}
+
+std::optional<Duration> NotificationQueue::NextDueIn() const {
+  std::lock_guard lock(mu_);
+  if (items_.empty()) return std::nullopt;
+  TimePoint next = items_.front().due;
+  for (const Item& item : items_) next = std::min(next, item.due);
+  TimePoint now = clock_->Now();
+  return next <= now ? Duration::zero() : next - now;
+}
+
+size_t NotificationQueue::Pending() const {
+  std::lock_guard lock(mu_);
+  return items_.size();
+}
+
+NotificationCounters NotificationQueue::Counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+}  // namespace hcprp::backend
