@@ -25,8 +25,11 @@ struct Event {
   std::string href;       // the object that changed
   std::string kind;       // "Cluster", "NodePool", "ExternalAuth"
   std::string state;      // new state ("installing", "ready", ...); "deleted" when gone
-  json::object object;    // the object's status after the change (empty when deleted)
+  json::object object;    // the object after the change, with its "status" (empty when deleted)
 };
+
+// Pass as `after` to WatchEvents to learn the current last_sequence without receiving events.
+inline constexpr uint64_t kLatestEvents = UINT64_MAX;
 
 struct EventPage {
   std::vector<Event> events;
@@ -54,8 +57,11 @@ class Client {
   // GET on a collection with OCM paging and an optional search expression.
   virtual Result<json::array> List(std::string_view collection_href, std::string_view search = "") = 0;
 
-  // Events after `after`, waiting up to `timeout` for the first one. A Cluster Service without an
-  // event stream answers kUnavailable; callers then fall back to polling.
+  // Events after `after`, waiting up to `timeout` for the first one (an empty page when none came).
+  // A Cluster Service without an event stream answers kUnavailable; callers then fall back to
+  // polling. kPreconditionFailed means `after` is no longer in the service's history (the caller
+  // fell too far behind, or the service restarted): resync by calling WatchEvents(kLatestEvents, 0)
+  // for a starting sequence, then listing, then continuing from that sequence.
   virtual Result<EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) = 0;
 };
 

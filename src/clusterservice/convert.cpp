@@ -1,0 +1,443 @@
+#include "clusterservice/convert.h"
+
+#include <vector>
+
+namespace hcprp::clusterservice {
+namespace {
+
+// Copies member `from` of `src` to member `to` of `dst` when present and not null.
+void Copy(const json::object& src, std::string_view from, json::object& dst, std::string_view to) {
+  auto it = src.find(from);
+  if (it != src.end() && !it->value().is_null()) dst[to] = it->value();
+}
+
+const json::object& ObjectOrEmpty(const json::object& o, std::string_view key) {
+  static const json::object kEmpty;
+  const json::object* p = GetObject(o, key);
+  return p ? *p : kEmpty;
+}
+
+// Sets dst[key] = value unless value is empty.
+void SetIfNotEmpty(json::object& dst, std::string_view key, json::object value) {
+  if (!value.empty()) dst[key] = std::move(value);
+}
+
+std::string LowerAscii(std::string_view s) { return ToLower(s); }
+
+json::object VersionToCs(const json::object& v) {
+  json::object out;
+  if (auto id = GetString(v, "id"); id && !id->empty()) {
+    std::string s(*id);
+    out["id"] = s.rfind("openshift-v", 0) == 0 ? s : "openshift-v" + s;
+  }
+  Copy(v, "channelGroup", out, "channel_group");
+  return out;
+}
+
+json::object NetworkToCs(const json::object& n) {
+  json::object out;
+  Copy(n, "networkType", out, "type");
+  Copy(n, "podCidr", out, "pod_cidr");
+  Copy(n, "serviceCidr", out, "service_cidr");
+  Copy(n, "machineCidr", out, "machine_cidr");
+  Copy(n, "hostPrefix", out, "host_prefix");
+  return out;
+}
+
+json::object ApiToCs(const json::object& a) {
+  json::object out;
+  if (auto vis = GetString(a, "visibility")) out["listening"] = EqualsIgnoreCase(*vis, "Private") ? "internal" : "external";
+  if (auto* cidrs = GetArray(a, "authorizedCidrs")) {
+    json::object allow{{"mode", "allow_list"}, {"values", *cidrs}};
+    out["cidr_block_access"] = json::object{{"allow", std::move(allow)}};
+  }
+  return out;
+}
+
+// {"name": "/subscriptions/.../userAssignedIdentities/x"} -> {"name": {"resource_id": "..."}}
+json::object IdentityMapToCs(const json::object& m) {
+  json::object out;
+  for (const auto& [k, v] : m) {
+    if (v.is_string()) out[k] = json::object{{"resource_id", v}};
+  }
+  return out;
+}
+
+json::object OperatorsAuthToCs(const json::object& oa) {
+  const json::object& uai = ObjectOrEmpty(oa, "userAssignedIdentities");
+  if (uai.empty()) return {};
+  json::object mi;
+  SetIfNotEmpty(mi, "control_plane_operators_managed_identities",
+                IdentityMapToCs(ObjectOrEmpty(uai, "controlPlaneOperators")));
+  SetIfNotEmpty(mi, "data_plane_operators_managed_identities",
+                IdentityMapToCs(ObjectOrEmpty(uai, "dataPlaneOperators")));
+  if (auto smi = GetString(uai, "serviceManagedIdentity")) {
+    mi["service_managed_identity"] = json::object{{"resource_id", *smi}};
+  }
+  json::object out;
+  SetIfNotEmpty(out, "managed_identities", std::move(mi));
+  return out;
+}
+
+json::object EtcdToCs(const json::object& e) {
+  const json::object& de = ObjectOrEmpty(e, "dataEncryption");
+  if (de.empty()) return {};
+  json::object out;
+  Copy(de, "keyManagementMode", out, "key_management_mode");
+  const json::object& cm = ObjectOrEmpty(de, "customerManaged");
+  if (!cm.empty()) {
+    json::object cmo;
+    Copy(cm, "encryptionType", cmo, "encryption_type");
+    const json::object& kms = ObjectOrEmpty(cm, "kms");
+    if (!kms.empty()) {
+      json::object k;
+      Copy(kms, "vaultName", k, "key_vault_name");
+      Copy(kms, "visibility", k, "visibility");
+      Copy(kms, "keyVaultType", k, "key_vault_type");
+      const json::object& key = ObjectOrEmpty(kms, "activeKey");
+      json::object ak;
+      Copy(key, "name", ak, "key_name");
+      Copy(key, "version", ak, "key_version");
+      if (auto vn = GetString(kms, "vaultName")) ak["key_vault_name"] = *vn;
+      SetIfNotEmpty(k, "active_key", std::move(ak));
+      cmo["kms"] = std::move(k);
+    }
+    out["customer_managed"] = std::move(cmo);
+  }
+  return json::object{{"data_encryption", std::move(out)}};
+}
+
+json::object AutoscalerToCs(const json::object& a) {
+  json::object out;
+  if (auto v = GetInt(a, "maxNodesTotal")) out["resource_limits"] = json::object{{"max_nodes_total", *v}};
+  if (auto v = GetInt(a, "maxPodGracePeriodSeconds")) out["pod_termination_grace_period_seconds"] = *v;
+  if (auto v = GetInt(a, "maxNodeProvisionTimeSeconds")) out["max_node_provision_time"] = std::to_string(*v) + "s";
+  if (auto v = GetInt(a, "podPriorityThreshold")) out["pod_priority_threshold"] = *v;
+  return out;
+}
+
+json::array ImageDigestMirrorsToCs(const json::array& a) {
+  json::array out;
+  for (const auto& m : a) {
+    if (!m.is_object()) continue;
+    json::object o;
+    Copy(m.as_object(), "source", o, "source");
+    Copy(m.as_object(), "mirrors", o, "mirrors");
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+void CopyDrainTimeout(const json::object& props, json::object& out) {
+  if (auto v = GetInt(props, "nodeDrainTimeoutMinutes")) {
+    out["node_drain_grace_period"] = json::object{{"value", *v}, {"unit", "minutes"}};
+  }
+}
+
+void ClusterMutableToCs(const json::object& p, json::object& out) {
+  SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
+  if (auto* cidrs = GetArray(ObjectOrEmpty(p, "api"), "authorizedCidrs")) {
+    json::object api;
+    api["cidr_block_access"] = json::object{{"allow", json::object{{"mode", "allow_list"}, {"values", *cidrs}}}};
+    out["api"] = std::move(api);
+  }
+  SetIfNotEmpty(out, "autoscaler", AutoscalerToCs(ObjectOrEmpty(p, "autoscaling")));
+  CopyDrainTimeout(p, out);
+}
+
+json::object NodePoolMutableToCs(const json::object& p) {
+  json::object out;
+  SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
+  Copy(p, "replicas", out, "replicas");
+  Copy(p, "autoRepair", out, "auto_repair");
+  const json::object& as = ObjectOrEmpty(p, "autoScaling");
+  if (!as.empty()) {
+    json::object a;
+    Copy(as, "min", a, "min_replica");
+    Copy(as, "max", a, "max_replica");
+    out["autoscaling"] = std::move(a);
+  }
+  if (auto* labels = GetArray(p, "labels")) {
+    json::object m;
+    for (const auto& l : *labels) {
+      if (!l.is_object()) continue;
+      auto k = GetString(l.as_object(), "key");
+      if (!k) continue;
+      m[*k] = GetString(l.as_object(), "value").value_or("");
+    }
+    out["labels"] = std::move(m);
+  }
+  if (auto* taints = GetArray(p, "taints")) {
+    json::array t;
+    for (const auto& x : *taints) {
+      if (!x.is_object()) continue;
+      json::object o;
+      Copy(x.as_object(), "key", o, "key");
+      Copy(x.as_object(), "value", o, "value");
+      Copy(x.as_object(), "effect", o, "effect");
+      t.push_back(std::move(o));
+    }
+    out["taints"] = std::move(t);
+  }
+  CopyDrainTimeout(p, out);
+  return out;
+}
+
+json::object ExternalAuthBodyToCs(const json::object& p) {
+  json::object out;
+  const json::object& issuer = ObjectOrEmpty(p, "issuer");
+  if (!issuer.empty()) {
+    json::object i;
+    Copy(issuer, "url", i, "url");
+    Copy(issuer, "audiences", i, "audiences");
+    Copy(issuer, "ca", i, "ca");
+    out["issuer"] = std::move(i);
+  }
+  if (auto* clients = GetArray(p, "clients")) {
+    json::array cs;
+    for (const auto& c : *clients) {
+      if (!c.is_object()) continue;
+      const auto& co = c.as_object();
+      json::object o;
+      const json::object& comp = ObjectOrEmpty(co, "component");
+      json::object cc;
+      Copy(comp, "name", cc, "name");
+      Copy(comp, "authClientNamespace", cc, "namespace");
+      o["component"] = std::move(cc);
+      Copy(co, "clientId", o, "id");
+      Copy(co, "extraScopes", o, "extra_scopes");
+      if (auto t = GetString(co, "type")) o["type"] = LowerAscii(*t);
+      cs.push_back(std::move(o));
+    }
+    out["clients"] = std::move(cs);
+  }
+  const json::object& claim = ObjectOrEmpty(p, "claim");
+  if (!claim.empty()) {
+    json::object c;
+    const json::object& mappings = ObjectOrEmpty(claim, "mappings");
+    json::object m;
+    const json::object& un = ObjectOrEmpty(mappings, "username");
+    if (!un.empty()) {
+      json::object u;
+      Copy(un, "claim", u, "claim");
+      Copy(un, "prefix", u, "prefix");
+      Copy(un, "prefixPolicy", u, "prefix_policy");
+      m["user_name"] = std::move(u);
+    }
+    const json::object& groups = ObjectOrEmpty(mappings, "groups");
+    if (!groups.empty()) {
+      json::object g;
+      Copy(groups, "claim", g, "claim");
+      Copy(groups, "prefix", g, "prefix");
+      m["groups"] = std::move(g);
+    }
+    SetIfNotEmpty(c, "mappings", std::move(m));
+    if (auto* rules = GetArray(claim, "validationRules")) {
+      json::array rs;
+      for (const auto& r : *rules) {
+        if (!r.is_object()) continue;
+        json::object o;
+        Copy(r.as_object(), "type", o, "type");
+        const json::object& rc = ObjectOrEmpty(r.as_object(), "requiredClaim");
+        Copy(rc, "claim", o, "claim");
+        Copy(rc, "requiredValue", o, "required_value");
+        rs.push_back(std::move(o));
+      }
+      c["validation_rules"] = std::move(rs);
+    }
+    out["claim"] = std::move(c);
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ResourceIdParts> SplitResourceId(std::string_view resource_id) {
+  std::vector<std::string_view> segs;
+  std::string_view rest = resource_id;
+  while (!rest.empty()) {
+    auto slash = rest.find('/');
+    auto seg = rest.substr(0, slash);
+    if (!seg.empty()) segs.push_back(seg);
+    if (slash == std::string_view::npos) break;
+    rest = rest.substr(slash + 1);
+  }
+  // subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{childType}/{child}]
+  if (segs.size() != 8 && segs.size() != 10) {
+    return Error::InvalidArgument("not a cluster or child resource ID: '" + std::string(resource_id) + "'");
+  }
+  if (!EqualsIgnoreCase(segs[0], "subscriptions") || !EqualsIgnoreCase(segs[2], "resourceGroups") ||
+      !EqualsIgnoreCase(segs[4], "providers")) {
+    return Error::InvalidArgument("malformed resource ID: '" + std::string(resource_id) + "'");
+  }
+  ResourceIdParts out;
+  out.subscription_id = std::string(segs[1]);
+  out.resource_group = std::string(segs[3]);
+  out.cluster_name = std::string(segs[7]);
+  if (segs.size() == 10) out.child_name = std::string(segs[9]);
+  return out;
+}
+
+Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) {
+  auto id = SplitResourceId(az.resource_id);
+  if (!id.ok()) return id.error();
+  if (!id->child_name.empty()) return Error::InvalidArgument("not a cluster resource ID: " + az.resource_id);
+  json::object out;
+  out["name"] = id->cluster_name;
+  if (!az.location.empty()) out["region"] = json::object{{"id", LowerAscii(az.location)}};
+
+  json::object azure;
+  azure["subscription_id"] = id->subscription_id;
+  azure["resource_group_name"] = id->resource_group;
+  azure["resource_name"] = id->cluster_name;
+  if (!az.tenant_id.empty()) azure["tenant_id"] = az.tenant_id;
+  const json::object& platform = ObjectOrEmpty(p, "platform");
+  Copy(platform, "managedResourceGroup", azure, "managed_resource_group_name");
+  Copy(platform, "subnetId", azure, "subnet_resource_id");
+  Copy(platform, "vnetIntegrationSubnetId", azure, "vnet_integration_subnet_resource_id");
+  Copy(platform, "networkSecurityGroupId", azure, "network_security_group_resource_id");
+  if (auto ot = GetString(platform, "outboundType")) {
+    azure["nodes_outbound_connectivity"] = json::object{{"outbound_type", LowerAscii(*ot)}};
+  }
+  SetIfNotEmpty(azure, "operators_authentication", OperatorsAuthToCs(ObjectOrEmpty(platform, "operatorsAuthentication")));
+  if (auto mi = GetString(ObjectOrEmpty(platform, "containerRegistry"), "managedIdentity")) {
+    azure["container_registry"] = json::object{{"managed_identity", json::object{{"resource_id", *mi}}}};
+  }
+  SetIfNotEmpty(azure, "etcd_encryption", EtcdToCs(ObjectOrEmpty(p, "etcd")));
+  if (!az.identity.empty()) {
+    // The user-assigned identities' resource IDs; principal and client IDs stay with the RP.
+    if (auto* uai = GetObject(az.identity, "userAssignedIdentities")) {
+      json::array ids;
+      for (const auto& [k, v] : *uai) ids.push_back(json::string(k));
+      azure["user_assigned_identities"] = std::move(ids);
+    }
+  }
+  out["azure"] = std::move(azure);
+
+  SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
+  const json::object& dns = ObjectOrEmpty(p, "dns");
+  if (auto prefix = GetString(dns, "baseDomainPrefix")) out["dns"] = json::object{{"base_domain_prefix", *prefix}};
+  SetIfNotEmpty(out, "network", NetworkToCs(ObjectOrEmpty(p, "network")));
+  SetIfNotEmpty(out, "api", ApiToCs(ObjectOrEmpty(p, "api")));
+  if (auto it = GetString(ObjectOrEmpty(p, "ingress"), "type")) {
+    out["ingress"] = json::object{{"listening", EqualsIgnoreCase(*it, "Private") ? "internal" : LowerAscii(*it)}};
+  }
+  SetIfNotEmpty(out, "autoscaler", AutoscalerToCs(ObjectOrEmpty(p, "autoscaling")));
+  if (auto st = GetString(ObjectOrEmpty(p, "clusterImageRegistry"), "state")) {
+    out["image_registry"] = json::object{{"state", LowerAscii(*st)}};
+  }
+  if (auto* idm = GetArray(p, "imageDigestMirrors")) out["image_digest_mirrors"] = ImageDigestMirrorsToCs(*idm);
+  Copy(p, "cryptoRestrictions", out, "crypto_restrictions");
+  CopyDrainTimeout(p, out);
+  return out;
+}
+
+Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az) {
+  auto id = SplitResourceId(az.resource_id);
+  if (!id.ok()) return id.error();
+  if (id->child_name.empty()) return Error::InvalidArgument("not a node pool resource ID: " + az.resource_id);
+  json::object out = NodePoolMutableToCs(p);
+  out["name"] = id->child_name;
+  const json::object& platform = ObjectOrEmpty(p, "platform");
+  json::object anp;
+  anp["resource_name"] = id->child_name;
+  Copy(platform, "vmSize", anp, "vm_size");
+  if (auto eah = GetBool(platform, "enableEncryptionAtHost")) {
+    anp["encryption_at_host"] = json::object{{"state", *eah ? "enabled" : "disabled"}};
+  }
+  const json::object& disk = ObjectOrEmpty(platform, "osDisk");
+  if (!disk.empty()) {
+    json::object d;
+    Copy(disk, "sizeGiB", d, "size_gibibytes");
+    Copy(disk, "diskStorageAccountType", d, "storage_account_type");
+    Copy(disk, "encryptionSetId", d, "sse_encryption_set_resource_id");
+    if (auto dt = GetString(disk, "diskType")) d["persistence"] = EqualsIgnoreCase(*dt, "Ephemeral") ? "ephemeral" : "persistent";
+    anp["os_disk"] = std::move(d);
+  }
+  out["azure_node_pool"] = std::move(anp);
+  Copy(platform, "subnetId", out, "subnet_resource_id");
+  Copy(platform, "availabilityZone", out, "availability_zone");
+  return out;
+}
+
+Result<json::object> ExternalAuthToCs(const json::object& p, const AzureContext& az) {
+  auto id = SplitResourceId(az.resource_id);
+  if (!id.ok()) return id.error();
+  if (id->child_name.empty()) return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
+  json::object out = ExternalAuthBodyToCs(p);
+  out["name"] = id->child_name;
+  return out;
+}
+
+Result<json::object> ClusterPatchToCs(const json::object& p) {
+  json::object out;
+  ClusterMutableToCs(p, out);
+  return out;
+}
+
+Result<json::object> NodePoolPatchToCs(const json::object& p) { return NodePoolMutableToCs(p); }
+
+Result<json::object> ExternalAuthPatchToCs(const json::object& p) { return ExternalAuthBodyToCs(p); }
+
+json::object ClusterReadOnlyFromCs(const json::object& cs) {
+  json::object out;
+  if (auto url = GetString(ObjectOrEmpty(cs, "api"), "url")) out["api"] = json::object{{"url", *url}};
+  if (auto url = GetString(ObjectOrEmpty(cs, "console"), "url")) out["console"] = json::object{{"url", *url}};
+  if (auto bd = GetString(ObjectOrEmpty(cs, "dns"), "base_domain")) out["dns"] = json::object{{"baseDomain", *bd}};
+  if (auto iss = GetString(ObjectOrEmpty(cs, "azure"), "issuer_url")) {
+    out["platform"] = json::object{{"issuerUrl", *iss}};
+  }
+  return out;
+}
+
+CsStatus ParseCsStatus(const json::object& status) {
+  CsStatus out;
+  auto it = status.find("state");
+  if (it != status.end()) {
+    if (it->value().is_string()) {
+      out.state = std::string(it->value().as_string());
+    } else if (it->value().is_object()) {
+      out.state = std::string(GetString(it->value().as_object(), "node_pool_state_value").value_or(""));
+    }
+  }
+  out.provision_error_code = std::string(GetString(status, "provision_error_code").value_or(""));
+  out.provision_error_message = std::string(GetString(status, "provision_error_message").value_or(""));
+  if (out.provision_error_message.empty()) {
+    out.provision_error_message = std::string(GetString(status, "message").value_or(""));
+  }
+  return out;
+}
+
+ArmState MapState(std::string_view kind, const CsStatus& s, bool deleting) {
+  const std::string& st = s.state;
+  ArmState out{"Accepted", false, "", ""};
+  auto failed = [&](bool use_code) {
+    out.provisioning_state = "Failed";
+    out.terminal = true;
+    out.error_code = use_code && !s.provision_error_code.empty() ? s.provision_error_code : "InternalServerError";
+    out.error_message = s.provision_error_message.empty() ? "The " + std::string(kind) + " is in state '" + st + "'"
+                                                          : s.provision_error_message;
+  };
+  if (st == "installing") {
+    out.provisioning_state = "Provisioning";
+  } else if (st == "updating") {
+    out.provisioning_state = "Updating";
+  } else if (st == "uninstalling") {
+    out.provisioning_state = "Deleting";
+  } else if (st == "ready") {
+    if (deleting) {
+      out.provisioning_state = "Deleting";
+    } else {
+      out.provisioning_state = "Succeeded";
+      out.terminal = true;
+    }
+  } else if (st == "error") {
+    failed(kind == "Cluster");
+  } else if (st == "recoverable_error") {
+    failed(false);
+  }
+  // validating, pending, validating_update, pending_update, unknown: no change (Accepted).
+  return out;
+}
+
+}  // namespace hcprp::clusterservice
