@@ -121,10 +121,14 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
 
   json::value wire;
   if (op == Op::kPatch) {
-    size_t before = errors.size();
-    wire_schemas->Validate(UpdateDefinitionName(kind), body, SchemaMode::kPatch, errors);
-    if (errors.size() != before) return Fail(std::move(errors));
+    // provisioningState is not part of the PATCH schema; it was checked above and is dropped here.
     json::value patch = body;
+    if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
+      props->get_object().erase("provisioningState");
+    }
+    size_t before = errors.size();
+    wire_schemas->Validate(UpdateDefinitionName(kind), patch, SchemaMode::kPatch, errors);
+    if (errors.size() != before) return Fail(std::move(errors));
     wire_schemas->StripReadOnly(UpdateDefinitionName(kind), patch);
     wire = CanonicalToWire(*wire_schemas, kind, BodyOf(*existing, false));
     MergePatch(wire, patch);

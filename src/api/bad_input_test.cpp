@@ -1,1 +1,890 @@
+// Table-driven bad input: each case mutates a valid body and lists exactly the (target, code) pairs
+// that must come back, all of them together.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+
+#include "api/api.h"
+#include "api/test_util.h"
+
+namespace hcprp::api {
+namespace {
+
+using testing::Dump;
+using testing::Erase;
+using testing::Parse;
+using testing::Set;
+
+constexpr std::string_view kSmi =
+    "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi";
+constexpr std::string_view kCpIngress =
+    "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/ingress";
+constexpr std::string_view kOther =
+    "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/other";
+
+json::value ValidCluster() {
+  json::value v = Parse(R"({
+    "location": "eastus",
+    "tags": {"team": "blue"},
+    "identity": {"type": "UserAssigned", "userAssignedIdentities": {}},
+    "properties": {
+      "version": {"id": "4.19", "channelGroup": "stable"},
+      "dns": {"baseDomainPrefix": "demo"},
+      "network": {"podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16", "machineCidr": "10.0.0.0/16",
+                  "hostPrefix": 23},
+      "api": {"visibility": "Public", "authorizedCidrs": ["192.168.1.0/24"]},
+      "platform": {
+        "managedResourceGroup": "mrg",
+        "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+        "vnetIntegrationSubnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/b",
+        "networkSecurityGroupId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/networkSecurityGroups/n",
+        "operatorsAuthentication": {"userAssignedIdentities": {
+          "controlPlaneOperators": {}, "dataPlaneOperators": {}}}
+      },
+      "nodeDrainTimeoutMinutes": 30
+    }})");
+  // JSON pointer tokens would need escaping for resource IDs, so the maps are filled directly.
+  json::object& ids = v.at("identity").at("userAssignedIdentities").as_object();
+  ids[kSmi] = json::object();
+  ids[kCpIngress] = json::object();
+  json::object& uai = v.at("properties")
+                          .at("platform")
+                          .at("operatorsAuthentication")
+                          .at("userAssignedIdentities")
+                          .as_object();
+  uai["serviceManagedIdentity"] = kSmi;
+  uai["controlPlaneOperators"].as_object()["ingress"] = kCpIngress;
+  return v;
+}
+
+json::value ValidNodePool() {
+  return Parse(R"({
+    "location": "eastus",
+    "properties": {
+      "version": {"id": "4.19.2", "channelGroup": "stable"},
+      "platform": {"vmSize": "Standard_D4s_v3",
+                   "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a"},
+      "replicas": 3,
+      "labels": [{"key": "team", "value": "blue"}],
+      "taints": [{"key": "example.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    }})");
+}
+
+json::value ValidExternalAuth() {
+  return Parse(R"({
+    "properties": {
+      "issuer": {"url": "https://login.example.com/tenant", "audiences": ["app-1", "app-2"]},
+      "clients": [{"component": {"name": "console", "authClientNamespace": "openshift-console"},
+                   "clientId": "app-1", "type": "Confidential"}],
+      "claim": {"mappings": {"username": {"claim": "email", "prefixPolicy": "NoPrefix"},
+                             "groups": {"claim": "groups"}}}
+    }})");
+}
+
+json::value Nested(int depth) {
+  json::value v = "leaf";
+  for (int i = 0; i < depth; ++i) v = json::object{{"n", std::move(v)}};
+  return v;
+}
+
+enum class Op { kCreate, kReplace, kPatch };
+
+struct Expected {
+  std::string target;
+  std::string_view code;
+};
+
+struct BadCase {
+  std::string name;
+  Kind kind;
+  Op op;
+  std::function<void(json::value&)> mutate;  // applied to the valid body (create/replace) or to {} (patch)
+  std::vector<Expected> expected;            // empty: the body must be accepted
+  std::string_view version = kStableVersion;
+  std::string resource_name;                 // checked when not empty
+  std::optional<std::string> current_state;  // replace / patch
+};
+
+json::value ValidBody(Kind kind) {
+  switch (kind) {
+    case Kind::kCluster:
+      return ValidCluster();
+    case Kind::kNodePool:
+      return ValidNodePool();
+    case Kind::kExternalAuth:
+      return ValidExternalAuth();
+  }
+  return {};
+}
+
+constexpr auto kContent = kInvalidRequestContent;
+constexpr auto kParam = kInvalidParameter;
+constexpr auto kChange = kPropertyChangeNotAllowed;
+
+std::vector<BadCase> Cases() {
+  using V = json::value&;
+  const Kind C = Kind::kCluster, N = Kind::kNodePool, E = Kind::kExternalAuth;
+  const Op create = Op::kCreate, replace = Op::kReplace, patch = Op::kPatch;
+  std::vector<BadCase> cases = {
+      // --- wrong types, missing required, unknown properties -------------------------------------
+      {"DrainTimeoutString",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", "abc"); },
+       {{"properties.nodeDrainTimeoutMinutes", kContent}}},
+      {"DrainTimeoutTooLarge",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", 10081); },
+       {{"properties.nodeDrainTimeoutMinutes", kParam}}},
+      {"DrainTimeoutNegative",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", -1); },
+       {{"properties.nodeDrainTimeoutMinutes", kParam}}},
+      {"DrainTimeoutBeyondInt32",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", int64_t{1} << 40); },
+       {{"properties.nodeDrainTimeoutMinutes", kParam}}},
+      {"DrainTimeoutFraction",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", 1.5); },
+       {{"properties.nodeDrainTimeoutMinutes", kContent}}},
+      {"MissingPlatform",
+       C,
+       create,
+       [](V b) { Erase(b, "/properties/platform"); },
+       {{"properties.platform", kContent}}},
+      {"NullPlatform",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/platform", nullptr); },
+       {{"properties.platform", kContent}}},
+      {"MissingLocation", C, create, [](V b) { Erase(b, "/location"); }, {{"location", kContent}}},
+      {"MissingVersion",
+       C,
+       create,
+       [](V b) { Erase(b, "/properties/version"); },
+       {{"properties.version", kContent}}},
+      {"MissingVersionId",
+       C,
+       create,
+       [](V b) { Erase(b, "/properties/version/id"); },
+       {{"properties.version.id", kContent}}},
+      {"MissingSubnet",
+       C,
+       create,
+       [](V b) { Erase(b, "/properties/platform/subnetId"); },
+       {{"properties.platform.subnetId", kContent}}},
+      {"UnknownProperty",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/colour", "red"); },
+       {{"properties.colour", kContent}}},
+      {"MisspelledPodCidr",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/podCIDR", "10.128.0.0/14"); },
+       {{"properties.network.podCIDR", kContent}}},
+      {"PropertiesNotObject",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties", json::array{1, 2});
+       },
+       {{"properties", kContent}}},
+      {"BodyIsArray", C, create, [](V b) { b = json::array{}; }, {{"", kContent}}},
+      {"TagNotString", C, create, [](V b) { Set(b, "/tags/foo", 5); }, {{"tags.foo", kContent}}},
+      {"TagsNotObject", C, create, [](V b) { Set(b, "/tags", "x"); }, {{"tags", kContent}}},
+      // --- enums ---------------------------------------------------------------------------------
+      {"UnknownNetworkType",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/networkType", "Calico"); },
+       {{"properties.network.networkType", kParam}}},
+      {"EnumIsCaseSensitive",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/api/visibility", "public"); },
+       {{"properties.api.visibility", kParam}}},
+      {"UnknownCryptoRestriction",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/cryptoRestrictions", "FIPS140"); },
+       {{"properties.cryptoRestrictions", kParam}}},
+      {"UnknownRegistryState",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/clusterImageRegistry/state", "On"); },
+       {{"properties.clusterImageRegistry.state", kParam}}},
+      {"UnknownIdentityType",
+       C,
+       create,
+       [](V b) { Set(b, "/identity/type", "Bogus"); },
+       {{"identity.type", kParam}}},
+      {"PlatformManagedEtcdNotInStable",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/etcd/dataEncryption/keyManagementMode", "PlatformManaged"); },
+       {{"properties.etcd.dataEncryption.keyManagementMode", kParam}}},
+      // --- patterns, lengths, items, formats -----------------------------------------------------
+      {"BaseDomainPrefixPattern",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/dns/baseDomainPrefix", "Bad_Prefix"); },
+       {{"properties.dns.baseDomainPrefix", kParam}}},
+      {"BaseDomainPrefixTooLong",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/dns/baseDomainPrefix", "abcdefghijklmnop"); },
+       {{"properties.dns.baseDomainPrefix", kParam}}},
+      {"HugeBaseDomainPrefix",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/dns/baseDomainPrefix", json::string(std::string(1 << 20, 'a'))); },
+       {{"properties.dns.baseDomainPrefix", kParam}}},
+      {"HugeVersionId",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/version/id", json::string(std::string(100000, '4'))); },
+       {{"properties.version.id", kParam}}},
+      {"TooManyAuthorizedCidrs",
+       C,
+       create,
+       [](V b) {
+         json::array a;
+         for (int i = 0; i < 501; ++i)
+           a.push_back(
+               json::string("10." + std::to_string(i / 250) + "." + std::to_string(i % 250) + ".0/24"));
+         Set(b, "/properties/api/authorizedCidrs", std::move(a));
+       },
+       {{"properties.api.authorizedCidrs", kParam}}},
+      {"EmptyMirrorList",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/imageDigestMirrors",
+             json::array{json::object{{"source", "a.io/x"}, {"mirrors", json::array{}}}});
+       },
+       {{"properties.imageDigestMirrors[0].mirrors", kParam}}},
+      {"NegativeMaxNodesTotal",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/autoscaling/maxNodesTotal", -1); },
+       {{"properties.autoscaling.maxNodesTotal", kParam}}},
+      {"SubnetNotAnId",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/platform/subnetId", "not-an-id"); },
+       {{"properties.platform.subnetId", kParam}}},
+      {"SubnetIsAnNsg",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/platform/subnetId",
+             "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/networkSecurityGroups/n");
+       },
+       {{"properties.platform.subnetId", kParam}}},
+      {"KmsMissingVisibility",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/etcd/dataEncryption",
+             Parse(R"({"keyManagementMode": "CustomerManaged", "customerManaged": {"encryptionType": "KMS",
+                      "kms": {"vaultName": "v", "activeKey": {"name": "k", "version": "1"}}}})"));
+       },
+       {{"properties.etcd.dataEncryption.customerManaged.kms.visibility", kContent}}},
+      // --- network semantics ---------------------------------------------------------------------
+      {"PodCidrNoPrefix",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/podCidr", "10.128.0.0"); },
+       {{"properties.network.podCidr", kParam}}},
+      {"PodCidrHostBits",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/podCidr", "10.128.0.1/14"); },
+       {{"properties.network.podCidr", kParam}}},
+      {"ServiceCidrBadOctet",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/serviceCidr", "300.1.0.0/16"); },
+       {{"properties.network.serviceCidr", kParam}}},
+      {"MachineCidrIpv6",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/machineCidr", "fd00::/48"); },
+       {{"properties.network.machineCidr", kParam}}},
+      {"MachineOverlapsPod",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/machineCidr", "10.128.0.0/16"); },
+       {{"properties.network.machineCidr", kParam}}},
+      {"TwoOverlaps",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/serviceCidr", "10.0.0.0/8"); },
+       {{"properties.network.serviceCidr", kParam}, {"properties.network.machineCidr", kParam}}},
+      {"HostPrefix22",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/hostPrefix", 22); },
+       {{"properties.network.hostPrefix", kParam}}},
+      {"HostPrefix27",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/hostPrefix", 27); },
+       {{"properties.network.hostPrefix", kParam}}},
+      {"HostPrefixString",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/hostPrefix", "23"); },
+       {{"properties.network.hostPrefix", kContent}}},
+      {"HostPrefixNotLongerThanPodCidr",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/network/podCidr", "10.128.0.0/24"); },
+       {{"properties.network.hostPrefix", kParam}}},
+      {"AuthorizedCidrJunk",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/api/authorizedCidrs", json::array{"1.2.3.4", "nope"});
+       },
+       {{"properties.api.authorizedCidrs[1]", kParam}}},
+      {"VersionMajorOnly",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/version/id", "4"); },
+       {{"properties.version.id", kParam}}},
+      {"ClusterVersionWithPatch",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/version/id", "4.19.1"); },
+       {{"properties.version.id", kParam}}},
+      {"EtcdCustomerManagedWithoutDetails",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/etcd/dataEncryption", json::object{{"keyManagementMode", "CustomerManaged"}});
+       },
+       {{"properties.etcd.dataEncryption.customerManaged", kParam}}},
+      // --- identities ----------------------------------------------------------------------------
+      {"ServiceIdentityNotAssigned",
+       C,
+       create,
+       [](V b) {
+         b.at("properties")
+             .at("platform")
+             .at("operatorsAuthentication")
+             .at("userAssignedIdentities")
+             .as_object()["serviceManagedIdentity"] = kOther;
+       },
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kParam}}},
+      {"DataPlaneIdentityNotAssigned",
+       C,
+       create,
+       [](V b) {
+         b.at("properties")
+             .at("platform")
+             .at("operatorsAuthentication")
+             .at("userAssignedIdentities")
+             .at("dataPlaneOperators")
+             .as_object()["disk"] = kOther;
+       },
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators.disk",
+         kParam}}},
+      {"IdentityUsedTwiceIgnoringCase",
+       C,
+       create,
+       [](V b) {
+         std::string upper = ToLower(kCpIngress);
+         std::transform(upper.begin(), upper.end(), upper.begin(), ::toupper);
+         b.at("properties")
+             .at("platform")
+             .at("operatorsAuthentication")
+             .at("userAssignedIdentities")
+             .as_object()["serviceManagedIdentity"] = upper;
+       },
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kParam}}},
+      {"IdentityMissingEntirely",
+       C,
+       create,
+       [](V b) { b.as_object().erase("identity"); },
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperators.ingress",
+         kParam},
+        {"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kParam}}},
+      {"IdentityKeyNotAnIdentityId",
+       C,
+       create,
+       [](V b) {
+         b.at("identity").at("userAssignedIdentities").as_object()["/subscriptions/x"] = json::object();
+       },
+       {{"identity.userAssignedIdentities[\"/subscriptions/x\"]", kParam}}},
+      {"UserIdentitiesWithSystemAssignedType",
+       C,
+       create,
+       [](V b) { Set(b, "/identity/type", "SystemAssigned"); },
+       {{"identity.userAssignedIdentities", kParam}}},
+      // --- names ---------------------------------------------------------------------------------
+      {"ClusterNameStartsWithDigit",
+       C,
+       create,
+       [](V) {},
+       {{"name", kInvalidResourceName}},
+       kStableVersion,
+       "1cluster"},
+      {"ClusterNameTooLong",
+       C,
+       create,
+       [](V) {},
+       {{"name", kInvalidResourceName}},
+       kStableVersion,
+       std::string(55, 'a')},
+      {"NodePoolNameTooLong",
+       N,
+       create,
+       [](V) {},
+       {{"name", kInvalidResourceName}},
+       kStableVersion,
+       "abcdefghijklmnop"},
+      {"ExternalAuthNameLeadingDash",
+       E,
+       create,
+       [](V) {},
+       {{"name", kInvalidResourceName}},
+       kStableVersion,
+       "-x"},
+      // --- deeply nested junk --------------------------------------------------------------------
+      {"NestedJunkUnknownProperty",
+       C,
+       create,
+       [](V b) { Set(b, "/properties/autoscaling/junk", Nested(60)); },
+       {{"properties.autoscaling.junk", kContent}}},
+      {"NestedJunkInTag",
+       C,
+       create,
+       [](V b) { Set(b, "/tags/deep", Nested(60)); },
+       {{"tags.deep", kContent}}},
+      // --- several problems at once --------------------------------------------------------------
+      {"ThreeProblemsTogether",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/network/hostPrefix", 27);
+         Set(b, "/properties/network/networkType", "Calico");
+         Set(b, "/properties/bogus", true);
+       },
+       {{"properties.network.hostPrefix", kParam},
+        {"properties.network.networkType", kParam},
+        {"properties.bogus", kContent}}},
+      // --- read-only input is ignored ------------------------------------------------------------
+      {"ReadOnlyIgnoredOnCreate",
+       C,
+       create,
+       [](V b) {
+         Set(b, "/properties/console", json::object{{"url", 42}});  // even of the wrong type
+         Set(b, "/properties/provisioningState", "Failed");
+         Set(b, "/properties/platform/issuerUrl", "https://issuer.example.com");
+         Set(b, "/id",
+             "/subscriptions/s/resourceGroups/g/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c");
+         Set(b, "/systemData", json::object{{"createdBy", "someone"}});
+       },
+       {}},
+      // --- replace: create-only fields, provisioningState ----------------------------------------
+      {"ReplaceChangesPodCidr",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/network/podCidr", "10.132.0.0/14"); },
+       {{"properties.network.podCidr", kChange}}},
+      {"ReplaceChangesLocation",
+       C,
+       replace,
+       [](V b) { Set(b, "/location", "westus"); },
+       {{"location", kChange}}},
+      {"ReplaceLocationCaseOnly", C, replace, [](V b) { Set(b, "/location", "EastUS"); }, {}},
+      {"ReplaceChangesBaseDomainPrefix",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/dns/baseDomainPrefix", "other"); },
+       {{"properties.dns.baseDomainPrefix", kChange}}},
+      {"ReplaceChangesVisibility",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/api/visibility", "Private"); },
+       {{"properties.api.visibility", kChange}}},
+      {"ReplaceChangesChannelGroup",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/version/channelGroup", "fast"); },
+       {{"properties.version.channelGroup", kChange}}},
+      {"ReplaceOmitsCreateOnlyNetwork", C, replace, [](V b) { Erase(b, "/properties/network"); }, {}},
+      {"ReplaceUpdatesDrainTimeout",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", 60); },
+       {}},
+      {"ProvisioningStateMismatch",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/provisioningState", "Failed"); },
+       {{"properties.provisioningState", kParam}},
+       kStableVersion,
+       "",
+       "Succeeded"},
+      {"ProvisioningStateMatches",
+       C,
+       replace,
+       [](V b) { Set(b, "/properties/provisioningState", "Succeeded"); },
+       {},
+       kStableVersion,
+       "",
+       "Succeeded"},
+      {"NodePoolReplaceChangesVmSize",
+       N,
+       replace,
+       [](V b) { Set(b, "/properties/platform/vmSize", "Standard_D8s_v3"); },
+       {{"properties.platform.vmSize", kChange}}},
+      {"NodePoolReplaceChangesAutoRepair",
+       N,
+       replace,
+       [](V b) { Set(b, "/properties/autoRepair", false); },
+       {{"properties.autoRepair", kChange}}},
+      // --- patch -----------------------------------------------------------------------------------
+      {"PatchCreateOnlyNetwork",
+       C,
+       patch,
+       [](V b) { Set(b, "/properties/network/hostPrefix", 24); },
+       {{"properties.network", kContent}}},
+      {"PatchLocation", C, patch, [](V b) { Set(b, "/location", "westus"); }, {{"location", kContent}}},
+      {"PatchWrongType",
+       C,
+       patch,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", "x"); },
+       {{"properties.nodeDrainTimeoutMinutes", kContent}}},
+      {"PatchRemovesRequiredVersion",
+       C,
+       patch,
+       [](V b) { Set(b, "/properties/version", nullptr); },
+       {{"properties.version", kContent}}},
+      {"PatchUnassignedServiceIdentity",
+       C,
+       patch,
+       [](V b) {
+         Set(b, "/properties/platform/operatorsAuthentication/userAssignedIdentities/serviceManagedIdentity",
+             json::string(kOther));
+       },
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kParam}}},
+      {"PatchProvisioningStateMismatch",
+       C,
+       patch,
+       [](V b) { Set(b, "/properties/provisioningState", "Deleting"); },
+       {{"properties.provisioningState", kParam}},
+       kStableVersion,
+       "",
+       "Succeeded"},
+      {"PatchNodePoolMinAboveMax",
+       N,
+       patch,
+       [](V b) {
+         Set(b, "/properties/replicas", nullptr);
+         Set(b, "/properties/autoScaling", json::object{{"min", 5}, {"max", 2}});
+       },
+       {{"properties.autoScaling.max", kParam}}},
+      {"PatchNodePoolAutoScalingWithReplicas",
+       N,
+       patch,
+       [](V b) {
+         Set(b, "/properties/autoScaling", json::object{{"min", 1}, {"max", 2}});
+       },
+       {{"properties.autoScaling", kParam}}},
+      // --- node pools ------------------------------------------------------------------------------
+      {"ReplicasWithAutoScaling",
+       N,
+       create,
+       [](V b) {
+         Set(b, "/properties/autoScaling", json::object{{"min", 1}, {"max", 3}});
+       },
+       {{"properties.autoScaling", kParam}}},
+      {"AutoScalingMinAboveMax",
+       N,
+       create,
+       [](V b) {
+         Erase(b, "/properties/replicas");
+         Set(b, "/properties/autoScaling", json::object{{"min", 4}, {"max", 3}});
+       },
+       {{"properties.autoScaling.max", kParam}}},
+      {"NegativeReplicas",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/replicas", -1); },
+       {{"properties.replicas", kParam}}},
+      {"TooManyReplicasWithoutZone",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/replicas", 201); },
+       {{"properties.replicas", kParam}}},
+      {"ManyReplicasWithZone",
+       N,
+       create,
+       [](V b) {
+         Set(b, "/properties/replicas", 500);
+         Set(b, "/properties/platform/availabilityZone", "1");
+       },
+       {}},
+      {"ReservedLabelKubernetesIo",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/key", "kubernetes.io/role"); },
+       {{"properties.labels[0].key", kParam}}},
+      {"ReservedLabelSubdomain",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/key", "node-role.kubernetes.io/worker"); },
+       {{"properties.labels[0].key", kParam}}},
+      {"ReservedLabelK8sIo",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/key", "k8s.io/x"); },
+       {{"properties.labels[0].key", kParam}}},
+      {"ReservedLabelOpenshiftIo",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/key", "openshift.io/x"); },
+       {{"properties.labels[0].key", kParam}}},
+      {"LabelKeyWithSpace",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/key", "bad key"); },
+       {{"properties.labels[0].key", kParam}}},
+      {"LabelValueTooLong",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/labels/0/value", json::string(std::string(64, 'v'))); },
+       {{"properties.labels[0].value", kParam}}},
+      {"DuplicateLabelKey",
+       N,
+       create,
+       [](V b) {
+         b.at("properties").at("labels").as_array().push_back(json::object{{"key", "team"}});
+       },
+       {{"properties.labels[1].key", kParam}}},
+      {"LabelWithoutKey",
+       N,
+       create,
+       [](V b) { Erase(b, "/properties/labels/0/key"); },
+       {{"properties.labels[0].key", kContent}}},
+      {"BadTaintEffect",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/taints/0/effect", "NoWay"); },
+       {{"properties.taints[0].effect", kParam}}},
+      {"TaintWithoutEffect",
+       N,
+       create,
+       [](V b) { Erase(b, "/properties/taints/0/effect"); },
+       {{"properties.taints[0].effect", kContent}}},
+      {"EmptyTaintKey",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/taints/0/key", ""); },
+       {{"properties.taints[0].key", kParam}, {"properties.taints[0].key", kParam}}},
+      {"DuplicateTaint",
+       N,
+       create,
+       [](V b) {
+         b.at("properties")
+             .at("taints")
+             .as_array()
+             .push_back(json::object{{"key", "example.com/gpu"}, {"effect", "NoSchedule"}});
+       },
+       {{"properties.taints[1]", kParam}}},
+      {"OsDiskTooSmall",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/platform/osDisk/sizeGiB", 32); },
+       {{"properties.platform.osDisk.sizeGiB", kParam}}},
+      {"OsDiskUnknownType",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/platform/osDisk/diskStorageAccountType", "Ultra"); },
+       {{"properties.platform.osDisk.diskStorageAccountType", kParam}}},
+      {"NodePoolMissingVmSize",
+       N,
+       create,
+       [](V b) { Erase(b, "/properties/platform/vmSize"); },
+       {{"properties.platform.vmSize", kContent}}},
+      {"NodePoolBadVersion",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/version/id", "4.x"); },
+       {{"properties.version.id", kParam}}},
+      {"NodePoolDrainTimeoutTooLarge",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", 20000); },
+       {{"properties.nodeDrainTimeoutMinutes", kParam}}},
+      {"PreviewNodePoolBadTaint",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/taints/0/effect", "Evict"); },
+       {{"properties.taints[0].effect", kParam}},
+       kPreviewVersion},
+      {"PreviewNodePoolDiskTypeUnknownInPreview",
+       N,
+       create,
+       [](V b) { Set(b, "/properties/platform/osDisk/diskType", "Managed"); },
+       {{"properties.platform.osDisk.diskType", kContent}},
+       kPreviewVersion},
+      // --- external auths --------------------------------------------------------------------------
+      {"IssuerNotHttps",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/issuer/url", "http://login.example.com"); },
+       {{"properties.issuer.url", kParam}}},
+      {"NoAudiences",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/issuer/audiences", json::array{}); },
+       {{"properties.issuer.audiences", kParam}, {"properties.clients[0].clientId", kParam}}},
+      {"ClientIdNotAnAudience",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/clients/0/clientId", "app-9"); },
+       {{"properties.clients[0].clientId", kParam}}},
+      {"PrefixPolicyWithoutPrefix",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/claim/mappings/username/prefixPolicy", "Prefix"); },
+       {{"properties.claim.mappings.username.prefix", kParam}}},
+      {"PrefixWithoutPrefixPolicy",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/claim/mappings/username/prefix", "oidc:"); },
+       {{"properties.claim.mappings.username.prefix", kParam}}},
+      {"UnknownPrefixPolicy",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/claim/mappings/username/prefixPolicy", "Sometimes"); },
+       {{"properties.claim.mappings.username.prefixPolicy", kParam}}},
+      {"MissingClaim",
+       E,
+       create,
+       [](V b) { Erase(b, "/properties/claim"); },
+       {{"properties.claim", kContent}}},
+      {"UnknownClientType",
+       E,
+       create,
+       [](V b) { Set(b, "/properties/clients/0/type", "Private"); },
+       {{"properties.clients[0].type", kParam}}},
+      {"DuplicateClientComponent",
+       E,
+       create,
+       [](V b) {
+         json::value copy = b.at("properties").at("clients").at(0);
+         b.at("properties").at("clients").as_array().push_back(copy);
+       },
+       {{"properties.clients[1].component", kParam}}},
+      {"ExternalAuthLocationIsUnknown",
+       E,
+       create,
+       [](V b) { Set(b, "/location", "eastus"); },
+       {{"location", kContent}}},
+  };
+  return cases;
+}
+
+json::value BodyFor(const BadCase& c) {
+  json::value body = c.op == Op::kPatch ? json::value(json::object()) : ValidBody(c.kind);
+  c.mutate(body);
+  return body;
+}
+
+class BadInputTest : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(BadInputTest, ReportsExactlyTheExpectedErrors) {
+  const BadCase& c = GetParam();
+  DecodeOptions options;
+  options.name = c.resource_name;
+  options.current_provisioning_state = c.current_state;
+  json::value body = BodyFor(c);
+  Validated<Resource> result;
+  if (c.op == Op::kCreate) {
+    result = DecodeCreate(c.version, c.kind, body, options);
+  } else {
+    auto existing = DecodeCreate(c.version, c.kind, ValidBody(c.kind));
+    ASSERT_TRUE(std::holds_alternative<Resource>(existing)) << Dump(existing);
+    const Resource& before = std::get<Resource>(existing);
+    result = c.op == Op::kReplace ? DecodeReplace(c.version, c.kind, body, before, options)
+                                  : DecodePatch(c.version, c.kind, body, before, options);
+  }
+  std::vector<std::pair<std::string, std::string>> got, want;
+  if (const auto* errors = std::get_if<ValidationErrors>(&result)) {
+    for (const auto& e : errors->errors) {
+      got.emplace_back(e.target, e.code);
+      EXPECT_FALSE(e.message.empty()) << e.target;
+      EXPECT_LT(e.message.size(), 1024u) << "messages quote values briefly";
+    }
+  }
+  for (const auto& e : c.expected) want.emplace_back(e.target, std::string(e.code));
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(got, want) << Dump(result);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, BadInputTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<BadCase>& param_info) {
+                           return param_info.param.name;
+                         });
+
+TEST(BadInput, TableIsLargeEnough) {
+  size_t failing = 0;
+  for (const auto& c : Cases()) failing += c.expected.empty() ? 0 : 1;
+  EXPECT_GE(failing, 60u);
+}
+
+TEST(BadInput, ReadOnlyInputIsNotStored) {
+  json::value body = ValidCluster();
+  Set(body, "/properties/console", json::object{{"url", "https://x"}});
+  Set(body, "/properties/provisioningState", "Failed");
+  auto r = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<Resource>(r)) << Dump(r);
+  EXPECT_FALSE(std::get<Resource>(r).properties.contains("console"));
+  EXPECT_FALSE(std::get<Resource>(r).properties.contains("provisioningState"));
+}
+
+TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
+  json::value body = ValidCluster();
+  Set(body, "/properties/network/podCidr", "10.132.0.0/14");
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  json::value replace = ValidCluster();
+  Erase(replace, "/properties/network");
+  auto replaced = DecodeReplace(kStableVersion, Kind::kCluster, replace, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(replaced)) << Dump(replaced);
+  EXPECT_EQ(std::get<Resource>(replaced).properties.at("network").at("podCidr"), "10.132.0.0/14");
+}
+
+TEST(BadInput, PatchNullRemovesOptionalField) {
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
+  ASSERT_TRUE(std::holds_alternative<Resource>(created));
+  json::value patch =
+      Parse(R"({"tags": {"team": null, "env": "prod"}, "properties": {"nodeDrainTimeoutMinutes": null}})");
+  auto patched = DecodePatch(kStableVersion, Kind::kCluster, patch, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
+  const Resource& r = std::get<Resource>(patched);
+  EXPECT_FALSE(r.properties.contains("nodeDrainTimeoutMinutes"));
+  EXPECT_FALSE(r.tags.contains("team"));
+  EXPECT_EQ(r.tags.at("env"), "prod");
+  EXPECT_EQ(r.properties.at("network"), std::get<Resource>(created).properties.at("network"));
+}
+
+}  // namespace
+}  // namespace hcprp::api

@@ -190,7 +190,7 @@ std::set<std::string> CheckIdentity(const json::object& body, std::vector<FieldE
   const json::object* assigned = GetObject(*identity, "userAssignedIdentities");
   auto type = GetString(*identity, "type");
   if (assigned == nullptr) return keys;
-  if (type && !assigned->empty() && type->find("UserAssigned") == std::string_view::npos) {
+  if (type && !assigned->empty() && (*type == "None" || *type == "SystemAssigned")) {
     Add(out, "userAssignedIdentities can only be given with an identity type that includes UserAssigned",
         "identity.userAssignedIdentities");
   }
