@@ -43,7 +43,7 @@ bool TracksProvisioningState(Request r) {
 
 std::string DescribeDuration(Duration d) {
   auto minutes = std::chrono::duration_cast<std::chrono::minutes>(d).count();
-  if (minutes % 60 == 0 && minutes >= 60) return std::to_string(minutes / 60) + " hours";
+  if (minutes % 60 == 0 && minutes >= 120) return std::to_string(minutes / 60) + " hours";
   if (minutes > 0) return std::to_string(minutes) + " minutes";
   return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " seconds";
 }
@@ -142,7 +142,7 @@ Result<std::unique_ptr<Backend>> Backend::Create(BackendOptions options, store::
   if (options.owner.empty()) options.owner = "backend-" + NewUuidV4();
   if (options.notifications.max_attempts < 1) options.notifications.max_attempts = 1;
   // Start the change feed after everything committed so far; the first resync reads the rest.
-  auto head = store->ReadChanges(store::kResources, store::kChangeFeedNow, 0);
+  auto head = store->ReadChanges(store::kResources, store::kChangeFeedNow, 1);
   if (!head.ok()) return head.error();
   std::unique_ptr<Backend> b(new Backend(std::move(options), store, cs, clock, std::move(logger), notifier));
   b->feed_continuation_ =

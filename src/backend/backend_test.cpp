@@ -1,0 +1,742 @@
+// Backend scenarios against the in-memory SQLite store and the fake Cluster Service, driven with a
+// FakeClock through ReconcileOnce() (and, for the event-driven ones, the running threads).
+#include "backend/backend.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "arm/documents.h"
+#include "backend/fake_cluster_service.h"
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp::backend {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeClusterService;
+
+const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
+
+class CapturingNotifier final : public Notifier {
+ public:
+  Status Notify(std::string_view uri, const json::object& body) override {
+    std::lock_guard lock(mu_);
+    ++attempts_;
+    if (failures_left_ > 0) {
+      --failures_left_;
+      return Error::Unavailable("receiver down");
+    }
+    sent_.emplace_back(std::string(uri), body);
+    return Status::Ok();
+  }
+  void FailNext(int n) {
+    std::lock_guard lock(mu_);
+    failures_left_ = n;
+  }
+  std::vector<std::pair<std::string, json::object>> Sent() const {
+    std::lock_guard lock(mu_);
+    return sent_;
+  }
+  int Attempts() const {
+    std::lock_guard lock(mu_);
+    return attempts_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  int failures_left_ = 0;
+  int attempts_ = 0;
+  std::vector<std::pair<std::string, json::object>> sent_;
+};
+
+// What the frontend leaves behind for one resource and its active operation.
+struct Flow {
+  std::string resource_id;
+  std::string href;
+  std::string op;
+};
+
+class BackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_});
+    ASSERT_TRUE(s.ok()) << s.error().ToString();
+    store_ = std::move(s).value();
+    PutSubscription(sub_, "Registered");
+  }
+
+  BackendOptions Options() const {
+    BackendOptions o;
+    o.gc_enabled = false;
+    o.create_recovery_grace = 1min;
+    o.notifications.initial_backoff = 1000ms;
+    o.notifications.max_backoff = 8000ms;
+    o.notifications.max_attempts = 5;
+    return o;
+  }
+
+  std::unique_ptr<Backend> MakeBackend(BackendOptions o) {
+    auto b = Backend::Create(std::move(o), store_.get(), &cs_, &clock_, logger_, &notifier_);
+    EXPECT_TRUE(b.ok()) << b.error().ToString();
+    return std::move(b).value();
+  }
+  std::unique_ptr<Backend> MakeBackend() { return MakeBackend(Options()); }
+
+  std::string ClusterId(std::string_view name, std::string_view sub = "") const {
+    return "/subscriptions/" + std::string(sub.empty() ? sub_ : sub) +
+           "/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + std::string(name);
+  }
+
+  void PutSubscription(const std::string& sub, std::string_view state) {
+    arm::SubscriptionDocument d;
+    d.id = sub;
+    d.properties = json::object{{"state", state}, {"registrationDate", "2025-01-01T00:00:00Z"}};
+    ASSERT_TRUE(store_->Upsert(store::kResources, sub, sub, d.ToBody()).ok());
+  }
+
+  void PutResource(const std::string& pk, const std::string& resource_id, std::string_view type,
+                   const std::string& internal_id, std::string_view state,
+                   std::optional<std::string> active) {
+    arm::ResourceDocument d;
+    d.resource_type = std::string(type);
+    d.resource_id = resource_id;
+    d.internal_id = internal_id;
+    d.provisioning_state = std::string(state);
+    d.active_operation_id = std::move(active);
+    auto r = store_->Upsert(store::kResources, pk, arm::ResourceDocumentId(resource_id), d.ToBody());
+    ASSERT_TRUE(r.ok()) << r.error().ToString();
+  }
+
+  std::string PutOperation(const std::string& pk, arm::OperationRequest request,
+                           const std::string& resource_id, const std::string& internal_id,
+                           std::string_view status, std::string notification_uri = "",
+                           std::optional<TimePoint> start = std::nullopt) {
+    arm::OperationDocument op;
+    op.id = NewUuidV4();
+    op.request = request;
+    op.external_id = resource_id;
+    op.internal_id = internal_id;
+    op.notification_uri = std::move(notification_uri);
+    op.location = "eastus";
+    op.start_time = start.value_or(clock_.Now());
+    op.last_transition_time = op.start_time;
+    op.status = std::string(status);
+    if (arm::IsTerminalState(status)) op.error = arm::OperationError{"Canceled", "x", "", {}};
+    auto r = store_->Create(store::kResources, pk, op.id, op.ToBody(), arm::kDefaultOperationTtlSeconds);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return op.id;
+  }
+
+  // A create the frontend finished: resource + Accepted operation + a Cluster Service object.
+  Flow StartCreate(std::string_view name, std::string notification_uri = "") {
+    Flow f;
+    f.resource_id = ClusterId(name);
+    f.href = cs_.AddObject(kClusters, "validating");
+    f.op = PutOperation(sub_, arm::OperationRequest::kCreate, f.resource_id, f.href, arm::kStateAccepted,
+                        std::move(notification_uri));
+    PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, f.op);
+    return f;
+  }
+
+  // A cluster that exists and is idle.
+  Flow Existing(std::string_view name, const std::string& sub) {
+    Flow f;
+    f.resource_id = ClusterId(name, sub);
+    f.href = cs_.AddObject(kClusters, "ready");
+    PutResource(sub, f.resource_id, arm::kClusterDocType, f.href, arm::kStateSucceeded, std::nullopt);
+    return f;
+  }
+
+  arm::OperationDocument Op(const std::string& id, const std::string& pk = "") {
+    auto d = store_->Read(store::kResources, pk.empty() ? sub_ : pk, id);
+    EXPECT_TRUE(d.ok()) << id;
+    if (!d.ok()) return {};
+    return arm::OperationDocument::FromBody(id, d->body).value();
+  }
+
+  std::optional<arm::ResourceDocument> Resource(const std::string& resource_id, const std::string& pk = "") {
+    auto d = store_->Read(store::kResources, pk.empty() ? sub_ : pk, arm::ResourceDocumentId(resource_id));
+    if (!d.ok()) return std::nullopt;
+    return arm::ResourceDocument::FromBody(d->body).value();
+  }
+
+  void Reconcile(Backend& b) {
+    Status s = b.ReconcileOnce();
+    ASSERT_TRUE(s.ok()) << s.error().ToString();
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<store::Store> store_;
+  FakeClusterService cs_{&clock_};
+  CapturingNotifier notifier_;
+  Logger logger_{std::make_shared<MemoryLogSink>(), &clock_, LogLevel::kDebug, "backend"};
+  std::string sub_ = "11111111-2222-3333-4444-555555555555";
+};
+
+TEST_F(BackendTest, CreateGoesThroughProvisioningToSucceeded) {
+  auto b = MakeBackend();
+  Flow f = StartCreate("c1", "http://arm.example/notify");
+
+  Reconcile(*b);  // validating: no change
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+
+  clock_.Advance(1min);
+  cs_.SetState(f.href, "installing");
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  EXPECT_EQ(Op(f.op).last_transition_time, clock_.Now());
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateProvisioning);
+  EXPECT_EQ(Resource(f.resource_id)->active_operation_id, f.op);
+
+  clock_.Advance(10min);
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  auto op = Op(f.op);
+  EXPECT_EQ(op.status, arm::kStateSucceeded);
+  EXPECT_FALSE(op.error.has_value());
+  auto res = Resource(f.resource_id);
+  EXPECT_EQ(res->provisioning_state, arm::kStateSucceeded);
+  EXPECT_FALSE(res->active_operation_id.has_value());
+
+  // Billing: the creation time of the resource.
+  auto bill = store_->Read(store::kBilling, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(bill.ok());
+  EXPECT_EQ(GetString(bill->body.as_object(), "creationTime").value_or(""),
+            FormatRfc3339(clock_.Now(), true));
+  EXPECT_EQ(bill->body.as_object().count("deletionTime"), 0u);
+
+  // The notification carries the operation status resource.
+  auto sent = notifier_.Sent();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].first, "http://arm.example/notify");
+  EXPECT_EQ(GetString(sent[0].second, "status").value_or(""), "Succeeded");
+  EXPECT_EQ(GetString(sent[0].second, "name").value_or(""), f.op);
+  EXPECT_EQ(b->Stats().in_flight, 0u);
+}
+
+TEST_F(BackendTest, ClusterErrorFailsWithCodeAndMessage) {
+  auto b = MakeBackend();
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "error", "OCM3055", "quota exceeded in eastus");
+  Reconcile(*b);
+  auto op = Op(f.op);
+  EXPECT_EQ(op.status, arm::kStateFailed);
+  ASSERT_TRUE(op.error.has_value());
+  EXPECT_EQ(op.error->code, "OCM3055");
+  EXPECT_EQ(op.error->message, "quota exceeded in eastus");
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateFailed);
+
+  // Without a code the error is InternalServerError.
+  Flow g = StartCreate("c2");
+  cs_.SetState(g.href, "error", "", "boom");
+  Reconcile(*b);
+  EXPECT_EQ(Op(g.op).error->code, "InternalServerError");
+  EXPECT_EQ(Op(g.op).error->message, "boom");
+}
+
+TEST_F(BackendTest, UpdateGoesThroughUpdatingToSucceeded) {
+  auto b = MakeBackend();
+  Flow f = Existing("c1", sub_);
+  std::string op =
+      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  cs_.SetState(f.href, "updating");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateUpdating);
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateUpdating);
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+  EXPECT_FALSE(Resource(f.resource_id)->active_operation_id.has_value());
+}
+
+TEST_F(BackendTest, NodePoolErrorIsInternalServerError) {
+  auto b = MakeBackend();
+  Flow c = Existing("c1", sub_);
+  std::string np_id = c.resource_id + "/nodePools/np1";
+  std::string np_href = cs_.AddObject(c.href + "/node_pools", "pending");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, np_id, np_href, arm::kStateAccepted);
+  PutResource(sub_, np_id, arm::kNodePoolDocType, np_href, arm::kStateAccepted, op);
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateAccepted);
+  cs_.SetState(np_href, "recoverable_error", "SomeCode", "machines did not join");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateFailed);
+  EXPECT_EQ(Op(op).error->code, "InternalServerError");
+  EXPECT_EQ(Op(op).error->message, "machines did not join");
+}
+
+TEST_F(BackendTest, DeleteConfirmedBy404RemovesDocumentsAndClosesBilling) {
+  auto b = MakeBackend();
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  ASSERT_EQ(Op(f.op).status, arm::kStateSucceeded);
+
+  // The frontend's DELETE: CS delete, operation, resource points at it.
+  ASSERT_TRUE(cs_.Delete(f.href).ok());
+  std::string del = PutOperation(sub_, arm::OperationRequest::kDelete, f.resource_id, f.href,
+                                 arm::kStateDeleting, "http://arm.example/n");
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateDeleting, del);
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateDeleting);
+  EXPECT_TRUE(Resource(f.resource_id).has_value());
+  EXPECT_EQ(cs_.deletes(), 1);  // uninstalling already: no second delete
+
+  clock_.Advance(15min);
+  cs_.Remove(f.href);
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateSucceeded);
+  EXPECT_FALSE(Resource(f.resource_id).has_value());
+  auto bill = store_->Read(store::kBilling, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(bill.ok());
+  EXPECT_EQ(GetString(bill->body.as_object(), "deletionTime").value_or(""),
+            FormatRfc3339(clock_.Now(), true));
+  EXPECT_EQ(notifier_.Sent().size(), 1u);
+}
+
+TEST_F(BackendTest, DeleteSupersedingChildCreateEndsWithBothDocumentsGone) {
+  auto b = MakeBackend();
+  Flow c = Existing("c1", sub_);
+  std::string np_id = c.resource_id + "/nodePools/np1";
+  std::string np_href = cs_.AddObject(c.href + "/node_pools", "installing");
+  std::string np_create =
+      PutOperation(sub_, arm::OperationRequest::kCreate, np_id, np_href, arm::kStateAccepted);
+  PutResource(sub_, np_id, arm::kNodePoolDocType, np_href, arm::kStateAccepted, np_create);
+  Reconcile(*b);
+  ASSERT_EQ(Op(np_create).status, arm::kStateProvisioning);
+
+  // The frontend's DELETE of the cluster: cancel the child's create, implicit child delete.
+  ASSERT_TRUE(cs_.Delete(c.href).ok());
+  std::string del =
+      PutOperation(sub_, arm::OperationRequest::kDelete, c.resource_id, c.href, arm::kStateDeleting);
+  PutResource(sub_, c.resource_id, arm::kClusterDocType, c.href, arm::kStateDeleting, del);
+  {
+    auto d = store_->Read(store::kResources, sub_, np_create).value();
+    auto op = arm::OperationDocument::FromBody(np_create, d.body).value();
+    op.status = arm::kStateCanceled;
+    op.error =
+        arm::OperationError{std::string(arm::kCanceledCode), std::string(arm::kSupersededMessage), "", {}};
+    ASSERT_TRUE(store_->Replace(store::kResources, sub_, np_create, op.ToBody(), d.etag, d.ttl_seconds).ok());
+  }
+  std::string np_del =
+      PutOperation(sub_, arm::OperationRequest::kDelete, np_id, np_href, arm::kStateDeleting);
+  PutResource(sub_, np_id, arm::kNodePoolDocType, np_href, arm::kStateDeleting, np_del);
+
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateDeleting);
+  EXPECT_EQ(Op(np_del).status, arm::kStateDeleting);
+  EXPECT_EQ(Op(np_create).status, arm::kStateCanceled);
+
+  cs_.Remove(c.href);  // the node pool goes with it
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateSucceeded);
+  EXPECT_EQ(Op(np_del).status, arm::kStateSucceeded);
+  EXPECT_EQ(Op(np_create).status, arm::kStateCanceled);
+  EXPECT_EQ(Op(np_create).error->code, arm::kCanceledCode);
+  EXPECT_FALSE(Resource(c.resource_id).has_value());
+  EXPECT_FALSE(Resource(np_id).has_value());
+  EXPECT_EQ(b->Stats().in_flight, 0u);
+}
+
+TEST_F(BackendTest, DeadlineFailsTheOperation) {
+  BackendOptions o = Options();
+  auto b = MakeBackend(o);
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "installing");
+  Reconcile(*b);
+  ASSERT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  clock_.Advance(59min);
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  clock_.Advance(2min);
+  Reconcile(*b);
+  auto op = Op(f.op);
+  EXPECT_EQ(op.status, arm::kStateFailed);
+  ASSERT_TRUE(op.error.has_value());
+  EXPECT_EQ(op.error->code, "OperationTimedOut");
+  EXPECT_THAT(op.error->message, ::testing::HasSubstr("60 minutes"));
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateFailed);
+  EXPECT_FALSE(Resource(f.resource_id)->active_operation_id.has_value());
+  EXPECT_EQ(b->Stats().deadline_failures, 1u);
+
+  // Terminal: a later "ready" changes nothing.
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateFailed);
+}
+
+TEST_F(BackendTest, NotificationsRetryWithBackoff) {
+  auto b = MakeBackend();
+  notifier_.FailNext(2);
+  Flow f = StartCreate("c1", "http://arm.example/cb");
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);  // attempt 1 fails
+  EXPECT_EQ(notifier_.Attempts(), 1);
+  EXPECT_EQ(b->DeliverNotificationsOnce(), 0u);  // not due yet
+  EXPECT_EQ(notifier_.Attempts(), 1);
+  clock_.Advance(1s);
+  EXPECT_EQ(b->DeliverNotificationsOnce(), 0u);  // attempt 2 fails
+  EXPECT_EQ(notifier_.Attempts(), 2);
+  clock_.Advance(1s);
+  EXPECT_EQ(b->DeliverNotificationsOnce(), 0u);  // backoff doubled: 2 s
+  clock_.Advance(1s);
+  EXPECT_EQ(b->DeliverNotificationsOnce(), 1u);  // attempt 3 succeeds
+  EXPECT_EQ(notifier_.Attempts(), 3);
+  ASSERT_EQ(notifier_.Sent().size(), 1u);
+  EXPECT_EQ(GetString(notifier_.Sent()[0].second, "status").value_or(""), "Succeeded");
+  EXPECT_EQ(b->Stats().notifications_sent, 1u);
+  EXPECT_EQ(b->Stats().notification_failures, 2u);
+
+  // Bounded: a receiver that never answers is given up after max_attempts.
+  notifier_.FailNext(100);
+  Flow g = StartCreate("c2", "http://arm.example/cb2");
+  cs_.SetState(g.href, "ready");
+  Reconcile(*b);
+  for (int i = 0; i < 10; ++i) {
+    clock_.Advance(10s);
+    b->DeliverNotificationsOnce();
+  }
+  EXPECT_EQ(b->Stats().notifications_dropped, 1u);
+  EXPECT_EQ(notifier_.Attempts(), 3 + 5);
+}
+
+TEST_F(BackendTest, RecoversCreateWhoseFrontendCrashedBeforeTheClusterService) {
+  auto b = MakeBackend();
+  std::string rid = ClusterId("c1");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
+  PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+
+  Reconcile(*b);  // within the grace period: the frontend may still be at it
+  EXPECT_EQ(cs_.creates(), 0);
+  EXPECT_TRUE(Op(op).internal_id.empty());
+
+  clock_.Advance(2min);
+  Reconcile(*b);
+  EXPECT_EQ(cs_.creates(), 1);
+  std::string href = Op(op).internal_id;
+  ASSERT_FALSE(href.empty());
+  EXPECT_TRUE(cs_.Exists(href));
+  EXPECT_EQ(Resource(rid)->internal_id, href);
+  EXPECT_EQ(b->Stats().recovered_creates, 1u);
+
+  cs_.SetState(href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+}
+
+TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
+  auto b = MakeBackend();
+  std::string rid = ClusterId("c1");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
+  PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+  // The frontend reached the Cluster Service, then died before recording the internal ID.
+  auto made = cs_.Create(kClusters, json::object{{"name", "c1"}}, op);
+  ASSERT_TRUE(made.ok());
+  std::string href(GetString(*made, "href").value());
+
+  clock_.Advance(5min);
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).internal_id, href);
+  EXPECT_EQ(Resource(rid)->internal_id, href);
+  EXPECT_EQ(cs_.ObjectCount(), 1u);  // no duplicate
+}
+
+TEST_F(BackendTest, RecoveryRejectedByTheClusterServiceFails) {
+  auto b = MakeBackend();
+  cs_.RejectCreates("invalid version 4.1");
+  std::string rid = ClusterId("c1");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
+  PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+  clock_.Advance(5min);
+  Reconcile(*b);
+  auto doc = Op(op);
+  EXPECT_EQ(doc.status, arm::kStateFailed);
+  EXPECT_EQ(doc.error->code, "InvalidRequestContent");
+  EXPECT_THAT(doc.error->message, ::testing::HasSubstr("invalid version"));
+  EXPECT_EQ(Resource(rid)->provisioning_state, arm::kStateFailed);
+}
+
+TEST_F(BackendTest, SecondBackendTakesOverWhenTheFirstStopsRenewing) {
+  BackendOptions oa = Options();
+  oa.owner = "a";
+  BackendOptions ob = Options();
+  ob.owner = "b";
+  auto a = MakeBackend(oa);
+  auto b = MakeBackend(ob);
+  Reconcile(*a);
+  EXPECT_TRUE(a->Stats().active);
+  Status sb = b->ReconcileOnce();
+  ASSERT_FALSE(sb.ok());
+  EXPECT_TRUE(sb.error().IsConflict());
+
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "installing");
+  clock_.Advance(11s);  // a does not renew: its lease lapses
+  Reconcile(*b);
+  EXPECT_TRUE(b->Stats().active);
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  Status sa = a->ReconcileOnce();
+  ASSERT_FALSE(sa.ok());
+  EXPECT_FALSE(a->Stats().active);
+}
+
+TEST_F(BackendTest, StaleFenceIsRefused) {
+  BackendOptions oa = Options();
+  oa.owner = "a";
+  BackendOptions ob = Options();
+  ob.owner = "b";
+  auto a = MakeBackend(oa);
+  auto b = MakeBackend(ob);
+  TimePoint t0 = clock_.Now();
+  Reconcile(*a);
+  clock_.Advance(11s);
+  Reconcile(*b);  // b holds the lease now, with a higher fence
+
+  // a's clock view says its lease is still fresh (no renewal due): it tries to write and the store
+  // refuses the stale fence.
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "installing");
+  clock_.Set(t0 + 1s);
+  Status s = a->ReconcileOnce();
+  EXPECT_FALSE(s.ok());
+  EXPECT_GE(a->Stats().fence_refusals, 1u);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+}
+
+TEST_F(BackendTest, DeletedSubscriptionLosesAllItsResources) {
+  const std::string sub = "99999999-0000-0000-0000-000000000250";
+  PutSubscription(sub, "Registered");
+  std::vector<Flow> flows;
+  for (int i = 0; i < 250; ++i) flows.push_back(Existing("c" + std::to_string(i), sub));
+  // One of them is still being created.
+  std::string creating = PutOperation(sub, arm::OperationRequest::kCreate, flows[7].resource_id,
+                                      flows[7].href, arm::kStateProvisioning);
+  PutResource(sub, flows[7].resource_id, arm::kClusterDocType, flows[7].href, arm::kStateProvisioning,
+              creating);
+  cs_.SetState(flows[7].href, "installing");
+
+  auto b = MakeBackend();
+  Reconcile(*b);
+  PutSubscription(sub, "Deleted");
+  Reconcile(*b);
+  EXPECT_EQ(b->Stats().implicit_deletes, 250u);
+  EXPECT_EQ(cs_.deletes(), 250);
+  EXPECT_EQ(Op(creating, sub).status, arm::kStateCanceled);
+
+  Reconcile(*b);  // idempotent: nothing issued twice
+  EXPECT_EQ(cs_.deletes(), 250);
+  EXPECT_EQ(b->Stats().implicit_deletes, 250u);
+
+  EXPECT_EQ(cs_.RemoveUninstalling(), 250u);
+  Reconcile(*b);
+  Reconcile(*b);
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = sub;
+  q.resource_id_prefix = "/subscriptions/";
+  auto left = store_->Query(q);
+  ASSERT_TRUE(left.ok());
+  EXPECT_TRUE(left->documents.empty());
+  EXPECT_EQ(b->Stats().in_flight, 0u);
+  // The other subscription is untouched.
+  EXPECT_EQ(cs_.ObjectCount(), 0u);
+}
+
+TEST_F(BackendTest, OrphanClusterCollectedAfterTheWindowOnly) {
+  BackendOptions o = Options();
+  o.gc_enabled = true;
+  o.gc_window = 1h;
+  auto b = MakeBackend(o);
+  Flow kept = Existing("c1", sub_);
+  std::string orphan = cs_.AddObject(kClusters, "ready");
+  Reconcile(*b);
+  clock_.Advance(30min);
+  Reconcile(*b);
+  EXPECT_EQ(cs_.StateOf(orphan), "ready");
+  clock_.Advance(31min);
+  Reconcile(*b);
+  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  EXPECT_EQ(cs_.StateOf(kept.href), "ready");
+  EXPECT_EQ(b->Stats().gc_deleted, 1u);
+}
+
+TEST_F(BackendTest, TerminalOperationsNeverChange) {
+  auto b = MakeBackend();
+  Flow f = StartCreate("c1");
+  // The frontend canceled it (superseded) and the resource moved on.
+  std::string canceled =
+      PutOperation(sub_, arm::OperationRequest::kCreate, f.resource_id, f.href, arm::kStateCanceled);
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(canceled).status, arm::kStateCanceled);
+  cs_.SetState(f.href, "error", "X", "y");
+  clock_.Advance(2h);
+  Reconcile(*b);
+  EXPECT_EQ(Op(canceled).status, arm::kStateCanceled);
+  EXPECT_EQ(Op(f.op).status, arm::kStateSucceeded);
+}
+
+TEST_F(BackendTest, SupersededOperationChangesAlone) {
+  auto b = MakeBackend();
+  Flow f = StartCreate("c1");
+  // The resource names another operation (the frontend is mid-way through a delete).
+  std::string other =
+      PutOperation(sub_, arm::OperationRequest::kDelete, f.resource_id, f.href, arm::kStateDeleting);
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateDeleting, other);
+  cs_.SetState(f.href, "installing");
+  auto ev = b->PumpEventsOnce(0ms);  // (history)
+  ASSERT_TRUE(ev.ok());
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateDeleting);
+  EXPECT_EQ(Resource(f.resource_id)->active_operation_id, other);
+}
+
+TEST_F(BackendTest, CredentialOperations) {
+  auto b = MakeBackend();
+  Flow f = Existing("c1", sub_);
+  auto cred = cs_.Action(f.href, "request_admin_credential", {});
+  ASSERT_TRUE(cred.ok());
+  std::string cred_href(GetString(*cred, "href").value());
+  std::string req = PutOperation(sub_, arm::OperationRequest::kRequestCredential, f.resource_id, cred_href,
+                                 arm::kStateAccepted);
+  Reconcile(*b);
+  EXPECT_EQ(Op(req).status, arm::kStateAccepted);
+  cs_.SetState(cred_href, "issued");
+  Reconcile(*b);
+  EXPECT_EQ(Op(req).status, arm::kStateSucceeded);
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+
+  ASSERT_TRUE(cs_.Action(f.href, "revoke_credentials", {}).ok());
+  std::string revoke = PutOperation(sub_, arm::OperationRequest::kRevokeCredentials, f.resource_id, f.href,
+                                    arm::kStateAccepted);
+  Reconcile(*b);
+  EXPECT_EQ(Op(revoke).status, arm::kStateAccepted);
+  cs_.SetState(cred_href, "revoked");
+  Reconcile(*b);
+  EXPECT_EQ(Op(revoke).status, arm::kStateSucceeded);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The running backend (threads).
+
+template <typename Pred>
+bool WaitUntil(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
+  BackendOptions o = Options();
+  o.resync_interval = 1h;
+  o.poll_interval = 1h;
+  o.tick = 50ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] { return b->Stats().active && b->Stats().events_available && b->Stats().full_resyncs > 0; }));
+
+  Flow f = StartCreate("c1");  // learned from the change feed, checked once
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  uint64_t resyncs = b->Stats().full_resyncs;
+  int reads = cs_.status_reads();
+
+  auto start = std::chrono::steady_clock::now();
+  cs_.SetState(f.href, "installing");
+  ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateProvisioning; }));
+  auto latency = std::chrono::steady_clock::now() - start;
+  cs_.SetState(f.href, "ready");
+  ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateSucceeded; }));
+  b->Stop();
+
+  EXPECT_EQ(b->Stats().full_resyncs, resyncs);
+  EXPECT_EQ(cs_.status_reads(), reads);  // applied from the events alone
+  EXPECT_GE(b->Stats().events_applied, 2u);
+  EXPECT_LT(latency, 1000ms);
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+}
+
+TEST_F(BackendTest, PollsWhenTheClusterServiceHasNoEventStream) {
+  cs_.SetEventsEnabled(false);
+  BackendOptions o = Options();
+  o.resync_interval = 1h;
+  o.poll_interval = 10s;
+  o.tick = 20ms;
+  o.feed_wait = 50ms;
+  o.event_retry = 50ms;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  Flow f = StartCreate("c1");
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  cs_.SetState(f.href, "installing");
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);  // not before the poll interval
+  clock_.Advance(11s);
+  ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateProvisioning; }));
+  EXPECT_FALSE(b->Stats().events_available);
+  b->Stop();
+}
+
+TEST_F(BackendTest, RunningBackendDrivesSubscriptionDeletion) {
+  const std::string sub = "99999999-0000-0000-0000-000000000030";
+  PutSubscription(sub, "Registered");
+  for (int i = 0; i < 30; ++i) Existing("c" + std::to_string(i), sub);
+  BackendOptions o = Options();
+  o.tick = 20ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  o.max_cs_deletes_per_step = 7;  // chunked
+  o.sweep_page_size = 8;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().active; }));
+  PutSubscription(sub, "Deleted");
+  ASSERT_TRUE(WaitUntil([&] { return cs_.deletes() == 30; }));
+  cs_.RemoveUninstalling();
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = sub;
+  q.resource_id_prefix = "/subscriptions/";
+  ASSERT_TRUE(WaitUntil([&] {
+    auto left = store_->Query(q);
+    return left.ok() && left->documents.empty();
+  }));
+  b->Stop();
+  EXPECT_EQ(cs_.deletes(), 30);
+}
+
+TEST_F(BackendTest, StandbyTakesOverWhenTheActiveBackendStops) {
+  BackendOptions o = Options();
+  o.tick = 20ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  o.owner = "a";
+  auto a = MakeBackend(o);
+  o.owner = "b";
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(a->Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return a->Stats().active; }));
+  ASSERT_TRUE(b->Start().ok());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(b->Stats().active);
+  a->Stop();  // releases
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().active; }));
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "ready");
+  ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateSucceeded; }));
+  b->Stop();
+}
+
+}  // namespace
+}  // namespace hcprp::backend

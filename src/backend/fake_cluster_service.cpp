@@ -1,0 +1,259 @@
+#include "backend/fake_cluster_service.h"
+
+#include "core/time.h"
+
+namespace hcprp::backend::testing {
+
+namespace {
+
+std::string KindOfCollection(std::string_view collection) {
+  if (collection.ends_with("/node_pools")) return "NodePool";
+  if (collection.ends_with("/external_auth_configs")) return "ExternalAuth";
+  if (collection.ends_with("/break_glass_credentials")) return "BreakGlassCredential";
+  return "Cluster";
+}
+
+bool Under(std::string_view href, std::string_view parent) {
+  return href.size() > parent.size() && href.starts_with(parent) && href[parent.size()] == '/';
+}
+
+}  // namespace
+
+std::string FakeClusterService::NewHrefLocked(std::string_view collection) {
+  return std::string(collection) + "/fake" + std::to_string(next_id_++);
+}
+
+void FakeClusterService::PublishLocked(const std::string& href, const Object* o) {
+  if (!events_enabled_) return;
+  clusterservice::Event e;
+  e.sequence = next_sequence_++;
+  e.href = href;
+  if (o != nullptr) {
+    e.kind = o->kind;
+    e.state = o->state;
+    e.object = json::object{{"state", o->state}};
+    if (!o->error_code.empty()) e.object["provision_error_code"] = o->error_code;
+    if (!o->error_message.empty()) e.object["provision_error_message"] = o->error_message;
+  } else {
+    e.state = "deleted";
+  }
+  events_.push_back(std::move(e));
+  cv_.notify_all();
+}
+
+Result<json::object> FakeClusterService::Create(std::string_view collection_href, const json::object& body,
+                                                std::string_view idempotency_key) {
+  std::lock_guard lock(mu_);
+  ++creates_;
+  if (auto it = by_key_.find(std::string(idempotency_key)); it != by_key_.end()) {
+    auto o = objects_.find(it->second);
+    if (o != objects_.end()) return o->second.fields;
+  }
+  if (!reject_creates_.empty()) return Error::InvalidArgument(reject_creates_);
+  std::string href = NewHrefLocked(collection_href);
+  Object o;
+  o.kind = KindOfCollection(collection_href);
+  o.fields = body;
+  o.fields["id"] = href.substr(href.rfind('/') + 1);
+  o.fields["href"] = href;
+  o.fields["kind"] = o.kind;
+  o.fields["creation_timestamp"] = FormatRfc3339(clock_->Now());
+  o.state = "validating";
+  objects_[href] = o;
+  if (!idempotency_key.empty()) by_key_[std::string(idempotency_key)] = href;
+  PublishLocked(href, &objects_[href]);
+  return o.fields;
+}
+
+Result<json::object> FakeClusterService::Get(std::string_view href) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
+  json::object out = it->second.fields;
+  if (it->second.kind == "BreakGlassCredential") {
+    out["status"] = it->second.state;
+  } else {
+    out["status"] = json::object{{"state", it->second.state}};
+  }
+  return out;
+}
+
+Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
+  ++status_reads_;
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
+  json::object out{{"state", it->second.state}};
+  if (!it->second.error_code.empty()) out["provision_error_code"] = it->second.error_code;
+  if (!it->second.error_message.empty()) out["provision_error_message"] = it->second.error_message;
+  return out;
+}
+
+Result<json::object> FakeClusterService::Update(std::string_view href, const json::object& patch) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
+  for (const auto& kv : patch) it->second.fields[kv.key()] = kv.value();
+  return it->second.fields;
+}
+
+Status FakeClusterService::Delete(std::string_view href) {
+  std::lock_guard lock(mu_);
+  ++deletes_;
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
+  for (auto& [h, o] : objects_) {
+    if ((h == href || Under(h, href)) && o.state != "uninstalling") {
+      o.state = "uninstalling";
+      PublishLocked(h, &o);
+    }
+  }
+  return Status::Ok();
+}
+
+Result<json::object> FakeClusterService::Action(std::string_view href, std::string_view action,
+                                                const json::object&) {
+  std::lock_guard lock(mu_);
+  if (objects_.count(std::string(href)) == 0) return Error::NotFound("no object " + std::string(href));
+  if (action == "request_admin_credential") {
+    std::string cred = NewHrefLocked(std::string(href) + "/break_glass_credentials");
+    Object o;
+    o.kind = "BreakGlassCredential";
+    o.fields = json::object{{"id", cred.substr(cred.rfind('/') + 1)}, {"href", cred}, {"kind", o.kind}};
+    o.state = "issuing";
+    objects_[cred] = o;
+    PublishLocked(cred, &objects_[cred]);
+    return o.fields;
+  }
+  if (action == "revoke_credentials") {
+    for (auto& [h, o] : objects_) {
+      if (Under(h, href) && o.kind == "BreakGlassCredential" && o.state != "revoked") {
+        o.state = "awaiting_revocation";
+        PublishLocked(h, &o);
+      }
+    }
+    return json::object{};
+  }
+  return Error::InvalidArgument("unknown action " + std::string(action));
+}
+
+Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view) {
+  std::lock_guard lock(mu_);
+  json::array out;
+  std::string prefix = std::string(collection_href) + "/";
+  for (const auto& [h, o] : objects_) {
+    if (!h.starts_with(prefix) || h.find('/', prefix.size()) != std::string::npos) continue;
+    json::object item = o.fields;
+    if (o.kind == "BreakGlassCredential") {
+      item["status"] = o.state;
+    } else {
+      item["status"] = json::object{{"state", o.state}};
+    }
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+Result<clusterservice::EventPage> FakeClusterService::WatchEvents(uint64_t after,
+                                                                  std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  if (!events_enabled_) return Error::Unavailable("no event stream");
+  auto has_new = [&] { return !events_.empty() && events_.back().sequence > after; };
+  if (!has_new()) cv_.wait_for(lock, timeout, [&] { return has_new() || !events_enabled_; });
+  if (!events_enabled_) return Error::Unavailable("no event stream");
+  clusterservice::EventPage page;
+  page.last_sequence = after;
+  for (const auto& e : events_) {
+    if (e.sequence <= after) continue;
+    page.events.push_back(e);
+    page.last_sequence = e.sequence;
+    if (page.events.size() >= 100) break;
+  }
+  return page;
+}
+
+std::string FakeClusterService::AddObject(std::string_view collection, std::string_view state) {
+  std::lock_guard lock(mu_);
+  std::string href = NewHrefLocked(collection);
+  Object o;
+  o.kind = KindOfCollection(collection);
+  o.fields = json::object{{"id", href.substr(href.rfind('/') + 1)},
+                          {"href", href},
+                          {"kind", o.kind},
+                          {"creation_timestamp", FormatRfc3339(clock_->Now())}};
+  o.state = std::string(state);
+  objects_[href] = o;
+  PublishLocked(href, &objects_[href]);
+  return href;
+}
+
+void FakeClusterService::SetState(std::string_view href, std::string_view state, std::string_view error_code,
+                                  std::string_view error_message) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return;
+  it->second.state = std::string(state);
+  it->second.error_code = std::string(error_code);
+  it->second.error_message = std::string(error_message);
+  PublishLocked(it->first, &it->second);
+}
+
+void FakeClusterService::Remove(std::string_view href) {
+  std::lock_guard lock(mu_);
+  for (auto it = objects_.begin(); it != objects_.end();) {
+    if (it->first == href || Under(it->first, href)) {
+      std::string h = it->first;
+      it = objects_.erase(it);
+      PublishLocked(h, nullptr);
+    } else {
+      ++it;
+    }
+  }
+}
+
+size_t FakeClusterService::RemoveUninstalling() {
+  std::vector<std::string> doomed;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [h, o] : objects_) {
+      if (o.state == "uninstalling") doomed.push_back(h);
+    }
+  }
+  for (const auto& h : doomed) Remove(h);
+  return doomed.size();
+}
+
+void FakeClusterService::SetField(std::string_view href, std::string_view key, json::value value) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it != objects_.end()) it->second.fields[key] = std::move(value);
+}
+
+bool FakeClusterService::Exists(std::string_view href) const {
+  std::lock_guard lock(mu_);
+  return objects_.count(std::string(href)) > 0;
+}
+
+std::string FakeClusterService::StateOf(std::string_view href) const {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  return it == objects_.end() ? std::string() : it->second.state;
+}
+
+void FakeClusterService::SetEventsEnabled(bool enabled) {
+  std::lock_guard lock(mu_);
+  events_enabled_ = enabled;
+  cv_.notify_all();
+}
+
+void FakeClusterService::RejectCreates(std::string message) {
+  std::lock_guard lock(mu_);
+  reject_creates_ = std::move(message);
+}
+
+size_t FakeClusterService::ObjectCount() const {
+  std::lock_guard lock(mu_);
+  return objects_.size();
+}
+
+}  // namespace hcprp::backend::testing

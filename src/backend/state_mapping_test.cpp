@@ -1,0 +1,76 @@
+#include "backend/state_mapping.h"
+
+#include <gtest/gtest.h>
+
+namespace hcprp::backend {
+namespace {
+
+std::string Next(Request r, std::string_view href, std::string state, bool gone = false) {
+  Observation o;
+  o.state = std::move(state);
+  o.gone = gone;
+  auto t = Decide(r, KindOfHref(href), o);
+  return t ? t->status : std::string("-");
+}
+
+constexpr std::string_view kCluster = "/api/aro_hcp/v1alpha1/clusters/a";
+constexpr std::string_view kPool = "/api/aro_hcp/v1alpha1/clusters/a/node_pools/b";
+
+TEST(StateMapping, Cluster) {
+  using R = Request;
+  EXPECT_EQ(Next(R::kCreate, kCluster, "validating"), "-");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "pending"), "-");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "installing"), "Provisioning");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "ready"), "Succeeded");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "error"), "Failed");
+  EXPECT_EQ(Next(R::kUpdate, kCluster, "updating"), "Updating");
+  EXPECT_EQ(Next(R::kUpdate, kCluster, "ready"), "Succeeded");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "uninstalling"), "Deleting");
+  EXPECT_EQ(Next(R::kDelete, kCluster, "uninstalling"), "Deleting");
+  EXPECT_EQ(Next(R::kDelete, kCluster, "ready"), "-");  // not during Delete
+  EXPECT_EQ(Next(R::kDelete, kCluster, "installing"), "-");
+  EXPECT_EQ(Next(R::kDelete, kCluster, "", true), "Succeeded");
+  EXPECT_EQ(Next(R::kCreate, kCluster, "", true), "Failed");
+}
+
+TEST(StateMapping, ClusterErrorCarriesTheProvisionError) {
+  Observation o{false, "error", "OCM1", "bad"};
+  auto t = Decide(Request::kCreate, ObjectKind::kCluster, o);
+  ASSERT_TRUE(t && t->error);
+  EXPECT_EQ(t->error->code, "OCM1");
+  EXPECT_EQ(t->error->message, "bad");
+  o.error_code.clear();
+  t = Decide(Request::kCreate, ObjectKind::kCluster, o);
+  EXPECT_EQ(t->error->code, "InternalServerError");
+}
+
+TEST(StateMapping, NodePool) {
+  using R = Request;
+  for (const char* s : {"validating", "pending", "validating_update", "pending_update"}) {
+    EXPECT_EQ(Next(R::kCreate, kPool, s), "-") << s;
+  }
+  EXPECT_EQ(Next(R::kCreate, kPool, "installing"), "Provisioning");
+  EXPECT_EQ(Next(R::kCreate, kPool, "ready"), "Succeeded");
+  EXPECT_EQ(Next(R::kUpdate, kPool, "updating"), "Updating");
+  EXPECT_EQ(Next(R::kDelete, kPool, "uninstalling"), "Deleting");
+  EXPECT_EQ(Next(R::kCreate, kPool, "recoverable_error"), "Failed");
+  EXPECT_EQ(Next(R::kCreate, kPool, "error"), "Failed");
+  Observation o{false, "error", "OCM1", "nodes"};
+  auto t = Decide(Request::kCreate, ObjectKind::kNodePool, o);
+  EXPECT_EQ(t->error->code, "InternalServerError");
+  EXPECT_EQ(t->error->message, "nodes");
+}
+
+TEST(StateMapping, Credentials) {
+  constexpr std::string_view cred = "/api/aro_hcp/v1alpha1/clusters/a/break_glass_credentials/c";
+  EXPECT_EQ(KindOfHref(cred), ObjectKind::kCredential);
+  EXPECT_EQ(Next(Request::kRequestCredential, cred, "issuing"), "-");
+  EXPECT_EQ(Next(Request::kRequestCredential, cred, "issued"), "Succeeded");
+  EXPECT_EQ(Next(Request::kRequestCredential, cred, "failed"), "Failed");
+  EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, std::string(kCredentialsRevoking)), "-");
+  EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, std::string(kCredentialsRevoked)), "Succeeded");
+  EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, "ready"), "-");
+}
+
+}  // namespace
+}  // namespace hcprp::backend
