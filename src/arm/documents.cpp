@@ -80,6 +80,7 @@ json::value ResourceDocument::ToBody() const {
   json::object p;
   p["resourceId"] = resource_id;
   p["internalId"] = internal_id;
+  p["location"] = location;
   if (active_operation_id) p["activeOperationId"] = *active_operation_id;
   p["provisioningState"] = provisioning_state;
   if (identity) p["identity"] = *identity;
@@ -106,6 +107,7 @@ Result<ResourceDocument> ResourceDocument::FromBody(const json::value& body) {
   if (!rid || rid->empty()) return Error::Corruption("resource document without resourceId");
   d.resource_id = std::string(*rid);
   d.internal_id = StringOr(*p, "internalId");
+  d.location = StringOr(*p, "location");
   if (auto a = GetString(*p, "activeOperationId"); a && !a->empty()) d.active_operation_id = std::string(*a);
   d.provisioning_state = StringOr(*p, "provisioningState");
   if (const auto* i = GetObject(*p, "identity")) d.identity = *i;

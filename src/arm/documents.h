@@ -75,6 +75,7 @@ struct ResourceDocument {
   std::string resource_type;  // one of the k*DocType above
   std::string resource_id;    // ARM resource ID, casing of the creating PUT
   std::string internal_id;    // Cluster Service href; empty until known
+  std::string location;       // Azure location (children: their cluster's)
   std::optional<std::string> active_operation_id;
   std::string provisioning_state;           // status of the latest PUT/PATCH/DELETE operation
   std::optional<json::object> identity;     // managed service identity as given

@@ -1,0 +1,124 @@
+// POST requestAdminCredential and revokeCredentials on a cluster.
+#include "arm/headers.h"
+#include "frontend/cs_mapping.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+namespace {
+
+using arm::CloudError;
+
+// Non-terminal credential operations of a cluster.
+Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env, std::string_view pk,
+                                                                 std::string_view cluster_id) {
+  std::vector<arm::OperationDocument> out;
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = std::string(pk);
+  q.resource_type = std::string(arm::kOperationDocType);
+  q.non_terminal_only = true;
+  q.max_items = 1000;
+  do {
+    auto page = env.store->Query(q);
+    if (!page.ok()) return page.error();
+    for (const auto& d : page->documents) {
+      auto op = arm::OperationDocument::FromBody(d.id, d.body);
+      if (!op.ok() || !EqualsIgnoreCase(op->external_id, cluster_id)) continue;
+      if (op->request == arm::OperationRequest::kRequestCredential ||
+          op->request == arm::OperationRequest::kRevokeCredentials) {
+        out.push_back(std::move(op).value());
+      }
+    }
+    q.continuation = page->continuation;
+  } while (!q.continuation.empty());
+  return out;
+}
+
+}  // namespace
+
+Response HandleClusterAction(Env& env, RequestContext& ctx) {
+  const bool request_credential = ctx.route.action == "requestAdminCredential";
+  arm::ResourceId id = ctx.route.ResourceIdOf();
+  std::string cluster_path = ctx.path.substr(0, ctx.path.rfind('/'));
+
+  // Body: requestAdminCredential may carry {"certificateSigningRequest": "..."}; revoke takes none.
+  json::object cs_body;
+  if (!ctx.req->body().empty()) {
+    auto parsed = ParseJson(ctx.req->body(), env.options.max_json_depth);
+    if (!parsed.ok() || !parsed->is_object()) {
+      return ErrorReply(CloudError::InvalidRequestContent(
+          "The request content was invalid and could not be deserialized: " +
+          (parsed.ok() ? std::string("the body must be a JSON object.") : parsed.error().message())));
+    }
+    if (request_credential) {
+      for (const auto& [k, v] : parsed->as_object()) {
+        if (k == "certificateSigningRequest") {
+          if (!v.is_string()) {
+            return ErrorReply(CloudError::InvalidRequestContent("certificateSigningRequest must be a string.",
+                                                                "certificateSigningRequest"));
+          }
+          cs_body["certificate_signing_request"] = v;
+        } else {
+          return ErrorReply(CloudError::InvalidRequestContent(
+              "The property '" + std::string(k) + "' is not allowed.", std::string(k)));
+        }
+      }
+    }
+  }
+
+  auto cluster = LoadResource(env, id.subscription_id, cluster_path);
+  if (!cluster.ok()) return ErrorReply(arm::FromError(cluster.error()));
+  if (!cluster->has_value()) {
+    return ErrorReply(
+        CloudError::ResourceNotFound(cluster_path, arm::kClusterType, id.cluster_name, id.resource_group));
+  }
+  const LoadedResource& c = **cluster;
+  auto active = ActiveOperation(env, c);
+  if (!active.ok()) return ErrorReply(arm::FromError(active.error()));
+  if (active->has_value() || EqualsIgnoreCase(c.doc.provisioning_state, arm::kStateDeleting) ||
+      c.doc.internal_id.empty()) {
+    return ErrorReply(CloudError::Conflict(
+        cluster_path, "The cluster has an operation in progress; retry when it has finished."));
+  }
+  const std::string pk = arm::PartitionKey(id.subscription_id);
+  auto pending = CredentialOperations(env, pk, c.doc.resource_id);
+  if (!pending.ok()) return ErrorReply(arm::FromError(pending.error()));
+  for (const auto& op : *pending) {
+    if (op.request == arm::OperationRequest::kRevokeCredentials) {
+      Response res = ErrorReply(CloudError::Conflict(
+          cluster_path, "A credential revocation is in progress; retry when it has finished."));
+      res.set(arm::headers::kRetryAfter, std::to_string(env.options.retry_after_seconds));
+      return res;
+    }
+  }
+
+  auto result = env.cs->Action(c.doc.internal_id,
+                               request_credential ? kCsRequestCredential : kCsRevokeCredentials, cs_body);
+  if (!result.ok()) {
+    if (result.error().Is(ErrorCode::kInvalidArgument)) {
+      return ErrorReply(CloudError::InvalidRequestContent(result.error().message()));
+    }
+    if (result.error().IsConflict())
+      return ErrorReply(CloudError::Conflict(cluster_path, result.error().message()));
+    return ErrorReply(arm::FromError(result.error()));
+  }
+  // A credential request's internal ID is the credential's href, read again when the result is
+  // fetched (the kubeconfig is never stored); a revocation acts on the cluster.
+  std::string internal_id = c.doc.internal_id;
+  if (request_credential) {
+    if (auto href = GetString(*result, "href"); href && !href->empty()) internal_id = std::string(*href);
+  }
+  auto op = NewOperation(env,
+                         request_credential ? arm::OperationRequest::kRequestCredential
+                                            : arm::OperationRequest::kRevokeCredentials,
+                         c.doc.resource_id, internal_id, c.doc.location);
+  Expose(ctx, op);
+  auto written =
+      env.store->Create(store::kResources, pk, op.id, op.ToBody(), env.options.operation_ttl_seconds);
+  if (!written.ok()) return ErrorReply(arm::FromError(written.error()));
+  Response res = EmptyReply(202);
+  AddAsyncHeaders(env, ctx, op, res, true);
+  return res;
+}
+
+}  // namespace hcprp::frontend

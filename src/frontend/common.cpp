@@ -1,0 +1,157 @@
+// Helpers shared by the handlers.
+#include "api/api.h"
+#include "arm/headers.h"
+#include "arm/operation_status.h"
+#include "arm/paging.h"
+#include "core/uuid.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+
+std::string RequestContext::Header(std::string_view name) const {
+  auto it = req->find(name);
+  if (it == req->end()) return "";
+  return std::string(it->value());
+}
+
+bool RequestContext::HasHeader(std::string_view name) const { return req->find(name) != req->end(); }
+
+Response JsonReply(int status, const json::value& body) {
+  Response res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() = json::serialize(body);
+  return res;
+}
+
+Response EmptyReply(int status) {
+  Response res{static_cast<bhttp::status>(status), 11};
+  return res;
+}
+
+Response ErrorReply(const arm::CloudError& error) {
+  Response res = JsonReply(error.status, error.ToJson());
+  res.set(arm::headers::kErrorCode, error.body.code);
+  return res;
+}
+
+std::string StatusUrl(const RequestContext& ctx, const arm::OperationDocument& op) {
+  auto id = arm::ParseResourceId(op.external_id);
+  std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
+  return ctx.base_url + arm::OperationStatusPath(sub, op.location, op.id) +
+         "?api-version=" + arm::PercentEncode(ctx.api_version);
+}
+
+std::string ResultUrl(const RequestContext& ctx, const arm::OperationDocument& op) {
+  auto id = arm::ParseResourceId(op.external_id);
+  std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
+  return ctx.base_url + arm::OperationResultPath(sub, op.location, op.id) +
+         "?api-version=" + arm::PercentEncode(ctx.api_version);
+}
+
+void AddAsyncHeaders(const Env& env, const RequestContext& ctx, const arm::OperationDocument& op,
+                     Response& res, bool with_location) {
+  res.set(arm::headers::kAzureAsyncOperation, StatusUrl(ctx, op));
+  if (with_location) {
+    res.set(arm::headers::kLocation, ResultUrl(ctx, op));
+    res.set(arm::headers::kRetryAfter, std::to_string(env.options.retry_after_seconds));
+  }
+}
+
+Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_view subscription_id,
+                                                   std::string_view resource_id) {
+  LoadedResource r;
+  r.doc_id = arm::ResourceDocumentId(resource_id);
+  auto doc = env.store->Read(store::kResources, arm::PartitionKey(subscription_id), r.doc_id);
+  if (!doc.ok()) {
+    if (doc.error().IsNotFound()) return std::optional<LoadedResource>();
+    return doc.error();
+  }
+  auto parsed = arm::ResourceDocument::FromBody(doc->body);
+  if (!parsed.ok()) return parsed.error();
+  r.etag = doc->etag;
+  r.doc = std::move(parsed).value();
+  return std::optional<LoadedResource>(std::move(r));
+}
+
+Result<std::optional<arm::OperationDocument>> LoadOperation(const Env& env, std::string_view subscription_id,
+                                                            std::string_view operation_id) {
+  auto doc = env.store->Read(store::kResources, arm::PartitionKey(subscription_id), ToLower(operation_id));
+  if (!doc.ok()) {
+    if (doc.error().IsNotFound()) return std::optional<arm::OperationDocument>();
+    return doc.error();
+  }
+  // Anything that is not an operation document (a resource or subscription id guessed into the
+  // URL) is simply not an operation.
+  auto parsed = arm::OperationDocument::FromBody(doc->id, doc->body);
+  if (!parsed.ok()) return std::optional<arm::OperationDocument>();
+  return std::optional<arm::OperationDocument>(std::move(parsed).value());
+}
+
+Result<std::optional<arm::OperationDocument>> ActiveOperation(const Env& env, const LoadedResource& r) {
+  if (!r.doc.active_operation_id) return std::optional<arm::OperationDocument>();
+  auto id = arm::ParseResourceId(r.doc.resource_id);
+  if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
+  auto op = LoadOperation(env, id->subscription_id, *r.doc.active_operation_id);
+  if (!op.ok()) return op.error();
+  if (!op->has_value() || arm::IsTerminalState((*op)->status)) return std::optional<arm::OperationDocument>();
+  return op;
+}
+
+arm::OperationDocument NewOperation(const Env& env, arm::OperationRequest request, std::string external_id,
+                                    std::string internal_id, std::string location) {
+  arm::OperationDocument op;
+  op.id = NewUuidV4();
+  op.request = request;
+  op.external_id = std::move(external_id);
+  op.internal_id = std::move(internal_id);
+  op.location = std::move(location);
+  op.start_time = env.clock->Now();
+  op.last_transition_time = op.start_time;
+  op.status = request == arm::OperationRequest::kDelete ? std::string(arm::kStateDeleting)
+                                                        : std::string(arm::kStateAccepted);
+  return op;
+}
+
+void Expose(const RequestContext& ctx, arm::OperationDocument& op) {
+  op.tenant_id = ctx.tenant_id;
+  op.client_id = ctx.client_object_id;
+  auto id = arm::ParseResourceId(op.external_id);
+  std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
+  op.operation_id = arm::OperationStatusPath(sub, op.location, op.id);
+}
+
+std::string ClientEtag(std::string_view store_etag) { return "\"" + std::string(store_etag) + "\""; }
+
+api::Kind ToApiKind(arm::ResourceKind k) {
+  switch (k) {
+    case arm::ResourceKind::kCluster:
+      return api::Kind::kCluster;
+    case arm::ResourceKind::kNodePool:
+      return api::Kind::kNodePool;
+    case arm::ResourceKind::kExternalAuth:
+      return api::Kind::kExternalAuth;
+  }
+  return api::Kind::kCluster;
+}
+
+Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r) {
+  auto id = arm::ParseResourceId(r.doc.resource_id);
+  if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
+  auto resource = api::FromStorage(r.doc.resource);
+  if (!resource.ok()) return resource.error();
+  if (resource->location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
+    resource->location = r.doc.location;
+  }
+  api::Envelope envelope;
+  envelope.id = r.doc.resource_id;
+  envelope.name = id->Name();
+  envelope.type = std::string(arm::ArmType(id->kind));
+  envelope.system_data = r.doc.system_data;
+  envelope.provisioning_state = r.doc.provisioning_state;
+  json::object out = api::EncodeResource(ctx.api_version, *resource, envelope);
+  if (id->kind != arm::ResourceKind::kExternalAuth && !out.contains("tags")) out["tags"] = r.doc.tags;
+  out["etag"] = ClientEtag(r.etag);
+  return out;
+}
+
+}  // namespace hcprp::frontend

@@ -1,0 +1,136 @@
+// Starting the deletion of a resource and its children (seed 000 "Delete an HCP OpenShift Cluster").
+#include <vector>
+
+#include "core/time.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+namespace {
+
+// Patch that cancels a non-terminal operation, unless its status changed meanwhile.
+store::WriteOp CancelOp(const Env& env, const arm::OperationDocument& op) {
+  arm::OperationError err{std::string(arm::kCanceledCode), std::string(arm::kSupersededMessage), "", {}};
+  std::vector<store::PatchOp> ops = {
+      {store::PatchOp::Kind::kSet, std::string(arm::kPathStatus), json::value(arm::kStateCanceled)},
+      {store::PatchOp::Kind::kSet, std::string(arm::kPathError), json::value(err.ToJson())},
+      {store::PatchOp::Kind::kSet, std::string(arm::kPathLastTransitionTime),
+       json::value(FormatRfc3339(env.clock->Now(), true))},
+  };
+  return store::WriteOp::Patch(op.id, std::move(ops),
+                               {{std::string(arm::kPathStatus), json::value(op.status)}});
+}
+
+// Writes that move one resource to Deleting with a new Delete operation (cancelling the active one).
+// Returns nothing when the resource already has a Delete operation under way (`*under_way` is set).
+Result<std::vector<store::WriteOp>> DeleteWrites(const Env& env, const LoadedResource& r, bool expose,
+                                                 const RequestContext* ctx,
+                                                 std::optional<arm::OperationDocument>* under_way,
+                                                 arm::OperationDocument* created) {
+  std::vector<store::WriteOp> writes;
+  auto active = ActiveOperation(env, r);
+  if (!active.ok()) return active.error();
+  if (active->has_value() && (*active)->request == arm::OperationRequest::kDelete) {
+    *under_way = **active;
+    return writes;
+  }
+  if (active->has_value()) writes.push_back(CancelOp(env, **active));
+  arm::OperationDocument op =
+      NewOperation(env, arm::OperationRequest::kDelete, r.doc.resource_id, r.doc.internal_id, r.doc.location);
+  if (expose && ctx != nullptr) Expose(*ctx, op);
+  writes.push_back(store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds));
+  store::WriteOp mark = store::WriteOp::Patch(
+      r.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathProvisioningState),
+                  json::value(arm::kStateDeleting)},
+                 {store::PatchOp::Kind::kSet, std::string(arm::kPathActiveOperationId), json::value(op.id)}});
+  mark.if_match = r.etag;
+  writes.push_back(std::move(mark));
+  if (created != nullptr) *created = std::move(op);
+  return writes;
+}
+
+}  // namespace
+
+Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
+                                           const LoadedResource& target) {
+  auto id = arm::ParseResourceId(target.doc.resource_id);
+  if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
+  const std::string pk = arm::PartitionKey(id->subscription_id);
+
+  // Children first, in chunks, so that a crash leaves the target not yet deleting and a repeated
+  // DELETE resumes where this one stopped (children already deleting are skipped).
+  if (id->kind == arm::ResourceKind::kCluster) {
+    store::QueryOptions q;
+    q.container = std::string(store::kResources);
+    q.partition_key = pk;
+    q.resource_id_prefix = target.doc.resource_id + "/";
+    q.max_items = std::max<size_t>(1, env.options.delete_batch_size);
+    do {
+      auto page = env.store->Query(q);
+      if (!page.ok()) return page.error();
+      std::vector<store::WriteOp> batch;
+      for (const auto& d : page->documents) {
+        auto parsed = arm::ResourceDocument::FromBody(d.body);
+        if (!parsed.ok()) continue;
+        LoadedResource child{d.id, d.etag, std::move(parsed).value()};
+        std::optional<arm::OperationDocument> under_way;
+        auto writes = DeleteWrites(env, child, false, nullptr, &under_way, nullptr);
+        if (!writes.ok()) return writes.error();
+        for (auto& w : *writes) batch.push_back(std::move(w));
+      }
+      if (!batch.empty()) {
+        auto done = env.store->Batch(store::kResources, pk, std::move(batch));
+        if (!done.ok()) return done.error();
+      }
+      q.continuation = page->continuation;
+    } while (!q.continuation.empty());
+  }
+
+  std::optional<arm::OperationDocument> under_way;
+  arm::OperationDocument op;
+  auto writes = DeleteWrites(env, target, true, ctx, &under_way, &op);
+  if (!writes.ok()) return writes.error();
+  if (under_way) {
+    // Already deleting: point at that operation, exposing it to this caller if nobody was shown it.
+    if (!under_way->exposed() && ctx != nullptr) {
+      arm::OperationDocument exposed = *under_way;
+      Expose(*ctx, exposed);
+      store::WriteOp w = store::WriteOp::Patch(
+          exposed.id,
+          {{store::PatchOp::Kind::kSet, "/properties/tenantId", json::value(exposed.tenant_id)},
+           {store::PatchOp::Kind::kSet, "/properties/clientId", json::value(exposed.client_id)},
+           {store::PatchOp::Kind::kSet, "/properties/operationId", json::value(exposed.operation_id)}},
+          {{"/properties/operationId", std::nullopt}});
+      auto done = env.store->Batch(store::kResources, pk, {std::move(w)});
+      if (!done.ok()) return done.error();
+      return exposed;
+    }
+    return *under_way;
+  }
+  // Credential operations of a cluster end with it.
+  if (id->kind == arm::ResourceKind::kCluster) {
+    store::QueryOptions q;
+    q.container = std::string(store::kResources);
+    q.partition_key = pk;
+    q.resource_type = std::string(arm::kOperationDocType);
+    q.non_terminal_only = true;
+    q.max_items = 1000;
+    do {
+      auto page = env.store->Query(q);
+      if (!page.ok()) return page.error();
+      for (const auto& d : page->documents) {
+        auto other = arm::OperationDocument::FromBody(d.id, d.body);
+        if (!other.ok() || !EqualsIgnoreCase(other->external_id, target.doc.resource_id)) continue;
+        if (other->request == arm::OperationRequest::kRequestCredential ||
+            other->request == arm::OperationRequest::kRevokeCredentials) {
+          writes->push_back(CancelOp(env, *other));
+        }
+      }
+      q.continuation = page->continuation;
+    } while (!q.continuation.empty());
+  }
+  auto done = env.store->Batch(store::kResources, pk, std::move(writes).value());
+  if (!done.ok()) return done.error();
+  return op;
+}
+
+}  // namespace hcprp::frontend

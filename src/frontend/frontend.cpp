@@ -1,0 +1,347 @@
+// The request pipeline: header hygiene, body limits, routing, api-version, subscription state, then
+// the handler; every response gets the ARM correlation headers and an access-log line.
+#include "frontend/frontend.h"
+
+#include <chrono>
+#include <exception>
+
+#include "arm/headers.h"
+#include "arm/system_data.h"
+#include "core/uuid.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+
+struct Frontend::Impl {
+  Env env;
+  Response Dispatch(RequestContext& ctx);
+};
+
+namespace {
+
+using arm::CloudError;
+namespace codes = arm::codes;
+
+bool HasControlChars(std::string_view v) {
+  for (unsigned char c : v) {
+    if (c == '\r' || c == '\n' || c == '\0') return true;
+  }
+  return false;
+}
+
+// Header values echoed back must be plain printable ASCII of reasonable length.
+bool SafeToEcho(std::string_view v) {
+  if (v.empty() || v.size() > 256) return false;
+  for (unsigned char c : v) {
+    if (c < 0x20 || c > 0x7e) return false;
+  }
+  return true;
+}
+
+int Hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string DecodeComponent(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size() && Hex(s[i + 1]) >= 0 && Hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(Hex(s[i + 1]) * 16 + Hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ParseQuery(std::string_view q) {
+  std::map<std::string, std::string> out;
+  size_t i = 0;
+  while (i < q.size()) {
+    size_t j = q.find('&', i);
+    if (j == std::string_view::npos) j = q.size();
+    std::string_view pair = q.substr(i, j - i);
+    size_t eq = pair.find('=');
+    std::string key = ToLower(DecodeComponent(pair.substr(0, eq)));
+    std::string value = eq == std::string_view::npos ? "" : DecodeComponent(pair.substr(eq + 1));
+    if (!key.empty()) out.emplace(std::move(key), std::move(value));  // the first occurrence wins
+    i = j + 1;
+  }
+  return out;
+}
+
+bool ValidHost(std::string_view h) {
+  if (h.empty() || h.size() > 255) return false;
+  for (char c : h) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+              c == '-' || c == ':' || c == '[' || c == ']' || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+// scheme://host[:port] of the Referer header, else http://{Host}, else the configured default.
+std::string BaseUrl(const RequestContext& ctx, const FrontendOptions& options) {
+  std::string referer = ctx.Header(arm::headers::kReferer);
+  for (std::string_view scheme : {"https://", "http://"}) {
+    if (StartsWithIgnoreCase(referer, scheme)) {
+      std::string_view rest = std::string_view(referer).substr(scheme.size());
+      std::string_view host = rest.substr(0, rest.find_first_of("/?#"));
+      if (ValidHost(host)) return ToLower(scheme) + std::string(host);
+    }
+  }
+  std::string host = ctx.Header("Host");
+  if (ValidHost(host)) return "http://" + host;
+  return options.default_base_url;
+}
+
+CloudError UnknownApiVersion(const RequestContext& ctx, std::string_view type) {
+  return {400, codes::kInvalidResourceType,
+          "The resource type '" + std::string(type) + "' could not be found for API version '" +
+              ctx.api_version + "'. The supported api-versions are '2026-10-01, 2024-06-10-preview'."};
+}
+
+std::string_view RouteType(const Route& r) {
+  switch (r.kind) {
+    case RouteKind::kResource:
+    case RouteKind::kChildList:
+      return arm::ArmType(r.resource_kind);
+    case RouteKind::kVersion:
+    case RouteKind::kVersionList:
+      return arm::kVersionType;
+    case RouteKind::kRoleSet:
+    case RouteKind::kRoleSetList:
+      return arm::kRoleSetType;
+    case RouteKind::kOperationStatus:
+      return "Microsoft.RedHatOpenShift/locations/hcpOperationStatuses";
+    case RouteKind::kOperationResult:
+      return "Microsoft.RedHatOpenShift/locations/hcpOperationResults";
+    case RouteKind::kOperationsList:
+      return "Microsoft.RedHatOpenShift/operations";
+    default:
+      return arm::kClusterType;
+  }
+}
+
+// Subscription lifecycle rules (ARM subscription contract).
+std::optional<Response> CheckSubscription(Env& env, RequestContext& ctx) {
+  const std::string pk = arm::PartitionKey(ctx.route.subscription_id);
+  auto doc = env.store->Read(store::kResources, pk, pk);
+  auto unregistered = [&] {
+    return ErrorReply(CloudError(
+        400, codes::kInvalidSubscriptionState,
+        "Request is not allowed in unregistered subscription '" + ctx.route.subscription_id + "'."));
+  };
+  if (!doc.ok()) {
+    if (doc.error().IsNotFound()) return unregistered();
+    return ErrorReply(arm::FromError(doc.error()));
+  }
+  auto sub = arm::SubscriptionDocument::FromBody(doc->id, doc->body);
+  if (!sub.ok()) return ErrorReply(arm::FromError(sub.error()));
+  std::string state(arm::SubscriptionStateName(sub->state));
+  switch (sub->state) {
+    case arm::SubscriptionState::kRegistered:
+      break;
+    case arm::SubscriptionState::kUnregistered:
+      return unregistered();
+    case arm::SubscriptionState::kWarned:
+    case arm::SubscriptionState::kSuspended:
+      if (ctx.method != bhttp::verb::get && ctx.method != bhttp::verb::delete_ &&
+          ctx.method != bhttp::verb::head) {
+        return ErrorReply(CloudError(409, codes::kInvalidSubscriptionState,
+                                     "Request is not allowed in subscription in state '" + state + "'."));
+      }
+      break;
+    case arm::SubscriptionState::kDeleted:
+      return ErrorReply(CloudError(400, codes::kInvalidSubscriptionState,
+                                   "Request is not allowed in subscription in state '" + state + "'."));
+  }
+  if (ctx.tenant_id.empty()) {
+    if (auto t = sub->tenant_id()) ctx.tenant_id = *t;
+  }
+  ctx.subscription = std::move(sub).value();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Response Frontend::Impl::Dispatch(RequestContext& ctx) {
+  const Request& req = *ctx.req;
+  for (const auto& field : req) {
+    if (HasControlChars(field.value()) || HasControlChars(field.name_string())) {
+      return ErrorReply(CloudError(400, codes::kInvalidParameter,
+                                   "The request header '" + std::string(field.name_string().substr(0, 64)) +
+                                       "' contains invalid characters."));
+    }
+  }
+  if (req.body().size() > env.options.max_body_bytes) {
+    return ErrorReply(CloudError(413, codes::kRequestEntityTooLarge,
+                                 "The request body exceeds the maximum size of " +
+                                     std::to_string(env.options.max_body_bytes) + " bytes."));
+  }
+
+  std::string_view target = req.target();
+  size_t qpos = target.find('?');
+  std::string_view raw_path = target.substr(0, qpos);
+  std::string_view raw_query = qpos == std::string_view::npos ? "" : target.substr(qpos + 1);
+  auto segments = SplitPath(raw_path);
+  if (!segments.ok()) {
+    return ErrorReply(CloudError(404, codes::kNotFound, "The requested path was not found."));
+  }
+  ctx.path.clear();
+  for (const auto& s : *segments) ctx.path += "/" + s;
+  auto matched = MatchRoute(*segments, ctx.method);
+  if (auto* e = std::get_if<CloudError>(&matched)) return ErrorReply(*e);
+  ctx.route = std::get<Route>(std::move(matched));
+  ctx.query = ParseQuery(raw_query);
+
+  if (ctx.route.NeedsApiVersion()) {
+    auto it = ctx.query.find("api-version");
+    if (it == ctx.query.end() || it->second.empty()) {
+      return ErrorReply(CloudError(400, codes::kInvalidParameter,
+                                   "The request is missing required parameter 'api-version'.",
+                                   "api-version"));
+    }
+    ctx.api_version = it->second;
+    bool supported = ctx.route.kind == RouteKind::kSubscription ? ctx.api_version == "2.0"
+                                                                : api::IsSupportedVersion(ctx.api_version);
+    if (!supported) {
+      return ErrorReply(UnknownApiVersion(ctx, ctx.route.kind == RouteKind::kSubscription
+                                                   ? std::string_view("Microsoft.Resources/subscriptions")
+                                                   : RouteType(ctx.route)));
+    }
+  }
+  if (!ctx.route.subscription_id.empty() && !arm::IsValidSubscriptionId(ctx.route.subscription_id)) {
+    return ErrorReply(CloudError(400, codes::kInvalidSubscriptionId,
+                                 "The provided subscription identifier '" +
+                                     ctx.route.subscription_id.substr(0, 64) + "' is malformed or invalid.",
+                                 "subscriptionId"));
+  }
+  if (ctx.method == bhttp::verb::put || ctx.method == bhttp::verb::patch || ctx.method == bhttp::verb::post) {
+    std::string content_type(ctx.Header("Content-Type"));
+    std::string base = content_type.substr(0, content_type.find(';'));
+    while (!base.empty() && base.back() == ' ') base.pop_back();
+    if (!EqualsIgnoreCase(base, "application/json") && (!req.body().empty() || !content_type.empty())) {
+      return ErrorReply(CloudError(415, codes::kUnsupportedMediaType,
+                                   "The content media type '" + content_type.substr(0, 100) +
+                                       "' is not supported. Only 'application/json' is supported."));
+    }
+  }
+
+  ctx.base_url = BaseUrl(ctx, env.options);
+  ctx.tenant_id = ctx.Header(arm::headers::kHomeTenantId);
+  ctx.client_object_id = ctx.Header(arm::headers::kClientObjectId);
+  if (ctx.client_object_id.empty()) ctx.client_object_id = ctx.Header(arm::headers::kClientPuid);
+  ctx.system_data = arm::ParseSystemData(ctx.Header(arm::headers::kSystemData));
+  ctx.notification_uri = ctx.Header(arm::headers::kAsyncNotificationUri);
+
+  if (ctx.route.SubscriptionScoped()) {
+    if (auto stop = CheckSubscription(env, ctx)) return std::move(*stop);
+  }
+
+  switch (ctx.route.kind) {
+    case RouteKind::kHealthz:
+    case RouteKind::kReadyz:
+      return HandleHealth(env, ctx);
+    case RouteKind::kOperationsList:
+    case RouteKind::kVersionList:
+    case RouteKind::kVersion:
+    case RouteKind::kRoleSetList:
+    case RouteKind::kRoleSet:
+      return HandleMetadata(env, ctx);
+    case RouteKind::kSubscription:
+      return HandleSubscription(env, ctx);
+    case RouteKind::kClusterListBySub:
+    case RouteKind::kClusterListByRg:
+    case RouteKind::kChildList:
+      return HandleResourceList(env, ctx);
+    case RouteKind::kResource:
+      return HandleResource(env, ctx);
+    case RouteKind::kClusterAction:
+      return HandleClusterAction(env, ctx);
+    case RouteKind::kOperationStatus:
+    case RouteKind::kOperationResult:
+      return HandleOperation(env, ctx);
+    case RouteKind::kPreflight:
+      return HandlePreflight(env, ctx);
+  }
+  return ErrorReply(CloudError(404, codes::kNotFound, "The requested path was not found."));
+}
+
+Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, store::Store* store,
+                                                   clusterservice::Client* cluster_service,
+                                                   const Clock* clock, Logger logger) {
+  if (store == nullptr || cluster_service == nullptr || clock == nullptr) {
+    return Error::InvalidArgument("frontend needs a store, a Cluster Service client and a clock");
+  }
+  if (options.retry_after_seconds < 1 || options.max_body_bytes == 0 || options.operation_ttl_seconds < 1 ||
+      options.max_store_retries < 0) {
+    return Error::InvalidArgument("invalid frontend options");
+  }
+  auto impl =
+      std::make_unique<Impl>(Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}});
+  return std::unique_ptr<Frontend>(new Frontend(std::move(impl)));
+}
+
+Frontend::Frontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Frontend::~Frontend() = default;
+
+Response Frontend::Handle(Request&& request) {
+  const Env& env = impl_->env;
+  const auto started = std::chrono::steady_clock::now();
+  RequestContext ctx;
+  ctx.req = &request;
+  ctx.method = request.method();
+  ctx.request_id = NewUuidV4();
+  std::string correlation = ctx.Header(arm::headers::kCorrelationRequestId);
+  if (SafeToEcho(correlation)) ctx.correlation_id = correlation;
+  std::string client_request_id = ctx.Header(arm::headers::kClientRequestId);
+
+  Response res;
+  try {
+    res = impl_->Dispatch(ctx);
+  } catch (const std::exception& e) {
+    env.logger.Error("unhandled exception", {{"request_id", ctx.request_id}, {"error", e.what()}});
+    res = ErrorReply(CloudError::Internal());
+  } catch (...) {
+    env.logger.Error("unhandled exception", {{"request_id", ctx.request_id}});
+    res = ErrorReply(CloudError::Internal());
+  }
+
+  res.version(request.version());
+  res.set(arm::headers::kRequestId, ctx.request_id);
+  if (!ctx.correlation_id.empty()) res.set(arm::headers::kCorrelationRequestId, ctx.correlation_id);
+  if (EqualsIgnoreCase(ctx.Header(arm::headers::kReturnClientRequestId), "true") &&
+      SafeToEcho(client_request_id)) {
+    res.set(arm::headers::kClientRequestId, client_request_id);
+  }
+  if (request.method() == bhttp::verb::head) res.body().clear();
+  res.keep_alive(request.keep_alive());
+  res.prepare_payload();
+
+  const auto latency =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
+  std::string_view target = request.target();
+  json::object fields;
+  fields["method"] = std::string(bhttp::to_string(request.method()));
+  fields["path"] = std::string(target.substr(0, std::min<size_t>(target.find('?'), 2048)));
+  fields["status"] = static_cast<int>(res.result_int());
+  fields["latency_ms"] = static_cast<double>(latency.count()) / 1000.0;
+  fields["request_id"] = ctx.request_id;
+  fields["correlation_id"] = ctx.correlation_id;
+  if (SafeToEcho(client_request_id)) fields["client_request_id"] = client_request_id;
+  if (res.result_int() >= 400) {
+    auto code = res.find(arm::headers::kErrorCode);
+    if (code != res.end()) fields["error_code"] = std::string(code->value());
+  }
+  env.logger.Info("access", std::move(fields));
+  return res;
+}
+
+}  // namespace hcprp::frontend

@@ -1,0 +1,69 @@
+// The ARM frontend of hcprp: a pure function from an HTTP request to an HTTP response that serves
+// the ARM RPC of Microsoft.RedHatOpenShift (clusters, node pools, external auths, their lists and
+// actions), the operation status and result endpoints, subscription lifecycle, metadata (versions,
+// role sets, operations list), deployment preflight and health probes.
+//
+// The transport (src/http) owns sockets, timeouts and draining; it hands every parsed request to
+// Frontend::Handle. Handle never throws for any input and always returns an ARM-shaped response
+// carrying x-ms-request-id.
+//
+// Thread-safety: Handle may be called from many threads at once. The store, Cluster Service client,
+// clock and log sink must be thread-safe (their interfaces say they are).
+#pragma once
+
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "clusterservice/client.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "store/store.h"
+
+namespace hcprp::frontend {
+
+using Request = boost::beast::http::request<boost::beast::http::string_body>;
+using Response = boost::beast::http::response<boost::beast::http::string_body>;
+
+struct FrontendOptions {
+  // Retry-After (seconds) on 202 responses and on operation results still running. ARM wants 10-600.
+  int retry_after_seconds = 10;
+  // Lifetime of operation documents (7 days in seed 000).
+  int64_t operation_ttl_seconds = 604800;
+  // Bodies larger than this are refused (ARM's limit is 4 MiB).
+  size_t max_body_bytes = 4 * 1024 * 1024;
+  // Nesting limit when parsing request bodies.
+  size_t max_json_depth = 64;
+  // Used to build absolute header URLs when a request has neither Referer nor Host.
+  std::string default_base_url = "http://localhost";
+  // How many times a request is re-evaluated after losing a store race before answering 409.
+  int max_store_retries = 3;
+  // Store batch size when a delete fans out over many resources (children, subscription delete).
+  size_t delete_batch_size = 50;
+};
+
+class Frontend {
+ public:
+  // store, cluster_service and clock are not owned and must outlive the Frontend.
+  static Result<std::unique_ptr<Frontend>> Create(FrontendOptions options, store::Store* store,
+                                                  clusterservice::Client* cluster_service, const Clock* clock,
+                                                  Logger logger);
+  ~Frontend();
+  Frontend(const Frontend&) = delete;
+  Frontend& operator=(const Frontend&) = delete;
+
+  Response Handle(Request&& request);
+
+  struct Impl;
+
+ private:
+  explicit Frontend(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hcprp::frontend

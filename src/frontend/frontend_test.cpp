@@ -1,0 +1,599 @@
+// Scenario tests: request in, status + headers + body out, store state checked where it matters.
+#include <gtest/gtest.h>
+
+#include "api/api.h"
+#include "arm/paging.h"
+#include "frontend/testing/scenario.h"
+
+namespace hcprp::frontend::testing {
+namespace {
+
+namespace bhttp = boost::beast::http;
+
+std::string V(std::string_view version = kStable) { return "?api-version=" + std::string(version); }
+
+std::string Header(const Response& r, std::string_view name) {
+  auto it = r.find(name);
+  return it == r.end() ? "" : std::string(it->value());
+}
+
+std::string ErrorCodeOf(const Response& r) {
+  auto b = BodyOf(r);
+  const auto* c = FindPointer(b, "/error/code");
+  return c != nullptr && c->is_string() ? std::string(c->as_string()) : "";
+}
+
+void ExpectValidResource(const Response& r, std::string_view version, std::string_view definition) {
+  auto errs = api::ValidateResponse(version, definition, BodyOf(r));
+  std::string all;
+  for (const auto& e : errs.errors) all += e.target + ": " + e.message + "\n";
+  EXPECT_TRUE(errs.errors.empty()) << all << r.body();
+}
+
+class FrontendTest : public ::testing::Test {
+ protected:
+  void SetUp() override { s.RegisterSubscription(); }
+
+  // Creates a cluster and lets the backend finish it.
+  void CreateCluster(const std::string& name, std::string_view rg = "rg1") {
+    auto r = s.Put(ClusterPath(name, rg) + V(), ClusterBody());
+    ASSERT_EQ(r.result_int(), 201u) << r.body();
+    s.FinishOperation(OperationIdOf(Header(r, "Azure-AsyncOperation")));
+  }
+
+  Scenario s;
+};
+
+TEST_F(FrontendTest, CreateClusterFollowsTheAsyncContract) {
+  const std::string path = ClusterPath("MyCluster");
+  auto r = s.Put(path + V(), ClusterBody(),
+                 {{"x-ms-arm-resource-system-data",
+                   R"({"createdBy":"alice","createdByType":"User","createdAt":"2025-01-01T00:00:00Z"})"}});
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  auto body = BodyOf(r);
+  EXPECT_EQ(*FindPointer(body, "/properties/provisioningState"), "Accepted");
+  EXPECT_EQ(*FindPointer(body, "/id"), json::value(path));
+  EXPECT_EQ(*FindPointer(body, "/name"), "MyCluster");
+  EXPECT_EQ(*FindPointer(body, "/type"), "Microsoft.RedHatOpenShift/hcpOpenShiftClusters");
+  EXPECT_EQ(*FindPointer(body, "/location"), "eastus");
+  EXPECT_EQ(*FindPointer(body, "/tags/env"), "test");
+  EXPECT_EQ(*FindPointer(body, "/systemData/createdBy"), "alice");
+  ASSERT_NE(FindPointer(body, "/etag"), nullptr);
+  EXPECT_EQ(Header(r, "ETag"), FindPointer(body, "/etag")->as_string());
+  ExpectValidResource(r, kStable, "HcpOpenShiftCluster");
+
+  std::string async = Header(r, "Azure-AsyncOperation");
+  EXPECT_EQ(async.rfind("https://management.azure.com/subscriptions/" + std::string(kSub) +
+                            "/providers/Microsoft.RedHatOpenShift/locations/eastus/hcpOperationStatuses/",
+                        0),
+            0u)
+      << async;
+  EXPECT_NE(async.find("?api-version=2026-10-01"), std::string::npos);
+  EXPECT_FALSE(Header(r, "x-ms-request-id").empty());
+  EXPECT_EQ(Header(r, "x-ms-correlation-request-id"), "corr-1");
+
+  // Documents per seed 000: resource with internalId and active operation; exposed operation.
+  std::string op_id = OperationIdOf(async);
+  auto doc = s.Resource(path);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->active_operation_id, op_id);
+  EXPECT_EQ(doc->provisioning_state, "Accepted");
+  EXPECT_FALSE(doc->internal_id.empty());
+  EXPECT_TRUE(s.cs.Exists(doc->internal_id));
+  auto op = s.Operation(op_id);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->request, arm::OperationRequest::kCreate);
+  EXPECT_EQ(op->internal_id, doc->internal_id);
+  EXPECT_EQ(op->tenant_id, kTenant);
+  EXPECT_EQ(op->client_id, kClient);
+  EXPECT_EQ(op->status, "Accepted");
+
+  // Status endpoint while running, then after the backend finishes.
+  auto st = s.Get(TargetOf(async));
+  ASSERT_EQ(st.result_int(), 200u) << st.body();
+  EXPECT_EQ(*FindPointer(BodyOf(st), "/status"), "Accepted");
+  EXPECT_EQ(*FindPointer(BodyOf(st), "/name"), json::value(op_id));
+  EXPECT_EQ(FindPointer(BodyOf(st), "/endTime"), nullptr);
+  s.clock.Advance(std::chrono::minutes(10));
+  s.FinishOperation(op_id);
+  st = s.Get(TargetOf(async));
+  EXPECT_EQ(*FindPointer(BodyOf(st), "/status"), "Succeeded");
+  EXPECT_NE(FindPointer(BodyOf(st), "/endTime"), nullptr);
+  auto got = s.Get(path + V());
+  ASSERT_EQ(got.result_int(), 200u);
+  EXPECT_EQ(*FindPointer(BodyOf(got), "/properties/provisioningState"), "Succeeded");
+}
+
+TEST_F(FrontendTest, ResourceReadsBackWithTheOtherApiVersionAndKeepsCasing) {
+  const std::string path = ClusterPath("CaseKept");
+  ASSERT_EQ(s.Put(path + V(kPreview), ClusterBody()).result_int(), 201u);
+  std::string lower = ToLower(path);
+  auto r = s.Get(lower + V(kStable));
+  ASSERT_EQ(r.result_int(), 200u) << r.body();
+  EXPECT_EQ(*FindPointer(BodyOf(r), "/id"), json::value(path));
+  ExpectValidResource(r, kStable, "HcpOpenShiftCluster");
+  auto p = s.Get(path + V(kPreview));
+  ASSERT_EQ(p.result_int(), 200u);
+  ExpectValidResource(p, kPreview, "HcpOpenShiftCluster");
+}
+
+TEST_F(FrontendTest, GetAbsentIs404ResourceNotFound) {
+  auto r = s.Get(ClusterPath("nope") + V());
+  EXPECT_EQ(r.result_int(), 404u);
+  EXPECT_EQ(ErrorCodeOf(r), "ResourceNotFound");
+  EXPECT_EQ(Header(r, "x-ms-error-code"), "ResourceNotFound");
+}
+
+TEST_F(FrontendTest, UpdateWhileOperationRunsIsConflict) {
+  const std::string path = ClusterPath("busy");
+  ASSERT_EQ(s.Put(path + V(), ClusterBody()).result_int(), 201u);
+  auto r = s.Put(path + V(), ClusterBody());
+  EXPECT_EQ(r.result_int(), 409u);
+  EXPECT_EQ(ErrorCodeOf(r), "Conflict");
+  r = s.Patch(path + V(), R"({"tags":{"a":"b"}})");
+  EXPECT_EQ(r.result_int(), 409u);
+}
+
+TEST_F(FrontendTest, PutUpdateIs200AndPatchIs202) {
+  const std::string path = ClusterPath("upd");
+  CreateCluster("upd");
+  auto r = s.Put(path + V(), ClusterBody(),
+                 {{"x-ms-arm-resource-system-data",
+                   R"({"lastModifiedBy":"bob","lastModifiedAt":"2025-02-01T00:00:00Z"})"}});
+  ASSERT_EQ(r.result_int(), 200u) << r.body();
+  EXPECT_EQ(*FindPointer(BodyOf(r), "/properties/provisioningState"), "Accepted");
+  EXPECT_EQ(*FindPointer(BodyOf(r), "/systemData/lastModifiedBy"), "bob");
+  EXPECT_FALSE(Header(r, "Azure-AsyncOperation").empty());
+  auto op = s.Operation(OperationIdOf(Header(r, "Azure-AsyncOperation")));
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->request, arm::OperationRequest::kUpdate);
+  s.FinishOperation(op->id);
+
+  r = s.Patch(path + V(), R"({"tags":{"team":"blue"}})");
+  ASSERT_EQ(r.result_int(), 202u) << r.body();
+  EXPECT_TRUE(r.body().empty());
+  std::string location = Header(r, "Location");
+  EXPECT_NE(location.find("/hcpOperationResults/"), std::string::npos);
+  EXPECT_EQ(Header(r, "Retry-After"), "10");
+  EXPECT_FALSE(Header(r, "Azure-AsyncOperation").empty());
+  // Result while running: 202 + Location; when done: what a synchronous PATCH would answer.
+  auto res = s.Get(TargetOf(location));
+  EXPECT_EQ(res.result_int(), 202u);
+  EXPECT_EQ(Header(res, "Location"), location);
+  s.FinishOperation(OperationIdOf(location));
+  res = s.Get(TargetOf(location));
+  ASSERT_EQ(res.result_int(), 200u) << res.body();
+  EXPECT_EQ(*FindPointer(BodyOf(res), "/tags/team"), "blue");
+  ExpectValidResource(res, kStable, "HcpOpenShiftCluster");
+}
+
+TEST_F(FrontendTest, PatchOfAbsentResourceIs404) {
+  auto r = s.Patch(ClusterPath("ghost") + V(), R"({"tags":{}})");
+  EXPECT_EQ(r.result_int(), 404u);
+}
+
+TEST_F(FrontendTest, DeleteCancelsChildOperationsAndExposesOnlyItsOwn) {
+  const std::string cluster = ClusterPath("del");
+  CreateCluster("del");
+  auto np = s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody());
+  ASSERT_EQ(np.result_int(), 201u) << np.body();
+  ExpectValidResource(np, kStable, "NodePool");
+  std::string np_op = OperationIdOf(Header(np, "Azure-AsyncOperation"));
+
+  auto r = s.Delete(cluster + V());
+  ASSERT_EQ(r.result_int(), 202u) << r.body();
+  EXPECT_FALSE(Header(r, "Location").empty());
+  EXPECT_FALSE(Header(r, "Azure-AsyncOperation").empty());
+  EXPECT_EQ(Header(r, "Retry-After"), "10");
+  std::string del_op = OperationIdOf(Header(r, "Location"));
+
+  auto canceled = s.Operation(np_op);
+  ASSERT_TRUE(canceled);
+  EXPECT_EQ(canceled->status, "Canceled");
+  ASSERT_TRUE(canceled->error);
+  EXPECT_EQ(canceled->error->code, "Canceled");
+  EXPECT_EQ(canceled->error->message, "This operation was superseded by another");
+
+  auto np_doc = s.Resource(cluster + "/nodePools/np1");
+  ASSERT_TRUE(np_doc);
+  EXPECT_EQ(np_doc->provisioning_state, "Deleting");
+  auto np_del = s.Operation(*np_doc->active_operation_id);
+  ASSERT_TRUE(np_del);
+  EXPECT_EQ(np_del->request, arm::OperationRequest::kDelete);
+  EXPECT_FALSE(np_del->exposed());
+  auto c_del = s.Operation(del_op);
+  ASSERT_TRUE(c_del);
+  EXPECT_TRUE(c_del->exposed());
+  EXPECT_EQ(s.Resource(cluster)->provisioning_state, "Deleting");
+  EXPECT_EQ(*FindPointer(BodyOf(s.Get(cluster + V())), "/properties/provisioningState"), "Deleting");
+
+  // A second DELETE points at the delete under way.
+  auto again = s.Delete(cluster + V());
+  ASSERT_EQ(again.result_int(), 202u);
+  EXPECT_EQ(OperationIdOf(Header(again, "Location")), del_op);
+  // Deleting a child of a deleting cluster points at its implicit delete, now exposed.
+  auto child_again = s.Delete(cluster + "/nodePools/np1" + V());
+  ASSERT_EQ(child_again.result_int(), 202u);
+  EXPECT_EQ(OperationIdOf(Header(child_again, "Location")), np_del->id);
+  EXPECT_TRUE(s.Operation(np_del->id)->exposed());
+
+  // PUT on a deleting resource and children of a deleting cluster: 409.
+  EXPECT_EQ(s.Put(cluster + V(), ClusterBody()).result_int(), 409u);
+  EXPECT_EQ(s.Put(cluster + "/nodePools/np2" + V(), NodePoolBody()).result_int(), 409u);
+
+  // Backend completes: result 204, resource gone, GET 404, second DELETE 204.
+  s.FinishAll();
+  auto res = s.Get(TargetOf(Header(r, "Location")));
+  EXPECT_EQ(res.result_int(), 204u);
+  EXPECT_EQ(s.Get(cluster + V()).result_int(), 404u);
+  EXPECT_EQ(s.Delete(cluster + V()).result_int(), 204u);
+  EXPECT_FALSE(s.cs.Exists(s.cs.Calls().empty() ? "" : "/api/aro_hcp/v1alpha1/clusters/obj1"));
+}
+
+TEST_F(FrontendTest, ChildOfProvisioningClusterIsConflictAndMissingParentIs404) {
+  const std::string cluster = ClusterPath("young");
+  ASSERT_EQ(s.Put(cluster + V(), ClusterBody()).result_int(), 201u);
+  auto r = s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody());
+  EXPECT_EQ(r.result_int(), 409u);
+  auto orphan = s.Put(ClusterPath("absent") + "/nodePools/np1" + V(), NodePoolBody());
+  EXPECT_EQ(orphan.result_int(), 404u);
+  EXPECT_EQ(ErrorCodeOf(orphan), "ParentResourceNotFound");
+}
+
+TEST_F(FrontendTest, ExternalAuthLifecycle) {
+  const std::string cluster = ClusterPath("ea");
+  CreateCluster("ea");
+  auto r = s.Put(cluster + "/externalAuths/auth1" + V(), ExternalAuthBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  EXPECT_EQ(FindPointer(BodyOf(r), "/location"), nullptr);
+  EXPECT_EQ(*FindPointer(BodyOf(r), "/type"), "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/externalAuths");
+  ExpectValidResource(r, kStable, "ExternalAuth");
+  s.FinishAll();
+  auto list = s.Get(cluster + "/externalAuths" + V());
+  ASSERT_EQ(list.result_int(), 200u);
+  EXPECT_EQ(FindPointer(BodyOf(list), "/value")->as_array().size(), 1u);
+  EXPECT_EQ(s.Delete(cluster + "/externalAuths/auth1" + V()).result_int(), 202u);
+}
+
+TEST_F(FrontendTest, ListsPageWithTopAndNextLink) {
+  for (int i = 0; i < 25; ++i) CreateCluster("c" + std::to_string(i), i % 2 == 0 ? "rgA" : "rgB");
+  std::set<std::string> seen;
+  std::string target = "/subscriptions/" + std::string(kSub) +
+                       "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters" + V() + "&$top=10";
+  int pages = 0;
+  while (!target.empty()) {
+    auto r = s.Get(target);
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
+    auto b = BodyOf(r);
+    for (const auto& v : FindPointer(b, "/value")->as_array())
+      seen.insert(std::string(v.at("name").as_string()));
+    ++pages;
+    const auto* next = FindPointer(b, "/nextLink");
+    if (next == nullptr) break;
+    std::string link(next->as_string());
+    EXPECT_EQ(link.rfind("https://management.azure.com/", 0), 0u) << link;
+    EXPECT_NE(link.find("api-version=2026-10-01"), std::string::npos);
+    EXPECT_NE(link.find("$top=10"), std::string::npos);
+    target = TargetOf(link);
+  }
+  EXPECT_EQ(seen.size(), 25u);
+  EXPECT_EQ(pages, 3);
+  auto rg = s.Get("/subscriptions/" + std::string(kSub) +
+                  "/resourceGroups/RGA/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters" + V());
+  ASSERT_EQ(rg.result_int(), 200u);
+  EXPECT_EQ(FindPointer(BodyOf(rg), "/value")->as_array().size(), 13u);
+  EXPECT_EQ(FindPointer(BodyOf(rg), "/nextLink"), nullptr);
+  EXPECT_EQ(s.Get(target.substr(0, target.find('?')) + V() + "&$top=0").result_int(), 400u);
+  EXPECT_EQ(s.Get(target.substr(0, target.find('?')) + V() + "&$skipToken=!!").result_int(), 400u);
+}
+
+TEST_F(FrontendTest, NodePoolListByParent) {
+  const std::string cluster = ClusterPath("parent");
+  CreateCluster("parent");
+  for (auto n : {"a", "b", "c"})
+    ASSERT_EQ(s.Put(cluster + "/nodePools/" + n + V(), NodePoolBody()).result_int(), 201u);
+  auto r = s.Get(cluster + "/nodePools" + V() + "&$top=2");
+  ASSERT_EQ(r.result_int(), 200u);
+  EXPECT_EQ(FindPointer(BodyOf(r), "/value")->as_array().size(), 2u);
+  EXPECT_NE(FindPointer(BodyOf(r), "/nextLink"), nullptr);
+  EXPECT_EQ(s.Get(ClusterPath("none") + "/nodePools" + V()).result_int(), 404u);
+}
+
+TEST_F(FrontendTest, OperationVisibility) {
+  auto r = s.Put(ClusterPath("vis") + V(), ClusterBody());
+  std::string status = TargetOf(Header(r, "Azure-AsyncOperation"));
+  EXPECT_EQ(s.Get(status).result_int(), 200u);
+  EXPECT_EQ(s.Get(status, {{"x-ms-home-tenant-id", "other-tenant"}}).result_int(), 404u);
+  EXPECT_EQ(s.Get(status, {{"x-ms-client-object-id", "someone-else"}}).result_int(), 404u);
+  EXPECT_EQ(s.Get(status, {{"x-ms-client-object-id", ""}}).result_int(), 404u);
+  // Another subscription does not see it.
+  std::string other = "00000000-0000-0000-0000-000000000001";
+  s.RegisterSubscription(other);
+  std::string moved = status;
+  moved.replace(moved.find(kSub), kSub.size(), other);
+  EXPECT_EQ(s.Get(moved).result_int(), 404u);
+  // Implicit operations are never visible.
+  CreateCluster("vis2");
+  ASSERT_EQ(s.Put(ClusterPath("vis2") + "/nodePools/np" + V(), NodePoolBody()).result_int(), 201u);
+  s.FinishAll();
+  ASSERT_EQ(s.Delete(ClusterPath("vis2") + V()).result_int(), 202u);
+  auto np = s.Resource(ClusterPath("vis2") + "/nodePools/np");
+  std::string implicit = "/subscriptions/" + std::string(kSub) +
+                         "/providers/Microsoft.RedHatOpenShift/locations/eastus/hcpOperationStatuses/" +
+                         *np->active_operation_id + V();
+  EXPECT_EQ(s.Get(implicit).result_int(), 404u);
+  EXPECT_EQ(s.Get("/subscriptions/" + std::string(kSub) +
+                  "/providers/Microsoft.RedHatOpenShift/locations/eastus/hcpOperationStatuses/unknown" + V())
+                .result_int(),
+            404u);
+}
+
+TEST_F(FrontendTest, FailedOperationResultCarriesItsError) {
+  auto r = s.Put(ClusterPath("bad") + V(), ClusterBody());
+  std::string op = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  std::string result = "/subscriptions/" + std::string(kSub) +
+                       "/providers/Microsoft.RedHatOpenShift/locations/eastus/hcpOperationResults/" + op +
+                       V();
+  s.FinishOperation(op, "Failed");
+  auto st = s.Get(TargetOf(Header(r, "Azure-AsyncOperation")));
+  EXPECT_EQ(*FindPointer(BodyOf(st), "/error/code"), "ProvisionFailed");
+  auto res = s.Get(result);
+  EXPECT_EQ(res.result_int(), 400u);
+  EXPECT_EQ(ErrorCodeOf(res), "ProvisionFailed");
+}
+
+TEST_F(FrontendTest, CredentialsActions) {
+  const std::string cluster = ClusterPath("cred");
+  CreateCluster("cred");
+  auto r = s.Post(cluster + "/requestAdminCredential" + V());
+  ASSERT_EQ(r.result_int(), 202u) << r.body();
+  std::string location = Header(r, "Location");
+  EXPECT_EQ(Header(r, "Retry-After"), "10");
+  EXPECT_EQ(s.Get(TargetOf(location)).result_int(), 202u);
+  s.FinishOperation(OperationIdOf(location));
+  auto res = s.Get(TargetOf(location));
+  ASSERT_EQ(res.result_int(), 200u) << res.body();
+  EXPECT_EQ(*FindPointer(BodyOf(res), "/kubeconfig"), "apiVersion: v1\nkind: Config\n");
+  EXPECT_EQ(*FindPointer(BodyOf(res), "/expirationTimestamp"), "2025-01-02T00:00:00Z");
+
+  auto revoke = s.Post(cluster + "/revokeCredentials" + V());
+  ASSERT_EQ(revoke.result_int(), 202u) << revoke.body();
+  auto blocked = s.Post(cluster + "/requestAdminCredential" + V());
+  EXPECT_EQ(blocked.result_int(), 409u);
+  EXPECT_EQ(Header(blocked, "Retry-After"), "10");
+  s.FinishOperation(OperationIdOf(Header(revoke, "Location")));
+  EXPECT_EQ(s.Get(TargetOf(Header(revoke, "Location"))).result_int(), 204u);
+  EXPECT_EQ(
+      s.Post(cluster + "/requestAdminCredential" + V(), R"({"certificateSigningRequest":"x"})").result_int(),
+      202u);
+  EXPECT_EQ(s.Post(ClusterPath("nocluster") + "/revokeCredentials" + V()).result_int(), 404u);
+}
+
+TEST_F(FrontendTest, ClusterServiceRejectionRemovesDocuments) {
+  std::string before = s.DumpStore();
+  s.cs.FailNextCreate(Error::InvalidArgument("Cluster name is reserved"));
+  auto r = s.Put(ClusterPath("reject") + V(), ClusterBody());
+  EXPECT_EQ(r.result_int(), 400u);
+  EXPECT_NE(r.body().find("Cluster name is reserved"), std::string::npos);
+  EXPECT_EQ(s.DumpStore(), before);
+}
+
+TEST_F(FrontendTest, UnreachableClusterServiceKeepsTheAcceptedOperation) {
+  s.cs.FailWith(Error::Unavailable("down"));
+  auto r = s.Put(ClusterPath("later") + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u);
+  auto op = s.Operation(OperationIdOf(Header(r, "Azure-AsyncOperation")));
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->status, "Accepted");
+  EXPECT_TRUE(op->internal_id.empty());
+}
+
+// --- Seed 002 ETag tables, row by row ------------------------------------------------------------
+
+TEST_F(FrontendTest, EtagTablePut) {
+  const std::string absent = ClusterPath("etag-absent");
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody(), {{"If-Match", "*"}}).result_int(), 412u);
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody(), {{"If-Match", "\"xyz\""}}).result_int(), 412u);
+  auto created = s.Put(absent + V(), ClusterBody(), {{"If-None-Match", "*"}});
+  EXPECT_EQ(created.result_int(), 201u);
+  s.FinishAll();
+  std::string etag = Header(s.Get(absent + V()), "ETag");
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody(), {{"If-None-Match", "*"}}).result_int(), 412u);
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody(), {{"If-Match", "\"xyz\""}}).result_int(), 412u);
+  auto r = s.Put(absent + V(), ClusterBody(), {{"If-Match", etag}});
+  EXPECT_EQ(r.result_int(), 200u) << r.body();
+  s.FinishAll();
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody(), {{"If-Match", "*"}}).result_int(), 200u);
+  s.FinishAll();
+  EXPECT_EQ(s.Put(absent + V(), ClusterBody()).result_int(), 200u);
+  auto pf = s.Put(absent + V(), ClusterBody(), {{"If-Match", etag}});
+  EXPECT_EQ(pf.result_int(), 412u);
+  EXPECT_EQ(ErrorCodeOf(pf), "PreconditionFailed");
+}
+
+TEST_F(FrontendTest, EtagTablePatch) {
+  const std::string path = ClusterPath("etag-patch");
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})").result_int(), 404u);
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})", {{"If-Match", "*"}}).result_int(), 404u);
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})", {{"If-Match", "\"xyz\""}}).result_int(), 404u);
+  CreateCluster("etag-patch");
+  std::string etag = Header(s.Get(path + V()), "ETag");
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})", {{"If-Match", "\"xyz\""}}).result_int(), 412u);
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})", {{"If-Match", etag}}).result_int(), 202u);
+  s.FinishAll();
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})", {{"If-Match", "*"}}).result_int(), 202u);
+  s.FinishAll();
+  EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})").result_int(), 202u);
+}
+
+TEST_F(FrontendTest, EtagTableDelete) {
+  const std::string path = ClusterPath("etag-del");
+  EXPECT_EQ(s.Delete(path + V()).result_int(), 204u);
+  EXPECT_EQ(s.Delete(path + V(), {{"If-Match", "*"}}).result_int(), 204u);
+  EXPECT_EQ(s.Delete(path + V(), {{"If-Match", "\"xyz\""}}).result_int(), 204u);
+  CreateCluster("etag-del");
+  EXPECT_EQ(s.Delete(path + V(), {{"If-Match", "\"xyz\""}}).result_int(), 412u);
+  std::string etag = Header(s.Get(path + V()), "ETag");
+  EXPECT_EQ(s.Delete(path + V(), {{"If-Match", etag}}).result_int(), 202u);
+  EXPECT_EQ(s.Delete(path + V(), {{"If-Match", "*"}}).result_int(), 202u);
+  EXPECT_EQ(s.Delete(path + V()).result_int(), 202u);
+}
+
+// --- Subscription states ------------------------------------------------------------------------
+
+TEST(SubscriptionStateTest, Table) {
+  Scenario s;
+  const std::string path = ClusterPath("c1");
+  // Unknown subscription: 400 InvalidSubscriptionState for everything.
+  auto r = s.Get(path + V());
+  EXPECT_EQ(r.result_int(), 400u);
+  EXPECT_EQ(ErrorCodeOf(r), "InvalidSubscriptionState");
+  s.RegisterSubscription(kSub, "Unregistered");
+  EXPECT_EQ(s.Put(path + V(), ClusterBody()).result_int(), 400u);
+  s.RegisterSubscription(kSub, "Registered");
+  ASSERT_EQ(s.Put(path + V(), ClusterBody()).result_int(), 201u);
+  s.FinishAll();
+  for (auto state : {"Warned", "Suspended"}) {
+    s.RegisterSubscription(kSub, state);
+    EXPECT_EQ(s.Get(path + V()).result_int(), 200u) << state;
+    auto put = s.Put(path + V(), ClusterBody());
+    EXPECT_EQ(put.result_int(), 409u) << state;
+    EXPECT_EQ(ErrorCodeOf(put), "InvalidSubscriptionState");
+    EXPECT_EQ(s.Patch(path + V(), R"({"tags":{}})").result_int(), 409u) << state;
+    EXPECT_EQ(s.Post(path + "/revokeCredentials" + V()).result_int(), 409u) << state;
+  }
+  EXPECT_EQ(s.Delete(path + V()).result_int(), 202u);
+  auto sub = s.Get("/subscriptions/" + std::string(kSub) + "?api-version=2.0");
+  ASSERT_EQ(sub.result_int(), 200u);
+  EXPECT_EQ(*FindPointer(BodyOf(sub), "/state"), "Suspended");
+  EXPECT_EQ(s.Get("/subscriptions/" + std::string(kSub) + "?api-version=2026-10-01").result_int(), 400u);
+}
+
+TEST(SubscriptionStateTest, DeletedSubscriptionDeletesEverythingInChunks) {
+  FrontendOptions options;
+  options.delete_batch_size = 3;
+  Scenario s(options);
+  s.RegisterSubscription();
+  for (int i = 0; i < 7; ++i) {
+    auto r = s.Put(ClusterPath("c" + std::to_string(i)) + V(), ClusterBody());
+    ASSERT_EQ(r.result_int(), 201u);
+  }
+  s.FinishAll();
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(
+        s.Put(ClusterPath("c0") + "/nodePools/n" + std::to_string(i) + V(), NodePoolBody()).result_int(),
+        201u);
+  }
+  s.RegisterSubscription(kSub, "Deleted");
+  int deletes = 0;
+  for (const auto& op : s.Operations()) {
+    if (op.request == arm::OperationRequest::kDelete) {
+      ++deletes;
+      EXPECT_FALSE(op.exposed());
+    }
+  }
+  EXPECT_EQ(deletes, 11);
+  // Idempotent: PUT Deleted again creates nothing new.
+  s.RegisterSubscription(kSub, "Deleted");
+  int again = 0;
+  for (const auto& op : s.Operations()) again += op.request == arm::OperationRequest::kDelete ? 1 : 0;
+  EXPECT_EQ(again, 11);
+  auto r = s.Get(ClusterPath("c1") + V());
+  EXPECT_EQ(r.result_int(), 400u);
+  EXPECT_EQ(ErrorCodeOf(r), "InvalidSubscriptionState");
+}
+
+// --- Headers, routing, metadata -------------------------------------------------------------------
+
+TEST_F(FrontendTest, CorrelationHeaders) {
+  auto r = s.Get(ClusterPath("x") + V(), {{"x-ms-client-request-id", "client-1"}});
+  EXPECT_TRUE(Header(r, "x-ms-client-request-id").empty());
+  r = s.Get(ClusterPath("x") + V(),
+            {{"x-ms-client-request-id", "client-1"}, {"x-ms-return-client-request-id", "true"}});
+  EXPECT_EQ(Header(r, "x-ms-client-request-id"), "client-1");
+  EXPECT_EQ(Header(r, "x-ms-correlation-request-id"), "corr-1");
+  auto lines = s.log->LinesForTest();
+  ASSERT_FALSE(lines.empty());
+  auto last = ParseJson(lines.back());
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(last->at("msg"), "access");
+  EXPECT_EQ(last->at("status"), 404);
+  EXPECT_EQ(last->at("correlation_id"), "corr-1");
+  EXPECT_EQ(last->at("method"), "GET");
+  EXPECT_TRUE(last->as_object().contains("latency_ms"));
+  EXPECT_EQ(last->at("request_id"), json::value(Header(r, "x-ms-request-id")));
+}
+
+TEST_F(FrontendTest, RoutingErrors) {
+  auto r = s.Get("/nothing/here");
+  EXPECT_EQ(r.result_int(), 404u);
+  EXPECT_EQ(ErrorCodeOf(r), "NotFound");
+  r = s.Get("/subscriptions/" + std::string(kSub) + "/providers/Microsoft.RedHatOpenShift/widgets" + V());
+  EXPECT_EQ(r.result_int(), 404u);
+  EXPECT_EQ(ErrorCodeOf(r), "InvalidResourceType");
+  r = s.Post(ClusterPath("x") + V(), "{}");
+  EXPECT_EQ(r.result_int(), 405u);
+  EXPECT_EQ(ErrorCodeOf(r), "MethodNotAllowed");
+  r = s.Get(ClusterPath("x"));
+  EXPECT_EQ(r.result_int(), 400u);
+  EXPECT_EQ(ErrorCodeOf(r), "InvalidParameter");
+  r = s.Get(ClusterPath("x") + V("2020-01-01"));
+  EXPECT_EQ(r.result_int(), 400u);
+  EXPECT_EQ(ErrorCodeOf(r), "InvalidResourceType");
+  r = s.Get("/SUBSCRIPTIONS/" + std::string(kSub) +
+            "/RESOURCEGROUPS/rg1/PROVIDERS/MICROSOFT.REDHATOPENSHIFT/HCPOPENSHIFTCLUSTERS/x" + V());
+  EXPECT_EQ(r.result_int(), 404u);
+  EXPECT_EQ(ErrorCodeOf(r), "ResourceNotFound");
+}
+
+TEST_F(FrontendTest, MetadataEndpoints) {
+  auto ops = s.Get("/providers/Microsoft.RedHatOpenShift/operations" + V());
+  ASSERT_EQ(ops.result_int(), 200u);
+  EXPECT_FALSE(FindPointer(BodyOf(ops), "/value")->as_array().empty());
+  std::string loc =
+      "/subscriptions/" + std::string(kSub) + "/providers/Microsoft.RedHatOpenShift/locations/eastus";
+  auto versions = s.Get(loc + "/hcpOpenShiftVersions" + V());
+  ASSERT_EQ(versions.result_int(), 200u);
+  auto v = s.Get(loc + "/hcpOpenShiftVersions/4.19" + V());
+  ASSERT_EQ(v.result_int(), 200u) << v.body();
+  EXPECT_EQ(*FindPointer(BodyOf(v), "/type"), "Microsoft.RedHatOpenShift/hcpOpenShiftVersions");
+  EXPECT_EQ(*FindPointer(BodyOf(v), "/properties/channelGroup"), "stable");
+  EXPECT_EQ(s.Get(loc + "/hcpOpenShiftVersions/9.99" + V()).result_int(), 404u);
+  s.cs.SetVersions(
+      json::array{json::object{{"raw_id", "4.21.3"}, {"channel_group", "candidate"}, {"enabled", false}}});
+  auto cs_versions = s.Get(loc + "/hcpOpenShiftVersions" + V());
+  EXPECT_EQ(*FindPointer(BodyOf(cs_versions), "/value/0/name"), "4.21.3");
+  EXPECT_EQ(*FindPointer(BodyOf(cs_versions), "/value/0/properties/enabled"), false);
+  auto roles = s.Get(loc + "/hcpOperatorIdentityRoleSets" + V());
+  ASSERT_EQ(roles.result_int(), 200u);
+  auto role = s.Get(loc + "/hcpOperatorIdentityRoleSets/4.19" + V());
+  ASSERT_EQ(role.result_int(), 200u);
+  EXPECT_EQ(*FindPointer(BodyOf(role), "/properties/controlPlaneOperators/0/required"), "Always");
+  EXPECT_EQ(s.Get("/healthz").result_int(), 200u);
+  EXPECT_EQ(s.Get("/readyz").result_int(), 200u);
+}
+
+TEST_F(FrontendTest, Preflight) {
+  std::string url = "/subscriptions/" + std::string(kSub) +
+                    "/resourcegroups/rg1/providers/Microsoft.RedHatOpenShift/deployments/dep1/preflight" +
+                    V();
+  auto cluster = ParseJson(ClusterBody()).value();
+  cluster.as_object()["type"] = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
+  cluster.as_object()["name"] = "pf";
+  cluster.as_object()["apiVersion"] = kStable;
+  json::object other{{"type", "Microsoft.Storage/storageAccounts"}, {"name", "whatever"}};
+  auto ok = s.Post(url, ToJson(json::object{{"resources", json::array{cluster, other}}}));
+  ASSERT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(*FindPointer(BodyOf(ok), "/status"), "Succeeded");
+  auto bad = cluster;
+  bad.as_object()["properties"].as_object()["network"] = json::object{{"podCidr", "not-a-cidr"}};
+  bad.as_object()["name"] = "1bad";
+  auto failed = s.Post(url, ToJson(json::object{{"resources", json::array{bad, cluster}}}));
+  ASSERT_EQ(failed.result_int(), 200u);
+  EXPECT_EQ(*FindPointer(BodyOf(failed), "/status"), "Failed");
+  EXPECT_EQ(s.Post(url, "[]").result_int(), 400u);
+  EXPECT_EQ(s.DumpStore().find("pf"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcprp::frontend::testing

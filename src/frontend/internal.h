@@ -1,0 +1,109 @@
+// Shared internals of the frontend: the environment handlers run in, the parsed request context,
+// response helpers and the handler entry points (one file per resource kind or endpoint family).
+// Not part of the module's public API.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "api/api.h"
+#include "arm/cloud_error.h"
+#include "arm/documents.h"
+#include "arm/resource_id.h"
+#include "frontend/frontend.h"
+#include "frontend/router.h"
+
+namespace hcprp::frontend {
+
+namespace bhttp = boost::beast::http;
+
+struct Env {
+  FrontendOptions options;
+  store::Store* store;
+  clusterservice::Client* cs;
+  const Clock* clock;
+  Logger logger;
+};
+
+// What middleware learnt about a request before a handler runs.
+struct RequestContext {
+  const Request* req = nullptr;
+  bhttp::verb method = bhttp::verb::unknown;
+  std::string path;                          // decoded path as given, without a trailing slash
+  std::map<std::string, std::string> query;  // keys lower-cased, values decoded
+  Route route;
+  std::string api_version;
+  std::string request_id;
+  std::string correlation_id;
+  std::string base_url;          // scheme://host of Referer (or Host), for header URLs
+  std::string tenant_id;         // x-ms-home-tenant-id
+  std::string client_object_id;  // x-ms-client-object-id
+  std::optional<json::object> system_data;
+  std::string notification_uri;
+  std::optional<arm::SubscriptionDocument> subscription;  // when the route is subscription-scoped
+
+  std::string Header(std::string_view name) const;
+  bool HasHeader(std::string_view name) const;
+};
+
+// Response builders.
+Response JsonReply(int status, const json::value& body);
+Response EmptyReply(int status);
+Response ErrorReply(const arm::CloudError& error);
+
+// Adds Azure-AsyncOperation, Location and Retry-After for an operation (all absolute URLs built from
+// the context's base URL and carrying its api-version).
+void AddAsyncHeaders(const Env& env, const RequestContext& ctx, const arm::OperationDocument& op,
+                     Response& res, bool with_location);
+std::string StatusUrl(const RequestContext& ctx, const arm::OperationDocument& op);
+std::string ResultUrl(const RequestContext& ctx, const arm::OperationDocument& op);
+
+// A resource document as read from the store, with its store etag.
+struct LoadedResource {
+  std::string doc_id;
+  std::string etag;
+  arm::ResourceDocument doc;
+};
+// nullopt when absent.
+Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_view subscription_id,
+                                                   std::string_view resource_id);
+Result<std::optional<arm::OperationDocument>> LoadOperation(const Env& env, std::string_view subscription_id,
+                                                            std::string_view operation_id);
+// The active, non-terminal operation of a resource, if any.
+Result<std::optional<arm::OperationDocument>> ActiveOperation(const Env& env, const LoadedResource& r);
+
+// A new operation document for a resource (status Accepted, or Deleting for deletes).
+arm::OperationDocument NewOperation(const Env& env, arm::OperationRequest request, std::string external_id,
+                                    std::string internal_id, std::string location);
+// Marks `op` exposed to the requesting identity.
+void Expose(const RequestContext& ctx, arm::OperationDocument& op);
+
+api::Kind ToApiKind(arm::ResourceKind kind);
+
+// The client-visible ETag of a store etag: the store etag, quoted.
+std::string ClientEtag(std::string_view store_etag);
+
+// The wire form of a resource for ctx.api_version.
+Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r);
+
+// Handlers. Each returns a complete response (errors included).
+Response HandleResource(Env& env, RequestContext& ctx);       // GET/PUT/PATCH/DELETE
+Response HandleResourceList(Env& env, RequestContext& ctx);   // lists by subscription/rg/parent
+Response HandleClusterAction(Env& env, RequestContext& ctx);  // requestAdminCredential, revokeCredentials
+Response HandleOperation(Env& env, RequestContext& ctx);      // hcpOperationStatuses / hcpOperationResults
+Response HandleSubscription(Env& env, RequestContext& ctx);   // PUT/GET /subscriptions/{id}
+Response HandleMetadata(Env& env, RequestContext& ctx);       // versions, role sets, operations list
+Response HandlePreflight(Env& env, RequestContext& ctx);
+Response HandleHealth(Env& env, RequestContext& ctx);  // healthz, readyz
+
+// Deletes a resource and its children (cancel active operations, one Delete operation per resource,
+// only the one for `resource` exposed when `expose` is true). Idempotent and resumable: resources
+// already deleting keep their delete operation. Returns the Delete operation of `resource`.
+Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
+                                           const LoadedResource& resource);
+
+}  // namespace hcprp::frontend

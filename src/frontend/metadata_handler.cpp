@@ -1,0 +1,221 @@
+// Read-only metadata: hcpOpenShiftVersions, hcpOperatorIdentityRoleSets, the provider's operations
+// list, and the health probes.
+#include "clusterservice/client.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+namespace {
+
+using arm::CloudError;
+
+struct RoleDef {
+  std::string_view operator_name;
+  std::string_view role_name;
+  std::string_view role_id;
+};
+
+// The operator identities of the control plane and data plane (as published in the API examples).
+constexpr RoleDef kControlPlane[] = {
+    {"cluster-api-azure", "Azure Red Hat OpenShift Hosted Control Planes Cluster API Provider",
+     "88366f10-ed47-4cc0-9fab-c8a06148393e"},
+    {"control-plane", "Azure Red Hat OpenShift Hosted Control Planes Control Plane Operator",
+     "fc0c873f-45e9-4d0d-a7d1-585aab30c6ed"},
+    {"cloud-controller-manager", "Azure Red Hat OpenShift Cloud Controller Manager",
+     "a1f96423-95ce-4224-ab27-4e3dc72facd4"},
+    {"ingress", "Azure Red Hat OpenShift Cluster Ingress Operator", "0336e1d3-7a87-462b-b6db-342b63f7802c"},
+    {"disk-csi-driver", "Azure Red Hat OpenShift Disk Storage Operator",
+     "5b7237c5-45e1-49d6-bc18-a1f62f400748"},
+    {"file-csi-driver", "Azure Red Hat OpenShift File Storage Operator",
+     "0d7aedc0-15fd-4a67-a412-efad370c947e"},
+    {"image-registry", "Azure Red Hat OpenShift Image Registry Operator",
+     "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"},
+    {"cloud-network-config", "Azure Red Hat OpenShift Network Operator",
+     "be7a6435-15ae-4171-8f30-4a343eff9e8f"},
+};
+constexpr RoleDef kDataPlane[] = {
+    {"disk-csi-driver", "Azure Red Hat OpenShift Disk Storage Operator",
+     "5b7237c5-45e1-49d6-bc18-a1f62f400748"},
+    {"file-csi-driver", "Azure Red Hat OpenShift File Storage Operator",
+     "0d7aedc0-15fd-4a67-a412-efad370c947e"},
+    {"image-registry", "Azure Red Hat OpenShift Image Registry Operator",
+     "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"},
+};
+constexpr std::string_view kRoleSetVersions[] = {"4.18", "4.19", "4.20"};
+
+// Versions offered when the Cluster Service has no version list.
+struct StaticVersion {
+  std::string_view id;
+  std::string_view channel;
+  std::string_view end_of_life;
+};
+constexpr StaticVersion kStaticVersions[] = {
+    {"4.18", "stable", "2026-08-25T00:00:00Z"},
+    {"4.19", "stable", "2027-01-17T00:00:00Z"},
+    {"4.20", "stable", "2027-05-21T00:00:00Z"},
+};
+
+std::string LocationScope(const RequestContext& ctx) {
+  return "/subscriptions/" + ctx.route.subscription_id + "/providers/" +
+         std::string(arm::kProviderNamespace) + "/locations/" + ctx.route.location;
+}
+
+json::array Operators(const RoleDef* begin, const RoleDef* end) {
+  json::array out;
+  for (const RoleDef* r = begin; r != end; ++r) {
+    json::object def;
+    def["name"] = r->role_name;
+    def["resourceId"] = "/providers/Microsoft.Authorization/roleDefinitions/" + std::string(r->role_id);
+    json::object op;
+    op["name"] = r->operator_name;
+    op["required"] = "Always";
+    op["roleDefinitions"] = json::array{def};
+    out.push_back(std::move(op));
+  }
+  return out;
+}
+
+json::object RoleSet(const RequestContext& ctx, std::string_view version) {
+  json::object props;
+  props["controlPlaneOperators"] = Operators(std::begin(kControlPlane), std::end(kControlPlane));
+  props["dataPlaneOperators"] = Operators(std::begin(kDataPlane), std::end(kDataPlane));
+  json::object o;
+  o["id"] = LocationScope(ctx) + "/hcpOperatorIdentityRoleSets/" + std::string(version);
+  o["name"] = version;
+  o["type"] = arm::kRoleSetType;
+  o["properties"] = std::move(props);
+  return o;
+}
+
+json::object Version(const RequestContext& ctx, std::string_view name, std::string_view channel, bool enabled,
+                     std::string_view end_of_life) {
+  json::object props;
+  props["channelGroup"] = channel;
+  props["enabled"] = enabled;
+  if (!end_of_life.empty()) props["endOfLifeTimestamp"] = end_of_life;
+  json::object o;
+  o["id"] = LocationScope(ctx) + "/hcpOpenShiftVersions/" + std::string(name);
+  o["name"] = name;
+  o["type"] = arm::kVersionType;
+  o["properties"] = std::move(props);
+  return o;
+}
+
+// Versions from the Cluster Service (objects with raw_id/id, channel_group, enabled,
+// end_of_life_timestamp); the static list when it has none or cannot be reached.
+json::array Versions(Env& env, const RequestContext& ctx) {
+  json::array out;
+  auto listed = env.cs->List(std::string(clusterservice::kApiPrefix) + "/versions");
+  if (listed.ok()) {
+    for (const auto& v : *listed) {
+      if (!v.is_object()) continue;
+      const auto& o = v.as_object();
+      auto raw = GetString(o, "raw_id");
+      if (!raw) raw = GetString(o, "id");
+      if (!raw || raw->empty()) continue;
+      std::string name(*raw);
+      if (name.rfind("openshift-v", 0) == 0) name = name.substr(11);
+      out.push_back(Version(ctx, name, GetString(o, "channel_group").value_or("stable"),
+                            GetBool(o, "enabled").value_or(true),
+                            GetString(o, "end_of_life_timestamp").value_or("")));
+    }
+  } else {
+    env.logger.Warn("cluster service version list unavailable; serving the built-in list",
+                    {{"request_id", ctx.request_id}, {"error", listed.error().ToString()}});
+  }
+  if (out.empty()) {
+    for (const auto& v : kStaticVersions) out.push_back(Version(ctx, v.id, v.channel, true, v.end_of_life));
+  }
+  return out;
+}
+
+json::object Operation(std::string_view name, std::string_view resource, std::string_view operation,
+                       std::string_view description) {
+  json::object display;
+  display["provider"] = "Microsoft Red Hat OpenShift";
+  display["resource"] = resource;
+  display["operation"] = operation;
+  display["description"] = description;
+  json::object o;
+  o["name"] = std::string(arm::kProviderNamespace) + "/" + std::string(name);
+  o["isDataAction"] = false;
+  o["display"] = std::move(display);
+  o["origin"] = "user,system";
+  return o;
+}
+
+json::array OperationsList() {
+  json::array out;
+  struct Type {
+    std::string_view path;
+    std::string_view display;
+  };
+  for (const Type& t : {Type{"hcpOpenShiftClusters", "HCP OpenShift cluster"},
+                        Type{"hcpOpenShiftClusters/nodePools", "Node pool"},
+                        Type{"hcpOpenShiftClusters/externalAuths", "External authentication"}}) {
+    std::string p(t.path);
+    out.push_back(Operation(p + "/read", t.display, "Read", "Reads the resource."));
+    out.push_back(Operation(p + "/write", t.display, "Create or update", "Creates or updates the resource."));
+    out.push_back(Operation(p + "/delete", t.display, "Delete", "Deletes the resource."));
+  }
+  out.push_back(Operation("hcpOpenShiftClusters/requestAdminCredential/action", "HCP OpenShift cluster",
+                          "Request admin credential", "Issues a temporary cluster-admin kubeconfig."));
+  out.push_back(Operation("hcpOpenShiftClusters/revokeCredentials/action", "HCP OpenShift cluster",
+                          "Revoke credentials", "Revokes every admin credential issued for the cluster."));
+  out.push_back(Operation("locations/hcpOperationStatuses/read", "Operation status", "Read",
+                          "Reads the status of an asynchronous operation."));
+  out.push_back(Operation("locations/hcpOperationResults/read", "Operation result", "Read",
+                          "Reads the result of an asynchronous operation."));
+  out.push_back(Operation("locations/hcpOpenShiftVersions/read", "OpenShift version", "Read",
+                          "Lists the OpenShift versions available in a location."));
+  out.push_back(Operation("locations/hcpOperatorIdentityRoleSets/read", "Operator identity role set", "Read",
+                          "Lists the role sets operator identities need."));
+  out.push_back(Operation("operations/read", "Operations", "Read", "Lists the operations of the provider."));
+  return out;
+}
+
+Response List(json::array value) {
+  json::object out;
+  out["value"] = std::move(value);
+  return JsonReply(200, out);
+}
+
+}  // namespace
+
+Response HandleMetadata(Env& env, RequestContext& ctx) {
+  switch (ctx.route.kind) {
+    case RouteKind::kOperationsList:
+      return List(OperationsList());
+    case RouteKind::kRoleSetList: {
+      json::array all;
+      for (auto v : kRoleSetVersions) all.push_back(RoleSet(ctx, v));
+      return List(std::move(all));
+    }
+    case RouteKind::kRoleSet:
+      for (auto v : kRoleSetVersions) {
+        if (EqualsIgnoreCase(v, ctx.route.name)) return JsonReply(200, RoleSet(ctx, v));
+      }
+      break;
+    case RouteKind::kVersionList:
+      return List(Versions(env, ctx));
+    case RouteKind::kVersion:
+      for (auto& v : Versions(env, ctx)) {
+        if (EqualsIgnoreCase(v.at("name").as_string(), ctx.route.name)) return JsonReply(200, v);
+      }
+      break;
+    default:
+      break;
+  }
+  return ErrorReply(CloudError(404, arm::codes::kNotFound,
+                               "The resource '" + ctx.route.name + "' was not found.", ctx.path));
+}
+
+Response HandleHealth(Env& env, RequestContext& ctx) {
+  if (ctx.route.kind == RouteKind::kHealthz) return JsonReply(200, json::object{{"status", "ok"}});
+  // Ready when the store answers a point read.
+  auto probe = env.store->Read(store::kResources, "readyz", "readyz");
+  if (probe.ok() || probe.error().IsNotFound()) return JsonReply(200, json::object{{"status", "ok"}});
+  env.logger.Warn("readiness probe failed", {{"error", probe.error().ToString()}});
+  return ErrorReply(CloudError(503, arm::codes::kServiceUnavailable, "The document store is not available."));
+}
+
+}  // namespace hcprp::frontend

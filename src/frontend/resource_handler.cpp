@@ -1,0 +1,531 @@
+// GET, PUT, PATCH and DELETE of clusters, node pools and external auths, and their lists.
+#include <utility>
+
+#include "arm/headers.h"
+#include "arm/paging.h"
+#include "arm/system_data.h"
+#include "frontend/cs_mapping.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+namespace {
+
+using arm::CloudError;
+namespace codes = arm::codes;
+
+// Either a final response or "re-evaluate the request" after a lost store race.
+struct Outcome {
+  std::optional<Response> response;
+  static Outcome Retry() { return {}; }
+  static Outcome Done(Response r) { return {std::move(r)}; }
+};
+
+Response Fail(const Env& env, const RequestContext& ctx, const Error& e) {
+  env.logger.Warn(
+      "request failed",
+      {{"request_id", ctx.request_id}, {"correlation_id", ctx.correlation_id}, {"error", e.ToString()}});
+  return ErrorReply(arm::FromError(e));
+}
+
+CloudError NotFoundError(const arm::ResourceId& id, std::string_view path) {
+  return CloudError::ResourceNotFound(path, arm::ArmType(id.kind), id.Name(), id.resource_group);
+}
+
+CloudError FromValidation(const api::ValidationErrors& errors) {
+  std::vector<arm::CloudErrorBody> problems;
+  for (const auto& e : errors.errors) {
+    problems.push_back(
+        {e.code.empty() ? std::string(codes::kInvalidRequestContent) : e.code, e.message, e.target, {}});
+  }
+  if (problems.empty())
+    problems.push_back(
+        {std::string(codes::kInvalidRequestContent), "The request content was invalid.", "", {}});
+  return CloudError::FromProblems(std::move(problems));
+}
+
+// Parses a request body as a JSON object.
+std::variant<json::value, CloudError> ParseBody(const Env& env, const RequestContext& ctx, bool allow_empty) {
+  const std::string& text = ctx.req->body();
+  if (text.empty()) {
+    if (allow_empty) return json::value(json::object());
+    return CloudError::InvalidRequestContent(
+        "The request content was invalid and could not be deserialized: "
+        "the body is empty.");
+  }
+  auto parsed = ParseJson(text, env.options.max_json_depth);
+  if (!parsed.ok()) {
+    return CloudError::InvalidRequestContent(
+        "The request content was invalid and could not be deserialized: " + parsed.error().message());
+  }
+  if (!parsed->is_object()) {
+    return CloudError::InvalidRequestContent(
+        "The request content was invalid and could not be deserialized: the body must be a JSON object.");
+  }
+  return std::move(parsed).value();
+}
+
+// True when `header` (a comma-separated list of entity tags, or "*") matches `etag`.
+bool EtagListMatches(std::string_view header, std::string_view client_etag) {
+  size_t i = 0;
+  while (i < header.size()) {
+    size_t j = header.find(',', i);
+    if (j == std::string_view::npos) j = header.size();
+    std::string_view tag = header.substr(i, j - i);
+    while (!tag.empty() && (tag.front() == ' ' || tag.front() == '\t')) tag.remove_prefix(1);
+    while (!tag.empty() && (tag.back() == ' ' || tag.back() == '\t')) tag.remove_suffix(1);
+    if (tag.size() > 2 && tag.substr(0, 2) == "W/") tag.remove_prefix(2);
+    if (tag == "*" || tag == client_etag) return true;
+    // Tolerate clients that send the etag without quotes.
+    if (client_etag.size() >= 2 && tag == client_etag.substr(1, client_etag.size() - 2)) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+std::string Trimmed(std::string s) {
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t k = 0;
+  while (k < s.size() && (s[k] == ' ' || s[k] == '\t')) ++k;
+  return s.substr(k);
+}
+
+// Seed 002's If-Match / If-None-Match tables. Returns a response when the request stops here.
+std::optional<Response> CheckPreconditions(const RequestContext& ctx, const arm::ResourceId& id,
+                                           const std::optional<LoadedResource>& existing) {
+  std::string if_match = Trimmed(ctx.Header("If-Match"));
+  std::string if_none_match = Trimmed(ctx.Header("If-None-Match"));
+  auto failed = [&](std::string msg) {
+    return ErrorReply(CloudError(412, codes::kPreconditionFailed, std::move(msg), ctx.path));
+  };
+  if (!existing) {
+    switch (ctx.method) {
+      case bhttp::verb::put:
+        if (!if_match.empty()) return failed("The resource does not exist, so If-Match cannot be satisfied.");
+        return std::nullopt;
+      case bhttp::verb::patch:
+        return ErrorReply(NotFoundError(id, ctx.path));
+      case bhttp::verb::delete_:
+        return EmptyReply(204);
+      default:
+        return std::nullopt;
+    }
+  }
+  std::string etag = ClientEtag(existing->etag);
+  if (!if_match.empty() && !EtagListMatches(if_match, etag)) {
+    return failed("The entity tag in If-Match does not match the current entity tag of the resource.");
+  }
+  if (!if_none_match.empty() && EtagListMatches(if_none_match, etag)) {
+    return failed("The resource exists and If-None-Match forbids overwriting it.");
+  }
+  return std::nullopt;
+}
+
+// A parent cluster that is being created or deleted cannot get new or changed children.
+std::optional<CloudError> ParentBlocks(const LoadedResource& parent, std::string_view child_path) {
+  const std::string& st = parent.doc.provisioning_state;
+  if (EqualsIgnoreCase(st, arm::kStateDeleting)) {
+    return CloudError::Conflict(child_path, "The parent cluster is being deleted.");
+  }
+  if (EqualsIgnoreCase(st, arm::kStateAccepted) || EqualsIgnoreCase(st, arm::kStateProvisioning) ||
+      parent.doc.internal_id.empty()) {
+    return CloudError::Conflict(child_path,
+                                "The parent cluster is still being provisioned; retry when it is ready.");
+  }
+  return std::nullopt;
+}
+
+std::string BusyMessage(const arm::OperationDocument& op) {
+  return "The resource has an operation in progress (" + std::string(arm::OperationRequestName(op.request)) +
+         ", status " + op.status + "); retry when it has finished.";
+}
+
+store::WriteOp CreateOp(const Env& env, const arm::OperationDocument& op) {
+  return store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds);
+}
+
+Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r) {
+  auto body = RenderResource(ctx, r);
+  if (!body.ok()) return body.error();
+  Response res = JsonReply(status, *body);
+  res.set(bhttp::field::etag, ClientEtag(r.etag));
+  return res;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+Response Get(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
+  auto loaded = LoadResource(env, id.subscription_id, ctx.path);
+  if (!loaded.ok()) return Fail(env, ctx, loaded.error());
+  if (!loaded->has_value()) return ErrorReply(NotFoundError(id, ctx.path));
+  auto res = RenderReply(ctx, 200, **loaded);
+  if (!res.ok()) return Fail(env, ctx, res.error());
+  return std::move(res).value();
+}
+
+std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
+  if (!arm::IsValidResourceGroupName(id.resource_group)) {
+    return CloudError(400, codes::kInvalidResourceGroupName,
+                      "The resource group name '" + id.resource_group + "' is invalid.", id.resource_group);
+  }
+  if (!arm::IsValidClusterName(id.cluster_name)) {
+    return CloudError(400, codes::kInvalidResourceName,
+                      "The resource name '" + id.cluster_name +
+                          "' is invalid. It must match "
+                          "^[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?$.",
+                      "name");
+  }
+  if (id.kind != arm::ResourceKind::kCluster && !arm::IsValidChildName(id.child_name)) {
+    return CloudError(400, codes::kInvalidResourceName,
+                      "The resource name '" + id.child_name +
+                          "' is invalid. It must match "
+                          "^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$.",
+                      "name");
+  }
+  return std::nullopt;
+}
+
+// Loads the parent cluster of a child; a response when the request must stop.
+std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, RequestContext& ctx,
+                                                                 const arm::ResourceId& id) {
+  if (id.kind == arm::ResourceKind::kCluster) return std::optional<LoadedResource>();
+  auto cluster_id = id.Cluster();
+  std::string cluster_path = ctx.path.substr(0, ctx.path.rfind('/'));
+  cluster_path = cluster_path.substr(0, cluster_path.rfind('/'));
+  auto parent = LoadResource(env, id.subscription_id, cluster_path);
+  if (!parent.ok()) return Fail(env, ctx, parent.error());
+  if (!parent->has_value()) {
+    return ErrorReply(CloudError(404, codes::kParentResourceNotFound,
+                                 "The parent resource '" + cluster_path + "' was not found.", cluster_path));
+  }
+  return std::move(parent).value();
+}
+
+Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+                  const std::optional<LoadedResource>& parent) {
+  api::DecodeOptions opts;
+  opts.name = id.Name();
+  if (parent) {
+    if (const auto* v = FindPointer(json::value(parent->doc.resource), "/properties/version/id");
+        v != nullptr && v->is_string()) {
+      opts.default_version_id = std::string(v->as_string());
+    }
+  }
+  auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind), body, opts);
+  if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
+    return Outcome::Done(ErrorReply(FromValidation(*errs)));
+  api::Resource resource = std::get<api::Resource>(std::move(decoded));
+  std::string location = parent ? parent->doc.location : resource.location;
+  if (parent && id.kind == arm::ResourceKind::kNodePool) resource.location = location;
+
+  auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
+  Expose(ctx, op);
+  arm::ResourceDocument doc;
+  doc.resource_type = std::string(arm::DocType(id.kind));
+  doc.resource_id = ctx.path;
+  doc.location = location;
+  doc.active_operation_id = op.id;
+  doc.provisioning_state = std::string(arm::kStateAccepted);
+  doc.identity = resource.identity;
+  doc.system_data = arm::MergeSystemData(std::nullopt, ctx.system_data, true);
+  doc.tags = resource.tags;
+  doc.resource = api::ToStorage(resource);
+
+  const std::string pk = arm::PartitionKey(id.subscription_id);
+  const std::string doc_id = arm::ResourceDocumentId(ctx.path);
+  auto created = env.store->Batch(store::kResources, pk,
+                                  {store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)});
+  if (!created.ok()) {
+    if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
+    return Outcome::Done(Fail(env, ctx, created.error()));
+  }
+  LoadedResource result{doc_id, created->documents.at(0).etag, doc};
+
+  // Step 2: the Cluster Service, with the operation id as idempotency key.
+  auto cs_body = ClusterServiceCreateBody(id, resource);
+  auto cs = env.cs->Create(ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""), cs_body,
+                           op.id);
+  if (!cs.ok()) {
+    const Error& e = cs.error();
+    if (e.Is(ErrorCode::kInvalidArgument) || e.Is(ErrorCode::kConflict)) {
+      // Rejected synchronously: nothing was created; remove both documents.
+      store::WriteOp del_doc = store::WriteOp::Delete(doc_id);
+      del_doc.conditions.push_back({std::string(arm::kPathActiveOperationId), json::value(op.id)});
+      auto undone =
+          env.store->Batch(store::kResources, pk, {std::move(del_doc), store::WriteOp::Delete(op.id)});
+      if (!undone.ok()) {
+        env.logger.Warn("could not remove documents of a rejected create",
+                        {{"request_id", ctx.request_id}, {"error", undone.error().ToString()}});
+      }
+      if (e.Is(ErrorCode::kConflict))
+        return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, e.message())));
+      return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(e.message())));
+    }
+    // Unreachable or failing Cluster Service: the Accepted operation is durable and the backend
+    // repeats the create with the same idempotency key, so the request is still accepted.
+    env.logger.Warn("cluster service create deferred to the backend",
+                    {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
+  } else if (auto href = GetString(*cs, "href"); href && !href->empty()) {
+    // Step 3: record the internal ID on both documents.
+    store::WriteOp set_doc = store::WriteOp::Patch(
+        doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(*href)}},
+        {{std::string(arm::kPathInternalId), json::value("")}});
+    store::WriteOp set_op = store::WriteOp::Patch(
+        op.id,
+        {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(*href)}});
+    auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc), std::move(set_op)});
+    if (patched.ok()) {
+      result.etag = patched->documents.at(0).etag;
+      result.doc.internal_id = std::string(*href);
+    } else {
+      env.logger.Warn(
+          "could not record the internal ID",
+          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", patched.error().ToString()}});
+    }
+  }
+  auto res = RenderReply(ctx, 201, result);
+  if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));
+  AddAsyncHeaders(env, ctx, op, *res, false);
+  return Outcome::Done(std::move(res).value());
+}
+
+// PUT on an existing resource (replace) or PATCH: validate, write resource + Update operation in one
+// batch, tell the Cluster Service, undo on a synchronous refusal.
+Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+               const LoadedResource& existing, bool is_patch) {
+  auto active = ActiveOperation(env, existing);
+  if (!active.ok()) return Outcome::Done(Fail(env, ctx, active.error()));
+  if (active->has_value())
+    return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, BusyMessage(**active))));
+  if (EqualsIgnoreCase(existing.doc.provisioning_state, arm::kStateDeleting)) {
+    return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, "The resource is being deleted.")));
+  }
+  auto current = api::FromStorage(existing.doc.resource);
+  if (!current.ok()) return Outcome::Done(Fail(env, ctx, current.error()));
+  api::DecodeOptions opts;
+  opts.name = id.Name();
+  opts.current_provisioning_state = existing.doc.provisioning_state;
+  auto decoded = is_patch ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), body, *current, opts)
+                          : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), body, *current, opts);
+  if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
+    return Outcome::Done(ErrorReply(FromValidation(*errs)));
+  api::Resource resource = std::get<api::Resource>(std::move(decoded));
+  if (id.kind == arm::ResourceKind::kNodePool && resource.location.empty())
+    resource.location = existing.doc.location;
+  if (existing.doc.internal_id.empty()) {
+    return Outcome::Done(ErrorReply(CloudError::Conflict(
+        ctx.path, "The resource is not yet known to the Cluster Service; retry later.")));
+  }
+
+  auto op = NewOperation(env, arm::OperationRequest::kUpdate, existing.doc.resource_id,
+                         existing.doc.internal_id, existing.doc.location);
+  Expose(ctx, op);
+  arm::ResourceDocument doc = existing.doc;
+  doc.active_operation_id = op.id;
+  doc.provisioning_state = std::string(arm::kStateAccepted);
+  doc.identity = resource.identity;
+  doc.system_data = arm::MergeSystemData(existing.doc.system_data, ctx.system_data, false);
+  doc.tags = resource.tags;
+  doc.resource = api::ToStorage(resource);
+
+  const std::string pk = arm::PartitionKey(id.subscription_id);
+  auto written = env.store->Batch(
+      store::kResources, pk,
+      {store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)});
+  if (!written.ok()) {
+    if (written.error().IsPreconditionFailed() || written.error().IsAlreadyExists()) return Outcome::Retry();
+    return Outcome::Done(Fail(env, ctx, written.error()));
+  }
+  LoadedResource result{existing.doc_id, written->documents.at(0).etag, doc};
+
+  auto cs = env.cs->Update(existing.doc.internal_id, ClusterServiceUpdateBody(id, resource));
+  if (!cs.ok()) {
+    // Undo: the previous resource document comes back and the operation disappears.
+    auto undone =
+        env.store->Batch(store::kResources, pk,
+                         {store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
+                          store::WriteOp::Delete(op.id)});
+    if (!undone.ok()) {
+      env.logger.Error(
+          "could not undo a refused update",
+          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", undone.error().ToString()}});
+    }
+    if (cs.error().Is(ErrorCode::kInvalidArgument)) {
+      return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(cs.error().message())));
+    }
+    return Outcome::Done(Fail(env, ctx, cs.error()));
+  }
+  if (is_patch) {
+    Response res = EmptyReply(202);
+    AddAsyncHeaders(env, ctx, op, res, true);
+    return Outcome::Done(std::move(res));
+  }
+  auto res = RenderReply(ctx, 200, result);
+  if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));
+  AddAsyncHeaders(env, ctx, op, *res, false);
+  return Outcome::Done(std::move(res).value());
+}
+
+Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body) {
+  bool is_patch = ctx.method == bhttp::verb::patch;
+  auto parent = LoadParent(env, ctx, id);
+  if (auto* r = std::get_if<Response>(&parent)) return Outcome::Done(std::move(*r));
+  auto& parent_doc = std::get<std::optional<LoadedResource>>(parent);
+  auto existing = LoadResource(env, id.subscription_id, ctx.path);
+  if (!existing.ok()) return Outcome::Done(Fail(env, ctx, existing.error()));
+  if (auto stop = CheckPreconditions(ctx, id, *existing)) return Outcome::Done(std::move(*stop));
+  if (parent_doc) {
+    if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
+  }
+  if (existing->has_value()) return Update(env, ctx, id, body, **existing, is_patch);
+  return PutCreate(env, ctx, id, body, parent_doc);
+}
+
+Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
+  if (ctx.method == bhttp::verb::put) {
+    if (auto bad = CheckNames(id)) return ErrorReply(*bad);
+  }
+  auto body = ParseBody(env, ctx, false);
+  if (auto* e = std::get_if<CloudError>(&body)) return ErrorReply(*e);
+  const json::value& value = std::get<json::value>(body);
+  for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
+    Outcome o = PutOrPatchOnce(env, ctx, id, value);
+    if (o.response) return std::move(*o.response);
+  }
+  return ErrorReply(
+      CloudError::Conflict(ctx.path, "The resource was changed concurrently; retry the request."));
+}
+
+Response Delete(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
+  for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
+    auto existing = LoadResource(env, id.subscription_id, ctx.path);
+    if (!existing.ok()) return Fail(env, ctx, existing.error());
+    if (auto stop = CheckPreconditions(ctx, id, *existing)) return std::move(*stop);
+    auto op = StartDelete(env, &ctx, **existing);
+    if (!op.ok()) {
+      if (op.error().IsPreconditionFailed() || op.error().IsAlreadyExists()) continue;
+      return Fail(env, ctx, op.error());
+    }
+    if (!(*existing)->doc.internal_id.empty()) {
+      Status deleted = env.cs->Delete((*existing)->doc.internal_id);
+      if (!deleted.ok() && !deleted.error().IsNotFound()) {
+        // The Delete operation is durable; the backend repeats the Cluster Service delete.
+        env.logger.Warn("cluster service delete deferred to the backend",
+                        {{"request_id", ctx.request_id},
+                         {"operation_id", op->id},
+                         {"error", deleted.error().ToString()}});
+      }
+    }
+    Response res = EmptyReply(202);
+    AddAsyncHeaders(env, ctx, *op, res, true);
+    return res;
+  }
+  return ErrorReply(
+      CloudError::Conflict(ctx.path, "The resource was changed concurrently; retry the request."));
+}
+
+}  // namespace
+
+Response HandleResource(Env& env, RequestContext& ctx) {
+  arm::ResourceId id = ctx.route.ResourceIdOf();
+  switch (ctx.method) {
+    case bhttp::verb::get:
+      return Get(env, ctx, id);
+    case bhttp::verb::put:
+    case bhttp::verb::patch:
+      return PutOrPatch(env, ctx, id);
+    case bhttp::verb::delete_:
+      return Delete(env, ctx, id);
+    default:
+      return ErrorReply(CloudError(405, codes::kMethodNotAllowed, "The method is not supported."));
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+
+Response HandleResourceList(Env& env, RequestContext& ctx) {
+  const Route& r = ctx.route;
+  std::optional<size_t> top;
+  if (auto it = ctx.query.find("$top"); it != ctx.query.end()) {
+    size_t n = 0;
+    bool ok = !it->second.empty() && it->second.size() <= 5;
+    for (char c : it->second) {
+      if (c < '0' || c > '9')
+        ok = false;
+      else
+        n = n * 10 + static_cast<size_t>(c - '0');
+    }
+    if (!ok || n < 1 || n > arm::kMaxPageSize) {
+      return ErrorReply(CloudError(
+          400, codes::kInvalidParameter,
+          "The value of $top must be an integer between 1 and " + std::to_string(arm::kMaxPageSize) + ".",
+          "$top"));
+    }
+    top = n;
+  }
+  std::string continuation;
+  if (auto it = ctx.query.find("$skiptoken"); it != ctx.query.end()) {
+    auto decoded = arm::DecodeSkipToken(it->second);
+    if (!decoded.ok()) {
+      return ErrorReply(
+          CloudError(400, codes::kInvalidParameter, "The $skipToken is invalid.", "$skipToken"));
+    }
+    continuation = std::move(decoded).value();
+  }
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = arm::PartitionKey(r.subscription_id);
+  q.max_items = top.value_or(arm::kDefaultPageSize);
+  q.continuation = continuation;
+  const std::string ns = "/providers/" + std::string(arm::kProviderNamespace) + "/hcpOpenShiftClusters/";
+  switch (r.kind) {
+    case RouteKind::kClusterListBySub:
+      q.resource_type = std::string(arm::kClusterDocType);
+      break;
+    case RouteKind::kClusterListByRg:
+      q.resource_type = std::string(arm::kClusterDocType);
+      q.resource_id_prefix =
+          "/subscriptions/" + r.subscription_id + "/resourceGroups/" + r.resource_group + ns;
+      break;
+    default: {
+      arm::ResourceId cluster = r.ResourceIdOf().Cluster();
+      std::string cluster_path = ctx.path.substr(0, ctx.path.rfind('/'));
+      auto parent = LoadResource(env, r.subscription_id, cluster_path);
+      if (!parent.ok()) return Fail(env, ctx, parent.error());
+      if (!parent->has_value()) return ErrorReply(NotFoundError(cluster, cluster_path));
+      q.resource_type = std::string(arm::DocType(r.resource_kind));
+      q.resource_id_prefix =
+          (*parent)->doc.resource_id + "/" + std::string(arm::ChildSegment(r.resource_kind)) + "/";
+      break;
+    }
+  }
+  auto page = env.store->Query(q);
+  if (!page.ok()) {
+    if (page.error().Is(ErrorCode::kInvalidArgument) && !continuation.empty()) {
+      return ErrorReply(
+          CloudError(400, codes::kInvalidParameter, "The $skipToken is invalid.", "$skipToken"));
+    }
+    return Fail(env, ctx, page.error());
+  }
+  json::array value;
+  for (const auto& d : page->documents) {
+    auto parsed = arm::ResourceDocument::FromBody(d.body);
+    if (!parsed.ok()) {
+      env.logger.Warn("skipping unreadable resource document",
+                      {{"id", d.id}, {"error", parsed.error().ToString()}});
+      continue;
+    }
+    LoadedResource lr{d.id, d.etag, std::move(parsed).value()};
+    auto rendered = RenderResource(ctx, lr);
+    if (!rendered.ok()) return Fail(env, ctx, rendered.error());
+    value.push_back(std::move(rendered).value());
+  }
+  json::object out;
+  out["value"] = std::move(value);
+  if (!page->continuation.empty()) {
+    out["nextLink"] =
+        arm::NextLink(ctx.base_url, ctx.path, ctx.api_version, top, arm::EncodeSkipToken(page->continuation));
+  }
+  return JsonReply(200, out);
+}
+
+}  // namespace hcprp::frontend

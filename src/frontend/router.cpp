@@ -1,0 +1,215 @@
+#include "frontend/router.h"
+
+#include "core/json.h"
+
+namespace hcprp::frontend {
+namespace {
+
+using boost::beast::http::verb;
+
+bool Is(const std::string& seg, std::string_view word) { return EqualsIgnoreCase(seg, word); }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+arm::CloudError NotFound(std::string_view what) {
+  return {404, arm::codes::kNotFound, "The requested path '" + std::string(what) + "' was not found."};
+}
+
+arm::CloudError UnknownType(std::string_view type) {
+  return {404, arm::codes::kInvalidResourceType,
+          "The resource type '" + std::string(type) + "' could not be found in the namespace '" +
+              std::string(arm::kProviderNamespace) + "'."};
+}
+
+std::variant<Route, arm::CloudError> Check(Route r, verb method) {
+  for (auto m : r.methods) {
+    if (m == method) return r;
+  }
+  return arm::CloudError(405, arm::codes::kMethodNotAllowed,
+                         "The HTTP method '" + std::string(boost::beast::http::to_string(method)) +
+                             "' is not supported for this resource.");
+}
+
+// segments after ".../providers/Microsoft.RedHatOpenShift" of a resource-group scope path.
+std::variant<Route, arm::CloudError> MatchRgScope(Route r, const std::vector<std::string>& s, size_t i,
+                                                  verb method) {
+  // s[i] is the first segment after the namespace.
+  size_t n = s.size() - i;
+  if (n == 0) return NotFound("providers");
+  if (Is(s[i], "deployments")) {
+    if (n == 3 && Is(s[i + 2], "preflight")) {
+      r.kind = RouteKind::kPreflight;
+      r.name = s[i + 1];
+      r.methods = {verb::post};
+      return Check(std::move(r), method);
+    }
+    return NotFound("deployments");
+  }
+  if (!Is(s[i], "hcpOpenShiftClusters")) return UnknownType(s[i]);
+  if (n == 1) {
+    r.kind = RouteKind::kClusterListByRg;
+    r.methods = {verb::get};
+    return Check(std::move(r), method);
+  }
+  r.cluster_name = s[i + 1];
+  if (n == 2) {
+    r.kind = RouteKind::kResource;
+    r.resource_kind = arm::ResourceKind::kCluster;
+    r.methods = {verb::get, verb::put, verb::patch, verb::delete_};
+    return Check(std::move(r), method);
+  }
+  const std::string& sub = s[i + 2];
+  if (n == 3 && (Is(sub, "requestAdminCredential") || Is(sub, "revokeCredentials"))) {
+    r.kind = RouteKind::kClusterAction;
+    r.action = Is(sub, "requestAdminCredential") ? "requestAdminCredential" : "revokeCredentials";
+    r.methods = {verb::post};
+    return Check(std::move(r), method);
+  }
+  arm::ResourceKind kind;
+  if (Is(sub, "nodePools")) {
+    kind = arm::ResourceKind::kNodePool;
+  } else if (Is(sub, "externalAuths")) {
+    kind = arm::ResourceKind::kExternalAuth;
+  } else {
+    return UnknownType("hcpOpenShiftClusters/" + sub);
+  }
+  r.resource_kind = kind;
+  if (n == 3) {
+    r.kind = RouteKind::kChildList;
+    r.methods = {verb::get};
+    return Check(std::move(r), method);
+  }
+  if (n == 4) {
+    r.kind = RouteKind::kResource;
+    r.child_name = s[i + 3];
+    r.methods = {verb::get, verb::put, verb::patch, verb::delete_};
+    return Check(std::move(r), method);
+  }
+  return NotFound(sub);
+}
+
+// segments after /subscriptions/{sub}/providers/Microsoft.RedHatOpenShift.
+std::variant<Route, arm::CloudError> MatchSubScope(Route r, const std::vector<std::string>& s, size_t i,
+                                                   verb method) {
+  size_t n = s.size() - i;
+  if (n == 0) return NotFound("providers");
+  if (Is(s[i], "hcpOpenShiftClusters") && n == 1) {
+    r.kind = RouteKind::kClusterListBySub;
+    r.methods = {verb::get};
+    return Check(std::move(r), method);
+  }
+  if (!Is(s[i], "locations")) return UnknownType(s[i]);
+  if (n < 3) return NotFound("locations");
+  r.location = s[i + 1];
+  const std::string& type = s[i + 2];
+  r.methods = {verb::get};
+  if (n == 4 && Is(type, "hcpOperationStatuses")) {
+    r.kind = RouteKind::kOperationStatus;
+  } else if (n == 4 && Is(type, "hcpOperationResults")) {
+    r.kind = RouteKind::kOperationResult;
+  } else if (Is(type, "hcpOpenShiftVersions") && (n == 3 || n == 4)) {
+    r.kind = n == 3 ? RouteKind::kVersionList : RouteKind::kVersion;
+  } else if (Is(type, "hcpOperatorIdentityRoleSets") && (n == 3 || n == 4)) {
+    r.kind = n == 3 ? RouteKind::kRoleSetList : RouteKind::kRoleSet;
+  } else if (Is(type, "hcpOperationStatuses") || Is(type, "hcpOperationResults")) {
+    return NotFound(type);
+  } else {
+    return UnknownType("locations/" + type);
+  }
+  if (n == 4) r.name = s[i + 3];
+  return Check(std::move(r), method);
+}
+
+}  // namespace
+
+arm::ResourceId Route::ResourceIdOf() const {
+  arm::ResourceId id;
+  id.kind = resource_kind;
+  id.subscription_id = subscription_id;
+  id.resource_group = resource_group;
+  id.cluster_name = cluster_name;
+  id.child_name = child_name;
+  return id;
+}
+
+Result<std::vector<std::string>> SplitPath(std::string_view raw_path) {
+  std::vector<std::string> out;
+  if (raw_path.empty() || raw_path.front() != '/') return Error::InvalidArgument("path must start with '/'");
+  std::string_view rest = raw_path.substr(1);
+  if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty()) return out;
+  size_t start = 0;
+  while (true) {
+    size_t end = rest.find('/', start);
+    std::string_view seg =
+        rest.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    if (seg.empty()) return Error::InvalidArgument("empty path segment");
+    std::string decoded;
+    for (size_t k = 0; k < seg.size(); ++k) {
+      if (seg[k] == '%') {
+        int hi = k + 1 < seg.size() ? HexValue(seg[k + 1]) : -1;
+        int lo = k + 2 < seg.size() ? HexValue(seg[k + 2]) : -1;
+        if (hi < 0 || lo < 0) return Error::InvalidArgument("bad percent escape in path");
+        char c = static_cast<char>(hi * 16 + lo);
+        if (c == '/' || c == '\0') return Error::InvalidArgument("encoded separator in path");
+        decoded.push_back(c);
+        k += 2;
+      } else {
+        decoded.push_back(seg[k]);
+      }
+    }
+    out.push_back(std::move(decoded));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return out;
+}
+
+std::variant<Route, arm::CloudError> MatchRoute(const std::vector<std::string>& s, verb method) {
+  Route r;
+  const size_t n = s.size();
+  if (n == 1 && Is(s[0], "healthz")) {
+    r.kind = RouteKind::kHealthz;
+    r.methods = {verb::get, verb::head};
+    return Check(std::move(r), method);
+  }
+  if (n == 1 && Is(s[0], "readyz")) {
+    r.kind = RouteKind::kReadyz;
+    r.methods = {verb::get, verb::head};
+    return Check(std::move(r), method);
+  }
+  if (n >= 2 && Is(s[0], "providers")) {
+    if (!Is(s[1], arm::kProviderNamespace)) return NotFound("providers/" + s[1]);
+    if (n == 3 && Is(s[2], "operations")) {
+      r.kind = RouteKind::kOperationsList;
+      r.methods = {verb::get};
+      return Check(std::move(r), method);
+    }
+    return n >= 3 ? UnknownType(s[2]) : NotFound("providers");
+  }
+  if (n < 2 || !Is(s[0], "subscriptions")) return NotFound(n == 0 ? "/" : s[0]);
+  r.subscription_id = s[1];
+  if (n == 2) {
+    r.kind = RouteKind::kSubscription;
+    r.methods = {verb::get, verb::put};
+    return Check(std::move(r), method);
+  }
+  if (Is(s[2], "providers")) {
+    if (n < 4 || !Is(s[3], arm::kProviderNamespace)) return NotFound("providers");
+    return MatchSubScope(std::move(r), s, 4, method);
+  }
+  if (Is(s[2], "resourceGroups")) {
+    if (n < 6 || !Is(s[4], "providers") || !Is(s[5], arm::kProviderNamespace))
+      return NotFound("resourceGroups");
+    r.resource_group = s[3];
+    return MatchRgScope(std::move(r), s, 6, method);
+  }
+  return NotFound(s[2]);
+}
+
+}  // namespace hcprp::frontend
