@@ -33,12 +33,15 @@ void PreviewClusterToCanonical(json::object& props) {
       if (!mode || *mode == "PlatformManaged") {
         etcd->erase("dataEncryption");
       } else if (json::object* kms = KmsOf(props)) {
+        // Copy before inserting: an insertion may move the members (and `key`) in memory.
+        json::value vault;
         if (json::object* key = ChildObject(*kms, "activeKey")) {
           if (auto it = key->find("vaultName"); it != key->end()) {
-            (*kms)["vaultName"] = it->value();
+            vault = it->value();
             key->erase(it);
           }
         }
+        if (!vault.is_null()) (*kms)["vaultName"] = std::move(vault);
       }
     }
     if (etcd->empty()) props.erase("etcd");
@@ -58,10 +61,12 @@ void CanonicalClusterToPreview(json::object& props) {
 void CanonicalExternalAuthToPreview(json::object& props) {
   json::object* status = ChildObject(props, "status");
   if (status == nullptr) return;
+  json::value first;
   if (const json::array* conditions = GetArray(*status, "conditions"); conditions && !conditions->empty()) {
-    props["condition"] = conditions->front();
+    first = conditions->front();
   }
   props.erase("status");
+  if (!first.is_null()) props["condition"] = std::move(first);
 }
 
 }  // namespace
@@ -100,7 +105,8 @@ void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::obje
   if (json::object* platform = ChildObject(props, "platform")) {
     if (!platform->contains("vnetIntegrationSubnetId")) {
       if (auto it = platform->find("subnetId"); it != platform->end()) {
-        (*platform)["vnetIntegrationSubnetId"] = it->value();
+        json::value subnet = it->value();  // the insertion below may move `it`
+        (*platform)["vnetIntegrationSubnetId"] = std::move(subnet);
       }
     }
   }
