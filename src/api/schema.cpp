@@ -538,12 +538,7 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
                             path));
     }
     if (node.pattern && !too_long) {
-      bool matches = false;
-      if (s.size() <= kMaxPatternInput) {
-        const std::regex* re = Regex(*node.pattern);
-        matches = re == nullptr || std::regex_search(s.begin(), s.end(), *re);
-      }
-      if (!matches) {
+      if (!Matches(*node.pattern, s)) {
         out.push_back(Problem(bad_value,
                               "the value " + Quote(s) + " of " + Describe(path) +
                                   " does not match the pattern " + *node.pattern,
@@ -730,6 +725,12 @@ void SchemaSet::FillNode(const Node& node, json::value& now, const json::value& 
       FillNode(*child, *va, *vb);
     }
   }
+}
+
+bool SchemaSet::Matches(const std::string& pattern, std::string_view text) const {
+  if (text.size() > kMaxPatternInput) return false;
+  const std::regex* re = Regex(pattern);
+  return re == nullptr || std::regex_search(text.begin(), text.end(), *re);
 }
 
 std::optional<std::string> SchemaSet::PathParameterPattern(std::string_view name) const {

@@ -73,6 +73,9 @@ class SchemaSet {
 
   // The `pattern` of a path parameter ("hcpOpenShiftClusterName"), if the document declares one.
   std::optional<std::string> PathParameterPattern(std::string_view name) const;
+  // Whether `text` matches an ECMAScript `pattern` (compiled once and cached). Texts longer than
+  // 4096 bytes never match; a pattern that does not compile matches everything.
+  bool Matches(const std::string& pattern, std::string_view text) const;
 
   struct Doc;
   struct Node;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <regex>
 #include <set>
 
 #include "api/schema.h"
@@ -492,12 +491,7 @@ void CheckResourceName(const SchemaSet& schemas, Kind kind, std::string_view nam
                                                          : "externalAuthName";
   auto pattern = schemas.PathParameterPattern(parameter);
   if (!pattern) return;
-  bool ok = name.size() <= 256;
-  if (ok) {
-    std::regex re(*pattern, std::regex::ECMAScript);
-    ok = std::regex_search(name.begin(), name.end(), re);
-  }
-  if (!ok) {
+  if (!schemas.Matches(*pattern, name)) {
     Add(out, "the name '" + std::string(name.substr(0, 64)) + "' does not match " + *pattern, "name",
         kInvalidResourceName);
   }
