@@ -665,6 +665,11 @@ bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget
       ++counters_.errors;
       return true;
     }
+    if (op.request == Request::kDelete && obs.state == "uninstalling") {
+      // The deletion is under way (the frontend issued it): events or polls carry it from here.
+      std::lock_guard lock(state_mu_);
+      delete_issued_.insert({op.partition_key, op.id});
+    }
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") {
       bool issued;
       {
@@ -699,7 +704,7 @@ bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget
   ObjectKind kind = KindOfHref(href);
   Outcome o = Transit(op.partition_key, op.id,
                       [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
-  if (o == Outcome::kGone || (o == Outcome::kApplied && !index_.Find(op.partition_key, op.id))) {
+  if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_.Find(op.partition_key, op.id))) {
     std::lock_guard lock(state_mu_);
     delete_issued_.erase({op.partition_key, op.id});
   }
@@ -961,6 +966,10 @@ void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations
                             const std::optional<store::Document>& resource) {
   for (const store::Document& d : ended_operations) {
     index_.Remove(d.partition_key, d.id);
+    {
+      std::lock_guard lock(state_mu_);
+      delete_issued_.erase({d.partition_key, d.id});
+    }
     std::string uri = PropertyString(d.body, "notificationUri");
     if (!uri.empty()) {
       notifications_.Enqueue(uri, OperationStatusResource(d));
