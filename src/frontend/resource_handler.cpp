@@ -1,4 +1,5 @@
 // GET, PUT, PATCH and DELETE of clusters, node pools and external auths, and their lists.
+#include <cctype>
 #include <utility>
 
 #include "arm/headers.h"
@@ -214,6 +215,20 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
+  if (!parent) {
+    // The location becomes a segment of operation URLs: only ARM's normalized form is accepted
+    // (letters and digits; spaces are dropped as ARM does for display names).
+    std::string normalized;
+    for (char c : resource.location) {
+      if (c != ' ') normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    }
+    if (!arm::IsValidLocation(normalized)) {
+      return Outcome::Done(
+          ErrorReply(CloudError(400, codes::kInvalidParameter,
+                                "The location '" + resource.location + "' is not valid.", "location")));
+    }
+    resource.location = normalized;
+  }
   std::string location = parent ? parent->doc.location : resource.location;
   if (parent && id.kind == arm::ResourceKind::kNodePool) resource.location = location;
 
