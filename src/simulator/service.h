@@ -1,0 +1,173 @@
+// The Cluster Service simulator's request handling, objects, state machine driver, event stream
+// and fault injection, without sockets: Handle() maps a request to a response. Simulator
+// (simulator.h) puts it behind an HTTP server.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "http/message.h"
+#include "simulator/provisioner.h"
+#include "simulator/scheduler.h"
+#include "simulator/state_store.h"
+
+namespace hcprp::simulator {
+
+inline constexpr std::string_view kApiPrefix = "/api/aro_hcp/v1alpha1";
+
+struct ServiceOptions {
+  const Clock* clock = nullptr;           // required; not owned
+  Provisioner* provisioner = nullptr;     // required; not owned
+  TimedProvisioner* timing = nullptr;     // for /control/timing; may be null; not owned
+  StateStore* store = nullptr;            // required; not owned
+  Scheduler* scheduler = nullptr;         // required; not owned
+  const Logger* logger = nullptr;         // may be null; not owned
+  size_t event_history = 10'000;          // events kept for resuming watchers
+  std::chrono::milliseconds max_watch{60'000};  // cap on an events long-poll
+  std::chrono::milliseconds max_hang{300'000};  // cap on an injected hang
+  uint64_t seed = 0;                      // fault randomness; 0 = random
+};
+
+// Thread-safe. Every object change is persisted through the StateStore before it is answered or
+// announced, in one commit with its events.
+class Service {
+ public:
+  // Loads the persisted objects and schedules the transitions that were in progress.
+  static Result<std::unique_ptr<Service>> Open(const ServiceOptions& options);
+  ~Service();
+
+  http::Response Handle(http::Request&& request);
+  // The OCM-style answer to a request whose body is over the server's limit.
+  static http::Response TooLarge(const http::Request& header_only);
+  // Wakes long-polls and injected hangs so that they answer at once; later ones answer 503.
+  void Shutdown();
+
+  // Moves an object to `state` now, as a provisioning engine driving states asynchronously would
+  // (state kGone removes it). The provisioner is then asked for the next step as usual.
+  Status Transition(const std::string& href, const std::string& state, const std::string& error_code = "",
+                    const std::string& error_message = "");
+
+  size_t object_count() const;
+  uint64_t last_sequence() const;
+
+ private:
+  struct Record;
+  struct Txn;
+  struct EventRecord {
+    uint64_t sequence;
+    json::object item;  // {sequence, href, kind, state, object}
+  };
+  struct ProvisioningFault {
+    int64_t id = 0;
+    int64_t remaining = -1;  // -1: no count limit
+    double fraction = 1.0;
+    std::string code;
+    std::string message;
+    std::string state;                   // "error" or "recoverable_error"
+    std::vector<std::string> kinds;      // empty: all
+    std::vector<std::string> operations; // create, update, delete
+  };
+  struct HttpFaults {
+    int64_t error_count = 0;  // answer the next N calls with `status`
+    double error_fraction = 0;
+    int64_t error_after_count = 0;    // act on the next N calls, then answer `status` (lost answers)
+    double error_after_fraction = 0;
+    int status = 503;
+    double delay_fraction = 0;
+    int64_t delay_ms = 0;
+    double hang_fraction = 0;
+    int64_t hang_ms = 120'000;
+    std::string path_prefix = std::string(kApiPrefix);
+    std::vector<std::string> methods;  // empty: all
+  };
+  enum class HttpFault { kNone, kErrorBefore, kErrorAfter };
+
+  explicit Service(const ServiceOptions& options);
+  Status Load();
+
+  http::Response HandleApi(const http::Request& req, std::string_view path, std::string_view query);
+  http::Response HandleControl(const http::Request& req, std::string_view path);
+
+  // Collections and objects.
+  http::Response ListObjects(std::string_view kind, const std::string& parent, std::string_view query);
+  http::Response CreateObject(const http::Request& req, std::string_view kind, const std::string& collection,
+                              const std::string& parent);
+  http::Response GetObject(const std::string& href, std::string_view kind);
+  http::Response GetStatus(const std::string& href, std::string_view kind);
+  http::Response UpdateObject(const http::Request& req, const std::string& href, std::string_view kind);
+  http::Response DeleteObject(const std::string& href, std::string_view kind);
+  http::Response RequestAdminCredential(const http::Request& req, const std::string& cluster_href);
+  http::Response RevokeCredentials(const std::string& cluster_href);
+  http::Response GetRevocation(const std::string& cluster_href);
+  http::Response ListVersions(std::string_view query);
+  http::Response GetVersion(std::string_view id);
+  http::Response WatchEvents(std::string_view query);
+
+  // Under mu_.
+  Record* FindLocked(const std::string& href, std::string_view kind);
+  bool HasChildrenLocked(const std::string& cluster_href) const;
+  Record& TouchLocked(Txn& txn, const std::string& href);
+  void InsertLocked(Txn& txn, Record record);
+  void RemoveLocked(Txn& txn, const std::string& href);
+  void BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool allow_fault);
+  // Enters `state` as of `at` (a step's due time, so that late timers catch up; now for API calls).
+  void EnterStateLocked(Txn& txn, Record& rec, std::string state, TimePoint at);  // by value: callers pass rec.next_state
+  void PlanLocked(Record& rec);
+  void AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,
+                      json::object object);
+  Status CommitLocked(Txn& txn);
+  void ScheduleLocked(const Record& rec);
+  void OnStepDue(const std::string& href);
+  void OnRevocationDue(const std::string& href);
+  json::object RevocationLocked(const Record& rec) const;
+  std::optional<ProvisioningFault> DrawProvisioningFaultLocked(std::string_view kind, Operation op);
+
+  HttpFault DrawHttpFault(const http::Request& req, std::string_view path, int* status,
+                          std::chrono::milliseconds* delay, bool* hang);
+  // Sleeps up to `d` unless Shutdown() comes first.
+  void InterruptibleSleep(std::chrono::milliseconds d);
+
+  http::Response Ocm(http::StatusCode status, const json::value& body) const;
+  http::Response OcmError(http::StatusCode status, const std::string& reason) const;
+  static http::Response ControlJson(http::StatusCode status, const json::value& body);
+
+  const ServiceOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable events_cv_;
+  // Guarded by mu_.
+  std::map<std::string, Record> records_;              // by href
+  std::map<std::string, std::string> idempotency_;     // collection + '\n' + key -> href
+  std::deque<EventRecord> history_;
+  uint64_t last_sequence_ = 0;
+  uint64_t first_retained_ = 0;  // the smallest `after` a watcher can still resume from
+  uint64_t next_created_ = 1;
+
+  std::atomic<bool> shutdown_{false};
+  std::mutex sleep_mu_;  // for shutdown_cv_ only
+  std::condition_variable shutdown_cv_;
+
+  // Faults, guarded by faults_mu_ (taken after mu_ when both are needed).
+  mutable std::mutex faults_mu_;
+  std::vector<ProvisioningFault> provisioning_faults_;
+  int64_t next_fault_id_ = 1;
+  HttpFaults http_faults_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace hcprp::simulator

@@ -1,0 +1,608 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <future>
+#include <thread>
+
+#include "core/uuid.h"
+#include "http/client.h"
+#include "simulator/simulator.h"
+
+namespace hcprp::simulator {
+namespace {
+
+using namespace std::chrono_literals;
+using http::Verb;
+
+struct Answer {
+  unsigned status = 0;
+  json::value body;
+  const json::object& obj() const { return body.as_object(); }
+  std::string str(std::string_view key) const { return std::string(GetString(obj(), key).value_or("")); }
+  std::string state() const {
+    if (auto* st = GetObject(obj(), "status")) return std::string(GetString(*st, "state").value_or(""));
+    return std::string(GetString(obj(), "state").value_or(""));
+  }
+};
+
+Answer Call(Simulator& sim, Verb verb, const std::string& target, const std::string& body = "",
+            const std::string& idempotency_key = "") {
+  http::Request req = http::MakeRequest(verb, target, body);
+  if (!idempotency_key.empty()) req.set("X-Idempotency-Key", idempotency_key);
+  http::Response res = sim.Handle(std::move(req));
+  Answer a;
+  a.status = res.result_int();
+  if (!res.body().empty()) {
+    auto v = ParseJson(res.body());
+    if (v.ok()) a.body = std::move(*v);
+  }
+  return a;
+}
+
+const std::string kBase = "/api/aro_hcp/v1alpha1";
+
+std::string ClusterBody(const std::string& name, const std::string& sub = "sub-1") {
+  return R"({"name":")" + name + R"(","region":{"id":"westus3"},"azure":{"subscription_id":")" + sub +
+         R"(","resource_group_name":"rg","resource_name":")" + name + R"("},"version":{"id":"openshift-v4.19"}})";
+}
+
+class SimulatorTest : public ::testing::Test {
+ protected:
+  void StartSim(Profile profile = Profile::kDemo, std::string data_dir = "") {
+    SimulatorOptions o;
+    o.serve_http = false;
+    o.clock = &clock_;
+    o.profile = profile;
+    o.data_dir = std::move(data_dir);
+    o.seed = 42;
+    o.event_history = history_;
+    auto s = Simulator::Start(o);
+    ASSERT_TRUE(s.ok()) << s.error().ToString();
+    sim_ = std::move(*s);
+  }
+  void Advance(Duration d) {
+    clock_.Advance(d);
+    sim_->RunDueForTest();
+  }
+  std::string CreateCluster(const std::string& name, const std::string& sub = "sub-1") {
+    auto a = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody(name, sub));
+    EXPECT_EQ(a.status, 201u) << ToJson(a.body);
+    return a.str("href");
+  }
+  std::string State(const std::string& href) { return Call(*sim_, Verb::get, href + "/status").state(); }
+  // Every event after `after`, without waiting.
+  json::array Events(uint64_t after) {
+    auto a = Call(*sim_, Verb::get, kBase + "/events?after=" + std::to_string(after));
+    EXPECT_EQ(a.status, 200u);
+    return *GetArray(a.obj(), "items");
+  }
+  std::vector<std::string> StatesOf(const json::array& events, const std::string& href) {
+    std::vector<std::string> out;
+    for (const auto& e : events) {
+      if (GetString(e.as_object(), "href") == href) out.emplace_back(*GetString(e.as_object(), "state"));
+    }
+    return out;
+  }
+
+  FakeClock clock_;
+  size_t history_ = 10'000;
+  std::unique_ptr<Simulator> sim_;
+};
+
+TEST_F(SimulatorTest, ClusterCreateWalksEveryState) {
+  StartSim(Profile::kDemo);
+  auto a = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"));
+  ASSERT_EQ(a.status, 201u);
+  EXPECT_EQ(a.str("kind"), "Cluster");
+  const std::string href = a.str("href");
+  EXPECT_EQ(href, kBase + "/clusters/" + a.str("id"));
+  EXPECT_EQ(a.state(), "validating");
+  EXPECT_NE(GetString(*GetObject(a.obj(), "api"), "url")->find("https://api."), std::string::npos);
+  EXPECT_EQ(State(href), "validating");
+  Advance(1s);
+  EXPECT_EQ(State(href), "pending");
+  Advance(1s);
+  EXPECT_EQ(State(href), "installing");
+  Advance(3s);
+  EXPECT_EQ(State(href), "installing");
+  Advance(3s);
+  EXPECT_EQ(State(href), "ready");
+  auto st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(st.str("kind"), "ClusterStatus");
+  EXPECT_EQ(st.str("provision_error_code"), "");
+  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
+}
+
+TEST_F(SimulatorTest, InstantProfileStillPassesEveryState) {
+  StartSim(Profile::kInstant);
+  const std::string href = CreateCluster("fast");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
+}
+
+TEST_F(SimulatorTest, UpdateGoesThroughUpdating) {
+  StartSim(Profile::kDemo);
+  const std::string href = CreateCluster("c1");
+  auto early = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
+  EXPECT_EQ(early.status, 409u);
+  Advance(10s);
+  ASSERT_EQ(State(href), "ready");
+  auto renamed = Call(*sim_, Verb::patch, href, R"({"name":"other"})");
+  EXPECT_EQ(renamed.status, 400u);
+  auto badver = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v3.11"}})");
+  EXPECT_EQ(badver.status, 400u);
+  auto same = Call(*sim_, Verb::patch, href, R"({"region":{"id":"westus3"}})");
+  EXPECT_EQ(same.status, 200u);
+  EXPECT_EQ(same.state(), "ready");  // nothing changed: no update
+  auto p = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
+  ASSERT_EQ(p.status, 200u);
+  EXPECT_EQ(p.state(), "updating");
+  EXPECT_EQ(*GetString(*GetObject(p.obj(), "version"), "id"), "openshift-v4.20");
+  Advance(3s);
+  EXPECT_EQ(State(href), "ready");
+}
+
+TEST_F(SimulatorTest, NodePoolLifecycle) {
+  StartSim(Profile::kDemo);
+  const std::string cluster = CreateCluster("c1");
+  auto np = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np1","replicas":2})");
+  ASSERT_EQ(np.status, 201u) << ToJson(np.body);
+  const std::string href = np.str("href");
+  EXPECT_EQ(href, cluster + "/node_pools/" + np.str("id"));
+  EXPECT_EQ(np.str("kind"), "NodePool");
+  auto dup = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"NP1"})");
+  EXPECT_EQ(dup.status, 409u);
+  auto neg = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np2","replicas":-1})");
+  EXPECT_EQ(neg.status, 400u);
+  Advance(10s);
+  EXPECT_EQ(State(href), "ready");
+  auto p = Call(*sim_, Verb::patch, href, R"({"replicas":3})");
+  ASSERT_EQ(p.status, 200u);
+  EXPECT_EQ(p.state(), "validating_update");
+  Advance(1s);
+  EXPECT_EQ(State(href), "pending_update");
+  Advance(1s);
+  EXPECT_EQ(State(href), "updating");
+  Advance(3s);
+  EXPECT_EQ(State(href), "ready");
+  auto list = Call(*sim_, Verb::get, cluster + "/node_pools");
+  EXPECT_EQ(list.str("kind"), "NodePoolList");
+  EXPECT_EQ(*GetInt(list.obj(), "total"), 1);
+  auto del = Call(*sim_, Verb::delete_, href);
+  EXPECT_EQ(del.status, 204u);
+  EXPECT_EQ(State(href), "uninstalling");
+  EXPECT_EQ(Call(*sim_, Verb::delete_, href).status, 204u);  // repeated delete
+  Advance(3s);
+  EXPECT_EQ(Call(*sim_, Verb::get, href).status, 404u);
+  EXPECT_EQ(StatesOf(Events(0), href),
+            (std::vector<std::string>{"validating", "pending", "installing", "ready", "validating_update",
+                                      "pending_update", "updating", "ready", "uninstalling", "deleted"}));
+}
+
+TEST_F(SimulatorTest, DeletingAClusterDeletesItsChildrenFirst) {
+  StartSim(Profile::kDemo);
+  const std::string cluster = CreateCluster("c1");
+  Advance(10s);
+  auto np = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np1"})");
+  auto ea = Call(*sim_, Verb::post, cluster + "/external_auth_configs",
+                 R"({"name":"ea1","issuer":{"url":"https://issuer.example.com","audiences":["a"]}})");
+  ASSERT_EQ(ea.status, 201u) << ToJson(ea.body);
+  EXPECT_EQ(ea.str("kind"), "ExternalAuth");
+  // The cluster's uninstall (4 s) is shorter than its node pool's create in flight; the node pool
+  // gets deleted too and the cluster waits for it.
+  ASSERT_EQ(Call(*sim_, Verb::delete_, cluster).status, 204u);
+  EXPECT_EQ(State(cluster), "uninstalling");
+  EXPECT_EQ(State(np.str("href")), "uninstalling");
+  EXPECT_EQ(State(ea.str("href")), "uninstalling");
+  EXPECT_EQ(Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np2"})").status, 409u);
+  Advance(1s);
+  EXPECT_EQ(Call(*sim_, Verb::get, ea.str("href")).status, 404u);
+  Advance(2s);
+  EXPECT_EQ(Call(*sim_, Verb::get, np.str("href")).status, 404u);
+  EXPECT_EQ(State(cluster), "uninstalling");
+  Advance(1s);
+  EXPECT_EQ(Call(*sim_, Verb::get, cluster).status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::get, cluster + "/status").status, 404u);
+  // The cluster's removal is the last event.
+  auto events = Events(0);
+  auto last = events.back().as_object();
+  EXPECT_EQ(*GetString(last, "href"), cluster);
+  EXPECT_EQ(*GetString(last, "state"), "deleted");
+}
+
+TEST_F(SimulatorTest, ClusterWaitsForSlowChildren) {
+  StartSim(Profile::kDemo);
+  const std::string cluster = CreateCluster("c1");
+  Advance(10s);
+  auto np = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np1"})");
+  Advance(10s);
+  ASSERT_EQ(Call(*sim_, Verb::delete_, cluster).status, 204u);
+  // Hold the node pool in uninstalling as an engine would; the cluster must not go first.
+  ASSERT_TRUE(sim_->TransitionForTest(np.str("href"), "uninstalling").ok());
+  Advance(5s);
+  // The node pool was re-planned by the transition (3 s from its new state) and is gone by now.
+  EXPECT_EQ(Call(*sim_, Verb::get, np.str("href")).status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::get, cluster).status, 404u);
+}
+
+TEST_F(SimulatorTest, ErrorsAreOcmShaped) {
+  StartSim();
+  auto nf = Call(*sim_, Verb::get, kBase + "/clusters/nope");
+  EXPECT_EQ(nf.status, 404u);
+  EXPECT_EQ(nf.str("kind"), "Error");
+  EXPECT_EQ(nf.str("id"), "404");
+  EXPECT_EQ(nf.str("code"), "CLUSTERS-MGMT-404");
+  EXPECT_EQ(nf.str("href"), kBase + "/errors/404");
+  EXPECT_FALSE(nf.str("reason").empty());
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters/nope/node_pools").status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", "{not json").status, 400u);
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", "[]").status, 400u);
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", R"({"azure":{"subscription_id":"s","resource_group_name":"r"}})").status,
+            400u);
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", R"({"name":"x"})").status, 400u);
+  auto ver = Call(*sim_, Verb::post, kBase + "/clusters",
+                  R"({"name":"x","azure":{"subscription_id":"s","resource_group_name":"r"},"version":{"id":"4.2"}})");
+  EXPECT_EQ(ver.status, 400u);
+  EXPECT_NE(ver.str("reason").find("4.2"), std::string::npos);
+  CreateCluster("dup");
+  auto dup = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("DUP"));
+  EXPECT_EQ(dup.status, 409u);
+  EXPECT_EQ(dup.str("code"), "CLUSTERS-MGMT-409");
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("dup", "sub-2")).status, 201u);
+  EXPECT_EQ(Call(*sim_, Verb::put, kBase + "/clusters").status, 405u);
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/unknown").status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::get, "/elsewhere").status, 404u);
+  auto page = Call(*sim_, Verb::get, kBase + "/clusters?page=0");
+  EXPECT_EQ(page.status, 400u);
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters?search=name%20%3D").status, 400u);
+}
+
+TEST_F(SimulatorTest, ListPagingAndSearch) {
+  StartSim();
+  for (int i = 0; i < 5; ++i) CreateCluster("c" + std::to_string(i), i % 2 ? "sub-odd" : "sub-even");
+  auto all = Call(*sim_, Verb::get, kBase + "/clusters");
+  EXPECT_EQ(all.str("kind"), "ClusterList");
+  EXPECT_EQ(*GetInt(all.obj(), "total"), 5);
+  auto p2 = Call(*sim_, Verb::get, kBase + "/clusters?page=2&size=2");
+  EXPECT_EQ(*GetInt(p2.obj(), "page"), 2);
+  EXPECT_EQ(*GetInt(p2.obj(), "size"), 2);
+  EXPECT_EQ(*GetInt(p2.obj(), "total"), 5);
+  EXPECT_EQ(*GetString(GetArray(p2.obj(), "items")->at(0).as_object(), "name"), "c2");
+  auto p3 = Call(*sim_, Verb::get, kBase + "/clusters?page=3&size=2");
+  EXPECT_EQ(GetArray(p3.obj(), "items")->size(), 1u);
+  auto odd = Call(*sim_, Verb::get, kBase + "/clusters?search=" +
+                                       http::EncodeQueryComponent("azure.subscription_id='SUB-ODD'"));
+  EXPECT_EQ(*GetInt(odd.obj(), "total"), 2);
+  auto named = Call(*sim_, Verb::get, kBase + "/clusters?search=" + http::EncodeQueryComponent("name='c3'"));
+  ASSERT_EQ(*GetInt(named.obj(), "total"), 1);
+  EXPECT_EQ(*GetString(GetArray(named.obj(), "items")->at(0).as_object(), "name"), "c3");
+  auto versions = Call(*sim_, Verb::get, kBase + "/versions");
+  EXPECT_EQ(versions.str("kind"), "VersionList");
+  EXPECT_GT(*GetInt(versions.obj(), "total"), 0);
+  auto v = GetArray(versions.obj(), "items")->at(0).as_object();
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/versions/" + std::string(*GetString(v, "id"))).status, 200u);
+}
+
+TEST_F(SimulatorTest, IdempotentPost) {
+  StartSim();
+  auto first = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"), "key-1");
+  ASSERT_EQ(first.status, 201u);
+  auto again = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"), "key-1");
+  EXPECT_EQ(again.status, 200u);
+  EXPECT_EQ(again.str("id"), first.str("id"));
+  auto other = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"), "key-2");
+  EXPECT_EQ(other.status, 409u);
+  EXPECT_EQ(*GetInt(Call(*sim_, Verb::get, kBase + "/clusters").obj(), "total"), 1);
+  // Keys are per collection.
+  const std::string cluster = first.str("href");
+  auto np1 = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np"})", "key-1");
+  auto np2 = Call(*sim_, Verb::post, cluster + "/node_pools", R"({"name":"np"})", "key-1");
+  EXPECT_EQ(np1.status, 201u);
+  EXPECT_EQ(np2.status, 200u);
+  EXPECT_EQ(np1.str("id"), np2.str("id"));
+}
+
+TEST_F(SimulatorTest, ProvisioningFaults) {
+  StartSim(Profile::kInstant);
+  auto f = Call(*sim_, Verb::post, "/control/faults/provisioning",
+                R"({"count":1,"code":"OCM3055","message":"quota exceeded","kinds":["Cluster"]})");
+  ASSERT_EQ(f.status, 201u);
+  const std::string bad = CreateCluster("bad");
+  const std::string good = CreateCluster("good");
+  sim_->RunDueForTest();
+  auto st = Call(*sim_, Verb::get, bad + "/status");
+  EXPECT_EQ(st.state(), "error");
+  EXPECT_EQ(st.str("provision_error_code"), "OCM3055");
+  EXPECT_EQ(st.str("provision_error_message"), "quota exceeded");
+  EXPECT_EQ(StatesOf(Events(0), bad), (std::vector<std::string>{"validating", "pending", "installing", "error"}));
+  EXPECT_EQ(State(good), "ready");
+  // A failed cluster can be updated (retried) and deleted.
+  // Node pool faults with recoverable_error, on updates only.
+  ASSERT_EQ(Call(*sim_, Verb::post, "/control/faults/provisioning",
+                 R"({"fraction":1,"state":"recoverable_error","kinds":["NodePool"],"operations":["update"]})")
+                .status,
+            201u);
+  auto np = Call(*sim_, Verb::post, good + "/node_pools", R"({"name":"np","replicas":1})");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(np.str("href")), "ready");
+  Call(*sim_, Verb::patch, np.str("href"), R"({"replicas":2})");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(np.str("href")), "recoverable_error");
+  auto faults = Call(*sim_, Verb::get, "/control/faults");
+  EXPECT_EQ(GetArray(faults.obj(), "provisioning")->size(), 1u);
+  EXPECT_EQ(Call(*sim_, Verb::delete_, "/control/faults").status, 204u);
+  Call(*sim_, Verb::patch, np.str("href"), R"({"replicas":3})");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(np.str("href")), "ready");
+  // Delete faults.
+  Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"count":1,"operations":["delete"]})");
+  Call(*sim_, Verb::delete_, bad);
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(bad), "error");
+  Call(*sim_, Verb::delete_, bad);
+  sim_->RunDueForTest();
+  EXPECT_EQ(Call(*sim_, Verb::get, bad).status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"state":"broken"})").status, 400u);
+}
+
+TEST_F(SimulatorTest, HttpFaults) {
+  StartSim();
+  ASSERT_EQ(Call(*sim_, Verb::put, "/control/faults/http", R"({"error_count":2,"status":502})").status, 204u);
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters").status, 502u);
+  auto e = Call(*sim_, Verb::get, kBase + "/clusters");
+  EXPECT_EQ(e.status, 502u);
+  EXPECT_EQ(e.str("code"), "CLUSTERS-MGMT-502");
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters").status, 200u);
+  EXPECT_EQ(Call(*sim_, Verb::get, "/control/health").status, 200u);  // never faulted
+
+  // A lost answer: the POST takes effect, the caller sees 503, its retry with the key gets the object.
+  Call(*sim_, Verb::put, "/control/faults/http", R"({"error_after_fraction":1,"methods":["POST"]})");
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"), "k").status, 503u);
+  Call(*sim_, Verb::delete_, "/control/faults/http");
+  auto retry = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"), "k");
+  EXPECT_EQ(retry.status, 200u);
+  EXPECT_EQ(*GetInt(Call(*sim_, Verb::get, kBase + "/clusters").obj(), "total"), 1);
+
+  Call(*sim_, Verb::put, "/control/faults/http", R"({"delay_ms":150})");
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters").status, 200u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 150ms);
+
+  Call(*sim_, Verb::put, "/control/faults/http", R"({"hang_fraction":1,"hang_ms":200})");
+  start = std::chrono::steady_clock::now();
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters").status, 504u);
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 200ms);
+  EXPECT_EQ(Call(*sim_, Verb::put, "/control/faults/http", R"({"error_fraction":2})").status, 400u);
+}
+
+TEST_F(SimulatorTest, TimingCanChangeAtRuntime) {
+  StartSim(Profile::kRealistic);
+  const std::string href = CreateCluster("slow");
+  Advance(1s);
+  EXPECT_EQ(State(href), "validating");
+  auto t = Call(*sim_, Verb::put, "/control/timing", R"({"profile":"instant"})");
+  ASSERT_EQ(t.status, 200u);
+  EXPECT_EQ(t.str("profile"), "instant");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(Call(*sim_, Verb::put, "/control/timing", R"({"profile":"warp"})").status, 400u);
+  auto h = Call(*sim_, Verb::get, "/control/health");
+  EXPECT_EQ(h.str("status"), "ok");
+  EXPECT_EQ(*GetInt(h.obj(), "objects"), 1);
+}
+
+TEST_F(SimulatorTest, RealisticTimingIsMinutesAndScales) {
+  StartSim(Profile::kRealistic);
+  const std::string href = CreateCluster("slow");
+  Advance(5min);
+  EXPECT_NE(State(href), "ready");
+  Advance(60min);
+  EXPECT_EQ(State(href), "ready");
+  ASSERT_EQ(Call(*sim_, Verb::put, "/control/timing", R"({"time_scale":0.01})").status, 200u);
+  const std::string quick = CreateCluster("quick");
+  Advance(30s);
+  EXPECT_EQ(State(quick), "ready");
+}
+
+TEST_F(SimulatorTest, EventsResumeFromASequence) {
+  StartSim(Profile::kInstant);
+  const std::string a = CreateCluster("a");
+  sim_->RunDueForTest();
+  auto first = Call(*sim_, Verb::get, kBase + "/events?after=0&limit=2");
+  ASSERT_EQ(first.status, 200u);
+  ASSERT_EQ(GetArray(first.obj(), "items")->size(), 2u);
+  uint64_t cursor = static_cast<uint64_t>(*GetInt(first.obj(), "last_sequence"));
+  EXPECT_EQ(cursor, 2u);
+  auto rest = Events(cursor);
+  ASSERT_EQ(rest.size(), 2u);
+  auto e = rest[0].as_object();
+  EXPECT_EQ(*GetInt(e, "sequence"), 3);
+  EXPECT_EQ(*GetString(e, "kind"), "Cluster");
+  EXPECT_EQ(*GetString(e, "href"), a);
+  EXPECT_EQ(*GetString(*GetObject(*GetObject(e, "object"), "status"), "state"), "installing");
+  auto latest = Call(*sim_, Verb::get, kBase + "/events?after=latest");
+  EXPECT_EQ(*GetInt(latest.obj(), "last_sequence"), 4);
+  // Nothing new: an empty page after the timeout, cursor unchanged.
+  auto empty = Call(*sim_, Verb::get, kBase + "/events?after=4&timeout=50");
+  EXPECT_EQ(GetArray(empty.obj(), "items")->size(), 0u);
+  EXPECT_EQ(*GetInt(empty.obj(), "last_sequence"), 4);
+  // A future sequence (another incarnation): resync.
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/events?after=99").status, 410u);
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/events?after=x").status, 400u);
+}
+
+TEST_F(SimulatorTest, LongPollWakesOnChange) {
+  StartSim(Profile::kDemo);
+  auto waiter = std::async(std::launch::async, [&] {
+    return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=10000");
+  });
+  std::this_thread::sleep_for(50ms);
+  auto start = std::chrono::steady_clock::now();
+  CreateCluster("c1");
+  auto a = waiter.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  ASSERT_EQ(GetArray(a.obj(), "items")->size(), 1u);
+  EXPECT_EQ(*GetInt(a.obj(), "last_sequence"), 1);
+}
+
+TEST_F(SimulatorTest, EventsTooFarBehindAreGone) {
+  history_ = 3;
+  StartSim(Profile::kInstant);
+  CreateCluster("a");
+  sim_->RunDueForTest();  // 4 events, only 3 kept
+  auto gone = Call(*sim_, Verb::get, kBase + "/events?after=0");
+  EXPECT_EQ(gone.status, 410u);
+  EXPECT_EQ(*GetInt(gone.obj(), "last_sequence"), 4);
+  EXPECT_EQ(Events(1).size(), 3u);
+}
+
+TEST_F(SimulatorTest, StopWakesLongPolls) {
+  StartSim();
+  auto waiter = std::async(std::launch::async, [&] {
+    return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=30000");
+  });
+  std::this_thread::sleep_for(50ms);
+  auto start = std::chrono::steady_clock::now();
+  sim_->Stop();
+  auto a = waiter.get();
+  EXPECT_EQ(a.status, 200u);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST_F(SimulatorTest, Credentials) {
+  StartSim(Profile::kDemo);
+  const std::string href = CreateCluster("c1");
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 409u);  // not ready
+  Advance(10s);
+  auto cred = Call(*sim_, Verb::post, href + "/request_admin_credential");
+  ASSERT_EQ(cred.status, 200u);
+  EXPECT_NE(cred.str("kubeconfig").find("apiVersion: v1"), std::string::npos);
+  EXPECT_FALSE(cred.str("expiration_timestamp").empty());
+  EXPECT_EQ(Call(*sim_, Verb::get, href + "/revoke_credentials").str("state"), "none");
+  auto rev = Call(*sim_, Verb::post, href + "/revoke_credentials");
+  EXPECT_EQ(rev.status, 202u);
+  EXPECT_EQ(rev.str("state"), "revoking");
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/revoke_credentials").status, 202u);
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 409u);
+  Advance(2s);
+  auto done = Call(*sim_, Verb::get, href + "/revoke_credentials");
+  EXPECT_EQ(done.str("state"), "revoked");
+  EXPECT_FALSE(done.str("completion_timestamp").empty());
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 200u);
+  EXPECT_EQ(StatesOf(Events(0), href + "/revoke_credentials"), (std::vector<std::string>{"revoking", "revoked"}));
+}
+
+class TempDir {
+ public:
+  TempDir() : path_(std::filesystem::temp_directory_path() / ("hcprp-sim-" + NewUuidV4())) {}
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+TEST_F(SimulatorTest, StateSurvivesRestartAndTransitionsResume) {
+  TempDir dir;
+  StartSim(Profile::kDemo, dir.str());
+  const std::string href = CreateCluster("persist");
+  auto np = Call(*sim_, Verb::post, href + "/node_pools", R"({"name":"np1"})", "np-key");
+  const std::string done = CreateCluster("done");
+  Advance(2s);
+  EXPECT_EQ(State(href), "installing");
+  Advance(6s);
+  ASSERT_EQ(State(done), "ready");
+  Call(*sim_, Verb::delete_, done);
+  Call(*sim_, Verb::post, href + "/revoke_credentials");
+  const uint64_t seq = *GetInt(Call(*sim_, Verb::get, kBase + "/events?after=latest").obj(), "last_sequence");
+  sim_->Stop();
+  sim_.reset();
+
+  StartSim(Profile::kDemo, dir.str());
+  EXPECT_EQ(State(href), "ready");  // the 6 s of install ran out while "down"
+  EXPECT_EQ(State(done), "uninstalling");
+  EXPECT_EQ(Call(*sim_, Verb::get, href + "/revoke_credentials").str("state"), "revoking");
+  // Sequences continue; the old cursor is current, anything older must resync.
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/events?after=" + std::to_string(seq)).status, 200u);
+  EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/events?after=" + std::to_string(seq - 1)).status, 410u);
+  // Idempotency keys survive too.
+  auto again = Call(*sim_, Verb::post, href + "/node_pools", R"({"name":"np1"})", "np-key");
+  EXPECT_EQ(again.status, 200u);
+  EXPECT_EQ(again.str("id"), np.str("id"));
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(np.str("href")), "ready");
+  Advance(4s);
+  EXPECT_EQ(Call(*sim_, Verb::get, done).status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::get, href + "/revoke_credentials").str("state"), "revoked");
+  auto after = Events(seq);
+  ASSERT_FALSE(after.empty());
+  EXPECT_EQ(*GetInt(after[0].as_object(), "sequence"), static_cast<int64_t>(seq + 1));
+  // New IDs do not collide with old ones and ordering is by creation.
+  CreateCluster("third");
+  auto list = Call(*sim_, Verb::get, kBase + "/clusters");
+  auto items = *GetArray(list.obj(), "items");
+  EXPECT_EQ(*GetString(items.back().as_object(), "name"), "third");
+}
+
+TEST_F(SimulatorTest, InFlightTransitionsResumeWithoutTimePassing) {
+  TempDir dir;
+  StartSim(Profile::kDemo, dir.str());
+  const std::string href = CreateCluster("c");
+  Advance(1s);
+  ASSERT_EQ(State(href), "pending");
+  sim_.reset();
+  StartSim(Profile::kDemo, dir.str());
+  EXPECT_EQ(State(href), "pending");
+  Advance(1s);
+  EXPECT_EQ(State(href), "installing");
+  Advance(6s);
+  EXPECT_EQ(State(href), "ready");
+}
+
+// Through a real socket, with the system clock.
+TEST(SimulatorHttp, ServesOverHttp) {
+  SimulatorOptions o;
+  o.profile = Profile::kInstant;
+  o.max_body_bytes = 1024;
+  auto sim = Simulator::Start(o);
+  ASSERT_TRUE(sim.ok()) << sim.error().ToString();
+  ASSERT_NE((*sim)->port(), 0);
+  EXPECT_EQ((*sim)->base_url(), "http://127.0.0.1:" + std::to_string((*sim)->port()));
+  http::Client client;
+  http::Endpoint ep{"127.0.0.1", (*sim)->port()};
+  auto res = client.Send(ep, http::MakeRequest(Verb::post, kBase + "/clusters", ClusterBody("c1")), 2s);
+  ASSERT_TRUE(res.ok());
+  ASSERT_EQ(res->result_int(), 201u);
+  auto href = std::string(*GetString(ParseJson(res->body())->as_object(), "href"));
+  // Wait for "ready" through the event stream.
+  uint64_t after = 0;
+  std::string state;
+  for (int i = 0; i < 20 && state != "ready"; ++i) {
+    auto ev = client.Send(ep, http::MakeRequest(Verb::get, kBase + "/events?timeout=2000&after=" + std::to_string(after)), 5s);
+    ASSERT_TRUE(ev.ok());
+    auto page = ParseJson(ev->body())->as_object();
+    after = static_cast<uint64_t>(*GetInt(page, "last_sequence"));
+    for (const auto& e : *GetArray(page, "items")) state = std::string(*GetString(e.as_object(), "state"));
+  }
+  EXPECT_EQ(state, "ready");
+  auto big = client.Send(ep, http::MakeRequest(Verb::post, kBase + "/clusters", std::string(4096, ' ')), 2s);
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->result_int(), 413u);
+  EXPECT_EQ(*GetString(ParseJson(big->body())->as_object(), "code"), "CLUSTERS-MGMT-413");
+  (*sim)->Stop();
+}
+
+TEST(SimulatorFlags, ParseProfileAndTimeScale) {
+  SimulatorOptions o;
+  EXPECT_TRUE(ApplyProfileFlag(o, "realistic").ok());
+  EXPECT_EQ(o.profile, Profile::kRealistic);
+  EXPECT_FALSE(ApplyProfileFlag(o, "fast").ok());
+  EXPECT_TRUE(ApplyTimeScaleFlag(o, "0.05").ok());
+  EXPECT_DOUBLE_EQ(o.time_scale, 0.05);
+  EXPECT_FALSE(ApplyTimeScaleFlag(o, "-1").ok());
+  EXPECT_FALSE(ApplyTimeScaleFlag(o, "abc").ok());
+}
+
+}  // namespace
+}  // namespace hcprp::simulator
