@@ -5,7 +5,9 @@
 #include <limits>
 #include <unordered_set>
 
+#include "api/api.h"
 #include "arm/documents.h"
+#include "clusterservice/convert.h"
 #include "core/time.h"
 #include "core/uuid.h"
 
@@ -69,10 +71,11 @@ std::string ParentResourceId(std::string_view resource_id) {
 }
 
 Observation ObservationFromStatus(const json::object& status) {
+  clusterservice::CsStatus parsed = clusterservice::ParseCsStatus(status);
   Observation o;
-  if (auto s = GetString(status, "state")) o.state = std::string(*s);
-  if (auto c = GetString(status, "provision_error_code")) o.error_code = std::string(*c);
-  if (auto m = GetString(status, "provision_error_message")) o.error_message = std::string(*m);
+  o.state = std::move(parsed.state);
+  o.error_code = std::move(parsed.provision_error_code);
+  o.error_message = std::move(parsed.provision_error_message);
   return o;
 }
 
@@ -81,31 +84,39 @@ Observation ObservationFromStatus(const json::object& status) {
 // ---------------------------------------------------------------------------------------------
 // MinimalCreateRequestBuilder
 
-Result<ClusterServiceCreateRequest> MinimalCreateRequestBuilder::Build(const store::Document& resource,
-                                                                       const store::Document* parent) {
-  std::string resource_id = PropertyString(resource.body, "resourceId");
-  if (resource_id.empty()) return Error::InvalidArgument("resource document has no resourceId");
-  std::string name = resource_id.substr(resource_id.rfind('/') + 1);
+Result<ClusterServiceCreateRequest> DocumentCreateRequestBuilder::Build(const store::Document& resource,
+                                                                        const store::Document* parent) {
+  auto doc = arm::ResourceDocument::FromBody(resource.body);
+  if (!doc.ok()) return doc.error();
   ClusterServiceCreateRequest req;
-  std::string_view type = ResourceTypeOf(resource.body);
-  if (EqualsIgnoreCase(type, arm::kClusterDocType)) {
+  std::string_view kind;
+  if (doc->resource_type == arm::kClusterDocType) {
+    kind = "Cluster";
     req.collection_href = std::string(clusterservice::kApiPrefix) + "/clusters";
-    req.body["name"] = name;
-    req.body["azure"] = json::object{{"subscription_id", SubscriptionOfResourceId(resource_id)},
-                                     {"resource_group_name", SegmentAfter(resource_id, "resourceGroups")},
-                                     {"resource_name", name}};
-    return req;
-  }
-  std::string parent_href = parent != nullptr ? PropertyString(parent->body, "internalId") : std::string();
-  if (parent_href.empty()) return Error::Unavailable("the parent cluster has no internal ID yet");
-  if (EqualsIgnoreCase(type, arm::kNodePoolDocType)) {
-    req.collection_href = parent_href + "/node_pools";
-  } else if (EqualsIgnoreCase(type, arm::kExternalAuthDocType)) {
-    req.collection_href = parent_href + "/external_auth_configs";
   } else {
-    return Error::InvalidArgument("unsupported resource type " + std::string(type));
+    std::string parent_href = parent != nullptr ? PropertyString(parent->body, "internalId") : std::string();
+    if (parent_href.empty()) return Error::Unavailable("the parent cluster has no internal ID yet");
+    bool pool = doc->resource_type == arm::kNodePoolDocType;
+    kind = pool ? "NodePool" : "ExternalAuth";
+    req.collection_href = parent_href + (pool ? "/node_pools" : "/external_auth_configs");
   }
-  req.body["id"] = name;
+  const std::string& rid = doc->resource_id;
+  std::string name = rid.substr(rid.rfind('/') + 1);
+  json::object azure{{"subscription_id", SubscriptionOfResourceId(rid)},
+                     {"resource_group_name", SegmentAfter(rid, "resourceGroups")},
+                     {"resource_name", name},
+                     {"resource_id", rid}};
+  json::object properties;
+  if (!doc->resource.empty()) {
+    auto stored = api::FromStorage(doc->resource);
+    if (!stored.ok()) return stored.error();
+    properties = stored->properties;
+    if (!stored->location.empty()) azure["region"] = stored->location;
+  }
+  req.body["kind"] = kind;
+  req.body["name"] = name;
+  req.body["azure"] = std::move(azure);
+  req.body["properties"] = std::move(properties);
   return req;
 }
 
@@ -121,7 +132,7 @@ Backend::Backend(BackendOptions options, store::Store* store, clusterservice::Cl
       logger_(std::move(logger)),
       ownership_(options_.ownership),
       builder_(options_.create_request_builder != nullptr ? options_.create_request_builder
-                                                          : &minimal_builder_),
+                                                          : &default_builder_),
       notifications_(options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier")) {
   if (ownership_ == nullptr) {
     LeaderLeaseOptions lo;

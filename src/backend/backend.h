@@ -77,11 +77,11 @@ class CreateRequestBuilder {
                                                     const store::Document* parent) = 0;
 };
 
-// The fallback builder: the collection from the resource type and the parent's internal ID, and a
-// minimal body ({"name", "azure": {...}}). Enough to re-fetch an object the Cluster Service
-// already made under the idempotency key; a real service may reject it (400) when it has to
-// create the object afresh, and the operation then ends Failed.
-class MinimalCreateRequestBuilder final : public CreateRequestBuilder {
+// The default builder: the collection from the resource type and the parent's internal ID, and the
+// body the frontend sends ({"kind", "name", "azure": {...}, "properties": canonical properties from
+// the document's stored resource}). With the idempotency key it re-fetches an object the Cluster
+// Service already made; otherwise it creates the object the frontend meant to create.
+class DocumentCreateRequestBuilder final : public CreateRequestBuilder {
  public:
   Result<ClusterServiceCreateRequest> Build(const store::Document& resource,
                                             const store::Document* parent) override;
@@ -113,7 +113,7 @@ struct BackendOptions {
   Duration credential_deadline = std::chrono::minutes(60);
   // An Accepted Create without internalId older than this lost its frontend midway.
   Duration create_recovery_grace = std::chrono::minutes(2);
-  CreateRequestBuilder* create_request_builder = nullptr;  // not owned; null: minimal builder
+  CreateRequestBuilder* create_request_builder = nullptr;  // not owned; null: the default builder
 
   // Orphan collection: a Cluster Service cluster no resource document points at, older than the
   // window, is deleted.
@@ -251,7 +251,7 @@ class Backend {
   const Logger logger_;
   std::unique_ptr<Ownership> owned_ownership_;
   Ownership* ownership_;
-  MinimalCreateRequestBuilder minimal_builder_;
+  DocumentCreateRequestBuilder default_builder_;
   CreateRequestBuilder* builder_;
 
   OperationIndex index_;
