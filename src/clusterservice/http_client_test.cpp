@@ -59,8 +59,13 @@ class HttpClientTest : public ::testing::Test {
   void WaitForState(const std::string& href, const std::string& state) {
     uint64_t after = 0;
     for (int i = 0; i < 50; ++i) {
-      auto st = client_->GetStatus(href);
-      if (st.ok() && ParseCsStatus(*st).state == state) return;
+      if (href.find("/break_glass_credentials/") != std::string::npos) {
+        auto c = client_->Get(href);
+        if (c.ok() && GetString(*c, "status") == state) return;
+      } else {
+        auto st = client_->GetStatus(href);
+        if (st.ok() && ParseCsStatus(*st).state == state) return;
+      }
       auto page = client_->WatchEvents(after, 1000ms);
       ASSERT_TRUE(page.ok()) << page.error().ToString();
       after = page->last_sequence;
@@ -102,10 +107,17 @@ TEST_F(HttpClientTest, ClusterLifecycle) {
 
   auto cred = client_->Action(href, "request_admin_credential", {});
   ASSERT_TRUE(cred.ok()) << cred.error().ToString();
-  EXPECT_TRUE(GetString(*cred, "kubeconfig"));
+  const std::string cred_href(*GetString(*cred, "href"));
+  WaitForState(cred_href, "issued");
+  auto issued = client_->Get(cred_href);
+  ASSERT_TRUE(issued.ok());
+  EXPECT_TRUE(GetString(*issued, "kubeconfig"));
   auto rev = client_->Action(href, "revoke_credentials", {});
   ASSERT_TRUE(rev.ok());
   EXPECT_EQ(*GetString(*rev, "state"), "revoking");
+  auto creds = client_->List(href + "/break_glass_credentials");
+  ASSERT_TRUE(creds.ok());
+  ASSERT_EQ(creds->size(), 1u);
 
   ASSERT_TRUE(client_->Delete(href).ok());
   for (int i = 0; i < 100; ++i) {

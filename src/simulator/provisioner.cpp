@@ -76,6 +76,8 @@ Duration TimedProvisioner::Sample(double demo_seconds, double median_seconds, do
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds));
 }
 
+Duration TimedProvisioner::CredentialIssueTime() { return Sample(1, 10, 30); }
+
 Duration TimedProvisioner::RevocationTime() { return Sample(2, 60, 180); }
 
 std::optional<Step> TimedProvisioner::Next(const ObjectInfo& o) {

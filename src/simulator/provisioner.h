@@ -31,6 +31,9 @@ Result<Operation> ParseOperation(std::string_view name);
 inline constexpr std::string_view kCluster = "Cluster";
 inline constexpr std::string_view kNodePool = "NodePool";
 inline constexpr std::string_view kExternalAuth = "ExternalAuth";
+// Break-glass credentials are driven by the simulator itself (issuing -> issued -> expired;
+// awaiting_revocation -> revoked), not by the Provisioner.
+inline constexpr std::string_view kCredential = "BreakGlassCredential";
 
 // The pseudo-state of an object that is gone (its uninstall finished).
 inline constexpr std::string_view kGone = "deleted";
@@ -59,7 +62,8 @@ class Provisioner {
   // engine that drives it asynchronously). Called with the simulator's lock held: must not call back
   // into the simulator. Thread-safe.
   virtual std::optional<Step> Next(const ObjectInfo& object) = 0;
-  // How long a credential revocation takes.
+  // How long issuing a break-glass credential and revoking a cluster's credentials take.
+  virtual Duration CredentialIssueTime() = 0;
   virtual Duration RevocationTime() = 0;
 };
 
@@ -83,6 +87,7 @@ class TimedProvisioner final : public Provisioner {
   explicit TimedProvisioner(Timing timing, uint64_t seed = 0);
 
   std::optional<Step> Next(const ObjectInfo& object) override;
+  Duration CredentialIssueTime() override;
   Duration RevocationTime() override;
 
   Timing timing() const;

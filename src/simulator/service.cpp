@@ -34,8 +34,12 @@ struct Service::Record {
   TimePoint revocation_started{}, revocation_due{}, revocation_done{};
   int64_t credential_generation = 0;
 
+  // status.state, or the status string of a credential.
   std::string state() const {
-    if (auto* st = hcprp::GetObject(object, "status")) return std::string(GetString(*st, "state").value_or(""));
+    auto it = object.find("status");
+    if (it == object.end()) return "";
+    if (it->value().is_string()) return std::string(it->value().as_string());
+    if (it->value().is_object()) return std::string(GetString(it->value().as_object(), "state").value_or(""));
     return "";
   }
 };
@@ -184,7 +188,7 @@ std::optional<std::string> ValidateNodePool(const json::object& body) {
 std::optional<std::string> ValidateExternalAuth(const json::object& body) {
   if (auto e = ValidateCommon(body, "external auth")) return e;
   const json::object* issuer = hcprp::GetObject(body, "issuer");
-  if (!issuer || !GetString(*issuer, "url")) return "issuer.url is required";
+  if (issuer && !GetString(*issuer, "url")) return "issuer.url is required";
   return std::nullopt;
 }
 
@@ -381,9 +385,59 @@ Service::Record* Service::FindLocked(const std::string& href, std::string_view k
 }
 
 bool Service::HasChildrenLocked(const std::string& cluster_href) const {
-  std::string prefix = cluster_href + "/";
-  auto it = records_.lower_bound(prefix);
-  return it != records_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+  for (const char* sub : {"/node_pools/", "/external_auth_configs/"}) {
+    std::string prefix = cluster_href + sub;
+    auto it = records_.lower_bound(prefix);
+    if (it != records_.end() && it->first.compare(0, prefix.size(), prefix) == 0) return true;
+  }
+  return false;
+}
+
+// A cluster goes together with its credentials.
+void Service::RemoveClusterLocked(Txn& txn, const std::string& cluster_href) {
+  std::string prefix = cluster_href + "/break_glass_credentials/";
+  std::vector<std::string> creds;
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    creds.push_back(it->first);
+  }
+  for (const auto& c : creds) RemoveLocked(txn, c);
+  RemoveLocked(txn, cluster_href);
+}
+
+void Service::SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at) {
+  txn.before.try_emplace(rec.href, rec);
+  rec.object["status"] = status;
+  rec.state_since = at;
+  rec.has_next = false;
+  rec.next_state.clear();
+  if (status == "issuing") {
+    rec.has_next = true;
+    rec.next_state = "issued";
+    rec.next_at = at + options_.provisioner->CredentialIssueTime();
+  } else if (status == "issued") {
+    const std::string name(GetString(rec.object, "cluster_name").value_or("cluster"));
+    const std::string api(GetString(rec.object, "api_url").value_or(""));
+    const std::string id(GetString(rec.object, "id").value_or(""));
+    rec.object["kubeconfig"] =
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n    server: " + api +
+        "\ncontexts:\n- name: admin\n  context:\n    cluster: " + name +
+        "\n    user: admin\ncurrent-context: admin\nusers:\n- name: admin\n  user:\n    token: sim-" + id + "\n";
+    if (auto exp = ParseRfc3339(GetString(rec.object, "expiration_timestamp").value_or("")); exp.ok()) {
+      rec.has_next = true;
+      rec.next_state = "expired";
+      rec.next_at = std::max(*exp, at);
+    }
+  } else if (status == "awaiting_revocation") {
+    rec.object.erase("kubeconfig");
+    Record* cluster = FindLocked(rec.parent, kCluster);
+    rec.has_next = true;
+    rec.next_state = "revoked";
+    rec.next_at = cluster ? cluster->revocation_due : at;
+  } else {
+    rec.object.erase("kubeconfig");
+    if (status == "revoked") rec.object["revocation_timestamp"] = FormatRfc3339(at);
+  }
+  AddEventLocked(txn, rec.href, rec.kind, status, rec.object);
 }
 
 Service::Record& Service::TouchLocked(Txn& txn, const std::string& href) {
@@ -492,10 +546,16 @@ void Service::OnStepDue(const std::string& href) {
   }
   Txn txn;
   std::string parent = rec->parent;
-  if (rec->next_state == kGone) {
+  if (rec->kind == kCredential) {
+    SetCredentialStatusLocked(txn, *rec, rec->next_state, rec->next_at);
+  } else if (rec->next_state == kGone) {
     // A cluster disappears only after its node pools and external auths.
     if (rec->kind == kCluster && HasChildrenLocked(href)) return;
-    RemoveLocked(txn, href);
+    if (rec->kind == kCluster) {
+      RemoveClusterLocked(txn, href);
+    } else {
+      RemoveLocked(txn, href);
+    }
   } else {
     EnterStateLocked(txn, *rec, rec->next_state, rec->next_at);
   }
@@ -530,6 +590,12 @@ void Service::OnRevocationDue(const std::string& href) {
   Record& r = TouchLocked(txn, href);
   r.revocation_state = "revoked";
   r.revocation_done = now;
+  const std::string prefix = href + "/break_glass_credentials/";
+  std::vector<std::string> creds;
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    if (it->second.state() == "awaiting_revocation") creds.push_back(it->first);
+  }
+  for (const auto& c : creds) SetCredentialStatusLocked(txn, TouchLocked(txn, c), "revoked", now);
   AddEventLocked(txn, href + "/revoke_credentials", "CredentialRevocation", "revoked", RevocationLocked(r));
   Status st = CommitLocked(txn);
   if (!st.ok() && options_.logger) {
@@ -547,7 +613,13 @@ Status Service::Transition(const std::string& href, const std::string& state, co
     if (rec->kind == kCluster && HasChildrenLocked(href)) {
       return Error::Conflict(href + " still has node pools or external auths");
     }
-    RemoveLocked(txn, href);
+    if (rec->kind == kCluster) {
+      RemoveClusterLocked(txn, href);
+    } else {
+      RemoveLocked(txn, href);
+    }
+  } else if (rec->kind == kCredential) {
+    SetCredentialStatusLocked(txn, TouchLocked(txn, href), state, options_.clock->Now());
   } else {
     Record& r = TouchLocked(txn, href);
     if (!error_code.empty()) r.fail_code = error_code;
@@ -718,6 +790,27 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
       if (method == Verb::get) return GetRevocation(cluster);
       return not_allowed();
     }
+    if (sub == "break_glass_credentials") {
+      if (method == Verb::get) {
+        {
+          std::lock_guard lock(mu_);
+          if (!FindLocked(cluster, kCluster)) {
+            return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
+          }
+        }
+        return ListObjects(kCredential, cluster, query);
+      }
+      if (method == Verb::post) return RequestAdminCredential(req, cluster);
+      if (method == Verb::delete_) {
+        http::Response r = RevokeCredentials(cluster);
+        return r.result() == StatusCode::accepted ? http::MakeResponse(StatusCode::no_content) : r;
+      }
+      return not_allowed();
+    }
+  }
+  if (sub == "break_glass_credentials" && segs.size() == 4) {
+    return method == Verb::get ? GetObject(cluster + "/break_glass_credentials/" + std::string(segs[3]), kCredential)
+                               : not_allowed();
   }
   std::string_view child_kind;
   if (sub == "node_pools") {
@@ -971,34 +1064,58 @@ json::object Service::RevocationLocked(const Record& rec) const {
 }
 
 http::Response Service::RequestAdminCredential(const http::Request& req, const std::string& cluster_href) {
+  Duration ttl = std::chrono::hours(24);
+  if (!req.body().empty()) {
+    auto body = ParseJson(req.body());
+    if (!body.ok() || !body->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
+    if (auto secs = GetInt(body->as_object(), "expiration_seconds"); secs && *secs > 0) ttl = std::chrono::seconds(*secs);
+  }
+  const std::string key(req["X-Idempotency-Key"]);
+  const std::string collection = cluster_href + "/break_glass_credentials";
   std::lock_guard lock(mu_);
-  Record* rec = FindLocked(cluster_href, kCluster);
-  if (!rec) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
-  if (rec->state() != "ready") {
-    return OcmError(StatusCode::conflict, "Cluster '" + cluster_href + "' is in state '" + rec->state() +
+  if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
+  Record* cluster = FindLocked(cluster_href, kCluster);
+  if (!cluster) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
+  if (!key.empty()) {
+    auto it = idempotency_.find(collection + "\n" + key);
+    if (it != idempotency_.end()) {
+      if (Record* existing = FindLocked(it->second, kCredential)) return Ocm(StatusCode::ok, existing->object);
+    }
+  }
+  if (cluster->state() != "ready") {
+    return OcmError(StatusCode::conflict, "Cluster '" + cluster_href + "' is in state '" + cluster->state() +
                                               "'; credentials need a ready cluster");
   }
-  if (rec->revocation_state == "revoking") {
+  if (cluster->revocation_state == "revoking") {
     return OcmError(StatusCode::conflict, "Credentials of cluster '" + cluster_href + "' are being revoked");
-  }
-  Duration ttl = std::chrono::hours(24);
-  if (auto body = ParseJson(req.body().empty() ? "{}" : req.body()); body.ok() && body->is_object()) {
-    if (auto secs = GetInt(body->as_object(), "expiration_seconds"); secs && *secs > 0) ttl = std::chrono::seconds(*secs);
   }
   const TimePoint now = options_.clock->Now();
   const std::string id = NewId();
-  const std::string api = std::string(GetString(*hcprp::GetObject(rec->object, "api"), "url").value_or(""));
-  const std::string name = std::string(GetString(rec->object, "name").value_or("cluster"));
-  std::string kubeconfig =
-      "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n    server: " + api +
-      "\ncontexts:\n- name: admin\n  context:\n    cluster: " + name + "\n    user: admin\ncurrent-context: admin\n"
-      "users:\n- name: admin\n  user:\n    token: sim-" + id + "-g" + std::to_string(rec->credential_generation) + "\n";
-  json::object body{{"kind", "AdminCredential"},
-                    {"id", id},
-                    {"href", cluster_href + "/admin_credentials/" + id},
-                    {"kubeconfig", kubeconfig},
-                    {"expiration_timestamp", FormatRfc3339(now + ttl)}};
-  return Ocm(StatusCode::ok, body);
+  const std::string href = collection + "/" + id;
+  Record rec;
+  rec.kind = std::string(kCredential);
+  rec.href = href;
+  rec.parent = cluster_href;
+  rec.created = next_created_++;
+  if (!key.empty()) {
+    rec.idem_collection = collection;
+    rec.idem_key = key;
+  }
+  const json::object* api = hcprp::GetObject(cluster->object, "api");
+  rec.object = json::object{{"kind", kCredential},
+                            {"id", id},
+                            {"href", href},
+                            {"username", "system:customer-break-glass:" + id},
+                            {"cluster_name", GetString(cluster->object, "name").value_or("")},
+                            {"api_url", api ? GetString(*api, "url").value_or("") : ""},
+                            {"creation_timestamp", FormatRfc3339(now)},
+                            {"expiration_timestamp", FormatRfc3339(now + ttl)}};
+  Txn txn;
+  InsertLocked(txn, std::move(rec));
+  SetCredentialStatusLocked(txn, records_.at(href), "issuing", now);
+  Status st = CommitLocked(txn);
+  if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the credential");
+  return Ocm(StatusCode::created, records_.at(href).object);
 }
 
 http::Response Service::RevokeCredentials(const std::string& cluster_href) {
@@ -1018,6 +1135,13 @@ http::Response Service::RevokeCredentials(const std::string& cluster_href) {
   r.revocation_due = now + options_.provisioner->RevocationTime();
   r.credential_generation++;
   AddEventLocked(txn, cluster_href + "/revoke_credentials", "CredentialRevocation", "revoking", RevocationLocked(r));
+  const std::string prefix = cluster_href + "/break_glass_credentials/";
+  std::vector<std::string> creds;
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    const std::string s = it->second.state();
+    if (s == "issuing" || s == "issued") creds.push_back(it->first);
+  }
+  for (const auto& c : creds) SetCredentialStatusLocked(txn, TouchLocked(txn, c), "awaiting_revocation", now);
   Status st = CommitLocked(txn);
   if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the revocation");
   return Ocm(StatusCode::accepted, RevocationLocked(records_.at(cluster_href)));

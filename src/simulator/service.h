@@ -112,6 +112,8 @@ class Service {
   http::Response UpdateObject(const http::Request& req, const std::string& href, std::string_view kind);
   http::Response DeleteObject(const std::string& href, std::string_view kind);
   http::Response RequestAdminCredential(const http::Request& req, const std::string& cluster_href);
+  void SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at);
+  void RemoveClusterLocked(Txn& txn, const std::string& cluster_href);
   http::Response RevokeCredentials(const std::string& cluster_href);
   http::Response GetRevocation(const std::string& cluster_href);
   http::Response ListVersions(std::string_view query);

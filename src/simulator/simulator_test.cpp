@@ -475,22 +475,58 @@ TEST_F(SimulatorTest, Credentials) {
   const std::string href = CreateCluster("c1");
   EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 409u);  // not ready
   Advance(10s);
-  auto cred = Call(*sim_, Verb::post, href + "/request_admin_credential");
-  ASSERT_EQ(cred.status, 200u);
-  EXPECT_NE(cred.str("kubeconfig").find("apiVersion: v1"), std::string::npos);
+  auto cred = Call(*sim_, Verb::post, href + "/request_admin_credential", "", "cred-key");
+  ASSERT_EQ(cred.status, 201u) << ToJson(cred.body);
+  EXPECT_EQ(cred.str("kind"), "BreakGlassCredential");
+  const std::string cred_href = cred.str("href");
+  EXPECT_EQ(cred_href, href + "/break_glass_credentials/" + cred.str("id"));
+  EXPECT_EQ(cred.str("status"), "issuing");
+  EXPECT_EQ(cred.str("kubeconfig"), "");
   EXPECT_FALSE(cred.str("expiration_timestamp").empty());
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential", "", "cred-key").str("id"), cred.str("id"));
+  Advance(1s);
+  auto issued = Call(*sim_, Verb::get, cred_href);
+  EXPECT_EQ(issued.str("status"), "issued");
+  EXPECT_NE(issued.str("kubeconfig").find("apiVersion: v1"), std::string::npos);
+  // The real service's collection works too.
+  auto second = Call(*sim_, Verb::post, href + "/break_glass_credentials", R"({"expiration_seconds":60})");
+  ASSERT_EQ(second.status, 201u);
+  Advance(1s);
+  auto list = Call(*sim_, Verb::get, href + "/break_glass_credentials");
+  EXPECT_EQ(list.str("kind"), "BreakGlassCredentialList");
+  EXPECT_EQ(*GetInt(list.obj(), "total"), 2);
   EXPECT_EQ(Call(*sim_, Verb::get, href + "/revoke_credentials").str("state"), "none");
+
   auto rev = Call(*sim_, Verb::post, href + "/revoke_credentials");
   EXPECT_EQ(rev.status, 202u);
   EXPECT_EQ(rev.str("state"), "revoking");
+  EXPECT_EQ(Call(*sim_, Verb::get, cred_href).str("status"), "awaiting_revocation");
+  EXPECT_EQ(Call(*sim_, Verb::get, cred_href).str("kubeconfig"), "");
   EXPECT_EQ(Call(*sim_, Verb::post, href + "/revoke_credentials").status, 202u);
   EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 409u);
   Advance(2s);
   auto done = Call(*sim_, Verb::get, href + "/revoke_credentials");
   EXPECT_EQ(done.str("state"), "revoked");
   EXPECT_FALSE(done.str("completion_timestamp").empty());
-  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential").status, 200u);
+  EXPECT_EQ(Call(*sim_, Verb::get, cred_href).str("status"), "revoked");
+  EXPECT_EQ(Call(*sim_, Verb::get, second.str("href")).str("status"), "revoked");
   EXPECT_EQ(StatesOf(Events(0), href + "/revoke_credentials"), (std::vector<std::string>{"revoking", "revoked"}));
+  EXPECT_EQ(StatesOf(Events(0), cred_href),
+            (std::vector<std::string>{"issuing", "issued", "awaiting_revocation", "revoked"}));
+
+  // Expiry.
+  auto third = Call(*sim_, Verb::post, href + "/request_admin_credential", R"({"expiration_seconds":30})");
+  ASSERT_EQ(third.status, 201u);
+  Advance(1s);
+  EXPECT_EQ(Call(*sim_, Verb::get, third.str("href")).str("status"), "issued");
+  Advance(30s);
+  EXPECT_EQ(Call(*sim_, Verb::get, third.str("href")).str("status"), "expired");
+
+  // Credentials go with their cluster and never hold it back.
+  Call(*sim_, Verb::delete_, href);
+  Advance(4s);
+  EXPECT_EQ(Call(*sim_, Verb::get, href).status, 404u);
+  EXPECT_EQ(Call(*sim_, Verb::get, cred_href).status, 404u);
 }
 
 class TempDir {
