@@ -147,6 +147,7 @@ json::object Program::DefaultClusterBody() const {
                   {"image-registry", mi + "dp-image-registry"}};
   json::object uai;
   for (const auto& kv : cp) uai[kv.value().as_string()] = json::object{};
+  for (const auto& kv : dp) uai[kv.value().as_string()] = json::object{};
   uai[mi + "service"] = json::object{};
   json::object body{
       {"location", t_.location},
@@ -414,6 +415,7 @@ int Program::OperationShow() {
 int Program::Run(int argc, char** argv) {
   CLI::App app{"hcpctl: manage hosted OpenShift clusters through the ARM API of an hcprp frontend"};
   app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the subcommand
   app.add_option("--endpoint", g_.endpoint, "Frontend URL (env HCPCTL_ENDPOINT)")->capture_default_str();
   app.add_option("-s,--subscription", g_.subscription, "Subscription ID (env HCPCTL_SUBSCRIPTION)")
       ->capture_default_str();

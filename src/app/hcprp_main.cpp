@@ -1,0 +1,378 @@
+// hcprp: the resource provider's programs in one binary. This file is the composition root: it reads
+// the configuration, builds the clock, store, Cluster Service client, frontend, backend and simulator,
+// and wires them together. Nothing else in hcprp creates these parts.
+#include <signal.h>
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+
+#include "app/create_builder.h"
+#include "arm/cloud_error.h"
+#include "backend/backend.h"
+#include "backend/http_notifier.h"
+#include "check/check.h"
+#include "clusterservice/http_client.h"
+#include "core/log.h"
+#include "core/uuid.h"
+#include "frontend/frontend.h"
+#include "http/server.h"
+#include "simulator/simulator.h"
+#include "store/store.h"
+
+namespace hcprp::app {
+namespace {
+
+struct Config {
+  std::string data_dir = "./var";
+  std::string listen = "127.0.0.1:8443";
+  std::string store_url;            // default: sqlite in data_dir
+  std::string cluster_service_url;  // default (serve): the in-process simulator
+  std::string cs_listen = "127.0.0.1:0";
+  std::string profile = "demo";
+  std::string time_scale = "1";
+  std::string log_level = "info";
+  int retry_after = 10;
+  int threads = 8;
+  std::string owner;
+  int lease_ttl_ms = 10000;
+  int resync_seconds = 45;
+  int gc_window_seconds = 3600;
+  int64_t operation_ttl_seconds = 604800;
+  bool json_output = false;
+};
+
+// Blocks SIGINT and SIGTERM in every thread created from now on; WaitForSignal() then receives them.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int WaitForSignal(const sigset_t& set) {
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
+Result<std::string> DefaultStoreUrl(const Config& c) {
+  if (!c.store_url.empty()) return c.store_url;
+  std::error_code ec;
+  std::filesystem::create_directories(c.data_dir, ec);
+  if (ec) return Error::IoError("cannot create data directory " + c.data_dir + ": " + ec.message());
+  return "sqlite://" + std::filesystem::absolute(std::filesystem::path(c.data_dir) / "hcprp.db").string();
+}
+
+// The parts a process runs, owned in the order they must be torn down (reverse of declaration).
+struct Parts {
+  std::unique_ptr<simulator::Simulator> sim;
+  std::unique_ptr<store::Store> store;
+  std::unique_ptr<clusterservice::HttpClient> cs;
+  std::unique_ptr<http::Client> notify_http;
+  std::unique_ptr<backend::HttpNotifier> notifier;
+  std::unique_ptr<CreateBuilder> create_builder;
+  std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<frontend::Frontend> frontend;
+  std::unique_ptr<http::Server> server;
+};
+
+class Runner {
+ public:
+  explicit Runner(Config c)
+      : config_(std::move(c)),
+        logger_(std::make_shared<StreamLogSink>(stderr), &clock_,
+                ParseLogLevel(config_.log_level).value_or(LogLevel::kInfo), "hcprp") {}
+
+  int Fail(const std::string& what, const Error& e) {
+    std::cerr << "hcprp: " << what << ": " << e.message() << "\n";
+    return 1;
+  }
+
+  Status StartSimulator(bool with_data_dir_subfolder) {
+    simulator::SimulatorOptions o;
+    auto ep = http::ParseListenAddress(config_.cs_listen);
+    if (!ep.ok()) return ep.error();
+    o.listen = *ep;
+    o.data_dir = with_data_dir_subfolder
+                     ? (std::filesystem::path(config_.data_dir) / "clusters-service").string()
+                     : config_.data_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(o.data_dir, ec);
+    HCPRP_RETURN_IF_ERROR(simulator::ApplyProfileFlag(o, config_.profile));
+    HCPRP_RETURN_IF_ERROR(simulator::ApplyTimeScaleFlag(o, config_.time_scale));
+    sim_logger_.emplace(logger_.WithComponent("clusters-service"));
+    o.logger = &*sim_logger_;
+    auto sim = simulator::Simulator::Start(o);
+    if (!sim.ok()) return sim.error();
+    parts_.sim = std::move(sim).value();
+    return Status::Ok();
+  }
+
+  Status OpenStore() {
+    auto url = DefaultStoreUrl(config_);
+    if (!url.ok()) return url.error();
+    store::OpenOptions o;
+    o.clock = &clock_;
+    o.purge_interval = std::chrono::seconds(60);
+    auto s = store::OpenStore(*url, o);
+    if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
+    parts_.store = std::move(s).value();
+    store_url_ = *url;
+    return Status::Ok();
+  }
+
+  Status ConnectClusterService() {
+    clusterservice::HttpClientOptions o;
+    o.base_url = config_.cluster_service_url.empty() && parts_.sim ? parts_.sim->base_url()
+                                                                   : config_.cluster_service_url;
+    if (o.base_url.empty()) return Error::InvalidArgument("--clusters-service URL is required");
+    auto c = clusterservice::HttpClient::Create(o);
+    if (!c.ok()) return c.error();
+    parts_.cs = std::move(c).value();
+    cs_url_ = o.base_url;
+    return Status::Ok();
+  }
+
+  Status StartBackend() {
+    parts_.notify_http = std::make_unique<http::Client>();
+    parts_.notifier = std::make_unique<backend::HttpNotifier>(parts_.notify_http.get());
+    parts_.create_builder = std::make_unique<CreateBuilder>();
+    backend::BackendOptions o;
+    o.owner = config_.owner;
+    o.lease_ttl = std::chrono::milliseconds(config_.lease_ttl_ms);
+    o.resync_interval = std::chrono::seconds(config_.resync_seconds);
+    o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
+    o.create_request_builder = parts_.create_builder.get();
+    auto b = backend::Backend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
+                                      logger_.WithComponent("backend"), parts_.notifier.get());
+    if (!b.ok()) return b.error();
+    parts_.backend = std::move(b).value();
+    return parts_.backend->Start();
+  }
+
+  Status StartFrontend() {
+    frontend::FrontendOptions o;
+    o.retry_after_seconds = config_.retry_after;
+    o.operation_ttl_seconds = config_.operation_ttl_seconds;
+    auto f = frontend::Frontend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
+                                        logger_.WithComponent("frontend"));
+    if (!f.ok()) return f.error();
+    parts_.frontend = std::move(f).value();
+    auto ep = http::ParseListenAddress(config_.listen);
+    if (!ep.ok()) return ep.error();
+    http::ServerOptions so;
+    so.listen = *ep;
+    so.threads = config_.threads;
+    so.io_threads = 2;
+    so.max_body_bytes = o.max_body_bytes;
+    so.on_too_large = [max = o.max_body_bytes](const http::Request&) {
+      arm::CloudError e(413, "RequestEntityTooLarge",
+                        "The request body exceeds the maximum size of " + std::to_string(max) + " bytes.");
+      auto res = http::JsonResponse(http::StatusCode::payload_too_large, e.ToJsonString());
+      res.set("x-ms-error-code", "RequestEntityTooLarge");
+      res.set("x-ms-request-id", NewUuidV4());
+      return res;
+    };
+    auto* fe = parts_.frontend.get();
+    auto s = http::Server::Start(so, [fe](http::Request&& r) { return fe->Handle(std::move(r)); });
+    if (!s.ok())
+      return Error(s.error().code(), "listening on " + config_.listen + ": " + s.error().message());
+    parts_.server = std::move(s).value();
+    return Status::Ok();
+  }
+
+  void Shutdown() {
+    if (parts_.server) parts_.server->Stop(std::chrono::seconds(10));
+    if (parts_.backend) parts_.backend->Stop();
+    if (parts_.sim) parts_.sim->Stop();
+  }
+
+  int Serve() {
+    auto signals = BlockStopSignals();
+    if (auto s = StartSimulatorIfNeeded(); !s.ok())
+      return Fail("starting the Cluster Service simulator", s.error());
+    if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
+    if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
+    if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
+    if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
+    std::cout << "hcprp serve is running\n"
+              << "  ARM endpoint:      http://" << parts_.server->endpoint().ToString() << "\n"
+              << "  store:             " << store_url_ << "\n"
+              << "  Cluster Service:   " << cs_url_
+              << (parts_.sim
+                      ? " (simulator, profile " + config_.profile + ", time scale " + config_.time_scale + ")"
+                      : std::string())
+              << "\n"
+              << "  try:               hcpctl --endpoint http://" << parts_.server->endpoint().ToString()
+              << " subscription register\n"
+              << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
+    int sig = WaitForSignal(signals);
+    logger_.Info("stopping", {{"signal", sig}});
+    Shutdown();
+    return 0;
+  }
+
+  int FrontendOnly() {
+    auto signals = BlockStopSignals();
+    if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
+    if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
+    if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
+    std::cout << "hcprp frontend listening on http://" << parts_.server->endpoint().ToString() << std::endl;
+    WaitForSignal(signals);
+    Shutdown();
+    return 0;
+  }
+
+  int BackendOnly() {
+    auto signals = BlockStopSignals();
+    if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
+    if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
+    if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
+    std::cout << "hcprp backend running on " << store_url_ << std::endl;
+    WaitForSignal(signals);
+    Shutdown();
+    return 0;
+  }
+
+  int ClustersService() {
+    auto signals = BlockStopSignals();
+    config_.cs_listen = config_.listen;
+    if (auto s = StartSimulator(false); !s.ok())
+      return Fail("starting the Cluster Service simulator", s.error());
+    std::cout << "hcprp clusters-service listening on " << parts_.sim->base_url() << std::endl;
+    WaitForSignal(signals);
+    Shutdown();
+    return 0;
+  }
+
+  int Check() {
+    if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
+    clusterservice::Client* cs = nullptr;
+    if (!config_.cluster_service_url.empty()) {
+      if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
+      cs = parts_.cs.get();
+    }
+    check::CheckOptions o;
+    o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
+    o.check_cluster_service = cs != nullptr;
+    auto r = check::RunCheck(*parts_.store, cs, clock_, o);
+    if (!r.ok()) return Fail("check", r.error());
+    if (config_.json_output) {
+      std::cout << json::serialize(check::ReportToJson(*r)) << "\n";
+    } else {
+      std::cout << "checked " << r->partitions << " partitions, " << r->resources << " resources, "
+                << r->operations << " operations, " << r->service_objects << " Cluster Service objects\n";
+      for (const auto& v : r->violations) {
+        std::cout << "invariant " << v.invariant << ": " << v.subject << ": " << v.message << "\n";
+      }
+      std::cout << (r->ok() ? "all invariants hold\n" : "INVARIANTS VIOLATED\n");
+    }
+    return r->ok() ? 0 : 1;
+  }
+
+ private:
+  Status StartSimulatorIfNeeded() {
+    if (!config_.cluster_service_url.empty()) return Status::Ok();
+    return StartSimulator(true);
+  }
+
+  Config config_;
+  SystemClock clock_;
+  Logger logger_;
+  std::optional<Logger> sim_logger_;
+  Parts parts_;
+  std::string store_url_;
+  std::string cs_url_;
+};
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  Config c;
+  CLI::App app{"hcprp: an Azure Resource Manager resource provider for hosted OpenShift control planes"};
+  app.require_subcommand(1);
+  auto common = [&](CLI::App* s) {
+    s->add_option("--log-level", c.log_level, "debug, info, warn or error")->capture_default_str();
+  };
+  auto store_flags = [&](CLI::App* s, bool required) {
+    auto* o = s->add_option("--store", c.store_url,
+                            "Store URL: sqlite:///abs/file.db or postgresql://user@host:port/db");
+    if (required) o->required();
+  };
+  auto frontend_flags = [&](CLI::App* s) {
+    s->add_option("--listen", c.listen, "Frontend HOST:PORT")->capture_default_str();
+    s->add_option("--retry-after", c.retry_after, "Retry-After seconds on accepted operations")
+        ->capture_default_str();
+    s->add_option("--threads", c.threads, "Request handler threads")->capture_default_str();
+    s->add_option("--operation-ttl", c.operation_ttl_seconds, "Seconds operation status stays readable")
+        ->capture_default_str();
+  };
+  auto backend_flags = [&](CLI::App* s) {
+    s->add_option("--owner", c.owner, "Backend name in the lease (default: random)");
+    s->add_option("--lease-ttl-ms", c.lease_ttl_ms, "Backend lease TTL")->capture_default_str();
+    s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
+    s->add_option("--gc-window-seconds", c.gc_window_seconds,
+                  "Age before an orphaned Cluster Service object is deleted")
+        ->capture_default_str();
+  };
+  auto sim_flags = [&](CLI::App* s) {
+    s->add_option("--profile", c.profile, "Simulator timing: instant, demo or realistic")
+        ->capture_default_str();
+    s->add_option("--time-scale", c.time_scale, "Multiplies every simulated duration")->capture_default_str();
+  };
+
+  auto* serve = app.add_subcommand("serve", "Frontend, backend and Cluster Service simulator in one process");
+  common(serve);
+  serve->add_option("--data-dir", c.data_dir, "Where the store and simulator keep their data")
+      ->capture_default_str();
+  store_flags(serve, false);
+  serve->add_option("--clusters-service", c.cluster_service_url,
+                    "Use this Cluster Service instead of the simulator");
+  serve->add_option("--clusters-service-listen", c.cs_listen, "Simulator HOST:PORT")->capture_default_str();
+  frontend_flags(serve);
+  backend_flags(serve);
+  sim_flags(serve);
+
+  auto* fe = app.add_subcommand("frontend", "The ARM frontend alone");
+  common(fe);
+  store_flags(fe, true);
+  fe->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
+  frontend_flags(fe);
+
+  auto* be = app.add_subcommand("backend", "The backend alone");
+  common(be);
+  store_flags(be, true);
+  be->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
+  backend_flags(be);
+
+  auto* cs = app.add_subcommand("clusters-service", "The Cluster Service simulator alone");
+  common(cs);
+  cs->add_option("--listen", c.listen, "HOST:PORT")->required();
+  cs->add_option("--data-dir", c.data_dir, "Where the simulator keeps its objects")->capture_default_str();
+  sim_flags(cs);
+
+  auto* chk = app.add_subcommand("check", "Verify the invariants against a store and a Cluster Service");
+  common(chk);
+  store_flags(chk, true);
+  chk->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL (omit: store only)");
+  chk->add_option("--gc-window-seconds", c.gc_window_seconds, "Younger orphans are not violations")
+      ->capture_default_str();
+  chk->add_flag("--json", c.json_output, "JSON report");
+
+  CLI11_PARSE(app, argc, argv);
+  Runner runner(c);
+  if (*serve) return runner.Serve();
+  if (*fe) return runner.FrontendOnly();
+  if (*be) return runner.BackendOnly();
+  if (*cs) return runner.ClustersService();
+  if (*chk) return runner.Check();
+  return 2;
+}
+
+}  // namespace hcprp::app
+
+int main(int argc, char** argv) { return hcprp::app::Main(argc, argv); }
