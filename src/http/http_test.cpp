@@ -105,6 +105,21 @@ TEST(Server, RoundTripAndKeepAlive) {
   EXPECT_EQ(client.connections_opened(), 1u);
 }
 
+TEST(Server, HandlerMayCloseTheConnection) {
+  auto server = StartOrDie({}, [](Request&&) {
+    Response res = MakeResponse(StatusCode::ok, "bye");
+    res.keep_alive(false);
+    return res;
+  });
+  Client client;
+  for (int i = 0; i < 3; ++i) {
+    auto res = client.Send(Local(*server), MakeRequest(Verb::get, "/"), 2s);
+    ASSERT_TRUE(res.ok()) << res.error().ToString();
+    EXPECT_FALSE(res->keep_alive());
+  }
+  EXPECT_EQ(client.connections_opened(), 3u);
+}
+
 TEST(Server, PeerHandlerSeesAddress) {
   auto s = Server::Start(ServerOptions{}, [](Request&&, const Peer& peer) {
     return MakeResponse(StatusCode::ok, peer.address);

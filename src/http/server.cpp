@@ -333,8 +333,10 @@ class ServerImpl final : public Server {
         }
       };
       Response res = co_await AsyncOnPool(pool_, std::move(call), use_awaitable);
+      const bool handler_keep = res.keep_alive();  // false when the handler set "Connection: close"
       res.version(version);
-      const bool keep = want_keep_alive && version >= 11 && !c.close_requested && !stopping_.load();
+      const bool keep =
+          handler_keep && want_keep_alive && version >= 11 && !c.close_requested && !stopping_.load();
       if (!co_await Write(c, res, keep) || !keep) co_return;
     }
   }
