@@ -180,6 +180,47 @@ TEST_F(SimulatorTest, NodePoolLifecycle) {
                                       "pending_update", "updating", "ready", "uninstalling", "deleted"}));
 }
 
+TEST_F(SimulatorTest, ExternalAuthLifecycle) {
+  StartSim(Profile::kInstant);
+  const std::string cluster = CreateCluster("c1");
+  auto ea = Call(*sim_, Verb::post, cluster + "/external_auth_configs",
+                 R"({"name":"ea1","issuer":{"url":"https://issuer.example.com","audiences":["a"]}})");
+  ASSERT_EQ(ea.status, 201u);
+  const std::string href = ea.str("href");
+  EXPECT_EQ(href, cluster + "/external_auth_configs/" + ea.str("id"));
+  EXPECT_EQ(Call(*sim_, Verb::post, cluster + "/external_auth_configs", R"({"name":"ea2","issuer":{}})").status, 400u);
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(Call(*sim_, Verb::get, href + "/status").str("kind"), "ExternalAuthStatus");
+  ASSERT_EQ(Call(*sim_, Verb::patch, href, R"({"issuer":{"audiences":["a","b"]}})").state(), "updating");
+  sim_->RunDueForTest();
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(*GetInt(Call(*sim_, Verb::get, cluster + "/external_auth_configs").obj(), "total"), 1);
+  Call(*sim_, Verb::delete_, href);
+  sim_->RunDueForTest();
+  EXPECT_EQ(Call(*sim_, Verb::get, href).status, 404u);
+  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "installing", "ready", "updating",
+                                                                  "ready", "uninstalling", "deleted"}));
+}
+
+TEST_F(SimulatorTest, FailedUpdateAndRetry) {
+  StartSim(Profile::kInstant);
+  const std::string href = CreateCluster("c1");
+  sim_->RunDueForTest();
+  Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"count":1,"operations":["update"],"code":"OCM5001"})");
+  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
+  sim_->RunDueForTest();
+  auto st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(st.state(), "error");
+  EXPECT_EQ(st.str("provision_error_code"), "OCM5001");
+  // An update of a failed cluster is allowed and clears the error.
+  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.21"}})");
+  sim_->RunDueForTest();
+  st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(st.state(), "ready");
+  EXPECT_EQ(st.str("provision_error_code"), "");
+}
+
 TEST_F(SimulatorTest, DeletingAClusterDeletesItsChildrenFirst) {
   StartSim(Profile::kDemo);
   const std::string cluster = CreateCluster("c1");
