@@ -25,6 +25,11 @@ client.pipeline.removePolicy({ name: "bearerTokenAuthenticationPolicy" });
 client.pipeline.addPolicy({
   name: "armIdentityHeaders",
   sendRequest: async (request, next) => {
+    // The generic *ById methods build "{endpoint}/{resourceId}", and resource IDs start with "/": ARM
+    // collapses the doubled slash before it forwards a request to a resource provider, so do it here.
+    const url = new URL(request.url);
+    url.pathname = url.pathname.replace(/\/{2,}/g, "/");
+    request.url = url.toString();
     request.headers.set("x-ms-home-tenant-id", tenantId);
     request.headers.set("x-ms-client-object-id", clientObjectId);
     request.allowInsecureConnection = true;
