@@ -562,9 +562,9 @@ void Service::OnStepDue(const std::string& href) {
   Status st = CommitLocked(txn);
   if (!st.ok()) {
     if (options_.logger) options_.logger->Error("cannot persist a transition", {{"href", href}, {"error", st.error().ToString()}});
-    if (Record* again = FindLocked(href, "")) {
+    // CommitLocked restored the object: try again shortly.
+    if (FindLocked(href, "")) {
       options_.scheduler->Schedule(href, now + std::chrono::seconds(1), [this, href] { OnStepDue(href); });
-      (void)again;
     }
     return;
   }
@@ -656,8 +656,7 @@ void Service::Shutdown() {
 // HTTP.
 
 http::Response Service::Ocm(StatusCode status, const json::value& body) const {
-  http::Response res = http::JsonResponse(status, ToJson(body));
-  return res;
+  return http::JsonResponse(status, ToJson(body));
 }
 
 http::Response Service::OcmError(StatusCode status, const std::string& reason) const {

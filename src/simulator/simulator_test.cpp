@@ -6,7 +6,10 @@
 
 #include "core/uuid.h"
 #include "http/client.h"
+#include "simulator/scheduler.h"
+#include "simulator/service.h"
 #include "simulator/simulator.h"
+#include "simulator/state_store.h"
 
 namespace hcprp::simulator {
 namespace {
@@ -679,6 +682,65 @@ TEST(SimulatorFlags, ParseProfileAndTimeScale) {
   EXPECT_DOUBLE_EQ(o.time_scale, 0.05);
   EXPECT_FALSE(ApplyTimeScaleFlag(o, "-1").ok());
   EXPECT_FALSE(ApplyTimeScaleFlag(o, "abc").ok());
+}
+
+}  // namespace
+}  // namespace hcprp::simulator
+
+namespace hcprp::simulator {
+namespace {
+
+// A store that fails its commits on demand (the leveldb FaultInjectionTestEnv pattern).
+class FailingStore final : public StateStore {
+ public:
+  Result<Snapshot> Load() override { return Snapshot{}; }
+  Status Commit(const std::vector<std::pair<std::string, std::string>>&, const std::vector<std::string>&,
+                uint64_t) override {
+    if (fail) return Error::IoError("disk full");
+    ++commits;
+    return Status::Ok();
+  }
+  bool fail = false;
+  int commits = 0;
+};
+
+TEST(SimulatorService, FailedCommitChangesNothing) {
+  FakeClock clock;
+  TimedProvisioner prov(Timing{Profile::kDemo, 1.0}, 1);
+  FailingStore store;
+  Scheduler scheduler(&clock);
+  ServiceOptions o;
+  o.clock = &clock;
+  o.provisioner = &prov;
+  o.store = &store;
+  o.scheduler = &scheduler;
+  auto svc = Service::Open(o);
+  ASSERT_TRUE(svc.ok());
+  auto post = [&](const std::string& name) {
+    return (*svc)->Handle(http::MakeRequest(Verb::post, kBase + "/clusters", ClusterBody(name)));
+  };
+  store.fail = true;
+  EXPECT_EQ(post("c1").result_int(), 500u);
+  EXPECT_EQ((*svc)->object_count(), 0u);
+  EXPECT_EQ((*svc)->last_sequence(), 0u);
+  EXPECT_EQ(scheduler.pending(), 0u);
+  store.fail = false;
+  auto ok = post("c1");
+  ASSERT_EQ(ok.result_int(), 201u);
+  const std::string href(*GetString(ParseJson(ok.body())->as_object(), "href"));
+  EXPECT_EQ((*svc)->last_sequence(), 1u);
+  // A transition that cannot be persisted is retried later, not lost.
+  store.fail = true;
+  clock.Advance(1s);
+  scheduler.RunDue();
+  auto st = (*svc)->Handle(http::MakeRequest(Verb::get, href + "/status"));
+  EXPECT_EQ(*GetString(ParseJson(st.body())->as_object(), "state"), "validating");
+  store.fail = false;
+  clock.Advance(1s);
+  scheduler.RunDue();
+  st = (*svc)->Handle(http::MakeRequest(Verb::get, href + "/status"));
+  EXPECT_EQ(*GetString(ParseJson(st.body())->as_object(), "state"), "installing");  // caught up
+  (*svc)->Shutdown();
 }
 
 }  // namespace
