@@ -417,14 +417,20 @@ class Ctx:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def run_tests(tests):
+def run_tests(tests, known_failures=()):
+    """Runs `tests`. `known_failures` are tests of behaviour that is broken elsewhere in hcprp today: they
+    are left out of the suite and run only with --known-failures (and then instead of `tests`)."""
     global ARGS
     ap = argparse.ArgumentParser()
     ap.add_argument("--hcprp", required=True)
     ap.add_argument("--hcpctl", required=True)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     ap.add_argument("-k", dest="only", help="run only tests whose name contains this")
+    ap.add_argument("--known-failures", action="store_true",
+                    help="run the tests left out of the suite because of known bugs")
     ARGS = ap.parse_args()
+    if ARGS.known_failures:
+        tests = list(known_failures)
     ARGS.hcprp = os.path.abspath(ARGS.hcprp)
     ARGS.hcpctl = os.path.abspath(ARGS.hcpctl)
     passed = failed = 0

@@ -146,10 +146,9 @@ def test_async_notification(ctx):
 
 
 if __name__ == "__main__":
-    run_tests([test_create_through_status_endpoint, test_patch_updating, test_request_credential_result,
-               # Expected to fail, left out of the suite: the frontend reads Azure-AsyncNotificationUri
-               # into the request context (src/frontend/frontend.cpp) but never stores it in the
-               # operation document's notificationUri, so the backend has nothing to notify.
-               # Put it back when that is fixed: `python3 lifecycle.py ... -k notification`.
-               # test_async_notification,
-               ])
+    run_tests([test_create_through_status_endpoint, test_patch_updating, test_request_credential_result],
+              # Expected to fail, left out of the suite (run with --known-failures): the frontend reads
+              # Azure-AsyncNotificationUri into the request context (src/frontend/frontend.cpp) but never
+              # stores it in the operation document's notificationUri, so the backend has nothing to
+              # notify. Move it back into the list above when that is fixed.
+              known_failures=[test_async_notification])
