@@ -93,6 +93,8 @@ inline constexpr std::string_view kPathActiveOperationId = "/properties/activeOp
 inline constexpr std::string_view kPathProvisioningState = "/properties/provisioningState";
 inline constexpr std::string_view kPathInternalId = "/properties/internalId";
 inline constexpr std::string_view kPathServiceStatus = "/properties/clusterServiceStatus";
+// The read-only values the Cluster Service assigned (api::Resource::observed inside the stored resource).
+inline constexpr std::string_view kPathObserved = "/properties/resource/observed";
 
 // ---------------------------------------------------------------------------------------------
 // The request an operation carries out.

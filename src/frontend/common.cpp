@@ -3,7 +3,9 @@
 #include "arm/headers.h"
 #include "arm/operation_status.h"
 #include "arm/paging.h"
+#include "core/time.h"
 #include "core/uuid.h"
+#include "frontend/cs_mapping.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
@@ -69,6 +71,7 @@ Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_v
   auto parsed = arm::ResourceDocument::FromBody(doc->body);
   if (!parsed.ok()) return parsed.error();
   r.etag = doc->etag;
+  r.timestamp_ms = doc->timestamp_ms;
   r.doc = std::move(parsed).value();
   return std::optional<LoadedResource>(std::move(r));
 }
@@ -134,6 +137,61 @@ api::Kind ToApiKind(arm::ResourceKind k) {
   return api::Kind::kCluster;
 }
 
+namespace {
+
+json::object Condition(std::string_view type, std::string_view status, std::string_view reason,
+                       std::string_view message, const std::string& when) {
+  return json::object{{"type", type},
+                      {"status", status},
+                      {"lastTransitionTime", when},
+                      {"reason", reason},
+                      {"message", message}};
+}
+
+// Conditions of a resource whose state the RP knows only through its provisioning state.
+json::array ConditionsOf(std::string_view state, const std::string& when) {
+  json::array c;
+  if (EqualsIgnoreCase(state, arm::kStateSucceeded)) {
+    c.push_back(Condition("Available", "True", "AsExpected", "The resource is available.", when));
+    c.push_back(Condition("Progressing", "False", "AsExpected", "No operation is in progress.", when));
+    c.push_back(Condition("Degraded", "False", "AsExpected", "The resource is not degraded.", when));
+  } else if (EqualsIgnoreCase(state, arm::kStateProvisioning)) {
+    c.push_back(Condition("Available", "False", "Provisioning", "The resource is being provisioned.", when));
+    c.push_back(Condition("Progressing", "True", "Provisioning", "The resource is being provisioned.", when));
+  } else if (EqualsIgnoreCase(state, arm::kStateUpdating)) {
+    c.push_back(Condition("Available", "True", "AsExpected", "The resource is available.", when));
+    c.push_back(Condition("Progressing", "True", "Updating", "The resource is being updated.", when));
+  } else if (EqualsIgnoreCase(state, arm::kStateDeleting)) {
+    c.push_back(Condition("Available", "Unknown", "Deleting", "The resource is being deleted.", when));
+    c.push_back(Condition("Progressing", "True", "Deleting", "The resource is being deleted.", when));
+  } else if (EqualsIgnoreCase(state, arm::kStateFailed)) {
+    c.push_back(Condition("Progressing", "False", "OperationFailed", "The last operation failed.", when));
+    c.push_back(Condition("Degraded", "True", "OperationFailed", "The last operation failed.", when));
+  } else if (EqualsIgnoreCase(state, arm::kStateCanceled)) {
+    c.push_back(
+        Condition("Progressing", "False", "OperationCanceled", "The last operation was canceled.", when));
+  } else {
+    c.push_back(Condition("Progressing", "True", "Accepted", "The request was accepted.", when));
+  }
+  return c;
+}
+
+}  // namespace
+
+json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, const api::Resource& resource) {
+  json::object observed = resource.observed;
+  if (!r.doc.service_status.empty()) {
+    for (auto& [key, value] : ObservedFromClusterService(kind, r.doc.service_status)) {
+      if (!observed.contains(key)) observed[key] = value;
+    }
+  }
+  if (!observed.contains("status")) {
+    std::string when = FormatRfc3339(TimePoint(std::chrono::milliseconds(r.timestamp_ms)), true);
+    observed["status"] = json::object{{"conditions", ConditionsOf(r.doc.provisioning_state, when)}};
+  }
+  return observed;
+}
+
 Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r) {
   auto id = arm::ParseResourceId(r.doc.resource_id);
   if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
@@ -142,6 +200,7 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
   if (resource->location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
     resource->location = r.doc.location;
   }
+  resource->observed = ObservedValues(r, id->kind, *resource);
   api::Envelope envelope;
   envelope.id = r.doc.resource_id;
   envelope.name = id->Name();

@@ -1,6 +1,7 @@
 #include "frontend/cs_mapping.h"
 
 #include "clusterservice/client.h"
+#include "clusterservice/convert.h"
 
 namespace hcprp::frontend {
 
@@ -16,41 +17,50 @@ std::string ClusterServiceCollection(arm::ResourceKind kind, std::string_view pa
   return "";
 }
 
-namespace {
-std::string_view CsKind(arm::ResourceKind kind) {
-  switch (kind) {
+Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
+                                                   std::string_view tenant_id) {
+  clusterservice::AzureContext azure;
+  azure.resource_id = id.ToString();
+  switch (id.kind) {
     case arm::ResourceKind::kCluster:
-      return "Cluster";
+      azure.location = resource.location;
+      azure.tenant_id = std::string(tenant_id);
+      if (resource.identity) azure.identity = *resource.identity;
+      return clusterservice::ClusterToCs(resource.properties, azure);
     case arm::ResourceKind::kNodePool:
-      return "NodePool";
+      return clusterservice::NodePoolToCs(resource.properties, azure);
     case arm::ResourceKind::kExternalAuth:
-      return "ExternalAuth";
+      return clusterservice::ExternalAuthToCs(resource.properties, azure);
   }
-  return "";
+  return Error::InvalidArgument("unknown resource kind");
 }
-}  // namespace
 
-json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource) {
-  json::object body;
-  body["kind"] = CsKind(id.kind);
-  body["name"] = id.Name();
-  json::object azure;
-  azure["subscription_id"] = ToLower(id.subscription_id);
-  azure["resource_group_name"] = id.resource_group;
-  azure["resource_name"] = id.Name();
-  azure["resource_id"] = id.ToString();
-  if (!resource.location.empty()) azure["region"] = resource.location;
-  body["azure"] = std::move(azure);
-  // The canonical ARM property tree; the Cluster Service of this project reads it as is.
-  body["properties"] = resource.properties;
-  return body;
+json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
+                                      std::string_view tenant_id) {
+  auto body = BuildClusterServiceCreateBody(id, resource, tenant_id);
+  if (!body.ok()) return {};
+  return std::move(body).value();
 }
 
 json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Resource& resource) {
-  json::object body;
-  body["kind"] = CsKind(id.kind);
-  body["properties"] = resource.properties;
-  return body;
+  auto patch = [&]() -> Result<json::object> {
+    switch (id.kind) {
+      case arm::ResourceKind::kCluster:
+        return clusterservice::ClusterPatchToCs(resource.properties);
+      case arm::ResourceKind::kNodePool:
+        return clusterservice::NodePoolPatchToCs(resource.properties);
+      case arm::ResourceKind::kExternalAuth:
+        return clusterservice::ExternalAuthPatchToCs(resource.properties);
+    }
+    return json::object();
+  }();
+  if (!patch.ok()) return {};
+  return std::move(patch).value();
+}
+
+json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object) {
+  if (kind != arm::ResourceKind::kCluster) return {};
+  return clusterservice::ClusterReadOnlyFromCs(cs_object);
 }
 
 }  // namespace hcprp::frontend

@@ -1,6 +1,7 @@
-// The adapter between the ARM model and Cluster Service request bodies. Kept in one file so that a
-// full conversion (src/clusterservice/convert.h) can replace this minimal mapping without touching
-// the handlers.
+// The adapter between the ARM model and Cluster Service (OCM aro_hcp v1alpha1) objects: collection
+// hrefs, create and update bodies, and the read-only values the Cluster Service assigns. The
+// conversions themselves live in src/clusterservice/convert.h; this file decides which one a kind
+// uses and what Azure context it gets, so handlers never see OCM field names.
 #pragma once
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "api/api.h"
 #include "arm/resource_id.h"
 #include "core/json.h"
+#include "core/result.h"
 
 namespace hcprp::frontend {
 
@@ -16,10 +18,22 @@ namespace hcprp::frontend {
 // cluster's href (ignored for clusters).
 std::string ClusterServiceCollection(arm::ResourceKind kind, std::string_view parent_internal_id);
 
-// Body of the Cluster Service create call for the resource `id`.
-json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource);
-// Body of the Cluster Service update (PATCH) call after a PUT or PATCH.
+// The OCM object to POST for the resource `id` (clusters: name, region, azure.*, version, network,
+// ...; node pools and external auths: their own shapes). `tenant_id` is the subscription's tenant
+// (clusters only; may be empty). Fails only for an ID that is not a cluster or child resource ID.
+Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
+                                                   std::string_view tenant_id = "");
+// As above for callers that always hold a well-formed ID (a parsed arm::ResourceId is one): an
+// empty object when the conversion fails, which the Cluster Service refuses.
+json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
+                                      std::string_view tenant_id = "");
+// The OCM patch after a PUT or PATCH: only the fields the Cluster Service lets change.
 json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Resource& resource);
+
+// The read-only values the Cluster Service assigned to `cs_object` (the answer to a create, update
+// or GET), in the canonical shape of api::Resource::observed: clusters {api.url, console.url,
+// dns.baseDomain, platform.issuerUrl}; empty for other kinds and for objects without them.
+json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object);
 
 // Cluster Service action names.
 inline constexpr std::string_view kCsRequestCredential = "request_admin_credential";

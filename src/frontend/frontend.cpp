@@ -22,6 +22,12 @@ namespace {
 using arm::CloudError;
 namespace codes = arm::codes;
 
+Response TooLargeReply(size_t max_body) {
+  return ErrorReply(
+      CloudError(413, codes::kRequestEntityTooLarge,
+                 "The request body exceeds the maximum size of " + std::to_string(max_body) + " bytes."));
+}
+
 bool HasControlChars(std::string_view v) {
   for (unsigned char c : v) {
     if (c == '\r' || c == '\n' || c == '\0') return true;
@@ -180,11 +186,7 @@ Response Frontend::Impl::Dispatch(RequestContext& ctx) {
                                        "' contains invalid characters."));
     }
   }
-  if (req.body().size() > env.options.max_body_bytes) {
-    return ErrorReply(CloudError(413, codes::kRequestEntityTooLarge,
-                                 "The request body exceeds the maximum size of " +
-                                     std::to_string(env.options.max_body_bytes) + " bytes."));
-  }
+  if (req.body().size() > env.options.max_body_bytes) return TooLargeReply(env.options.max_body_bytes);
 
   std::string_view target = req.target();
   size_t qpos = target.find('?');
@@ -292,16 +294,54 @@ Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, stor
 Frontend::Frontend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Frontend::~Frontend() = default;
 
+namespace {
+
+// The correlation headers every answer carries.
+void AddCorrelationHeaders(const Request& request, const RequestContext& ctx,
+                           std::string_view client_request_id, Response& res) {
+  res.version(request.version());
+  res.set(arm::headers::kRequestId, ctx.request_id);
+  if (!ctx.correlation_id.empty()) res.set(arm::headers::kCorrelationRequestId, ctx.correlation_id);
+  if (SafeToEcho(client_request_id)) {
+    auto it = request.find(arm::headers::kReturnClientRequestId);
+    if (it != request.end() && EqualsIgnoreCase(it->value(), "true")) {
+      res.set(arm::headers::kClientRequestId, client_request_id);
+    }
+  }
+}
+
+std::string_view HeaderOf(const Request& request, std::string_view name) {
+  auto it = request.find(name);
+  return it == request.end() ? std::string_view() : std::string_view(it->value());
+}
+
+}  // namespace
+
+Response TooLargeResponse(const Request& header_only, size_t max_body) {
+  RequestContext ctx;
+  ctx.req = &header_only;
+  ctx.request_id = NewUuidV4();
+  if (std::string_view c = HeaderOf(header_only, arm::headers::kCorrelationRequestId); SafeToEcho(c)) {
+    ctx.correlation_id = std::string(c);
+  }
+  Response res = TooLargeReply(max_body);
+  AddCorrelationHeaders(header_only, ctx, HeaderOf(header_only, arm::headers::kClientRequestId), res);
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
 Response Frontend::Handle(Request&& request) {
   const Env& env = impl_->env;
   const auto started = std::chrono::steady_clock::now();
+  const bool head = request.method() == bhttp::verb::head;
   RequestContext ctx;
   ctx.req = &request;
-  ctx.method = request.method();
+  ctx.method = head ? bhttp::verb::get : request.method();
   ctx.request_id = NewUuidV4();
-  std::string correlation = ctx.Header(arm::headers::kCorrelationRequestId);
-  if (SafeToEcho(correlation)) ctx.correlation_id = correlation;
-  std::string client_request_id = ctx.Header(arm::headers::kClientRequestId);
+  std::string_view correlation = HeaderOf(request, arm::headers::kCorrelationRequestId);
+  if (SafeToEcho(correlation)) ctx.correlation_id = std::string(correlation);
+  std::string_view client_request_id = HeaderOf(request, arm::headers::kClientRequestId);
 
   Response res;
   try {
@@ -314,23 +354,21 @@ Response Frontend::Handle(Request&& request) {
     res = ErrorReply(CloudError::Internal());
   }
 
-  res.version(request.version());
-  res.set(arm::headers::kRequestId, ctx.request_id);
-  if (!ctx.correlation_id.empty()) res.set(arm::headers::kCorrelationRequestId, ctx.correlation_id);
-  if (EqualsIgnoreCase(ctx.Header(arm::headers::kReturnClientRequestId), "true") &&
-      SafeToEcho(client_request_id)) {
-    res.set(arm::headers::kClientRequestId, client_request_id);
-  }
-  if (request.method() == bhttp::verb::head) res.body().clear();
+  AddCorrelationHeaders(request, ctx, client_request_id, res);
   res.keep_alive(request.keep_alive());
   res.prepare_payload();
+  if (head) {
+    const size_t length = res.body().size();
+    res.body().clear();
+    res.content_length(length);
+  }
 
   const auto latency =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
   std::string_view target = request.target();
   json::object fields;
-  fields["method"] = std::string(bhttp::to_string(request.method()));
-  fields["path"] = std::string(target.substr(0, std::min<size_t>(target.find('?'), 2048)));
+  fields["method"] = bhttp::to_string(request.method());
+  fields["path"] = target.substr(0, std::min<size_t>(target.find('?'), 2048));
   fields["status"] = static_cast<int>(res.result_int());
   fields["latency_ms"] = static_cast<double>(latency.count()) / 1000.0;
   fields["request_id"] = ctx.request_id;
@@ -338,7 +376,7 @@ Response Frontend::Handle(Request&& request) {
   if (SafeToEcho(client_request_id)) fields["client_request_id"] = client_request_id;
   if (res.result_int() >= 400) {
     auto code = res.find(arm::headers::kErrorCode);
-    if (code != res.end()) fields["error_code"] = std::string(code->value());
+    if (code != res.end()) fields["error_code"] = code->value();
   }
   env.logger.Info("access", std::move(fields));
   return res;

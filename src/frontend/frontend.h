@@ -7,6 +7,8 @@
 // Frontend::Handle. Handle never throws for any input and always returns an ARM-shaped response
 // carrying x-ms-request-id.
 //
+// HEAD is served wherever GET is, as GET without the body (Content-Length is the GET body's).
+//
 // Thread-safety: Handle may be called from many threads at once. The store, Cluster Service client,
 // clock and log sink must be thread-safe (their interfaces say they are).
 #pragma once
@@ -46,6 +48,12 @@ struct FrontendOptions {
   // Store batch size when a delete fans out over many resources (children, subscription delete).
   size_t delete_batch_size = 50;
 };
+
+// The answer to a request whose body is over `max_body` bytes, for the HTTP server's on_too_large
+// hook (http::ServerOptions::on_too_large), which sees the request without its body: 413 with the
+// ARM error body and the x-ms-request-id, x-ms-error-code and correlation headers that Handle gives
+// the same refusal. Thread-safe.
+Response TooLargeResponse(const Request& header_only, size_t max_body);
 
 class Frontend {
  public:

@@ -67,6 +67,7 @@ struct LoadedResource {
   std::string doc_id;
   std::string etag;
   arm::ResourceDocument doc;
+  int64_t timestamp_ms = 0;  // the store's commit time of this version of the document
 };
 // nullopt when absent.
 Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_view subscription_id,
@@ -87,8 +88,16 @@ api::Kind ToApiKind(arm::ResourceKind kind);
 // The client-visible ETag of a store etag: the store etag, quoted.
 std::string ClientEtag(std::string_view store_etag);
 
-// The wire form of a resource for ctx.api_version.
+// The wire form of a resource for ctx.api_version, with the service-set read-only values
+// (ObservedValues) merged in.
 Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r);
+
+// The read-only values a response carries beyond what the client sent: the Cluster Service's
+// (api.url, console.url, dns.baseDomain, platform.issuerUrl; recorded when the Cluster Service
+// answered a create or update, or synced by the backend into clusterServiceStatus) and
+// status.conditions derived from the provisioning state, their lastTransitionTime being the last
+// write of the resource document (every state change is one).
+json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, const api::Resource& resource);
 
 // Handlers. Each returns a complete response (errors included).
 Response HandleResource(Env& env, RequestContext& ctx);       // GET/PUT/PATCH/DELETE

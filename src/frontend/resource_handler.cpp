@@ -253,11 +253,12 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
     return Outcome::Done(Fail(env, ctx, created.error()));
   }
-  LoadedResource result{doc_id, created->documents.at(0).etag, doc};
+  LoadedResource result{doc_id, created->documents.at(0).etag, doc, created->documents.at(0).timestamp_ms};
 
   // Step 2: the Cluster Service, with the operation id as idempotency key.
-  auto cs_body = ClusterServiceCreateBody(id, resource);
-  auto cs = env.cs->Create(ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""), cs_body,
+  auto cs_body = BuildClusterServiceCreateBody(id, resource, ctx.tenant_id);
+  if (!cs_body.ok()) return Outcome::Done(Fail(env, ctx, cs_body.error()));
+  auto cs = env.cs->Create(ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""), *cs_body,
                            op.id);
   if (!cs.ok()) {
     const Error& e = cs.error();
@@ -280,17 +281,24 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     env.logger.Warn("cluster service create deferred to the backend",
                     {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
   } else if (auto href = GetString(*cs, "href"); href && !href->empty()) {
-    // Step 3: record the internal ID on both documents.
-    store::WriteOp set_doc = store::WriteOp::Patch(
-        doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(*href)}},
-        {{std::string(arm::kPathInternalId), json::value("")}});
+    // Step 3: record the internal ID on both documents, and what the Cluster Service assigned.
+    std::vector<store::PatchOp> doc_ops = {
+        {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(*href)}};
+    json::object observed = ObservedFromClusterService(id.kind, *cs);
+    if (!observed.empty()) {
+      doc_ops.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(observed)});
+    }
+    store::WriteOp set_doc = store::WriteOp::Patch(doc_id, std::move(doc_ops),
+                                                   {{std::string(arm::kPathInternalId), json::value("")}});
     store::WriteOp set_op = store::WriteOp::Patch(
         op.id,
         {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(*href)}});
     auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc), std::move(set_op)});
     if (patched.ok()) {
       result.etag = patched->documents.at(0).etag;
+      result.timestamp_ms = patched->documents.at(0).timestamp_ms;
       result.doc.internal_id = std::string(*href);
+      if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
     } else {
       env.logger.Warn(
           "could not record the internal ID",
@@ -350,7 +358,8 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
     if (written.error().IsPreconditionFailed() || written.error().IsAlreadyExists()) return Outcome::Retry();
     return Outcome::Done(Fail(env, ctx, written.error()));
   }
-  LoadedResource result{existing.doc_id, written->documents.at(0).etag, doc};
+  LoadedResource result{existing.doc_id, written->documents.at(0).etag, doc,
+                        written->documents.at(0).timestamp_ms};
 
   auto cs = env.cs->Update(existing.doc.internal_id, ClusterServiceUpdateBody(id, resource));
   if (!cs.ok()) {
@@ -360,6 +369,11 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
                          {store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
                           store::WriteOp::Delete(op.id)});
     if (!undone.ok()) {
+      if (undone.error().IsPreconditionFailed()) {
+        // A concurrent request (a DELETE) moved the resource on and superseded this update.
+        return Outcome::Done(ErrorReply(
+            CloudError::Conflict(ctx.path, "The resource was changed concurrently; retry the request.")));
+      }
       env.logger.Error(
           "could not undo a refused update",
           {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", undone.error().ToString()}});
@@ -368,6 +382,27 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
       return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(cs.error().message())));
     }
     return Outcome::Done(Fail(env, ctx, cs.error()));
+  }
+  // Values the Cluster Service assigned that the document lacks (its create was finished by the
+  // backend, which records only the internal ID) are recorded now.
+  json::object observed = ObservedFromClusterService(id.kind, *cs);
+  bool news = false;
+  for (const auto& [key, value] : observed) {
+    const json::value* known = resource.observed.if_contains(key);
+    if (known == nullptr || *known != value) news = true;
+  }
+  if (news) {
+    json::object merged = resource.observed;
+    for (auto& [key, value] : observed) merged[key] = value;
+    store::WriteOp set_doc = store::WriteOp::Patch(
+        existing.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(merged)}},
+        {}, result.etag);
+    auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc)});
+    if (patched.ok()) {
+      result.etag = patched->documents.at(0).etag;
+      result.timestamp_ms = patched->documents.at(0).timestamp_ms;
+      result.doc.resource["observed"] = std::move(merged);
+    }
   }
   if (is_patch) {
     Response res = EmptyReply(202);
@@ -529,7 +564,7 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
                       {{"id", d.id}, {"error", parsed.error().ToString()}});
       continue;
     }
-    LoadedResource lr{d.id, d.etag, std::move(parsed).value()};
+    LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
     auto rendered = RenderResource(ctx, lr);
     if (!rendered.ok()) return Fail(env, ctx, rendered.error());
     value.push_back(std::move(rendered).value());

@@ -3,6 +3,7 @@
 // rest is the body. Any crash, sanitizer report or non-ARM answer is a bug.
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -44,9 +45,9 @@ struct World {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static World* world = new World();
   if (size == 0) return 0;
-  static constexpr bhttp::verb kMethods[] = {bhttp::verb::get, bhttp::verb::put, bhttp::verb::patch,
-                                             bhttp::verb::delete_, bhttp::verb::post};
-  bhttp::verb method = kMethods[data[0] % 5];
+  static constexpr bhttp::verb kMethods[] = {bhttp::verb::get,     bhttp::verb::put,  bhttp::verb::patch,
+                                             bhttp::verb::delete_, bhttp::verb::post, bhttp::verb::head};
+  bhttp::verb method = kMethods[data[0] % std::size(kMethods)];
   std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
   size_t nl = rest.find('\n');
   std::string target = "/" + rest.substr(0, nl);
@@ -57,5 +58,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto res = world->Request(method, target, body);
   if (res.find("x-ms-request-id") == res.end()) __builtin_trap();
   if (res.result_int() >= 400 && res.find("x-ms-error-code") == res.end()) __builtin_trap();
+  if (method == bhttp::verb::head && !res.body().empty()) __builtin_trap();
   return 0;
 }

@@ -19,7 +19,17 @@ Result<json::object> FakeClusterService::Create(std::string_view collection_href
   o["id"] = href.substr(href.rfind('/') + 1);
   o["href"] = href;
   o["state"] = "pending";
+  if (o.contains("region")) {
+    // A cluster: the service assigns its endpoints and OIDC issuer, as the real one does.
+    std::string domain = o["id"].as_string().c_str() + std::string(".example.test");
+    o["api"] = json::object{{"url", "https://api." + domain + ":443"}};
+    o["console"] = json::object{{"url", "https://console." + domain}};
+    o["dns"] = json::object{{"base_domain", domain}};
+    if (!o["azure"].is_object()) o["azure"] = json::object();
+    o["azure"].as_object()["issuer_url"] = "https://oidc.example.test/" + std::string(o["id"].as_string());
+  }
   objects_[href] = o;
+  created_bodies_.push_back(body);
   by_key_[std::string(idempotency_key)] = href;
   return o;
 }
@@ -106,6 +116,11 @@ void FakeClusterService::FailWith(std::optional<Error> error) {
 void FakeClusterService::FailNextCreate(Error error) {
   std::lock_guard lock(mu_);
   fail_next_create_ = std::move(error);
+}
+
+std::vector<json::object> FakeClusterService::CreatedBodies() const {
+  std::lock_guard lock(mu_);
+  return created_bodies_;
 }
 
 bool FakeClusterService::Exists(std::string_view href) const {

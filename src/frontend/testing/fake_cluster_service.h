@@ -32,7 +32,8 @@ class FakeClusterService final : public clusterservice::Client {
 
   bool Exists(std::string_view href) const;
   size_t ObjectCount() const;
-  std::vector<std::string> Calls() const;  // "Create /api/...", "Delete /api/...", ...
+  std::vector<std::string> Calls() const;           // "Create /api/...", "Delete /api/...", ...
+  std::vector<json::object> CreatedBodies() const;  // the body of every Create that made an object
   void SetVersions(json::array versions);
 
  private:
@@ -42,6 +43,7 @@ class FakeClusterService final : public clusterservice::Client {
   std::optional<Error> fail_all_;
   std::optional<Error> fail_next_create_;
   std::vector<std::string> calls_;
+  std::vector<json::object> created_bodies_;
   std::optional<json::array> versions_;
   uint64_t next_id_ = 1;
 };
