@@ -1,0 +1,179 @@
+// A simulated Azure for the provisioning engine: resource groups, the customer's network and managed
+// identities, and the resources the engine creates in a cluster's managed resource group. Every create
+// and delete is a long-running operation whose duration is drawn from a per-type latency distribution;
+// failures and throttling (429 + Retry-After) can be injected per resource type and operation.
+//
+// Operations complete by the clock alone: nothing runs in the background. Any call first settles the
+// operations whose completion time has passed, so a FakeClock drives it fully.
+//
+// Callers act as an identity: the resource ID of a user-assigned managed identity (which must exist and
+// hold its permissions, else 401 AADSTS700016 or 403 AuthorizationFailed), or kFirstParty, the
+// resource provider's own application, which always may act.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/result.h"
+
+namespace hcprp::provisioning {
+
+inline constexpr std::string_view kFirstParty = "first-party";
+
+enum class ResourceType {
+  kResourceGroup,
+  kVirtualNetwork,
+  kSubnet,
+  kNetworkSecurityGroup,
+  kManagedIdentity,
+  kLoadBalancer,
+  kPublicIp,
+  kNetworkInterface,
+  kDisk,
+  kVirtualMachine,
+  kRoleAssignment,
+  kVmExtension,
+};
+inline constexpr int kResourceTypeCount = 12;
+
+// "Microsoft.Network/publicIPAddresses", ...
+std::string_view ArmType(ResourceType t);
+// Short names used in conditions ("PublicIP" -> "PublicIPReady") and in the control API ("publicIP").
+std::string_view ConditionPrefix(ResourceType t);
+std::string_view ShortName(ResourceType t);
+Result<ResourceType> ParseShortName(std::string_view name);
+
+// instant: every operation completes at once; demo: a fraction of a second to a few seconds;
+// realistic: log-normal durations with medians and p99s of real Azure operations (VM create ~2 min).
+enum class LatencyProfile { kInstant, kDemo, kRealistic };
+Result<LatencyProfile> ParseLatencyProfile(std::string_view name);
+
+struct AzureOptions {
+  const Clock* clock = nullptr;    // required; not owned
+  const Logger* logger = nullptr;  // may be null; not owned
+  LatencyProfile profile = LatencyProfile::kDemo;
+  double time_scale = 1.0;  // multiplies every latency and Retry-After
+  // Longest wait an operation status answer advises (Retry-After) before the caller polls again,
+  // before scaling. The advice is min(this, time left), as Azure's polling hint would be.
+  Duration poll_interval = std::chrono::seconds(10);
+  std::string data_dir;  // azure.json is written here by Flush(); empty: nothing persists
+  uint64_t seed = 0;     // 0: random
+};
+
+// The answer to a create, delete or poll.
+struct AzureCall {
+  enum class Outcome { kDone, kPending, kFailed, kThrottled };
+  Outcome outcome = Outcome::kDone;
+  std::string token;       // the operation (kPending, and kDone/kFailed of a polled operation)
+  TimePoint done_at{};     // when a pending operation will complete
+  Duration retry_after{};  // kPending and kThrottled: when to ask again
+  int http_status = 200;   // 401/403 for credential failures, 404, 409, 429, 500...
+  std::string code, message;
+
+  bool ok() const { return outcome == Outcome::kDone; }
+  // The caller's identity is missing (401) or lacks the permission (403).
+  bool credential_error() const {
+    return outcome == Outcome::kFailed && (http_status == 401 || http_status == 403);
+  }
+};
+
+// An injected fault. kind "fail": matching operations start and then end Failed with code/message;
+// kind "throttle": matching calls answer 429 with Retry-After and start nothing.
+struct AzureFault {
+  int64_t id = 0;
+  std::optional<ResourceType> type;  // none: every type
+  std::string operation = "create";  // "create" or "delete"
+  std::string kind = "fail";         // "fail" or "throttle"
+  int64_t remaining = 1;             // -1: until cleared
+  double fraction = 1.0;
+  std::string code = "InternalServerError";
+  std::string message = "An internal error occurred.";
+  Duration retry_after = std::chrono::seconds(10);  // throttle; before scaling
+};
+
+// Thread-safe.
+class SimulatedAzure {
+ public:
+  // Loads DIR/azure.json when a data dir is given and the file exists.
+  static Result<std::unique_ptr<SimulatedAzure>> Open(const AzureOptions& options);
+  ~SimulatedAzure();
+
+  // Long-running operations. `id` is an ARM resource ID (compared case-insensitively). A create of a
+  // resource that exists answers its running operation (PUT is idempotent) or kDone; a create of a
+  // Failed resource starts a new attempt. A delete of a missing resource answers kDone.
+  AzureCall BeginCreate(std::string_view caller, ResourceType type, const std::string& id);
+  AzureCall BeginDelete(std::string_view caller, const std::string& id);
+  AzureCall Poll(std::string_view caller, const std::string& token);
+  // "Creating", "Succeeded", "Failed", "Deleting", or nullopt when absent.
+  std::optional<std::string> ProvisioningState(const std::string& id);
+  // The operation in progress on a resource, if any.
+  std::optional<std::string> ActiveOperation(const std::string& id);
+
+  // The customer's side. Ensure* creates the resource (and its resource group) at once unless it
+  // exists; identities deleted through DeleteIdentity stay deleted.
+  void EnsureCustomerResource(ResourceType type, const std::string& id);
+  Status DeleteIdentity(const std::string& id);
+  Status SetIdentityPermissions(const std::string& id, bool granted);
+
+  int64_t AddFault(AzureFault fault);
+  void ClearFaults();
+  json::array Faults() const;
+
+  // Resources whose ID starts with `prefix` (lower-cased compare), as
+  // [{id, type, provisioningState, createdTime, createAttempts}]; "" lists all.
+  json::array List(std::string_view prefix) const;
+  size_t resource_count() const;
+  size_t operations_in_flight() const;
+  // How many create operations were started on `id` over its lifetime (survives restarts).
+  int64_t CreateStarts(const std::string& id) const;
+  // The largest CreateStarts over every resource that ever existed.
+  int64_t MaxCreateStarts() const;
+  // Sum of the durations drawn for operations started so far, per resource, in ms, keyed by ID
+  // (creates only): lets a benchmark compute the critical path implied by the draws.
+  std::map<std::string, int64_t> CreateDurationsMs() const;
+
+  // Writes DIR/azure.json atomically (temporary file, fsync, rename). No-op without a data dir.
+  Status Flush();
+
+ private:
+  struct Resource;
+  struct Operation;
+  explicit SimulatedAzure(const AzureOptions& options);
+  Status Load();
+
+  void SettleLocked(TimePoint now);
+  std::optional<AzureCall> CheckCallerLocked(std::string_view caller, std::string_view action,
+                                             const std::string& scope) const;
+  std::optional<AzureFault> DrawFaultLocked(ResourceType type, std::string_view op, std::string_view kind);
+  Duration SampleLocked(ResourceType type, bool is_delete);
+  Duration Scaled(Duration d) const;
+  AzureCall PendingLocked(const Operation& op, TimePoint now) const;
+
+  const AzureOptions options_;
+
+  mutable std::mutex mu_;
+  // Guarded by mu_.
+  std::map<std::string, Resource> resources_;          // by lower-cased ID
+  std::map<std::string, Operation> operations_;        // by token
+  std::multimap<TimePoint, std::string> due_;          // unsettled operations by completion
+  std::map<std::string, int64_t> create_starts_;       // lower-cased ID -> count
+  std::map<std::string, int64_t> create_duration_ms_;  // lower-cased ID -> last drawn create
+  std::map<std::string, bool> deleted_identities_;     // tombstones for Ensure*
+  std::vector<AzureFault> faults_;
+  int64_t next_fault_id_ = 1;
+  uint64_t next_token_ = 1;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace hcprp::provisioning

@@ -1,0 +1,183 @@
+// The provisioning engine behind the Cluster Service simulator, in the style of HyperShift + CAPZ:
+// every cluster gets a control plane (managed resource group, API public IP, load balancer, role
+// assignment) and every node pool its machines, each machine its services in order (public IP, network
+// interface, disk, virtual machine, role assignment, extension), deleted in reverse order.
+//
+// Asynchronous reconciliation (CAPZ "async" design): a service call waits at most client_timeout for
+// its long-running operation; one not done by then is stored as a future {type, resource, token} and
+// picked up by a later reconcile (also after a restart: futures are in the snapshot), never started
+// twice (a create without a future first reads the resource and adopts its running operation).
+// Reconciles never block a worker: the "wait up to client_timeout" is a requeue at the operation's
+// completion time, so `concurrency` workers keep thousands of operations in flight.
+//
+// Conditions per service ("<Service>Ready", reasons Creating, Failed, Deleting, Deleted,
+// DeletionFailed) are kept per machine and rolled up per node pool and cluster, together with
+// "AzureIdentityValid"; they drive the Cluster Service states through the StateSink.
+//
+// Identities that disappear (seed 003): every call on a cluster's resources acts as the cluster's
+// CAPZ identity. A 401 (identity deleted: AADSTS700016) or 403 (permissions removed) sets
+// AzureIdentityValid=False. A deletion whose calls keep failing with such an error for longer than
+// orphan_threshold is orphaned: its cleanup is skipped (logged, counted), and the cluster's managed
+// resource group is deleted by the first-party identity, taking everything in it. Missing permissions
+// are treated like a missing identity for deletion (both make the credentials invalid), but only after
+// the same threshold, since a 403 may be RBAC propagation; during creation both simply fail and retry.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/result.h"
+#include "provisioning/azure.h"
+#include "simulator/provisioner.h"
+
+namespace hcprp::provisioning {
+
+// Where the engine pushes Cluster Service state changes: Service::Transition in the simulator.
+// Called without any engine lock held; the sink may call back into Provisioner::Next().
+class StateSink {
+ public:
+  virtual ~StateSink() = default;
+  virtual Status Transition(const std::string& href, const std::string& state, const std::string& error_code,
+                            const std::string& error_message) = 0;
+  // The object's rolled-up conditions changed (for status.conditions). Default: ignored.
+  virtual void PublishConditions(const std::string& /*href*/, const json::array& /*conditions*/) {}
+};
+
+// Adapts a function with Service::Transition's signature.
+class FunctionStateSink final : public StateSink {
+ public:
+  using Fn =
+      std::function<Status(const std::string&, const std::string&, const std::string&, const std::string&)>;
+  explicit FunctionStateSink(Fn fn) : fn_(std::move(fn)) {}
+  Status Transition(const std::string& href, const std::string& state, const std::string& code,
+                    const std::string& message) override {
+    return fn_(href, state, code, message);
+  }
+
+ private:
+  Fn fn_;
+};
+
+struct EngineOptions {
+  const Clock* clock = nullptr;     // required; not owned
+  SimulatedAzure* azure = nullptr;  // required; not owned
+  const Logger* logger = nullptr;   // may be null; not owned
+  std::string data_dir;             // engine.json; empty: nothing persists
+  double time_scale = 1.0;          // scales the durations below
+  Duration client_timeout = std::chrono::seconds(2);
+  Duration orphan_threshold = std::chrono::minutes(10);
+  Duration backoff_base = std::chrono::seconds(5);
+  Duration backoff_max = std::chrono::minutes(2);
+  int concurrency = 10;  // reconcile workers
+  // Credential issue / revocation times answered to the simulator.
+  Duration credential_issue_time = std::chrono::seconds(10);
+  Duration revocation_time = std::chrono::seconds(60);
+};
+
+struct EngineMetrics {
+  int64_t reconciles = 0;
+  int64_t calls = 0;
+  int64_t futures_stored = 0;  // operations not done within the client timeout
+  int64_t completed_within_timeout = 0;
+  int64_t throttled = 0;
+  int64_t failures = 0;
+  int64_t credential_failures = 0;
+  int64_t orphaned_machines = 0;  // machine deletions skipped because of invalid credentials
+  int64_t orphaned_control_planes = 0;
+  int64_t first_party_group_deletions = 0;
+  int64_t transitions = 0;
+  json::object ToJson() const;
+};
+
+// Thread-safe.
+class Engine final : public simulator::Provisioner {
+ public:
+  // Loads DIR/engine.json (objects, machines, futures) when it exists; every loaded unit is queued.
+  static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
+  ~Engine() override;  // Stop()
+
+  // REQUIRES: before Start() or RunDueForTest(). Not owned; must outlive the engine's activity.
+  void Attach(StateSink* sink);
+  // Starts `concurrency` worker threads that reconcile as work comes due by the clock.
+  void Start();
+  // Stops the workers (a reconcile in progress finishes) and flushes the snapshots. Idempotent.
+  void Stop();
+  // Without workers: runs, in the calling thread, every reconcile due by the clock now (and those they
+  // make due now), at most max_rounds passes. Returns how many ran.
+  size_t RunDueForTest(int max_rounds = 1000);
+  // When the next piece of work is due, if any.
+  std::optional<TimePoint> NextDueForTest() const;
+
+  // simulator::Provisioner: records what the simulator asks for and answers nullopt; the engine moves
+  // the object itself. Never calls back into the simulator.
+  std::optional<simulator::Step> Next(const simulator::ObjectInfo& object) override;
+  Duration CredentialIssueTime() override;
+  Duration RevocationTime() override;
+
+  // Rolled-up conditions of an object ([] when unknown).
+  json::array Conditions(const std::string& href) const;
+  // The engine's view of a cluster: its managed resource group, conditions, node pools with machines,
+  // their futures and conditions, orphaned machines. NotFound when unknown.
+  Result<json::object> ClusterView(const std::string& cluster_href) const;
+  EngineMetrics metrics() const;
+  size_t object_count() const;
+  size_t machine_count() const;
+  // Writes DIR/engine.json atomically; no-op without a data dir.
+  Status Flush();
+
+ private:
+  struct Svc;
+  struct Unit;
+  struct Obj;
+  struct Pending;  // transitions to apply outside the lock
+  explicit Engine(const EngineOptions& options);
+  Status Load();
+
+  void EnqueueLocked(const std::string& key, TimePoint at);
+  void ReconcileUnit(const std::string& unit_key);
+  void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out);
+  void ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out);
+  void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out);
+  void MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>& out, const std::string& code = "",
+                  const std::string& message = "");
+  void Apply(std::vector<Pending>& out);
+  Unit MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index);
+  Unit MakeControlPlaneLocked(const Obj& cluster);
+  void RollUpLocked(Obj& obj);
+  json::object UnitJsonLocked(const Unit& u) const;
+  Duration Scaled(Duration d) const;
+  void WorkerLoop();
+
+  const EngineOptions options_;
+  StateSink* sink_ = nullptr;
+
+  // Lock order: the simulator's lock (Next() is called under it), then mu_, then the SimulatedAzure's.
+  // mu_ is never held while calling the sink.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  // Guarded by mu_.
+  std::map<std::string, Obj> objs_;    // by href
+  std::map<std::string, Unit> units_;  // by unit key
+  std::multimap<TimePoint, std::string> timers_;
+  std::map<std::string, TimePoint> queued_;  // key -> earliest due time queued
+  std::set<std::string> running_;
+  std::set<std::string> rerun_;  // keys that came due while running
+  EngineMetrics metrics_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+  std::atomic<bool> started_{false};
+};
+
+}  // namespace hcprp::provisioning
