@@ -1,1 +1,395 @@
+// The engine under the real simulator Service, driven by a FakeClock.
+#include "provisioning/engine.h"
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/uuid.h"
+#include "provisioning/handler.h"
+#include "simulator/scheduler.h"
+#include "simulator/service.h"
+#include "simulator/state_store.h"
+
+namespace hcprp::provisioning {
+namespace {
+
+using http::Verb;
+using namespace std::chrono_literals;
+
+const std::string kBase(simulator::kApiPrefix);
+const std::string kRg = "/subscriptions/sub-1/resourceGroups/rg/providers/";
+const std::string kCapz = kRg + "Microsoft.ManagedIdentity/userAssignedIdentities/capz";
+const std::string kCpo = kRg + "Microsoft.ManagedIdentity/userAssignedIdentities/cpo";
+const std::string kSmi = kRg + "Microsoft.ManagedIdentity/userAssignedIdentities/smi";
+
+std::string ClusterBody(const std::string& name) {
+  json::object mi{{"control_plane_operators_managed_identities",
+                   json::object{{"cluster-api-azure", json::object{{"resource_id", kCapz}}},
+                                {"control-plane", json::object{{"resource_id", kCpo}}}}},
+                  {"service_managed_identity", json::object{{"resource_id", kSmi}}}};
+  json::object azure{
+      {"subscription_id", "sub-1"},
+      {"resource_group_name", "rg"},
+      {"resource_name", name},
+      {"subnet_resource_id", kRg + "Microsoft.Network/virtualNetworks/vnet/subnets/nodes"},
+      {"network_security_group_resource_id", kRg + "Microsoft.Network/networkSecurityGroups/nsg"},
+      {"operators_authentication", json::object{{"managed_identities", mi}}}};
+  return ToJson(json::object{{"name", name},
+                             {"region", json::object{{"id", "westus3"}}},
+                             {"azure", azure},
+                             {"version", json::object{{"id", "openshift-v4.19"}}}});
+}
+
+// Records every state the engine moves an object to, and forwards it to the Service.
+class RecordingSink final : public StateSink {
+ public:
+  simulator::Service* service = nullptr;
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> states;
+  Status Transition(const std::string& href, const std::string& state, const std::string& code,
+                    const std::string& message) override {
+    {
+      std::lock_guard lock(mu);
+      states[href].push_back(state);
+    }
+    return service->Transition(href, state, code, message);
+  }
+};
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void Open(LatencyProfile profile, std::string data_dir = "") {
+    data_dir_ = data_dir;
+    AzureOptions ao;
+    ao.clock = &clock_;
+    ao.profile = profile;
+    ao.seed = 7;
+    ao.data_dir = data_dir;
+    auto az = SimulatedAzure::Open(ao);
+    ASSERT_TRUE(az.ok()) << az.error().ToString();
+    azure_ = std::move(*az);
+    EngineOptions eo;
+    eo.clock = &clock_;
+    eo.azure = azure_.get();
+    eo.data_dir = data_dir;
+    auto e = Engine::Open(eo);
+    ASSERT_TRUE(e.ok()) << e.error().ToString();
+    engine_ = std::move(*e);
+    if (data_dir.empty()) {
+      store_ = simulator::NewMemoryStateStore();
+    } else {
+      auto st = simulator::OpenSqliteStateStore(data_dir);
+      ASSERT_TRUE(st.ok()) << st.error().ToString();
+      store_ = std::move(*st);
+    }
+    scheduler_ = std::make_unique<simulator::Scheduler>(&clock_);
+    simulator::ServiceOptions so;
+    so.clock = &clock_;
+    so.provisioner = engine_.get();
+    so.store = store_.get();
+    so.scheduler = scheduler_.get();
+    so.seed = 3;
+    auto svc = simulator::Service::Open(so);
+    ASSERT_TRUE(svc.ok()) << svc.error().ToString();
+    service_ = std::move(*svc);
+    sink_.service = service_.get();
+    engine_->Attach(&sink_);
+    handler_ = std::make_unique<AzureHandler>(engine_.get(), azure_.get());
+  }
+  // A restart: everything goes away (flushing what persists) and comes back from the data dir.
+  void Restart() {
+    engine_->Stop();
+    handler_.reset();
+    service_.reset();
+    scheduler_.reset();
+    store_.reset();
+    engine_.reset();
+    azure_.reset();
+    Open(profile_, data_dir_);
+  }
+
+  json::object Call(Verb verb, const std::string& target, const std::string& body = "") {
+    auto res = service_->Handle(http::MakeRequest(verb, target, body));
+    last_status_ = res.result_int();
+    if (res.body().empty()) return {};
+    auto v = ParseJson(res.body());
+    return v.ok() && v->is_object() ? v->as_object() : json::object{};
+  }
+  json::object Control(Verb verb, const std::string& target, const std::string& body = "") {
+    auto res = handler_->Handle(http::MakeRequest(verb, target, body));
+    EXPECT_TRUE(res.has_value()) << target;
+    last_status_ = res->result_int();
+    auto v = ParseJson(res->body().empty() ? "{}" : res->body());
+    return v.ok() && v->is_object() ? v->as_object() : json::object{};
+  }
+  std::string State(const std::string& href) {
+    auto s = Call(Verb::get, href + "/status");
+    if (last_status_ == 404) return "gone";
+    return std::string(GetString(s, "state").value_or(""));
+  }
+  std::string CreateCluster(const std::string& name) {
+    auto c = Call(Verb::post, kBase + "/clusters", ClusterBody(name));
+    EXPECT_EQ(last_status_, 201u) << ToJson(c);
+    return std::string(GetString(c, "href").value_or(""));
+  }
+  std::string CreatePool(const std::string& cluster, const std::string& name, int replicas) {
+    auto p = Call(Verb::post, cluster + "/node_pools",
+                  ToJson(json::object{{"name", name}, {"replicas", replicas}}));
+    EXPECT_EQ(last_status_, 201u) << ToJson(p);
+    return std::string(GetString(p, "href").value_or(""));
+  }
+  // Runs the engine, moving the fake clock to each next piece of work, until pred() holds or `limit`
+  // of simulated time passed. Returns whether pred() held.
+  bool RunUntil(const std::function<bool()>& pred, Duration limit) {
+    const TimePoint deadline = clock_.Now() + limit;
+    for (;;) {
+      engine_->RunDueForTest();
+      if (pred()) return true;
+      auto next = engine_->NextDueForTest();
+      if (!next || *next > deadline) return false;
+      if (*next > clock_.Now()) clock_.Set(*next);
+    }
+  }
+  json::object Condition(const std::string& href, std::string_view type) {
+    for (const auto& c : engine_->Conditions(href)) {
+      if (GetString(c.as_object(), "type") == type) return c.as_object();
+    }
+    return {};
+  }
+  size_t EngineResources() {
+    size_t n = 0;
+    for (const auto& r : azure_->List(""))
+      n += GetBool(r.as_object(), "customerOwned").value_or(false) ? 0 : 1;
+    return n;
+  }
+
+  FakeClock clock_;
+  LatencyProfile profile_ = LatencyProfile::kRealistic;
+  std::string data_dir_;
+  std::unique_ptr<SimulatedAzure> azure_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<simulator::StateStore> store_;
+  std::unique_ptr<simulator::Scheduler> scheduler_;
+  std::unique_ptr<simulator::Service> service_;
+  std::unique_ptr<AzureHandler> handler_;
+  RecordingSink sink_;
+  unsigned last_status_ = 0;
+};
+
+TEST_F(EngineTest, ClusterAndNodePoolReachReadyThroughCreatingConditions) {
+  Open(LatencyProfile::kRealistic);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 3);
+  engine_->RunDueForTest();
+  // Right after the first reconcile: installing, the control plane's services creating.
+  EXPECT_EQ(State(c), "installing");
+  EXPECT_EQ(GetString(Condition(c, "ResourceGroupReady"), "reason").value_or("?"), "Creating");
+  EXPECT_EQ(State(np), "pending");  // waits for its cluster's control plane
+
+  bool saw_pool_creating = false;
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        auto vm = Condition(np, "VMReady");
+        if (GetString(vm, "reason") == "Creating") saw_pool_creating = true;
+        return State(np) == "ready";
+      },
+      2h));
+  EXPECT_TRUE(saw_pool_creating);
+  EXPECT_EQ(State(c), "ready");
+  EXPECT_EQ(sink_.states[c], (std::vector<std::string>{"pending", "installing", "ready"}));
+  EXPECT_EQ(sink_.states[np], (std::vector<std::string>{"pending", "installing", "ready"}));
+  for (const auto& cond : engine_->Conditions(np)) {
+    EXPECT_EQ(GetString(cond.as_object(), "status"), "True") << ToJson(cond);
+  }
+  EXPECT_EQ(GetString(Condition(c, "AzureIdentityValid"), "status"), "True");
+  // Control plane: group, public IP, load balancer, role assignment; 3 machines x 6 services.
+  EXPECT_EQ(EngineResources(), 4u + 3u * 6u);
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1);
+  EXPECT_GT(engine_->metrics().futures_stored, 0);
+
+  // The RP's view through the handler: conditions and the managed resource group's resources.
+  auto view = Control(Verb::get, c + "/azure_resources");
+  EXPECT_EQ(last_status_, 200u);
+  EXPECT_EQ(GetArray(view, "azure_resources")->size(), 4u + 3u * 6u);
+  EXPECT_EQ(GetArray(GetArray(view, "node_pools")->at(0).as_object(), "machines")->size(), 3u);
+}
+
+TEST_F(EngineTest, ScalingFromZeroTo200StartsEveryMachineAtOnce) {
+  Open(LatencyProfile::kRealistic);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 0);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  Call(Verb::patch, np, R"({"replicas":200})");
+  ASSERT_EQ(last_status_, 200u);
+  const TimePoint scaled_at = clock_.Now();
+  // Bound: every machine is Creating within one pass over the due work at the same instant (0 s of
+  // simulated time): the pool's reconcile creates 200 units and each unit's reconcile starts its first
+  // operation and returns without waiting on it. With `concurrency` workers that is ceil(200/10) = 20
+  // reconcile rounds, each at most the 2 s client timeout.
+  const size_t reconciles = engine_->RunDueForTest();
+  EXPECT_EQ(clock_.Now(), scaled_at);
+  // One reconcile per machine, plus the pool (its roll-up may run again as machines report).
+  EXPECT_LE(reconciles, 1u + 200u + 5u);
+  EXPECT_EQ(engine_->machine_count(), 200u);
+  auto view = engine_->ClusterView(c);
+  ASSERT_TRUE(view.ok());
+  const json::array& machines = *GetArray(GetArray(*view, "node_pools")->at(0).as_object(), "machines");
+  ASSERT_EQ(machines.size(), 200u);
+  for (const auto& m : machines) {
+    const auto& first = GetArray(m.as_object(), "services")->at(0).as_object();
+    EXPECT_TRUE(GetString(first, "state") == "Creating" || GetString(first, "state") == "Ready") << ToJson(m);
+  }
+  EXPECT_EQ(State(np), "updating");
+  EXPECT_EQ(GetString(Condition(np, "PublicIPsReady"), "reason").value_or("?"), "Creating");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  EXPECT_EQ(EngineResources(), 4u + 200u * 6u);
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1);
+}
+
+TEST_F(EngineTest, FailedVmCreateShowsTheAzureErrorAndIsRetried) {
+  Open(LatencyProfile::kDemo);
+  AzureFault f;
+  f.type = ResourceType::kVirtualMachine;
+  f.code = "AllocationFailed";
+  f.message =
+      "Allocation failed. We do not have sufficient capacity for the requested VM size in this region.";
+  azure_->AddFault(f);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 2);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "error"; }, 1h));
+  auto status = Call(Verb::get, np + "/status");
+  EXPECT_EQ(GetString(status, "provision_error_code"), "AllocationFailed");
+  EXPECT_NE(std::string(GetString(status, "provision_error_message").value_or("")).find("Allocation failed"),
+            std::string::npos);
+  auto vm = Condition(np, "VMReady");
+  EXPECT_EQ(GetString(vm, "status"), "False");
+  EXPECT_EQ(GetString(vm, "reason"), "Failed");
+  EXPECT_NE(std::string(GetString(vm, "message").value_or("")).find("Allocation failed"), std::string::npos);
+  // The engine retries the VM (a new PUT on the failed resource) after its backoff and recovers.
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  int64_t retried = 0;
+  for (const auto& r : azure_->List("")) {
+    const auto& o = r.as_object();
+    if (GetString(o, "type") == ArmType(ResourceType::kVirtualMachine)) {
+      retried += GetInt(o, "createAttempts").value_or(0) == 2 ? 1 : 0;
+      EXPECT_EQ(GetString(o, "provisioningState"), "Succeeded");
+    }
+  }
+  EXPECT_EQ(retried, 1);
+  EXPECT_EQ(EngineResources(), 4u + 2u * 6u);
+  EXPECT_EQ(sink_.states[np].back(), "ready");
+  EXPECT_NE(std::find(sink_.states[np].begin(), sink_.states[np].end(), "error"), sink_.states[np].end());
+}
+
+TEST_F(EngineTest, RestartMidProvisioningResumesFromFuturesWithoutDuplicates) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 5);
+  // Until the VMs are being created: every machine holds a stored future.
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        auto vm = Condition(np, "VMReady");
+        return GetString(vm, "reason") == "Creating" &&
+               std::string(GetString(vm, "message").value_or("")).find("5 Creating") != std::string::npos;
+      },
+      1h));
+  const size_t before = EngineResources();
+  const int64_t futures = engine_->metrics().futures_stored;
+  EXPECT_GT(futures, 0);
+  Restart();
+  EXPECT_EQ(EngineResources(), before);
+  EXPECT_EQ(State(np), "installing");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  EXPECT_EQ(State(c), "ready");
+  EXPECT_EQ(EngineResources(), 4u + 5u * 6u);
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1) << "an operation was started twice";
+  std::filesystem::remove_all(dir);
+}
+
+class IdentityLossTest : public EngineTest {
+ protected:
+  // Creates a ready cluster with a node pool of 3, breaks identities with `breakage`, deletes the
+  // cluster and checks the seed 003 success criteria.
+  void Run(const std::function<void()>& breakage, std::string_view reason) {
+    Open(LatencyProfile::kDemo);
+    // The normal deletion time of the same cluster, for the bound below.
+    const std::string ref = CreateCluster("ref");
+    CreatePool(ref, "np", 3);
+    ASSERT_TRUE(RunUntil([&] { return State(ref) == "ready" && engine_->machine_count() == 3; }, 1h));
+    ASSERT_TRUE(RunUntil([&] { return EngineResources() == 22u; }, 1h));
+    TimePoint t0 = clock_.Now();
+    Call(Verb::delete_, ref);
+    ASSERT_TRUE(RunUntil([&] { return State(ref) == "gone"; }, 1h));
+    const Duration normal = clock_.Now() - t0;
+    EXPECT_EQ(EngineResources(), 0u);
+
+    const std::string c = CreateCluster("c1");
+    const std::string np = CreatePool(c, "np", 3);
+    ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+    breakage();
+    t0 = clock_.Now();
+    Call(Verb::delete_, c);
+    ASSERT_EQ(last_status_, 204u);
+    bool saw_invalid = false;
+    ASSERT_TRUE(RunUntil(
+        [&] {
+          auto cond = Condition(c, "AzureIdentityValid");
+          if (GetString(cond, "status") == "False" && GetString(cond, "reason") == reason) saw_invalid = true;
+          return State(c) == "gone";
+        },
+        2h));
+    const Duration took = clock_.Now() - t0;
+    EXPECT_TRUE(saw_invalid);
+    EXPECT_LE(took, std::chrono::minutes(10) + normal + 5s) << "took " << took.count();
+    EXPECT_GE(took, std::chrono::minutes(10));
+    // Nothing left: not in the simulator, not in the engine, not in the simulated Azure (the
+    // customer's own network and identities stay theirs).
+    EXPECT_EQ(State(np), "gone");
+    EXPECT_EQ(service_->object_count(), 0u);
+    EXPECT_EQ(engine_->object_count(), 0u);
+    EXPECT_EQ(engine_->machine_count(), 0u);
+    EXPECT_EQ(EngineResources(), 0u) << ToJson(azure_->List(""));
+    EXPECT_EQ(azure_->operations_in_flight(), 0u);
+    EXPECT_EQ(engine_->metrics().orphaned_machines, 3);
+    EXPECT_GE(engine_->metrics().first_party_group_deletions, 2);
+  }
+};
+
+TEST_F(IdentityLossTest, ClusterWithDeletedIdentitiesIsDeletedWithNothingLeft) {
+  Run(
+      [&] {
+        for (const auto& id : {kCapz, kCpo, kSmi}) {
+          Control(Verb::post, "/control/azure/identities/delete", ToJson(json::object{{"resource_id", id}}));
+          EXPECT_EQ(last_status_, 200u);
+        }
+      },
+      "IdentityNotFound");
+}
+
+TEST_F(IdentityLossTest, ClusterWithAnIdentityStrippedOfPermissionsIsDeletedWithNothingLeft) {
+  Run(
+      [&] {
+        Control(Verb::post, "/control/azure/identities/permissions",
+                ToJson(json::object{{"resource_id", kCapz}, {"granted", false}}));
+        EXPECT_EQ(last_status_, 200u);
+      },
+      "AuthorizationFailed");
+}
+
+TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {
+  Open(LatencyProfile::kDemo);
+  Control(Verb::post, "/control/azure/faults",
+          R"({"resource_type":"publicIP","kind":"throttle","count":2,"retry_after_seconds":30})");
+  EXPECT_EQ(last_status_, 201u);
+  const std::string c = CreateCluster("c1");
+  const TimePoint t0 = clock_.Now();
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  EXPECT_GE(clock_.Now() - t0, 60s);  // two 429s with Retry-After 30 s
+  EXPECT_EQ(engine_->metrics().throttled, 2);
+}
+
+}  // namespace
+}  // namespace hcprp::provisioning
