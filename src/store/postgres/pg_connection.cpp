@@ -1,0 +1,161 @@
+#include "store/postgres/pg_connection.h"
+
+#include <poll.h>
+
+#include <cstring>
+
+namespace hcprp::store::postgres {
+namespace {
+
+void PutBigEndian(char* out, uint64_t v, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i) {
+    out[i] = static_cast<char>(v & 0xff);
+    v >>= 8;
+  }
+}
+
+uint64_t GetBigEndian(const char* in, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | static_cast<unsigned char>(in[i]);
+  return v;
+}
+
+}  // namespace
+
+Params& Params::Add(const char* data, size_t len, unsigned type) {
+  values_.push_back(data);
+  lengths_.push_back(static_cast<int>(len));
+  formats_.push_back(1);
+  types_.push_back(type);
+  return *this;
+}
+
+Params& Params::Int8(int64_t v) {
+  auto& buf = scalars_.emplace_back();
+  PutBigEndian(buf.data(), static_cast<uint64_t>(v), 8);
+  return Add(buf.data(), 8, kInt8Oid);
+}
+
+Params& Params::Int2(int16_t v) {
+  auto& buf = scalars_.emplace_back();
+  PutBigEndian(buf.data(), static_cast<uint16_t>(v), 2);
+  return Add(buf.data(), 2, kInt2Oid);
+}
+
+Params& Params::Bool(bool v) {
+  auto& buf = scalars_.emplace_back();
+  buf[0] = v ? 1 : 0;
+  return Add(buf.data(), 1, kBoolOid);
+}
+
+PgResult& PgResult::operator=(PgResult&& o) noexcept {
+  if (this != &o) {
+    PQclear(r_);
+    r_ = o.r_;
+    o.r_ = nullptr;
+  }
+  return *this;
+}
+
+int PgResult::affected() const {
+  const char* n = PQcmdTuples(r_);
+  return (n == nullptr || *n == '\0') ? 0 : std::atoi(n);
+}
+
+int64_t PgResult::Int8(int row, int col) const {
+  return static_cast<int64_t>(GetBigEndian(PQgetvalue(r_, row, col), 8));
+}
+
+int16_t PgResult::Int2(int row, int col) const {
+  return static_cast<int16_t>(GetBigEndian(PQgetvalue(r_, row, col), 2));
+}
+
+Error PgError(PGconn* conn, const PGresult* r, std::string_view context) {
+  std::string msg(context);
+  msg += ": ";
+  const char* text = r != nullptr ? PQresultErrorMessage(r) : nullptr;
+  if (text == nullptr || *text == '\0') text = conn != nullptr ? PQerrorMessage(conn) : "no connection";
+  msg += text;
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  std::string_view s = state != nullptr ? state : "";
+  if (!s.empty()) msg += " (SQLSTATE " + std::string(s) + ")";
+  if (r == nullptr || (conn != nullptr && PQstatus(conn) == CONNECTION_BAD)) return Error::Unavailable(msg);
+  std::string_view cls = s.substr(0, 2);
+  if (cls == "08" || cls == "53" || cls == "57" || s == "55P03" || cls == "40")
+    return Error::Unavailable(msg);
+  if (cls == "22") return Error::InvalidArgument(msg);
+  if (s == "XX001" || s == "XX002") return Error::Corruption(msg);
+  if (cls == "58") return Error::IoError(msg);
+  if (s.empty()) return Error::Unavailable(msg);  // a client-side failure (lost connection, no memory)
+  return Error::Internal(msg);
+}
+
+Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& url,
+                                                            const std::string& options,
+                                                            int connect_timeout_seconds) {
+  std::string timeout = std::to_string(connect_timeout_seconds);
+  const char* keys[] = {"dbname", "options", "connect_timeout", "application_name", nullptr};
+  const char* values[] = {url.c_str(), options.c_str(), timeout.c_str(), "hcprp", nullptr};
+  PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (c == nullptr) return Error::Unavailable("connect to PostgreSQL: out of memory");
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = PQerrorMessage(c);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    PQfinish(c);
+    // A URI that libpq cannot parse is the caller's mistake; everything else is the server's state.
+    if (msg.find("invalid URI") != std::string::npos ||
+        msg.find("invalid connection option") != std::string::npos ||
+        msg.find("invalid integer value") != std::string::npos) {
+      return Error::InvalidArgument("PostgreSQL store URL: " + msg);
+    }
+    return Error::Unavailable("connect to PostgreSQL: " + msg);
+  }
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);  // NOTICEs (IF NOT EXISTS, CASCADE) are noise
+  return std::unique_ptr<PgConnection>(new PgConnection(c));
+}
+
+PgConnection::~PgConnection() { PQfinish(conn_); }
+
+Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
+  ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+    last_sqlstate_.clear();
+    return PgResult(r);
+  }
+  const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
+  last_sqlstate_ = state != nullptr ? state : "08000";
+  Error e = PgError(conn_, r, context);
+  PQclear(r);
+  return e;
+}
+
+Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::string_view context) {
+  if (!prepared_.contains(st.name)) {
+    PGresult* r = PQprepare(conn_, st.name, st.sql, p.size(), p.types());
+    auto checked = Check(r, context);
+    if (!checked.ok()) return checked.error();
+    prepared_.insert(st.name);
+  }
+  return Check(PQexecPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(), /*binary=*/1),
+               context);
+}
+
+Result<PgResult> PgConnection::ExecSql(const std::string& sql, std::string_view context) {
+  return Check(PQexec(conn_, sql.c_str()), context);
+}
+
+bool PgConnection::LooksDead() {
+  if (broken()) return true;
+  pollfd p{.fd = PQsocket(conn_), .events = POLLIN, .revents = 0};
+  if (p.fd < 0) return true;
+  int n = poll(&p, 1, 0);
+  if (n == 0) return false;
+  // Something arrived while idle: read it; a termination notice or EOF breaks the connection.
+  if (PQconsumeInput(conn_) == 0) return true;
+  while (PGnotify* note = PQnotifies(conn_)) PQfreemem(note);
+  return broken();
+}
+
+}  // namespace hcprp::store::postgres

@@ -1,0 +1,131 @@
+// A thin libpq layer for the PostgreSQL engine: binary parameters and results, statements prepared
+// once per connection, and SQLSTATE -> ErrorCode mapping. Not thread-safe: one thread uses a
+// connection at a time (the store's pool hands them out). Shared with bench/store_bench_pg.
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "core/result.h"
+
+namespace hcprp::store::postgres {
+
+// A statement with a stable name; prepared on a connection the first time it runs there.
+struct Statement {
+  const char* name;
+  const char* sql;
+};
+
+// Parameters of one statement, all sent in binary format with explicit types (so that the server
+// never guesses). The bytes of string parameters are not copied: they must outlive the call.
+class Params {
+ public:
+  Params() = default;
+  Params(const Params&) = delete;
+  Params& operator=(const Params&) = delete;
+
+  Params& Bytea(std::string_view v) { return Add(v.data(), v.size(), kByteaOid); }
+  Params& Text(std::string_view v) { return Add(v.data(), v.size(), kTextOid); }
+  Params& OptBytea(const std::optional<std::string>& v) { return v ? Bytea(*v) : Add(nullptr, 0, kByteaOid); }
+  Params& OptText(const std::string* v) { return v ? Text(*v) : Add(nullptr, 0, kTextOid); }
+  Params& Int8(int64_t v);
+  Params& OptInt8(const std::optional<int64_t>& v) { return v ? Int8(*v) : Add(nullptr, 0, kInt8Oid); }
+  Params& Int2(int16_t v);
+  Params& Bool(bool v);
+
+  int size() const { return static_cast<int>(values_.size()); }
+  const char* const* values() const { return values_.data(); }
+  const int* lengths() const { return lengths_.data(); }
+  const int* formats() const { return formats_.data(); }
+  const unsigned* types() const { return types_.data(); }
+
+  static constexpr unsigned kBoolOid = 16, kByteaOid = 17, kInt8Oid = 20, kInt2Oid = 21, kTextOid = 25;
+
+ private:
+  Params& Add(const char* data, size_t len, unsigned type);
+
+  std::vector<const char*> values_;
+  std::vector<int> lengths_;
+  std::vector<int> formats_;
+  std::vector<unsigned> types_;
+  std::deque<std::array<char, 8>> scalars_;  // storage of encoded numbers (stable addresses)
+};
+
+// A query result with binary columns.
+class PgResult {
+ public:
+  explicit PgResult(PGresult* r) : r_(r) {}
+  PgResult(PgResult&& o) noexcept : r_(o.r_) { o.r_ = nullptr; }
+  PgResult& operator=(PgResult&& o) noexcept;
+  ~PgResult() { PQclear(r_); }
+
+  int rows() const { return PQntuples(r_); }
+  int affected() const;  // rows affected by INSERT/UPDATE/DELETE
+  bool IsNull(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
+  std::string_view Bytes(int row, int col) const {
+    return {PQgetvalue(r_, row, col), static_cast<size_t>(PQgetlength(r_, row, col))};
+  }
+  std::string String(int row, int col) const { return std::string(Bytes(row, col)); }
+  int64_t Int8(int row, int col) const;
+  int16_t Int2(int row, int col) const;
+  bool Bool(int row, int col) const { return PQgetvalue(r_, row, col)[0] != 0; }
+  std::optional<int64_t> OptInt8(int row, int col) const {
+    return IsNull(row, col) ? std::nullopt : std::optional<int64_t>(Int8(row, col));
+  }
+
+ private:
+  PGresult* r_;
+};
+
+// One server connection.
+class PgConnection {
+ public:
+  // `url` is a libpq connection URI; `options` the libpq "options" string (server settings such as
+  // search_path). kUnavailable when the server cannot be reached.
+  static Result<std::unique_ptr<PgConnection>> Connect(const std::string& url, const std::string& options,
+                                                       int connect_timeout_seconds);
+  ~PgConnection();
+  PgConnection(const PgConnection&) = delete;
+  PgConnection& operator=(const PgConnection&) = delete;
+
+  // Runs `st` (preparing it on first use with the parameter types of `p`); binary results.
+  Result<PgResult> Exec(const Statement& st, const Params& p, std::string_view context);
+  // Runs SQL text without parameters (may hold several statements; text results).
+  Result<PgResult> ExecSql(const std::string& sql, std::string_view context);
+
+  // The SQLSTATE of the last failed call ("" after a success).
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
+  // The connection is unusable (the server went away).
+  bool broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
+  // An idle connection that the server has written to (a termination notice, EOF) is dead: checked
+  // without blocking before the pool hands it out again.
+  bool LooksDead();
+  PGconn* raw() { return conn_; }
+
+ private:
+  explicit PgConnection(PGconn* c) : conn_(c) {}
+  Result<PgResult> Check(PGresult* r, std::string_view context);
+
+  PGconn* conn_;
+  std::unordered_set<const char*> prepared_;  // statement names prepared on this connection
+  std::string last_sqlstate_;
+};
+
+// Maps a failed call to an Error: connection loss, shutdown, lock timeouts, deadlocks and
+// serialisation failures are kUnavailable; data exceptions kInvalidArgument; storage errors kIoError
+// or kCorruption; the rest kInternal.
+Error PgError(PGconn* conn, const PGresult* r, std::string_view context);
+
+// Whether a SQLSTATE means the transaction was rolled back by the server and may simply be rerun.
+inline bool IsRetryableSqlstate(std::string_view s) { return s == "40P01" || s == "40001"; }
+
+}  // namespace hcprp::store::postgres

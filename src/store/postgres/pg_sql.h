@@ -1,0 +1,195 @@
+// The SQL of the PostgreSQL engine: the schema migrations and every statement it prepares. The
+// benchmark runs the same statements directly on libpq as its baseline, so this header is shared
+// with bench/store_bench_pg.
+//
+// Conventions: container names, partition keys, ids, lease names and owners, bodies and the
+// extracted index fields are bytea (any byte string round-trips and compares bytewise, whatever
+// the database encoding and collation); etags are text. Times are milliseconds since the epoch by
+// the store's Clock. Statements are unqualified: each connection's search_path is the store schema.
+#pragma once
+
+#include <vector>
+
+#include "store/postgres/pg_connection.h"
+
+namespace hcprp::store::postgres::sql {
+
+struct Migration {
+  int version;
+  const char* sql;
+};
+
+// Applied in order, each once, under an advisory lock (see pg_store.h). Never edit a released
+// migration; append a new one.
+inline const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration> kMigrations = {
+      {1, R"sql(
+CREATE TABLE documents (
+  container bytea NOT NULL,
+  pk bytea NOT NULL,
+  id bytea NOT NULL,
+  body bytea NOT NULL,
+  etag text NOT NULL,
+  ts bigint NOT NULL,
+  ttl bigint,
+  expires_at bigint,
+  resource_type bytea,
+  resource_id bytea,
+  status bytea,
+  non_terminal boolean NOT NULL DEFAULT false,
+  PRIMARY KEY (container, pk, id)
+);
+CREATE INDEX documents_type ON documents (container, resource_type, pk, id) WHERE resource_type IS NOT NULL;
+CREATE INDEX documents_rid ON documents (container, pk, resource_id) WHERE resource_id IS NOT NULL;
+CREATE INDEX documents_active ON documents (container, pk, id) WHERE non_terminal;
+CREATE INDEX documents_expiry ON documents (expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE changes (
+  container bytea NOT NULL,
+  seq bigint NOT NULL,
+  kind smallint NOT NULL,
+  pk bytea NOT NULL,
+  id bytea NOT NULL,
+  body bytea NOT NULL,
+  etag text NOT NULL,
+  ts bigint NOT NULL,
+  ttl bigint,
+  PRIMARY KEY (container, seq, pk)
+);
+CREATE TABLE feed_counters (
+  container bytea PRIMARY KEY,
+  last_seq bigint NOT NULL
+);
+CREATE TABLE leases (
+  container bytea NOT NULL,
+  pk bytea NOT NULL,
+  name bytea NOT NULL,
+  owner bytea,
+  etag text,
+  fencing_token bigint NOT NULL,
+  expires_at bigint NOT NULL,
+  PRIMARY KEY (container, pk, name)
+);
+)sql"},
+  };
+  return kMigrations;
+}
+
+// Change kinds as stored in changes.kind (the values of Change::Kind).
+inline constexpr int16_t kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+
+inline constexpr Statement kBegin{"hb", "BEGIN"};
+inline constexpr Statement kCommit{"hc", "COMMIT"};
+inline constexpr Statement kRollback{"hr", "ROLLBACK"};
+
+// $1 container $2 pk $3 id $4 now. A live document.
+inline constexpr Statement kReadDoc{
+    "h_read",
+    "SELECT body, etag, ts, ttl FROM documents WHERE container=$1 AND pk=$2 AND id=$3 "
+    "AND (expires_at IS NULL OR expires_at>$4)"};
+// $1 container $2 pk $3 id. Live or expired, locked for the rest of the transaction.
+inline constexpr Statement kLoadDocForUpdate{"h_load",
+                                             "SELECT body, etag, ts, ttl, expires_at FROM documents WHERE "
+                                             "container=$1 AND pk=$2 AND id=$3 FOR UPDATE"};
+// $1 container $2 pk $3 id $4 body $5 etag $6 ts $7 ttl $8 expires_at $9 resource_type $10 resource_id
+// $11 status $12 non_terminal. Returns a row when inserted, none when the key exists.
+inline constexpr Statement kInsertDoc{
+    "h_insert",
+    "INSERT INTO documents(container, pk, id, body, etag, ts, ttl, expires_at, resource_type, resource_id, "
+    "status, non_terminal) VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) "
+    "ON CONFLICT (container, pk, id) DO NOTHING RETURNING 1"};
+// As kInsertDoc, plus $13 required etag (NULL: any) $14 now. Only a live document is updated.
+inline constexpr Statement kUpdateDoc{
+    "h_update",
+    "UPDATE documents SET body=$4, etag=$5, ts=$6, ttl=$7, expires_at=$8, resource_type=$9, resource_id=$10, "
+    "status=$11, non_terminal=$12 WHERE container=$1 AND pk=$2 AND id=$3 AND ($13::text IS NULL OR etag=$13) "
+    "AND (expires_at IS NULL OR expires_at>$14)"};
+// $1 container $2 pk $3 id $4 required etag (NULL: any) $5 now. Only a live document is deleted.
+inline constexpr Statement kDeleteDoc{
+    "h_delete",
+    "DELETE FROM documents WHERE container=$1 AND pk=$2 AND id=$3 AND ($4::text IS NULL OR etag=$4) "
+    "AND (expires_at IS NULL OR expires_at>$5) RETURNING body, etag, ts, ttl"};
+// $1 container $2 pk $3 id.
+inline constexpr Statement kDeleteAnyDoc{"h_delete_any",
+                                         "DELETE FROM documents WHERE container=$1 AND pk=$2 AND id=$3"};
+
+// The change feed. The per-container counter row is the serialisation point: a transaction takes
+// its sequence numbers by updating that row as its last statement before COMMIT and holds the row
+// lock until it commits, so sequence order is commit order (see pg_store.h). The counter statement
+// also queues the NOTIFY that wakes waiters when the transaction commits.
+//
+// One change: $1 container $2 kind $3 pk $4 id $5 body $6 etag $7 ts $8 ttl $9 notify channel.
+inline constexpr Statement kAppendChange{
+    "h_append1",
+    "WITH s AS (INSERT INTO feed_counters AS f (container, last_seq) VALUES ($1, 1) "
+    "ON CONFLICT (container) DO UPDATE SET last_seq=f.last_seq+1 RETURNING f.last_seq, pg_notify($9, '')) "
+    "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts, ttl) "
+    "SELECT $1, s.last_seq, $2, $3, $4, $5, $6, $7, $8 FROM s"};
+// Several changes: reserve $2 numbers ($1 container $3 notify channel); returns the last one.
+inline constexpr Statement kReserveSequences{
+    "h_reserve",
+    "INSERT INTO feed_counters AS f (container, last_seq) VALUES ($1, $2) "
+    "ON CONFLICT (container) DO UPDATE SET last_seq=f.last_seq+$2 RETURNING f.last_seq, pg_notify($3, '')"};
+// $1 container $2 seq $3 kind $4 pk $5 id $6 body $7 etag $8 ts $9 ttl
+inline constexpr Statement kInsertChange{
+    "h_change",
+    "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts, ttl) "
+    "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
+// $1 container $2 after sequence $3 limit
+inline constexpr Statement kReadChanges{
+    "h_changes",
+    "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=$1 AND seq>$2 ORDER BY seq "
+    "LIMIT $3"};
+// $1 container. The last committed sequence (0 when none).
+inline constexpr Statement kLastSeq{
+    "h_last", "SELECT coalesce((SELECT last_seq FROM feed_counters WHERE container=$1), 0)"};
+
+// $1 container $2 after pk (only in Next) $3 now $4 limit
+inline constexpr Statement kListPartitionsFirst{
+    "h_parts1",
+    "SELECT DISTINCT pk FROM documents WHERE container=$1 AND (expires_at IS NULL OR expires_at>$2) "
+    "ORDER BY pk LIMIT $3"};
+inline constexpr Statement kListPartitionsNext{"h_parts2",
+                                               "SELECT DISTINCT pk FROM documents WHERE container=$1 AND "
+                                               "pk>$2 AND (expires_at IS NULL OR expires_at>$3) "
+                                               "ORDER BY pk LIMIT $4"};
+// $1 now $2 limit. Removes a chunk of expired documents (rows locked by writers are left for later).
+inline constexpr Statement kPurgeChunk{
+    "h_purge",
+    "DELETE FROM documents d USING (SELECT container, pk, id FROM documents WHERE expires_at IS NOT NULL "
+    "AND expires_at<=$1 LIMIT $2 FOR UPDATE SKIP LOCKED) x WHERE d.container=x.container AND d.pk=x.pk "
+    "AND d.id=x.id RETURNING d.container, d.pk, d.id, d.body, d.etag, d.ts, d.ttl"};
+
+// $1 container $2 pk $3 name $4 owner $5 etag $6 expires_at $7 now. Takes the lease when it is free
+// (absent, released or expired) with the next fencing token; returns nothing when it is held.
+inline constexpr Statement kLeaseAcquire{
+    "h_lease_acquire",
+    "INSERT INTO leases AS l (container, pk, name, owner, etag, fencing_token, expires_at) "
+    "VALUES ($1, $2, $3, $4, $5, 1, $6) ON CONFLICT (container, pk, name) DO UPDATE SET "
+    "owner=excluded.owner, "
+    "etag=excluded.etag, fencing_token=l.fencing_token+1, expires_at=excluded.expires_at "
+    "WHERE l.owner IS NULL OR l.expires_at<=$7 RETURNING l.fencing_token"};
+// $1 container $2 pk $3 name
+inline constexpr Statement kLeaseHolder{"h_lease_holder",
+                                        "SELECT owner FROM leases WHERE container=$1 AND pk=$2 AND name=$3"};
+// $1 container $2 pk $3 name. For a fenced batch: the share lock keeps a takeover from committing
+// before the batch does.
+inline constexpr Statement kLeaseFence{
+    "h_lease_fence",
+    "SELECT owner, fencing_token, expires_at FROM leases WHERE container=$1 AND pk=$2 AND name=$3 FOR SHARE"};
+// $4 current etag $5 new etag $6 new expires_at $7 now
+inline constexpr Statement kLeaseRenew{
+    "h_lease_renew",
+    "UPDATE leases SET etag=$5, expires_at=$6 WHERE container=$1 AND pk=$2 AND name=$3 AND etag=$4 "
+    "AND owner IS NOT NULL AND expires_at>$7 RETURNING owner, fencing_token"};
+// $4 current etag
+inline constexpr Statement kLeaseRelease{"h_lease_release",
+                                         "UPDATE leases SET owner=NULL, etag=NULL, expires_at=0 WHERE "
+                                         "container=$1 AND pk=$2 AND name=$3 AND etag=$4"};
+
+// Query shapes (bits), assembled by the engine; all share the parameter numbering
+// $1 container $2 pk $3 resource_type $4 resource_id $5 prefix $6 prefix upper bound $7 now
+// $8 after pk $9 after id $10 limit (absent parameters are sent as NULL).
+inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8,
+                     kQueryPrefixUpper = 16, kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
+
+}  // namespace hcprp::store::postgres::sql

@@ -1,0 +1,390 @@
+// PostgreSQL-specific behaviour: URLs, schema migrations (idempotent, concurrent, newer schema
+// refused), a server restart under an open store, and the change feed when a slow transaction
+// holds its sequence number while faster ones try to commit.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <barrier>
+#include <chrono>
+#include <future>
+#include <set>
+#include <thread>
+
+#include "core/clock.h"
+#include "core/json.h"
+#include "store/document_logic.h"
+#include "store/postgres/pg_connection.h"
+#include "store/postgres/pg_sql.h"
+#include "store/postgres/pg_store.h"
+#include "store/postgres/pg_test_server.h"
+#include "store/store.h"
+
+namespace hcprp::store::postgres {
+namespace {
+
+using namespace std::chrono_literals;
+
+template <typename R>
+::testing::AssertionResult IsOk(const R& r) {
+  if (r.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << r.error().ToString();
+}
+
+template <typename R>
+::testing::AssertionResult HasCode(const R& r, ErrorCode code) {
+  if (r.ok()) return ::testing::AssertionFailure() << "succeeded, expected " << ErrorCodeName(code);
+  if (r.error().code() == code) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
+}
+
+json::value Body(int i) {
+  json::object o;
+  o["i"] = i;
+  return o;
+}
+
+class PgStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string error;
+    server_ = PgTestServer::Shared(&error);
+    ASSERT_NE(server_, nullptr) << "cannot start the PostgreSQL test server: " << error;
+    static std::atomic<int> counter{0};
+    schema_ = "pgt_" + std::to_string(getpid()) + "_" + std::to_string(counter++);
+    url_ = server_->Url() + "?schema=" + schema_;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) (void)server_->Exec("DROP SCHEMA IF EXISTS " + schema_ + " CASCADE");
+  }
+
+  std::unique_ptr<Store> Open() {
+    auto s = OpenStore(url_, {.clock = &clock_});
+    EXPECT_TRUE(IsOk(s));
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+  // A raw connection with the store's schema on its search_path.
+  std::unique_ptr<PgConnection> Raw() {
+    auto c = PgConnection::Connect(server_->Url(), "-c search_path=" + schema_, 10);
+    EXPECT_TRUE(IsOk(c));
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+  int64_t QueryInt(const std::string& q) {
+    auto c = Raw();
+    if (c == nullptr) return -1;
+    auto r = c->ExecSql(q, "test query");
+    EXPECT_TRUE(IsOk(r));
+    if (!r.ok() || r->rows() != 1) return -1;
+    return std::stoll(r->String(0, 0));
+  }
+
+  FakeClock clock_;
+  PgTestServer* server_ = nullptr;
+  std::string schema_, url_;
+};
+
+TEST(PgUrlTest, ParsesSchemaAndKeepsLibpqParameters) {
+  auto t = ParsePostgresUrl("postgresql://u@h:5432/db?sslmode=disable&schema=abc_1&connect_timeout=3");
+  ASSERT_TRUE(IsOk(t));
+  EXPECT_EQ(t->schema, "abc_1");
+  EXPECT_EQ(t->libpq_url, "postgresql://u@h:5432/db?sslmode=disable&connect_timeout=3");
+  auto d = ParsePostgresUrl("postgres://u@h/db");
+  ASSERT_TRUE(IsOk(d));
+  EXPECT_EQ(d->schema, "hcprp");
+  EXPECT_EQ(d->libpq_url, "postgres://u@h/db");
+  FakeClock clock;
+  EXPECT_TRUE(HasCode(ParsePostgresUrl("postgresql://u@h/db?schema=Bad-Name"), ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(HasCode(ParsePostgresUrl("postgresql://u@h/db?schema="), ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(HasCode(OpenStore("postgresql://u@h/db?schema=x;drop", {.clock = &clock}),
+                      ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(HasCode(OpenStore("postgresql://u@h/db", {}), ErrorCode::kInvalidArgument));  // no clock
+}
+
+TEST(PgUrlTest, UnreachableServerIsUnavailable) {
+  FakeClock clock;
+  auto t0 = std::chrono::steady_clock::now();
+  // Port 1 on loopback: connection refused at once.
+  EXPECT_TRUE(
+      HasCode(OpenStore("postgresql://postgres@127.0.0.1:1/db", {.clock = &clock}), ErrorCode::kUnavailable));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
+}
+
+TEST_F(PgStoreTest, MigrationsAreRecordedOnceAndReopeningAppliesNothing) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  const int latest = sql::Migrations().back().version;
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_migrations"),
+            static_cast<int64_t>(sql::Migrations().size()));
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_migrations"), latest);
+  ASSERT_TRUE(IsOk(s->Create("resources", "p", "x", Body(1))));
+  s.reset();
+  auto again = Open();
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_migrations"),
+            static_cast<int64_t>(sql::Migrations().size()));
+  EXPECT_TRUE(IsOk(again->Read("resources", "p", "x")));
+}
+
+TEST_F(PgStoreTest, ConcurrentOpenersMigrateOnce) {
+  constexpr int kOpeners = 8;
+  std::barrier sync(kOpeners);
+  std::vector<std::unique_ptr<Store>> stores(kOpeners);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kOpeners; ++i) {
+    threads.emplace_back([&, i] {
+      sync.arrive_and_wait();
+      auto s = OpenStore(url_, {.clock = &clock_});
+      EXPECT_TRUE(IsOk(s)) << "opener " << i;
+      if (s.ok()) stores[i] = std::move(*s);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM schema_migrations"),
+            static_cast<int64_t>(sql::Migrations().size()));
+  // Every handle works on the same tables.
+  for (int i = 0; i < kOpeners; ++i) {
+    ASSERT_NE(stores[i], nullptr);
+    ASSERT_TRUE(IsOk(stores[i]->Create("resources", "p", "d" + std::to_string(i), Body(i))));
+  }
+  auto page = stores[0]->Query({.container = "resources", .partition_key = "p"});
+  ASSERT_TRUE(IsOk(page));
+  EXPECT_EQ(page->documents.size(), static_cast<size_t>(kOpeners));
+}
+
+TEST_F(PgStoreTest, NewerSchemaIsRefused) {
+  ASSERT_NE(Open(), nullptr);
+  ASSERT_TRUE(IsOk(server_->Exec("INSERT INTO " + schema_ + ".schema_migrations(version) VALUES (100000)")));
+  auto s = OpenStore(url_, {.clock = &clock_});
+  ASSERT_TRUE(HasCode(s, ErrorCode::kInvalidArgument));
+  EXPECT_NE(s.error().message().find("newer"), std::string::npos) << s.error().message();
+}
+
+TEST_F(PgStoreTest, ChangeSequencesAreConsecutivePerContainerUnderConcurrentWriters) {
+  constexpr int kHandles = 2, kWritersPerHandle = 4, kOps = 40;
+  std::vector<std::unique_ptr<Store>> handles;
+  for (int h = 0; h < kHandles; ++h) {
+    handles.push_back(Open());
+    ASSERT_NE(handles.back(), nullptr);
+  }
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  // A reader that follows the feed while the writers run: it must see 1, 2, 3, ... with no gap
+  // and no reordering, whatever the page size.
+  std::vector<uint64_t> seen;
+  std::thread reader([&] {
+    std::string cont;
+    while (true) {
+      bool finished = done.load();
+      auto p = handles[0]->ReadChanges("resources", cont, 7);
+      if (!p.ok()) {
+        ++failures;
+        return;
+      }
+      cont = p->continuation;
+      for (const auto& c : p->changes) seen.push_back(c.sequence);
+      if (p->changes.empty()) {
+        if (finished) return;
+        (void)handles[0]->WaitForChanges("resources", cont, 200ms);
+      }
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int h = 0; h < kHandles; ++h) {
+    for (int w = 0; w < kWritersPerHandle; ++w) {
+      writers.emplace_back([&, h, w] {
+        Store& s = *handles[h];
+        std::string pk = "sub" + std::to_string(w % 3);
+        for (int i = 0; i < kOps; ++i) {
+          std::string id = "h" + std::to_string(h) + "w" + std::to_string(w) + "-" + std::to_string(i);
+          Status st = Status::Ok();
+          if (i % 4 == 3) {
+            auto b = s.Batch("resources", pk, {WriteOp::Create(id, Body(i)), WriteOp::Delete(id)});
+            if (!b.ok()) st = b.error();
+          } else {
+            auto c = s.Create("resources", pk, id, Body(i));
+            if (!c.ok()) st = c.error();
+          }
+          EXPECT_TRUE(IsOk(st)) << id;
+          if (!st.ok()) ++failures;
+        }
+      });
+    }
+  }
+  for (auto& t : writers) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(failures.load(), 0);
+  const size_t want = kHandles * kWritersPerHandle * (kOps + kOps / 4);
+  ASSERT_EQ(seen.size(), want);
+  for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i + 1) << "gap or reordering at " << i;
+}
+
+// The engine's own statements on a raw connection, to hold a transaction open at a chosen point.
+class SlowWriter {
+ public:
+  SlowWriter(std::unique_ptr<PgConnection> c, std::string schema)
+      : c_(std::move(c)), schema_(std::move(schema)) {}
+
+  // BEGIN; insert a document and append its change, taking the next sequence number (and the
+  // container's counter lock) -- everything a create does short of COMMIT.
+  Status BeginCreate(std::string_view container, std::string_view pk, std::string_view id, int64_t now) {
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kBegin, Params(), "begin"));
+    std::string body = json::serialize(Body(0));
+    etag_ = internal::NewEtag();
+    Params d;
+    d.Bytea(container).Bytea(pk).Bytea(id).Bytea(body).Text(etag_).Int8(now).OptInt8(std::nullopt);
+    d.OptInt8(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).Bool(false);
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kInsertDoc, d, "insert"));
+    Params ch;
+    std::string channel = "hcprp_feed_" + schema_;
+    ch.Bytea(container).Int2(sql::kKindCreate).Bytea(pk).Bytea(id).Bytea(body).Text(etag_).Int8(now);
+    ch.OptInt8(std::nullopt).Text(channel);
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kAppendChange, ch, "append"));
+    return Status::Ok();
+  }
+  Status Commit() {
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kCommit, Params(), "commit"));
+    return Status::Ok();
+  }
+  Status Rollback() {
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kRollback, Params(), "rollback"));
+    return Status::Ok();
+  }
+  const std::string& etag() const { return etag_; }
+
+ private:
+  std::unique_ptr<PgConnection> c_;
+  std::string schema_;
+  std::string etag_;
+};
+
+TEST_F(PgStoreTest, SlowTransactionHoldingASequenceIsNeverSkipped) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("resources", "sub", "before", Body(0))));
+  auto start = store->ReadChanges("resources", "", 100);
+  ASSERT_TRUE(IsOk(start));
+  ASSERT_EQ(start->changes.size(), 1u);
+  std::string cont = start->continuation;
+
+  // T1 takes its sequence number and stays open.
+  SlowWriter t1(Raw(), schema_);
+  ASSERT_TRUE(IsOk(t1.BeginCreate("resources", "sub", "slow", clock_.NowMillis())));
+  // T2, a faster writer of the same container, runs its whole transaction meanwhile.
+  auto t2 =
+      std::async(std::launch::async, [&] { return store->Create("resources", "sub", "fast", Body(2)); });
+  // T2 cannot commit a later number while T1 holds the earlier one: it waits at the counter.
+  EXPECT_EQ(t2.wait_for(300ms), std::future_status::timeout);
+  // A reader meanwhile sees neither (T1's change is uncommitted, T2's not yet numbered).
+  auto mid = store->ReadChanges("resources", cont, 100);
+  ASSERT_TRUE(IsOk(mid));
+  EXPECT_TRUE(mid->changes.empty());
+  EXPECT_FALSE(*store->WaitForChanges("resources", cont, 50ms));
+
+  // A waiter is woken by T1's commit (NOTIFY is delivered on commit).
+  auto waiter = std::async(std::launch::async, [&] { return store->WaitForChanges("resources", cont, 20s); });
+  ASSERT_TRUE(IsOk(t1.Commit()));
+  ASSERT_EQ(t2.wait_for(20s), std::future_status::ready);
+  auto fast = t2.get();
+  ASSERT_TRUE(IsOk(fast));
+  ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready);
+  auto woke = waiter.get();
+  ASSERT_TRUE(IsOk(woke));
+  EXPECT_TRUE(*woke);
+
+  // Both, in commit order, with consecutive numbers: T1 first, never skipped.
+  auto after = store->ReadChanges("resources", cont, 100);
+  ASSERT_TRUE(IsOk(after));
+  ASSERT_EQ(after->changes.size(), 2u);
+  EXPECT_EQ(after->changes[0].document.id, "slow");
+  EXPECT_EQ(after->changes[0].document.etag, t1.etag());
+  EXPECT_EQ(after->changes[1].document.id, "fast");
+  EXPECT_EQ(after->changes[1].document.etag, fast->etag);
+  EXPECT_EQ(after->changes[0].sequence, start->changes[0].sequence + 1);
+  EXPECT_EQ(after->changes[1].sequence, after->changes[0].sequence + 1);
+}
+
+TEST_F(PgStoreTest, RolledBackSequenceLeavesNoGap) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  SlowWriter t1(Raw(), schema_);
+  ASSERT_TRUE(IsOk(t1.BeginCreate("resources", "sub", "aborted", clock_.NowMillis())));
+  auto t2 =
+      std::async(std::launch::async, [&] { return store->Create("resources", "sub", "kept", Body(1)); });
+  EXPECT_EQ(t2.wait_for(200ms), std::future_status::timeout);
+  ASSERT_TRUE(IsOk(t1.Rollback()));
+  ASSERT_EQ(t2.wait_for(20s), std::future_status::ready);
+  ASSERT_TRUE(IsOk(t2.get()));
+  auto all = store->ReadChanges("resources", "", 100);
+  ASSERT_TRUE(IsOk(all));
+  ASSERT_EQ(all->changes.size(), 1u);
+  EXPECT_EQ(all->changes[0].document.id, "kept");
+  EXPECT_EQ(all->changes[0].sequence, 1u);
+  EXPECT_TRUE(HasCode(store->Read("resources", "sub", "aborted"), ErrorCode::kNotFound));
+}
+
+TEST_F(PgStoreTest, OtherContainersDoNotWaitForASlowTransaction) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  SlowWriter t1(Raw(), schema_);
+  ASSERT_TRUE(IsOk(t1.BeginCreate("resources", "sub", "slow", clock_.NowMillis())));
+  auto other = std::async(std::launch::async, [&] { return store->Create("billing", "sub", "x", Body(1)); });
+  ASSERT_EQ(other.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(IsOk(other.get()));
+  ASSERT_TRUE(IsOk(t1.Rollback()));
+}
+
+// A server of its own: this test stops and restarts it.
+TEST(PgRestartTest, CallsFailWhileTheServerIsDownAndSucceedAfterItReturns) {
+  auto server = PgTestServer::Start();
+  ASSERT_TRUE(IsOk(server)) << "cannot start the PostgreSQL test server";
+  FakeClock clock;
+  auto opened = OpenStore((*server)->Url(), {.clock = &clock});
+  ASSERT_TRUE(IsOk(opened));
+  Store& store = **opened;
+  auto watcher_store = OpenStore((*server)->Url(), {.clock = &clock});
+  ASSERT_TRUE(IsOk(watcher_store));
+  ASSERT_TRUE(IsOk(store.Create("resources", "p", "a", Body(1))));
+  // Several pooled connections, so that several are dead after the restart.
+  {
+    std::vector<std::thread> readers;
+    for (int i = 0; i < 4; ++i)
+      readers.emplace_back([&] { EXPECT_TRUE(IsOk(store.Read("resources", "p", "a"))); });
+    for (auto& t : readers) t.join();
+  }
+  // Start the listener of the second handle.
+  EXPECT_FALSE(*(*watcher_store)->WaitForChanges("resources", kChangeFeedNow, 10ms));
+
+  ASSERT_TRUE(IsOk((*server)->Stop()));
+  EXPECT_TRUE(HasCode(store.Read("resources", "p", "a"), ErrorCode::kUnavailable));
+  EXPECT_TRUE(HasCode(store.Create("resources", "p", "b", Body(2)), ErrorCode::kUnavailable));
+  EXPECT_TRUE(HasCode(store.ReadChanges("resources", "", 10), ErrorCode::kUnavailable));
+  EXPECT_TRUE(HasCode(store.AcquireLease("locks", "p", "l", "me", 10s), ErrorCode::kUnavailable));
+  EXPECT_TRUE(HasCode(store.WaitForChanges("resources", "", 10ms), ErrorCode::kUnavailable));
+
+  ASSERT_TRUE(IsOk((*server)->Restart())) << (*server)->Log();
+  // The first call after the restart already succeeds: dead pooled connections are replaced.
+  auto read = store.Read("resources", "p", "a");
+  ASSERT_TRUE(IsOk(read));
+  EXPECT_EQ(read->body, Body(1));
+  auto now = (*watcher_store)->ReadChanges("resources", kChangeFeedNow, 1);
+  ASSERT_TRUE(IsOk(now));
+  auto waiter = std::async(std::launch::async, [&] {
+    return (*watcher_store)->WaitForChanges("resources", now->continuation, 20s);
+  });
+  ASSERT_TRUE(IsOk(store.Create("resources", "p", "b", Body(2))));
+  ASSERT_TRUE(IsOk(store.AcquireLease("locks", "p", "l", "me", 10s)));
+  // The other handle's listener reconnected: its waiter wakes on the commit.
+  ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready);
+  auto woke = waiter.get();
+  ASSERT_TRUE(IsOk(woke));
+  EXPECT_TRUE(*woke);
+  auto changes = store.ReadChanges("resources", "", 10);
+  ASSERT_TRUE(IsOk(changes));
+  ASSERT_EQ(changes->changes.size(), 2u);
+  EXPECT_EQ(changes->changes[1].document.id, "b");
+}
+
+}  // namespace
+}  // namespace hcprp::store::postgres
