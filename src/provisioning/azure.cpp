@@ -192,8 +192,10 @@ std::optional<AzureCall> SimulatedAzure::CheckCallerLocked(std::string_view call
   if (caller == kFirstParty) return std::nullopt;
   const std::string key = Lower(caller);
   auto it = resources_.find(key);
+  const bool missing = it == resources_.end() || it->second.type != ResourceType::kManagedIdentity;
+  if (!missing && it->second.permissions) return std::nullopt;
   const std::string client_id = UuidV5(kIdentityNamespace, key);
-  if (it == resources_.end() || it->second.type != ResourceType::kManagedIdentity) {
+  if (missing) {
     AzureCall c;
     c.outcome = AzureCall::Outcome::kFailed;
     c.http_status = 401;
@@ -290,7 +292,7 @@ AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type
     r.created = now;
   }
   Operation op;
-  op.token = "op-" + std::to_string(next_token_++) + "-" + NewUuidV4().substr(0, 8);
+  op.token = "op-" + std::to_string(next_token_++);
   op.key = key;
   op.started = now;
   const Duration d = SampleLocked(type, false);
@@ -335,7 +337,7 @@ AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string
   Resource& r = it->second;
   if (r.state == "Deleting") return PendingLocked(operations_.at(r.active_op), now);
   Operation op;
-  op.token = "op-" + std::to_string(next_token_++) + "-" + NewUuidV4().substr(0, 8);
+  op.token = "op-" + std::to_string(next_token_++);
   op.key = key;
   op.is_delete = true;
   op.started = now;

@@ -561,21 +561,25 @@ void Engine::ReconcileUnit(const std::string& key) {
   auto c = objs_.find(u.cluster);
   if (c != objs_.end()) {
     Obj& cl = c->second;
+    bool creds_changed = false;
     if (creds_seen < 0 && cl.creds_valid) {
       cl.creds_valid = false;
       cl.creds_invalid_since = creds_since;
-      changed = true;
+      creds_changed = true;
     }
     if (creds_seen < 0) {
+      creds_changed = creds_changed || cl.creds_reason != creds_reason;
       cl.creds_reason = creds_reason;
       cl.creds_message = creds_message;
     } else if (creds_seen > 0 && !cl.creds_valid) {
       cl.creds_valid = true;
       cl.creds_reason.clear();
       cl.creds_message.clear();
-      changed = true;
+      creds_changed = true;
     }
-    if (changed && u.cluster != u.owner) EnqueueLocked("o:" + u.cluster, now);
+    changed = changed || creds_changed;
+    // The cluster's AzureIdentityValid condition follows what its machines see.
+    if (creds_changed && u.cluster != u.owner) EnqueueLocked("o:" + u.cluster, now);
   }
   if (next) EnqueueLocked("u:" + key, *next);
   if (changed) EnqueueLocked("o:" + u.owner, now);
@@ -632,7 +636,10 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
   const Unit& u = units_.at(obj.cp_unit);
   std::string code, message;
   if (u.Done()) {
-    MoveLocked(obj, obj.failure_state.empty() ? "ready" : obj.failure_state, out);
+    const std::string target = obj.failure_state.empty() ? "ready" : obj.failure_state;
+    if (obj.cs_state == target) return;
+    MoveLocked(obj, target, out);
+    // The node pools waited for the control plane: queue them once the cluster is ready.
     for (const auto& [h, o] : objs_) {
       if (o.cluster == obj.href && o.href != obj.href)
         out.push_back(Pending{"", "", "", "", false, {}, "o:" + h});
