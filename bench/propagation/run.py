@@ -289,9 +289,13 @@ def measure_propagation(args, polling, n):
 
         # All to installing, in step; then hold them there.
         wait_for(lambda: watcher.count("validating") >= n or watcher.error, 120, what="validating events")
-        set_timing(stack.cs_url, "demo", 2)
-        wait_for(lambda: watcher.count("installing") >= n or watcher.error, 120, interval=0.05,
-                 what="every cluster installing")
+        # demo steps: validating 1, pending 1, installing 6 (times the scale). The simulator needs time to
+        # move thousands of objects, so the scale grows with N to keep every object in installing
+        # (entered at 2x scale) well before the first would leave it (8x scale).
+        scale = max(2.0, n / 500.0)
+        set_timing(stack.cs_url, "demo", scale)
+        wait_for(lambda: watcher.count("installing") >= n or watcher.count("ready") or watcher.error,
+                 60 + 10 * scale, interval=0.05, what="every cluster installing")
         set_timing(stack.cs_url, "demo", 1000)
         if watcher.error:
             raise BenchError(f"event watcher: {watcher.error}")
@@ -421,7 +425,7 @@ def main():
     if not args.hcprp:
         ap.error("--hcprp is required")
     args.hcprp = os.path.abspath(args.hcprp)
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else ([1000] if args.quick else [1000, 10000])
+    sizes = [int(s) for s in args.sizes.split(",") if int(s) > 0] if args.sizes else ([1000] if args.quick else [1000, 10000])
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     cpu_seconds_wanted = 10 if args.quick and args.cpu_seconds == 30 else args.cpu_seconds
 
