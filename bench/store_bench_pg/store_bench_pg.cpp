@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> read_ids;
   std::vector<WriteOp> setup;
-  for (int i = 0; i < kReadDocs; ++i) {
+  for (int i = 0; i < kReadDocs + 100; ++i) {  // more changes than the feed benchmark's start positions
     read_ids.push_back("read-" + std::to_string(i));
     setup.push_back(WriteOp::Create(read_ids.back(), body));
   }

@@ -134,11 +134,14 @@ inline constexpr Statement kInsertChange{
     "h_change",
     "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts, ttl) "
     "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
-// $1 container $2 after sequence $3 limit
+// $1 container $2 after sequence $3 limit. The numbers of a container are consecutive (a
+// transaction inserts exactly the numbers it reserved; a rollback returns them), so the next $3
+// changes are exactly those in ($2, $2 + $3]: the bounded range keeps the scan at $3 rows however
+// long the feed is.
 inline constexpr Statement kReadChanges{
     "h_changes",
-    "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=$1 AND seq>$2 ORDER BY seq "
-    "LIMIT $3"};
+    "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=$1 AND seq>$2 AND seq<=$2+$3 "
+    "ORDER BY seq LIMIT $3"};
 // $1 container. The last committed sequence (0 when none).
 inline constexpr Statement kLastSeq{
     "h_last", "SELECT coalesce((SELECT last_seq FROM feed_counters WHERE container=$1), 0)"};
