@@ -95,26 +95,36 @@ json::value ResourceDocument::ToBody() const {
 }
 
 Result<ResourceDocument> ResourceDocument::FromBody(const json::value& body) {
+  return FromBody(json::value(body));
+}
+
+Result<ResourceDocument> ResourceDocument::FromBody(json::value&& body) {
   std::string why;
   ResourceDocument d;
-  const auto* p = PropertiesOf(body, "", &d.resource_type, &why);
-  if (p == nullptr) return Error::Corruption(why);
+  const auto* props = PropertiesOf(body, "", &d.resource_type, &why);
+  if (props == nullptr) return Error::Corruption(why);
   if (d.resource_type != kClusterDocType && d.resource_type != kNodePoolDocType &&
       d.resource_type != kExternalAuthDocType) {
     return Error::Corruption("not a resource document: " + d.resource_type);
   }
-  auto rid = GetString(*p, "resourceId");
+  // PropertiesOf checked the shape; the members are taken from the mutable tree.
+  json::object& p = body.as_object()["properties"].as_object();
+  auto rid = GetString(p, "resourceId");
   if (!rid || rid->empty()) return Error::Corruption("resource document without resourceId");
   d.resource_id = std::string(*rid);
-  d.internal_id = StringOr(*p, "internalId");
-  d.location = StringOr(*p, "location");
-  if (auto a = GetString(*p, "activeOperationId"); a && !a->empty()) d.active_operation_id = std::string(*a);
-  d.provisioning_state = StringOr(*p, "provisioningState");
-  if (const auto* i = GetObject(*p, "identity")) d.identity = *i;
-  if (const auto* s = GetObject(*p, "systemData")) d.system_data = *s;
-  if (const auto* t = GetObject(*p, "tags")) d.tags = *t;
-  if (const auto* r = GetObject(*p, "resource")) d.resource = *r;
-  if (const auto* c = GetObject(*p, "clusterServiceStatus")) d.service_status = *c;
+  d.internal_id = StringOr(p, "internalId");
+  d.location = StringOr(p, "location");
+  if (auto a = GetString(p, "activeOperationId"); a && !a->empty()) d.active_operation_id = std::string(*a);
+  d.provisioning_state = StringOr(p, "provisioningState");
+  auto take = [&p](std::string_view key) -> json::object* {
+    auto it = p.find(key);
+    return it != p.end() && it->value().is_object() ? &it->value().as_object() : nullptr;
+  };
+  if (auto* i = take("identity")) d.identity = std::move(*i);
+  if (auto* s = take("systemData")) d.system_data = std::move(*s);
+  if (auto* t = take("tags")) d.tags = std::move(*t);
+  if (auto* r = take("resource")) d.resource = std::move(*r);
+  if (auto* c = take("clusterServiceStatus")) d.service_status = std::move(*c);
   return d;
 }
 
@@ -235,15 +245,19 @@ json::value SubscriptionDocument::ToBody() const {
 }
 
 Result<SubscriptionDocument> SubscriptionDocument::FromBody(std::string id, const json::value& body) {
+  return FromBody(std::move(id), json::value(body));
+}
+
+Result<SubscriptionDocument> SubscriptionDocument::FromBody(std::string id, json::value&& body) {
   std::string why;
   const auto* p = PropertiesOf(body, kSubscriptionDocType, nullptr, &why);
   if (p == nullptr) return Error::Corruption(why);
   SubscriptionDocument d;
   d.id = std::move(id);
-  d.properties = *p;
   auto state = ParseSubscriptionState(StringOr(*p, "state"));
   if (!state.ok()) return Error::Corruption(state.error().message());
   d.state = *state;
+  d.properties = std::move(body.as_object()["properties"].as_object());
   return d;
 }
 

@@ -86,6 +86,8 @@ struct ResourceDocument {
 
   json::value ToBody() const;
   static Result<ResourceDocument> FromBody(const json::value& body);
+  // The same, moving the large members (resource, identity, systemData, tags) out of `body`.
+  static Result<ResourceDocument> FromBody(json::value&& body);
 };
 
 // Body field paths, for store patches and conditions.
@@ -145,6 +147,8 @@ struct SubscriptionDocument {
 
   json::value ToBody() const;
   static Result<SubscriptionDocument> FromBody(std::string id, const json::value& body);
+  // The same, moving the properties out of `body`.
+  static Result<SubscriptionDocument> FromBody(std::string id, json::value&& body);
 };
 
 }  // namespace hcprp::arm

@@ -25,6 +25,13 @@ Response JsonReply(int status, const json::value& body) {
   return res;
 }
 
+Response JsonReply(int status, const json::object& body) {
+  Response res{static_cast<bhttp::status>(status), 11};
+  res.set(bhttp::field::content_type, "application/json");
+  res.body() = json::serialize(body);
+  return res;
+}
+
 Response EmptyReply(int status) {
   Response res{static_cast<bhttp::status>(status), 11};
   return res;
@@ -68,7 +75,7 @@ Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_v
     if (doc.error().IsNotFound()) return std::optional<LoadedResource>();
     return doc.error();
   }
-  auto parsed = arm::ResourceDocument::FromBody(doc->body);
+  auto parsed = arm::ResourceDocument::FromBody(std::move(doc->body));
   if (!parsed.ok()) return parsed.error();
   r.etag = doc->etag;
   r.timestamp_ms = doc->timestamp_ms;
@@ -178,8 +185,8 @@ json::array ConditionsOf(std::string_view state, const std::string& when) {
 
 }  // namespace
 
-json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, const api::Resource& resource) {
-  json::object observed = resource.observed;
+json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
+  json::object observed = std::move(recorded);
   if (!r.doc.service_status.empty()) {
     for (auto& [key, value] : ObservedFromClusterService(kind, r.doc.service_status)) {
       if (!observed.contains(key)) observed[key] = value;
@@ -200,7 +207,7 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
   if (resource->location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
     resource->location = r.doc.location;
   }
-  resource->observed = ObservedValues(r, id->kind, *resource);
+  resource->observed = ObservedValues(r, id->kind, std::move(resource->observed));
   api::Envelope envelope;
   envelope.id = r.doc.resource_id;
   envelope.name = id->Name();

@@ -148,7 +148,7 @@ std::optional<Response> CheckSubscription(Env& env, RequestContext& ctx) {
     if (doc.error().IsNotFound()) return unregistered();
     return ErrorReply(arm::FromError(doc.error()));
   }
-  auto sub = arm::SubscriptionDocument::FromBody(doc->id, doc->body);
+  auto sub = arm::SubscriptionDocument::FromBody(std::move(doc->id), std::move(doc->body));
   if (!sub.ok()) return ErrorReply(arm::FromError(sub.error()));
   std::string state(arm::SubscriptionStateName(sub->state));
   switch (sub->state) {

@@ -52,6 +52,7 @@ struct RequestContext {
 
 // Response builders.
 Response JsonReply(int status, const json::value& body);
+Response JsonReply(int status, const json::object& body);  // without converting (copying) to a value
 Response EmptyReply(int status);
 Response ErrorReply(const arm::CloudError& error);
 
@@ -97,7 +98,8 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
 // answered a create or update, or synced by the backend into clusterServiceStatus) and
 // status.conditions derived from the provisioning state, their lastTransitionTime being the last
 // write of the resource document (every state change is one).
-json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, const api::Resource& resource);
+// `recorded` is the resource's api::Resource::observed.
+json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded);
 
 // Handlers. Each returns a complete response (errors included).
 Response HandleResource(Env& env, RequestContext& ctx);       // GET/PUT/PATCH/DELETE

@@ -557,8 +557,8 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
     return Fail(env, ctx, page.error());
   }
   json::array value;
-  for (const auto& d : page->documents) {
-    auto parsed = arm::ResourceDocument::FromBody(d.body);
+  for (auto& d : page->documents) {
+    auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
     if (!parsed.ok()) {
       env.logger.Warn("skipping unreadable resource document",
                       {{"id", d.id}, {"error", parsed.error().ToString()}});
