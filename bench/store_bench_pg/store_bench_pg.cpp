@@ -43,6 +43,9 @@ constexpr std::string_view kContainer = "resources";
 constexpr std::string_view kPk = "0b9f2a3c-5d6e-4f70-8a9b-0c1d2e3f4a5b";
 constexpr int kReadDocs = 1000;
 
+// The throwaway server, if the benchmark started one: a global so that exit() from Die() stops it too.
+std::unique_ptr<hcprp::store::postgres::PgTestServer> g_server;
+
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "store_bench_pg: %s\n", what.c_str());
   std::exit(1);
@@ -313,12 +316,11 @@ int main(int argc, char** argv) {
       Die("unknown flag " + a);
     }
   }
-  std::unique_ptr<postgres::PgTestServer> server;
   if (url.empty()) {
     auto s = postgres::PgTestServer::Start("bench");
     Check(s, "start a PostgreSQL server");
-    server = std::move(*s);
-    url = server->Url();
+    g_server = std::move(*s);
+    url = g_server->Url();
   }
 
   SystemClock clock;
@@ -339,7 +341,7 @@ int main(int argc, char** argv) {
   const json::value body = ClusterBody(0);
   const std::string body_text = json::serialize(body);
   std::printf("store_bench_pg: %s, document body %zu bytes, %d rounds x %.1f s per side\n",
-              server ? "throwaway server (fsync on)" : url.c_str(), body_text.size(), rounds, seconds);
+              g_server ? "throwaway server (fsync on)" : url.c_str(), body_text.size(), rounds, seconds);
 
   std::vector<std::string> read_ids;
   std::vector<WriteOp> setup;
