@@ -1,25 +1,52 @@
 // The partitioned JSON document store: the one header that says what the store offers.
 //
-// Semantics (both engines, see docs/architecture.md "Store"):
-//  - A store holds named containers. A document lives in one container and one partition and is
-//    addressed by (partition_key, id). Ids and partition keys are arbitrary byte strings.
-//  - Every successful write gives the document a new etag and a commit timestamp.
-//  - A document with `ttl_seconds` expires at commit time + ttl (by the store's Clock). An expired
-//    document is invisible to every read and query at once; PurgeExpired() removes it and records the
-//    removal in the change feed.
+// Semantics (both engines, see docs/architecture.md "Store" and DESIGN.md section 3):
+//  - A store holds named containers. Containers exist implicitly: any non-empty name may be used and
+//    an unknown container is simply empty. A document lives in one container and one partition and
+//    is addressed by (partition_key, id). Ids and partition keys are arbitrary byte strings (embedded
+//    NULs, invalid UTF-8 and the empty string included); they are compared and ordered bytewise.
+//  - Every successful write gives the document a new etag (an opaque string, unique per write) and a
+//    commit timestamp (the store's Clock, milliseconds).
+//  - A document with `ttl_seconds` (> 0) expires at commit time + ttl (by the store's Clock); every
+//    write restarts the ttl. An expired document is invisible to every read, query and precondition
+//    at once (a Create over it succeeds; the old version is then recorded as kExpire first);
+//    PurgeExpired() removes it and records the removal in the change feed as kExpire.
 //  - Queries run inside one partition, except ListPartitions() and cross-partition type queries.
-//  - Batches are all-or-nothing inside one partition of one container.
-//  - The change feed of a container lists every committed create, replace and delete (purges
-//    included) in commit order; a continuation token resumes it; nothing is skipped when writers
-//    commit concurrently.
-//  - Leases give mutual exclusion with expiry and a fencing number that only grows.
+//  - Batches are all-or-nothing inside one partition of one container; operations apply in order and
+//    each sees the effect of the ones before it.
+//  - The change feed of a container lists every committed create, replace (patches included) and
+//    delete (purges included, as kExpire) in commit order; a continuation token resumes it; nothing
+//    is skipped when writers commit concurrently, in this process or in another one.
+//  - Leases give mutual exclusion with expiry and a fencing number that only grows. Leases live in
+//    their own namespace (container, partition key, name); they are not documents and do not appear
+//    in queries or in the change feed.
+//
+// Preconditions: `if_match` compares the etag exactly; "*" matches any live document. A Condition
+// is checked against the current body; a write whose document does not exist fails with kNotFound
+// before conditions are looked at, except Upsert, where an absent document has every path absent.
 //
 // Well-known body fields the store indexes (documents need not have them):
 //   /resourceType             compared lower-cased (QueryOptions::resource_type)
 //   /properties/resourceId    compared case-insensitively (QueryOptions::resource_id, ..._prefix)
 //   /properties/status        operation status (QueryOptions::non_terminal_only)
 //
-// Thread-safety: a Store is safe to use from many threads at once.
+// Thread-safety: a Store is safe to use from many threads at once. Several Store objects, in one
+// process or in several, may open the same SQLite file; each sees the others' commits.
+//
+// SQLite engine (sqlite/): WAL journal, synchronous=FULL (a committed write survives kill -9 and power
+// loss), one writer connection (BEGIN IMMEDIATE; busy timeout from OpenOptions) and a pool of reader
+// connections, prepared statements cached per connection, every value bound as a parameter. The
+// change feed is a table with an AUTOINCREMENT sequence written in the write's transaction, so the
+// sequence order is the commit order and a reader never sees a later change without the earlier
+// ones. WaitForChanges wakes on commits of this Store at once (condition variable); commits by other
+// connections to the same file (another Store, another process) are noticed with inotify on the
+// database directory (the -wal file), confirmed by PRAGMA data_version; off Linux, data_version is
+// polled every 50 ms while someone waits. A failed write (I/O error, busy, bad input) rolls its
+// transaction back; no mmap is used, so an I/O error is a failed call, never a SIGBUS. The change
+// feed keeps every change (no retention yet). "sqlite::memory:" is one private connection.
+//
+// Also here: fault_injecting_store.h (a Store decorator that fails, delays or "crashes" calls, for
+// tests) and store_conformance.h (the test suite every engine passes).
 #pragma once
 
 #include <chrono>
@@ -76,16 +103,20 @@ struct WriteOp {
   Kind kind;
   std::string id;
   json::value body;                    // kCreate, kReplace, kUpsert
-  std::optional<int64_t> ttl_seconds;  // kCreate, kReplace, kUpsert (kPatch keeps the current ttl)
+  // kCreate, kReplace, kUpsert: the new document's ttl (nullopt: none). kPatch keeps the current ttl.
+  std::optional<int64_t> ttl_seconds;
   std::optional<std::string> if_match; // kReplace, kUpsert, kDelete, kPatch, kRead
   std::vector<PatchOp> patch;          // kPatch
-  std::vector<Condition> conditions;   // kReplace, kDelete, kPatch: checked against the current body
+  // kReplace, kUpsert, kDelete, kPatch, kRead: checked against the current body (kInvalidArgument on
+  // kCreate).
+  std::vector<Condition> conditions;
 
   static WriteOp Create(std::string id, json::value body, std::optional<int64_t> ttl = std::nullopt);
   static WriteOp Replace(std::string id, json::value body, std::optional<std::string> if_match = std::nullopt);
   static WriteOp Upsert(std::string id, json::value body, std::optional<std::string> if_match = std::nullopt);
   static WriteOp Delete(std::string id, std::optional<std::string> if_match = std::nullopt);
-  static WriteOp Patch(std::string id, std::vector<PatchOp> ops, std::vector<Condition> conditions = {});
+  static WriteOp Patch(std::string id, std::vector<PatchOp> ops, std::vector<Condition> conditions = {},
+                       std::optional<std::string> if_match = std::nullopt);
   // A read inside a batch; with if_match it is an assertion that the document is unchanged.
   static WriteOp Read(std::string id, std::optional<std::string> if_match = std::nullopt);
 };
@@ -93,10 +124,21 @@ struct WriteOp {
 // Errors of store calls (Error::code()):
 //   kNotFound            the document does not exist (or expired)
 //   kAlreadyExists       create of an existing document
-//   kPreconditionFailed  if_match or a Condition did not hold, or a lease fence was stale
-//   kInvalidArgument     malformed input (bad JSON pointer, body not an object, ...)
-//   kUnavailable         the engine cannot be reached (PostgreSQL down, SQLite busy past timeout)
-//   kIoError, kCorruption the engine failed; nothing was committed
+//   kPreconditionFailed  if_match or a Condition did not hold, or a lease fence was stale, or a lease
+//                        to renew or release was lost
+//   kConflict            AcquireLease while another owner holds the lease
+//   kInvalidArgument     malformed input (bad JSON pointer, body not an object, a patch path that
+//                        must exist and does not, bad continuation, ttl <= 0, unsupported URL, ...)
+//   kUnavailable         the engine cannot be reached (PostgreSQL down, SQLite busy past timeout,
+//                        database locked at open)
+//   kIoError, kCorruption the engine failed (I/O error, unreadable path, not a database, a stored body
+//                        that is not JSON); nothing was committed by the failing call
+//
+// Patch: kSet/kAdd on an object member create or overwrite it (the parent must exist); on an array,
+// kSet overwrites an index (or appends at size / "-"), kAdd inserts (or appends at size / "-").
+// kRemove, kReplace and kIncrement need the target to exist. kIncrement adds int to int (overflow is
+// kInvalidArgument) and otherwise works in double. The root path "" is not patchable; the result must
+// stay an object.
 
 struct BatchResult {
   // One entry per operation when the batch committed: the document after the operation (for kDelete,
@@ -104,19 +146,24 @@ struct BatchResult {
   std::vector<Document> documents;
 };
 
-// The error of a failed batch names the failing operation: "operation 3: ..." and
-// BatchError::index is reported through Error::message and FailedBatchIndex().
+// The error of a failed batch names the failing operation: its message starts with "operation 3: "
+// and keeps the operation's error code; FailedBatchIndex() returns the index (nullopt for errors that
+// belong to no operation, such as a stale fence or an I/O error at commit).
 std::optional<size_t> FailedBatchIndex(const Error& e);
+// Builds that error; engines use it so that FailedBatchIndex() works for all of them.
+Error BatchOperationError(size_t index, const Error& cause);
 
+// All filters given must hold (AND). Only live (unexpired) documents are returned.
 struct QueryOptions {
   std::string container;
   std::optional<std::string> partition_key;  // nullopt: across partitions (needs resource_type)
-  std::optional<std::string> resource_type;
+  std::optional<std::string> resource_type;       // case-insensitive equality
   std::optional<std::string> resource_id;         // case-insensitive equality
   std::optional<std::string> resource_id_prefix;  // case-insensitive prefix
-  bool non_terminal_only = false;  // /properties/status present and not Succeeded, Failed or Canceled
-  size_t max_items = 100;
-  std::string continuation;  // from a previous page; empty starts at the beginning
+  // /properties/status present and not Succeeded, Failed or Canceled (compared case-insensitively)
+  bool non_terminal_only = false;
+  size_t max_items = 100;    // > 0; a page may hold fewer even when more follow
+  std::string continuation;  // from a previous page of the same query; empty starts at the beginning
 };
 
 struct QueryPage {
@@ -127,14 +174,27 @@ struct QueryPage {
 struct Change {
   enum class Kind { kCreate, kReplace, kDelete, kExpire };
   Kind kind;
-  uint64_t sequence = 0;  // commit order within the container
-  Document document;      // after the write; for kDelete/kExpire the last committed body
+  // Strictly increasing in commit order within the container (not necessarily consecutive: the SQLite
+  // engine numbers the changes of all containers with one sequence).
+  uint64_t sequence = 0;
+  // After the write; for kDelete/kExpire the last committed version (body, etag, timestamp, ttl).
+  Document document;
 };
 
 struct ChangePage {
   std::vector<Change> changes;
   std::string continuation;  // resumes after the last change returned (or where the caller was)
 };
+
+inline const char* ChangeKindName(Change::Kind k) {
+  switch (k) {
+    case Change::Kind::kCreate: return "create";
+    case Change::Kind::kReplace: return "replace";
+    case Change::Kind::kDelete: return "delete";
+    case Change::Kind::kExpire: return "expire";
+  }
+  return "unknown";
+}
 
 struct Lease {
   std::string container;
@@ -151,7 +211,9 @@ class Store {
  public:
   virtual ~Store() = default;
 
-  // Point operations on one document.
+  // Point operations on one document. Bodies must be JSON objects (else kInvalidArgument). Replace and
+  // Upsert set the ttl to `ttl_seconds` (nullopt: no ttl). Upsert with if_match on an absent document
+  // is kPreconditionFailed; Replace, Delete and Patch of an absent document are kNotFound.
   virtual Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) = 0;
   virtual Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
                                   json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) = 0;
@@ -172,13 +234,17 @@ class Store {
   virtual Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                                     const Lease* fence = nullptr) = 0;
 
+  // kInvalidArgument without partition_key and resource_type, or with a continuation that this query
+  // did not return.
   virtual Result<QueryPage> Query(const QueryOptions& options) = 0;
-  // Partition keys that hold at least one live document in the container, paged like Query.
+  // Partition keys that hold at least one live document in the container, paged like Query: one
+  // Document per partition with only partition_key set, in bytewise order.
   virtual Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
                                            std::string_view continuation) = 0;
 
   // Change feed. An empty continuation starts at the beginning of the feed; "now" starts after the
-  // latest committed change.
+  // latest committed change. The continuation returned is never "now": it is a position that resumes
+  // exactly after what was returned. Another string is kInvalidArgument.
   virtual Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
                                          size_t max_changes) = 0;
   // Blocks until the feed has a change after `continuation` or `timeout` passes (real time, not the
@@ -186,15 +252,19 @@ class Store {
   virtual Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
                                       std::chrono::milliseconds timeout) = 0;
 
-  // Leases (Cloud Distributed Lock). Acquire fails with kConflict while another owner holds an
-  // unexpired lease; Renew and Release require the etag of the caller's Lease (kPreconditionFailed
-  // when someone else took it meanwhile).
+  // Leases (Cloud Distributed Lock). Acquire fails with kConflict while anyone (the same owner
+  // included) holds an unexpired lease; an expired or released lease can be taken by anyone, with a
+  // fencing_token one above the last one given for that name (the counter survives release).
+  // Renew and Release require the etag of the caller's latest Lease (kPreconditionFailed when it is
+  // stale: renewed elsewhere, taken over, released). Renew also fails once the lease has expired.
+  // ttl must be > 0 (kInvalidArgument).
   virtual Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
                                      std::string_view owner, std::chrono::milliseconds ttl) = 0;
   virtual Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) = 0;
   virtual Status ReleaseLease(const Lease& lease) = 0;
 
-  // Removes expired documents (each recorded in the change feed as kExpire). Returns how many.
+  // Removes expired documents of every container (each recorded in the change feed as kExpire), in
+  // transactions of bounded size. Returns how many.
   virtual Result<size_t> PurgeExpired() = 0;
 };
 
@@ -207,9 +277,14 @@ struct OpenOptions {
 };
 
 // Opens the engine named by the URL:
-//   sqlite:///abs/path/to/file.db    SQLite file (created if missing)
-//   sqlite::memory:                  private in-memory SQLite database (tests)
+//   sqlite:///abs/path/to/file.db    SQLite file (created if missing); percent-escapes are decoded.
+//                                    "?vfs=NAME" selects a registered SQLite VFS (tests, benchmarks).
+//   sqlite::memory:                  private in-memory SQLite database (tests); one connection
 //   postgresql://user@host:port/db   PostgreSQL
+// Errors: kInvalidArgument for a malformed URL or a missing clock; kCorruption for a file that is
+// not an SQLite database or not an hcprp store; kIoError for a path that cannot be opened (a
+// directory, a missing parent directory, no permission); kUnavailable when the file stays locked by
+// another connection past busy_timeout.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenOptions& options);
 
 // Continuation value meaning "after everything committed so far".

@@ -1,0 +1,71 @@
+// Engine-independent document logic shared by the store engines (not part of the store's public
+// interface; callers use store.h): JSON pointers, patch operations, conditions, preconditions, the
+// indexed fields extracted on write, and continuation tokens.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/json.h"
+#include "core/result.h"
+#include "store/store.h"
+
+namespace hcprp::store::internal {
+
+// The reference tokens of an RFC 6901 JSON pointer ("" -> no tokens). kInvalidArgument when the
+// pointer does not start with '/' or has a bad escape ("~2", trailing "~").
+Result<std::vector<std::string>> ParseJsonPointer(std::string_view pointer);
+
+// Applies `ops` in order to `body` (an object); the result must pass ValidateBody. On error `body`
+// may be partly modified: callers patch a copy.
+Status ApplyPatch(json::value& body, const std::vector<PatchOp>& ops);
+
+// kPreconditionFailed naming the first condition that does not hold (`body` nullptr: the document
+// is absent, so every path is absent); kInvalidArgument for a bad pointer.
+Status CheckConditions(const json::value* body, const std::vector<Condition>& conditions);
+
+// kPreconditionFailed unless `if_match` is unset, "*" with a live document, or equal to `etag`.
+// `etag` nullptr: the document is absent.
+Status CheckIfMatch(const std::optional<std::string>& if_match, const std::string* etag);
+
+// kInvalidArgument unless `body` is a JSON object that can be stored and read back: no NaN or
+// infinite number (Boost.JSON would write them as bare NaN/Infinity, which no parser accepts) and
+// nesting at most kMaxBodyDepth deep. Iterative, so any depth is safe to check.
+Status ValidateBody(const json::value& body);
+inline constexpr size_t kMaxBodyDepth = 512;
+// kInvalidArgument unless unset or in (0, kMaxTtlSeconds].
+Status ValidateTtl(const std::optional<int64_t>& ttl_seconds);
+inline constexpr int64_t kMaxTtlSeconds = int64_t{100} * 365 * 24 * 3600;
+
+// The well-known fields the store indexes (see store.h), extracted from a body on write.
+struct IndexedFields {
+  std::optional<std::string> resource_type;  // lower-cased /resourceType
+  std::optional<std::string> resource_id;    // lower-cased /properties/resourceId
+  std::optional<std::string> status;         // /properties/status as stored
+  bool non_terminal = false;                 // status present and not Succeeded/Failed/Canceled
+};
+IndexedFields ExtractIndexedFields(const json::value& body);
+bool IsTerminalStatus(std::string_view status);  // case-insensitive
+
+// The exclusive upper bound of the strings that start with `prefix` (bytewise), or nullopt when
+// there is none (the prefix is empty or all 0xFF).
+std::optional<std::string> PrefixUpperBound(std::string_view prefix);
+
+// Query continuation tokens: the (partition key, id) of the last document returned, hex-encoded
+// ("q1.<hex pk>.<hex id>"), and the partition key of ListPartitions ("p1.<hex pk>").
+std::string EncodeQueryContinuation(std::string_view pk, std::string_view id);
+Result<std::pair<std::string, std::string>> DecodeQueryContinuation(std::string_view token);
+std::string EncodePartitionContinuation(std::string_view pk);
+Result<std::string> DecodePartitionContinuation(std::string_view token);
+
+// Change feed positions: "" -> 0, "now" -> nullopt (the caller resolves it), decimal sequence.
+Result<std::optional<uint64_t>> DecodeChangeContinuation(std::string_view token);
+std::string EncodeChangeContinuation(uint64_t sequence);
+
+// A new etag: 128 random bits as a UUID-shaped string. Thread-safe and cheap (a per-thread PRNG).
+std::string NewEtag();
+
+}  // namespace hcprp::store::internal

@@ -1,0 +1,1261 @@
+#include "store/sqlite/sqlite_store.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/document_logic.h"
+#include "store/sqlite/change_watcher.h"
+#include "store/sqlite/connection.h"
+#include "store/sqlite/sql.h"
+
+namespace hcprp::store::sqlite {
+namespace {
+
+using internal::IndexedFields;
+
+constexpr size_t kMaxReaders = 32;
+constexpr int64_t kPurgeChunk = 512;
+
+struct Target {
+  std::string path;  // ":memory:" for the in-memory database
+  std::string vfs;
+  bool memory = false;
+};
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+Result<std::string> PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out += s[i];
+      continue;
+    }
+    if (i + 2 >= s.size()) return Error::InvalidArgument("bad percent-escape in URL");
+    int hi = HexDigit(s[i + 1]), lo = HexDigit(s[i + 2]);
+    if (hi < 0 || lo < 0) return Error::InvalidArgument("bad percent-escape in URL");
+    out += static_cast<char>(hi << 4 | lo);
+    i += 2;
+  }
+  return out;
+}
+
+Result<Target> ParseUrl(std::string_view url) {
+  Target t;
+  std::string_view rest = url;
+  std::string_view query;
+  if (size_t q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  if (rest == "sqlite::memory:") {
+    t.memory = true;
+    t.path = ":memory:";
+  } else if (rest.substr(0, 10) == "sqlite:///") {
+    auto path = PercentDecode(rest.substr(9));
+    if (!path.ok()) return path.error();
+    if (path->size() < 2 || path->back() == '/') {
+      return Error::InvalidArgument("store URL \"" + std::string(url) + "\" does not name a file");
+    }
+    if (path->find('\0') != std::string::npos) return Error::InvalidArgument("store URL has a NUL byte");
+    t.path = std::move(*path);
+  } else {
+    return Error::InvalidArgument("bad SQLite store URL \"" + std::string(url) +
+                                  "\": expected sqlite:///absolute/path.db or sqlite::memory:");
+  }
+  while (!query.empty()) {
+    size_t amp = query.find('&');
+    std::string_view kv = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    size_t eq = kv.find('=');
+    std::string_view key = kv.substr(0, eq);
+    auto value = PercentDecode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1));
+    if (!value.ok()) return value.error();
+    if (key == "vfs") {
+      if (sqlite3_vfs_find(value->c_str()) == nullptr) {
+        return Error::InvalidArgument("store URL names an unknown SQLite VFS \"" + *value + "\"");
+      }
+      t.vfs = std::move(*value);
+    } else {
+      return Error::InvalidArgument("unknown store URL parameter \"" + std::string(key) + "\"");
+    }
+  }
+  return t;
+}
+
+// For messages: ids and keys may hold any byte.
+std::string Printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 200; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > 200) out += "...";
+  return out;
+}
+
+std::string DocName(std::string_view container, std::string_view pk, std::string_view id) {
+  return "document \"" + Printable(id) + "\" in " + std::string(container) + "/\"" + Printable(pk) + "\"";
+}
+
+Result<json::value> ParseBody(std::string_view text) {
+  thread_local json::parser parser(json::storage_ptr(), [] {
+    json::parse_options o;
+    o.max_depth = internal::kMaxBodyDepth + 1;
+    o.allow_invalid_utf8 = true;
+    return o;
+  }());
+  parser.reset();
+  boost::system::error_code ec;
+  parser.write(text.data(), text.size(), ec);
+  if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
+  return parser.release();
+}
+
+Status CheckContainer(std::string_view container) {
+  if (container.empty()) return Error::InvalidArgument("the container name is empty");
+  return Status::Ok();
+}
+
+// A write transaction in progress on the writer connection.
+struct Tx {
+  Connection& c;
+  int64_t now;
+  bool feed_changed = false;
+};
+
+// The stored row of a document, live or expired.
+struct StoredRow {
+  std::string body;
+  std::string etag;
+  int64_t ts = 0;
+  std::optional<int64_t> ttl;
+  std::optional<int64_t> expires_at;
+  bool Live(int64_t now) const { return !expires_at || *expires_at > now; }
+};
+
+// A new version of a document about to be written.
+struct Version {
+  std::string body;
+  std::string etag;
+  int64_t ts = 0;
+  std::optional<int64_t> ttl;
+  IndexedFields fields;
+  std::optional<int64_t> ExpiresAt() const {
+    return ttl ? std::optional<int64_t>(ts + *ttl * 1000) : std::nullopt;
+  }
+};
+
+Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now) {
+  Version v;
+  v.body = json::serialize(body);
+  v.etag = internal::NewEtag();
+  v.ts = now;
+  v.ttl = ttl;
+  v.fields = internal::ExtractIndexedFields(body);
+  return v;
+}
+
+Document MakeDocument(std::string_view pk, std::string_view id, json::value body, const Version& v) {
+  Document d;
+  d.id = std::string(id);
+  d.partition_key = std::string(pk);
+  d.body = std::move(body);
+  d.etag = v.etag;
+  d.timestamp_ms = v.ts;
+  d.ttl_seconds = v.ttl;
+  return d;
+}
+
+#define HCPRP_ASSIGN_STMT(var, conn, sql)      \
+  auto var##_prepared = (conn).Prepare(sql);   \
+  if (!var##_prepared.ok()) return var##_prepared.error(); \
+  Stmt var((conn).db(), *var##_prepared)
+
+Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
+                                         std::string_view id) {
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLoadDoc);
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, id);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<StoredRow>();
+  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "load " + DocName(container, pk, id));
+  StoredRow r;
+  r.body = std::string(s.Text(0));
+  r.etag = std::string(s.Text(1));
+  r.ts = s.Int(2);
+  r.ttl = s.OptInt(3);
+  r.expires_at = s.OptInt(4);
+  return std::optional<StoredRow>(std::move(r));
+}
+
+void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::string_view id, const Version& v,
+                 const std::optional<int64_t>& expires_at) {
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, id);
+  s.BindText(4, std::string_view(v.body));
+  s.BindText(5, std::string_view(v.etag));
+  s.BindInt(6, v.ts);
+  s.BindOptInt(7, v.ttl);
+  s.BindOptInt(8, expires_at);
+  s.BindOptText(9, v.fields.resource_type);
+  s.BindOptText(10, v.fields.resource_id);
+  s.BindOptText(11, v.fields.status);
+  s.BindInt(12, v.fields.non_terminal ? 1 : 0);
+}
+
+// True when inserted, false when a row with that key exists.
+Result<bool> InsertDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
+                       const Version& v) {
+  auto expires_at = v.ExpiresAt();
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kInsertDoc);
+  BindVersion(s, container, pk, id, v, expires_at);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return true;
+  if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
+  return SqliteError(tx.c.db(), rc, "insert " + DocName(container, pk, id));
+}
+
+// True when the live document (with etag `required_etag`, if given) was updated.
+Result<bool> UpdateDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
+                       const Version& v, const std::string* required_etag) {
+  auto expires_at = v.ExpiresAt();
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kUpdateDoc);
+  BindVersion(s, container, pk, id, v, expires_at);
+  if (required_etag != nullptr) s.BindText(13, std::string_view(*required_etag));
+  s.BindInt(14, tx.now);
+  int rc = s.Step();
+  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "update " + DocName(container, pk, id));
+  return sqlite3_changes(tx.c.db()) > 0;
+}
+
+// The deleted live row, or nullopt when there was none (with that etag).
+Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, std::string_view pk,
+                                           std::string_view id, const std::string* required_etag) {
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kDeleteDoc);
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, id);
+  if (required_etag != nullptr) s.BindText(4, std::string_view(*required_etag));
+  s.BindInt(5, tx.now);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<StoredRow>();
+  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
+  StoredRow r;
+  r.body = std::string(s.Text(0));
+  r.etag = std::string(s.Text(1));
+  r.ts = s.Int(2);
+  r.ttl = s.OptInt(3);
+  rc = s.Step();  // finishes the statement
+  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
+  return std::optional<StoredRow>(std::move(r));
+}
+
+Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
+                    std::string_view body, std::string_view etag, int64_t ts, const std::optional<int64_t>& ttl) {
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kInsertChange);
+  s.BindText(1, container);
+  s.BindInt(2, kind);
+  s.BindBlob(3, pk);
+  s.BindBlob(4, id);
+  s.BindText(5, body);
+  s.BindText(6, etag);
+  s.BindInt(7, ts);
+  s.BindOptInt(8, ttl);
+  int rc = s.Step();
+  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "record change of " + DocName(container, pk, id));
+  tx.feed_changed = true;
+  return Status::Ok();
+}
+
+Status RecordVersion(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
+                     const Version& v) {
+  return InsertChange(tx, container, kind, pk, id, v.body, v.etag, v.ts, v.ttl);
+}
+
+// Removes an expired row that is in the way of a write and records its expiry.
+Status ExpireRow(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
+                 const StoredRow& row) {
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kDeleteAnyDoc);
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, id);
+  HCPRP_RETURN_IF_ERROR(s.Run("expire " + DocName(container, pk, id)));
+  return InsertChange(tx, container, sql::kKindExpire, pk, id, row.body, row.etag, row.ts, row.ttl);
+}
+
+// The live row, or kNotFound.
+Result<StoredRow> LoadLive(Tx& tx, std::string_view container, std::string_view pk, std::string_view id) {
+  auto row = LoadRow(tx, container, pk, id);
+  if (!row.ok()) return row.error();
+  if (!*row || !(*row)->Live(tx.now)) return Error::NotFound(DocName(container, pk, id) + " does not exist");
+  return std::move(**row);
+}
+
+// Why a fast-path conditional write matched nothing: absent (kNotFound, or kPreconditionFailed for
+// an upsert) or another etag.
+Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
+               const std::optional<std::string>& if_match, bool absent_is_precondition) {
+  auto row = LoadRow(tx, container, pk, id);
+  if (!row.ok()) return row.error();
+  if (!*row || !(*row)->Live(tx.now)) {
+    if (absent_is_precondition) {
+      return Error::PreconditionFailed("if-match " + if_match.value_or("") + ": " + DocName(container, pk, id) +
+                                       " does not exist");
+    }
+    return Error::NotFound(DocName(container, pk, id) + " does not exist");
+  }
+  return Error::PreconditionFailed("if-match " + if_match.value_or("") + " does not match the etag of " +
+                                   DocName(container, pk, id));
+}
+
+// The etag a fast-path statement must require (nullptr: any live document).
+const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
+  return (if_match && *if_match != "*") ? &*if_match : nullptr;
+}
+
+Status ValidateOp(const WriteOp& op) {
+  switch (op.kind) {
+    case WriteOp::Kind::kCreate:
+      if (!op.conditions.empty()) return Error::InvalidArgument("a create cannot have conditions");
+      if (op.if_match) return Error::InvalidArgument("a create cannot have if-match");
+      [[fallthrough]];
+    case WriteOp::Kind::kReplace:
+    case WriteOp::Kind::kUpsert:
+      HCPRP_RETURN_IF_ERROR(internal::ValidateBody(op.body));
+      return internal::ValidateTtl(op.ttl_seconds);
+    case WriteOp::Kind::kDelete:
+    case WriteOp::Kind::kPatch:
+    case WriteOp::Kind::kRead:
+      return Status::Ok();
+  }
+  return Error::InvalidArgument("unknown write operation kind");
+}
+
+// Inserts version `v` of op.id (absent or expired) and records the create.
+Result<Document> CreateVersion(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op,
+                               const Version& v) {
+  auto inserted = InsertDoc(tx, container, pk, op.id, v);
+  if (!inserted.ok()) return inserted.error();
+  if (!*inserted) {
+    auto row = LoadRow(tx, container, pk, op.id);
+    if (!row.ok()) return row.error();
+    if (*row && (*row)->Live(tx.now)) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
+    if (*row) HCPRP_RETURN_IF_ERROR(ExpireRow(tx, container, pk, op.id, **row));
+    inserted = InsertDoc(tx, container, pk, op.id, v);
+    if (!inserted.ok()) return inserted.error();
+    if (!*inserted) return Error::Internal("insert of " + DocName(container, pk, op.id) + " conflicted twice");
+  }
+  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindCreate, pk, op.id, v));
+  return MakeDocument(pk, op.id, std::move(op.body), v);
+}
+
+Result<Document> ApplyCreate(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  return CreateVersion(tx, container, pk, op, MakeVersion(op.body, op.ttl_seconds, tx.now));
+}
+
+Result<Document> ApplyReplace(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  if (!op.conditions.empty()) {
+    auto row = LoadLive(tx, container, pk, op.id);
+    if (!row.ok()) return row.error();
+    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
+    auto current = ParseBody(row->body);
+    if (!current.ok()) return current.error();
+    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
+  }
+  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
+  auto updated = UpdateDoc(tx, container, pk, op.id, v, RequiredEtag(op.if_match));
+  if (!updated.ok()) return updated.error();
+  if (!*updated) return Diagnose(tx, container, pk, op.id, op.if_match, false);
+  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
+  return MakeDocument(pk, op.id, std::move(op.body), v);
+}
+
+Result<Document> ApplyUpsert(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
+  if (op.conditions.empty() && !op.if_match) {
+    auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
+    if (!updated.ok()) return updated.error();
+    if (*updated) {
+      HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
+      return MakeDocument(pk, op.id, std::move(op.body), v);
+    }
+    return CreateVersion(tx, container, pk, op, v);  // absent or expired
+  }
+  auto row = LoadRow(tx, container, pk, op.id);
+  if (!row.ok()) return row.error();
+  bool live = *row && (*row)->Live(tx.now);
+  if (!live) {
+    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, nullptr));
+    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(nullptr, op.conditions));
+    return CreateVersion(tx, container, pk, op, v);
+  }
+  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &(*row)->etag));
+  if (!op.conditions.empty()) {
+    auto current = ParseBody((*row)->body);
+    if (!current.ok()) return current.error();
+    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
+  }
+  auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
+  if (!updated.ok()) return updated.error();
+  if (!*updated) return Error::Internal("upsert of " + DocName(container, pk, op.id) + " lost its row");
+  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
+  return MakeDocument(pk, op.id, std::move(op.body), v);
+}
+
+Result<Document> ApplyDelete(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  const std::string* required = RequiredEtag(op.if_match);
+  std::string checked_etag;
+  if (!op.conditions.empty()) {
+    auto row = LoadLive(tx, container, pk, op.id);
+    if (!row.ok()) return row.error();
+    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
+    auto current = ParseBody(row->body);
+    if (!current.ok()) return current.error();
+    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
+    checked_etag = row->etag;
+    required = &checked_etag;
+  }
+  auto deleted = DeleteDoc(tx, container, pk, op.id, required);
+  if (!deleted.ok()) return deleted.error();
+  if (!*deleted) return Diagnose(tx, container, pk, op.id, op.if_match, false);
+  const StoredRow& old = **deleted;
+  HCPRP_RETURN_IF_ERROR(InsertChange(tx, container, sql::kKindDelete, pk, op.id, old.body, old.etag, old.ts, old.ttl));
+  Document d;
+  d.id = op.id;
+  d.partition_key = std::string(pk);
+  return d;
+}
+
+Result<Document> ApplyPatch(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  auto row = LoadLive(tx, container, pk, op.id);
+  if (!row.ok()) return row.error();
+  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
+  auto body = ParseBody(row->body);
+  if (!body.ok()) return body.error();
+  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
+  HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
+  Version v = MakeVersion(*body, row->ttl, tx.now);
+  auto updated = UpdateDoc(tx, container, pk, op.id, v, &row->etag);
+  if (!updated.ok()) return updated.error();
+  if (!*updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
+  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
+  return MakeDocument(pk, op.id, std::move(*body), v);
+}
+
+Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  auto row = LoadLive(tx, container, pk, op.id);
+  if (!row.ok()) return row.error();
+  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
+  auto body = ParseBody(row->body);
+  if (!body.ok()) return body.error();
+  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
+  Document d;
+  d.id = op.id;
+  d.partition_key = std::string(pk);
+  d.body = std::move(*body);
+  d.etag = std::move(row->etag);
+  d.timestamp_ms = row->ts;
+  d.ttl_seconds = row->ttl;
+  return d;
+}
+
+Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
+  switch (op.kind) {
+    case WriteOp::Kind::kCreate: return ApplyCreate(tx, container, pk, op);
+    case WriteOp::Kind::kReplace: return ApplyReplace(tx, container, pk, op);
+    case WriteOp::Kind::kUpsert: return ApplyUpsert(tx, container, pk, op);
+    case WriteOp::Kind::kDelete: return ApplyDelete(tx, container, pk, op);
+    case WriteOp::Kind::kPatch: return ApplyPatch(tx, container, pk, op);
+    case WriteOp::Kind::kRead: return ApplyRead(tx, container, pk, op);
+  }
+  return Error::InvalidArgument("unknown write operation kind");
+}
+
+struct LeaseRow {
+  std::optional<std::string> owner;
+  std::optional<std::string> etag;
+  uint64_t fencing_token = 0;
+  int64_t expires_at = 0;
+};
+
+Result<std::optional<LeaseRow>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
+                                          std::string_view name) {
+  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseGet);
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, name);
+  int rc = s.Step();
+  if (rc == SQLITE_DONE) return std::optional<LeaseRow>();
+  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "read lease");
+  LeaseRow r;
+  if (!s.IsNull(0)) r.owner = std::string(s.Blob(0));
+  if (!s.IsNull(1)) r.etag = std::string(s.Text(1));
+  r.fencing_token = static_cast<uint64_t>(s.Int(2));
+  r.expires_at = s.Int(3);
+  return std::optional<LeaseRow>(std::move(r));
+}
+
+std::string LeaseName(std::string_view container, std::string_view pk, std::string_view name) {
+  return "lease \"" + Printable(name) + "\" in " + std::string(container) + "/\"" + Printable(pk) + "\"";
+}
+
+Status CheckFence(Tx& tx, const Lease& fence) {
+  auto row = LoadLease(tx, fence.container, fence.partition_key, fence.name);
+  if (!row.ok()) return row.error();
+  std::string what = LeaseName(fence.container, fence.partition_key, fence.name);
+  if (!*row || !(*row)->owner) return Error::PreconditionFailed("fence: " + what + " is not held");
+  const LeaseRow& r = **row;
+  if (*r.owner != fence.owner || r.fencing_token != fence.fencing_token) {
+    return Error::PreconditionFailed("fence: " + what + " fencing token " + std::to_string(fence.fencing_token) +
+                                     " is stale (now " + std::to_string(r.fencing_token) + ")");
+  }
+  if (r.expires_at <= tx.now) return Error::PreconditionFailed("fence: " + what + " has expired");
+  return Status::Ok();
+}
+
+int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
+TimePoint FromMillis(int64_t ms) {
+  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
+}
+
+Change::Kind KindFromInt(int64_t k) {
+  switch (k) {
+    case sql::kKindCreate: return Change::Kind::kCreate;
+    case sql::kKindReplace: return Change::Kind::kReplace;
+    case sql::kKindDelete: return Change::Kind::kDelete;
+    default: return Change::Kind::kExpire;
+  }
+}
+
+class SqliteStore final : public Store {
+ public:
+  static Result<std::unique_ptr<Store>> Open(Target target, const OpenOptions& options);
+  ~SqliteStore() override;
+
+  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id, json::value body,
+                          std::optional<int64_t> ttl_seconds) override {
+    return WriteOne(container, pk, WriteOp::Create(std::string(id), std::move(body), ttl_seconds));
+  }
+  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id, json::value body,
+                           std::optional<std::string> if_match, std::optional<int64_t> ttl_seconds) override {
+    WriteOp op = WriteOp::Replace(std::string(id), std::move(body), std::move(if_match));
+    op.ttl_seconds = ttl_seconds;
+    return WriteOne(container, pk, std::move(op));
+  }
+  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id, json::value body,
+                          std::optional<std::string> if_match, std::optional<int64_t> ttl_seconds) override {
+    WriteOp op = WriteOp::Upsert(std::string(id), std::move(body), std::move(if_match));
+    op.ttl_seconds = ttl_seconds;
+    return WriteOne(container, pk, std::move(op));
+  }
+  Status Delete(std::string_view container, std::string_view pk, std::string_view id,
+                std::optional<std::string> if_match) override {
+    auto r = WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match)));
+    if (!r.ok()) return r.error();
+    return Status::Ok();
+  }
+  Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
+                         std::vector<PatchOp> ops, std::vector<Condition> conditions,
+                         std::optional<std::string> if_match) override {
+    return WriteOne(container, pk,
+                    WriteOp::Patch(std::string(id), std::move(ops), std::move(conditions), std::move(if_match)));
+  }
+  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
+                            const Lease* fence) override;
+  Result<QueryPage> Query(const QueryOptions& options) override;
+  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
+                                   std::string_view continuation) override;
+  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
+                                 size_t max_changes) override;
+  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
+                              std::chrono::milliseconds timeout) override;
+  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
+                             std::string_view owner, std::chrono::milliseconds ttl) override;
+  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
+  Status ReleaseLease(const Lease& lease) override;
+  Result<size_t> PurgeExpired() override;
+
+ private:
+  SqliteStore(Target target, const OpenOptions& options, std::unique_ptr<Connection> writer)
+      : target_(std::move(target)), options_(options), clock_(options.clock), writer_(std::move(writer)) {}
+
+  static Status InitDatabase(Connection& c, const Target& t);
+  Result<std::unique_ptr<Connection>> OpenReader();
+
+  // Runs `body(Tx&)` in a write transaction (BEGIN IMMEDIATE .. COMMIT); rolls back when it fails.
+  template <typename T, typename Body>
+  Result<T> WriteTx(std::string_view what, Body&& body);
+  void Rollback(Connection& c);
+
+  // Runs `f(Connection&)` on a reader connection (the writer connection for an in-memory store).
+  template <typename F>
+  auto WithReader(F&& f) -> decltype(f(std::declval<Connection&>()));
+
+  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op);
+  Result<uint64_t> MaxSeq(Connection& c, std::string_view container);
+  Result<bool> HasChangesAfter(std::string_view container, uint64_t seq);
+
+  void NotifyChanged();
+  void EnsureWatcher();
+  void SweepLoop();
+
+  // Constant after construction.
+  const Target target_;
+  const OpenOptions options_;
+  const Clock* const clock_;
+
+  std::mutex write_mu_;
+  std::unique_ptr<Connection> writer_;  // guarded by write_mu_
+
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by pool_mu_
+  size_t open_readers_ = 0;                                // guarded by pool_mu_
+
+  std::mutex notify_mu_;
+  std::condition_variable notify_cv_;
+  uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+  std::atomic<int> waiters_{0};
+
+  std::mutex watcher_mu_;
+  std::unique_ptr<ChangeWatcher> watcher_;  // guarded by watcher_mu_; started by the first wait
+  bool watcher_failed_ = false;             // guarded by watcher_mu_
+
+  std::mutex sweeper_mu_;
+  std::condition_variable sweeper_cv_;
+  bool stopping_ = false;  // guarded by sweeper_mu_
+  std::thread sweeper_;
+};
+
+Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOptions& options) {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (target.memory) flags |= SQLITE_OPEN_MEMORY;
+  auto writer = Connection::Open(target.path, target.vfs, flags, options.busy_timeout);
+  if (!writer.ok()) return writer.error();
+  Status init = InitDatabase(**writer, target);
+  if (!init.ok()) {
+    if (init.error().code() != ErrorCode::kUnavailable) return init.error();
+    return Error::Unavailable(init.error().message() + " (still locked by another connection after the busy timeout of " +
+                              std::to_string(options.busy_timeout.count()) + " ms)");
+  }
+  std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(*writer)));
+  if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
+  return std::unique_ptr<Store>(std::move(s));
+}
+
+Status SqliteStore::InitDatabase(Connection& c, const Target& t) {
+  std::string where = "open " + t.path;
+  if (!t.memory) {
+    auto mode = c.QueryText("PRAGMA journal_mode=WAL", where);
+    if (!mode.ok()) return mode.error();
+    if (*mode != "wal") return Error::IoError(where + ": cannot use WAL (journal mode is \"" + *mode + "\")");
+  }
+  HCPRP_RETURN_IF_ERROR(c.Exec("PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384", where));
+  HCPRP_RETURN_IF_ERROR(c.Exec("BEGIN IMMEDIATE", where));
+  auto check = [&]() -> Status {
+    auto app = c.QueryInt("PRAGMA application_id", where);
+    if (!app.ok()) return app.error();
+    auto version = c.QueryInt("PRAGMA user_version", where);
+    if (!version.ok()) return version.error();
+    auto objects = c.QueryInt("SELECT count(*) FROM sqlite_schema", where);
+    if (!objects.ok()) return objects.error();
+    if (*app == sql::kApplicationId) {
+      if (*version > sql::kSchemaVersion) {
+        return Error::InvalidArgument(where + ": the store has schema version " + std::to_string(*version) +
+                                      ", newer than this binary's " + std::to_string(sql::kSchemaVersion));
+      }
+    } else if (*app != 0 || *objects != 0) {
+      return Error::InvalidArgument(where + ": the file is an SQLite database but not an hcprp store");
+    }
+    if (*app != sql::kApplicationId || *version < sql::kSchemaVersion) {
+      HCPRP_RETURN_IF_ERROR(c.Exec(sql::kSchema, where + ": create schema"));
+      std::string pragmas = "PRAGMA application_id=" + std::to_string(sql::kApplicationId) +
+                            "; PRAGMA user_version=" + std::to_string(sql::kSchemaVersion);
+      HCPRP_RETURN_IF_ERROR(c.Exec(pragmas.c_str(), where));
+    }
+    return c.Exec("COMMIT", where);
+  };
+  Status st = check();
+  if (!st.ok() && !sqlite3_get_autocommit(c.db())) (void)c.Exec("ROLLBACK", where);
+  return st;
+}
+
+Result<std::unique_ptr<Connection>> SqliteStore::OpenReader() {
+  auto c = Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout);
+  if (!c.ok()) return c.error();
+  // 4 MiB of page cache per reader (up to kMaxReaders of them); the OS page cache is shared. No mmap:
+  // with mmap an I/O error would be a SIGBUS instead of a failed call.
+  HCPRP_RETURN_IF_ERROR((*c)->Exec("PRAGMA query_only=1; PRAGMA cache_size=-4096", "open reader " + target_.path));
+  return c;
+}
+
+SqliteStore::~SqliteStore() {
+  {
+    std::lock_guard lk(sweeper_mu_);
+    stopping_ = true;
+  }
+  sweeper_cv_.notify_all();
+  if (sweeper_.joinable()) sweeper_.join();
+  std::lock_guard lk(watcher_mu_);
+  watcher_.reset();
+}
+
+template <typename F>
+auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) {
+  if (target_.memory) {
+    std::lock_guard lk(write_mu_);
+    return f(*writer_);
+  }
+  std::unique_ptr<Connection> conn;
+  {
+    std::unique_lock lk(pool_mu_);
+    pool_cv_.wait(lk, [&] { return !idle_readers_.empty() || open_readers_ < kMaxReaders; });
+    if (!idle_readers_.empty()) {
+      conn = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    } else {
+      ++open_readers_;
+    }
+  }
+  if (!conn) {
+    auto opened = OpenReader();
+    if (!opened.ok()) {
+      {
+        std::lock_guard lk(pool_mu_);
+        --open_readers_;
+      }
+      pool_cv_.notify_one();
+      return opened.error();
+    }
+    conn = std::move(*opened);
+  }
+  auto result = f(*conn);
+  {
+    std::lock_guard lk(pool_mu_);
+    idle_readers_.push_back(std::move(conn));
+  }
+  pool_cv_.notify_one();
+  return result;
+}
+
+void SqliteStore::Rollback(Connection& c) {
+  if (sqlite3_get_autocommit(c.db())) return;  // SQLite already rolled back (e.g. after an I/O error)
+  auto s = c.Prepare(sql::kRollback);
+  if (s.ok()) {
+    Stmt st(c.db(), *s);
+    (void)st.Step();
+  }
+}
+
+template <typename T, typename Body>
+Result<T> SqliteStore::WriteTx(std::string_view what, Body&& body) {
+  bool feed_changed = false;
+  Result<T> result = [&]() -> Result<T> {
+    std::lock_guard lk(write_mu_);
+    Connection& c = *writer_;
+    {
+      auto begin = c.Prepare(sql::kBegin);
+      if (!begin.ok()) return begin.error();
+      Stmt s(c.db(), *begin);
+      int rc = s.Step();
+      if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": begin transaction");
+    }
+    Tx tx{c, clock_->NowMillis()};
+    Result<T> r = body(tx);
+    if (!r.ok()) {
+      Rollback(c);
+      return r;
+    }
+    {
+      auto commit = c.Prepare(sql::kCommit);
+      if (!commit.ok()) {
+        Rollback(c);
+        return commit.error();
+      }
+      Stmt s(c.db(), *commit);
+      int rc = s.Step();
+      if (rc != SQLITE_DONE) {
+        Error e = SqliteError(c.db(), rc, std::string(what) + ": commit");
+        Rollback(c);
+        return e;
+      }
+    }
+    feed_changed = tx.feed_changed;
+    return r;
+  }();
+  if (feed_changed) NotifyChanged();
+  return result;
+}
+
+void SqliteStore::NotifyChanged() {
+  {
+    std::lock_guard lk(notify_mu_);
+    ++generation_;
+  }
+  notify_cv_.notify_all();
+}
+
+Result<Document> SqliteStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
+  return WriteTx<Document>("write", [&](Tx& tx) { return ApplyWrite(tx, container, pk, op); });
+}
+
+Result<Document> SqliteStore::Read(std::string_view container, std::string_view pk, std::string_view id) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  int64_t now = clock_->NowMillis();
+  return WithReader([&](Connection& c) -> Result<Document> {
+    HCPRP_ASSIGN_STMT(s, c, sql::kReadDoc);
+    s.BindText(1, container);
+    s.BindBlob(2, pk);
+    s.BindBlob(3, id);
+    s.BindInt(4, now);
+    int rc = s.Step();
+    if (rc == SQLITE_DONE) return Error::NotFound(DocName(container, pk, id) + " does not exist");
+    if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read " + DocName(container, pk, id));
+    auto body = ParseBody(s.Text(0));
+    if (!body.ok()) return body.error();
+    Document d;
+    d.id = std::string(id);
+    d.partition_key = std::string(pk);
+    d.body = std::move(*body);
+    d.etag = std::string(s.Text(1));
+    d.timestamp_ms = s.Int(2);
+    d.ttl_seconds = s.OptInt(3);
+    return d;
+  });
+}
+
+Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
+                                       const Lease* fence) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Status st = ValidateOp(ops[i]);
+    if (!st.ok()) return BatchOperationError(i, st.error());
+  }
+  return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
+    if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
+    BatchResult out;
+    out.documents.reserve(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      auto d = ApplyWrite(tx, container, pk, ops[i]);
+      if (!d.ok()) return BatchOperationError(i, d.error());
+      out.documents.push_back(std::move(*d));
+    }
+    return out;
+  });
+}
+
+Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(o.container));
+  if (!o.partition_key && !o.resource_type) {
+    return Error::InvalidArgument("a query across partitions needs a resource type");
+  }
+  if (o.max_items == 0) return Error::InvalidArgument("max_items must be > 0");
+  int shape = 0;
+  if (o.partition_key) shape |= sql::kQueryPartition;
+  std::string type, rid, prefix;
+  std::optional<std::string> upper;
+  if (o.resource_type) {
+    shape |= sql::kQueryType;
+    type = ToLower(*o.resource_type);
+  }
+  if (o.resource_id) {
+    shape |= sql::kQueryRid;
+    rid = ToLower(*o.resource_id);
+  }
+  if (o.resource_id_prefix) {
+    shape |= sql::kQueryPrefix;
+    prefix = ToLower(*o.resource_id_prefix);
+    upper = internal::PrefixUpperBound(prefix);
+    if (upper) shape |= sql::kQueryPrefixUpper;
+  }
+  if (o.non_terminal_only) shape |= sql::kQueryActive;
+  std::pair<std::string, std::string> after;
+  if (!o.continuation.empty()) {
+    auto decoded = internal::DecodeQueryContinuation(o.continuation);
+    if (!decoded.ok()) return decoded.error();
+    after = std::move(*decoded);
+    if (o.partition_key && after.first != *o.partition_key) {
+      return Error::InvalidArgument("the continuation token belongs to another partition");
+    }
+    shape |= sql::kQueryAfter;
+  }
+  int64_t now = clock_->NowMillis();
+  int64_t limit = static_cast<int64_t>(std::min<size_t>(o.max_items, INT32_MAX)) + 1;
+  return WithReader([&](Connection& c) -> Result<QueryPage> {
+    auto prepared = c.PrepareKeyed(shape, [&] { return sql::QuerySql(shape); });
+    if (!prepared.ok()) return prepared.error();
+    Stmt s(c.db(), *prepared);
+    s.BindText(1, o.container);
+    if (o.partition_key) s.BindBlob(2, *o.partition_key);
+    if (shape & sql::kQueryType) s.BindText(3, std::string_view(type));
+    if (shape & sql::kQueryRid) s.BindText(4, std::string_view(rid));
+    if (shape & sql::kQueryPrefix) s.BindText(5, std::string_view(prefix));
+    if (shape & sql::kQueryPrefixUpper) s.BindText(6, std::string_view(*upper));
+    s.BindInt(7, now);
+    if (shape & sql::kQueryAfter) {
+      s.BindBlob(8, after.first);
+      s.BindBlob(9, after.second);
+    }
+    s.BindInt(10, limit);
+    QueryPage page;
+    while (true) {
+      int rc = s.Step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "query " + o.container);
+      if (page.documents.size() == o.max_items) {
+        const Document& last = page.documents.back();
+        page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
+        break;
+      }
+      auto body = ParseBody(s.Text(2));
+      if (!body.ok()) return body.error();
+      Document d;
+      d.partition_key = std::string(s.Blob(0));
+      d.id = std::string(s.Blob(1));
+      d.body = std::move(*body);
+      d.etag = std::string(s.Text(3));
+      d.timestamp_ms = s.Int(4);
+      d.ttl_seconds = s.OptInt(5);
+      page.documents.push_back(std::move(d));
+    }
+    return page;
+  });
+}
+
+Result<QueryPage> SqliteStore::ListPartitions(std::string_view container, size_t max_items,
+                                              std::string_view continuation) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  if (max_items == 0) return Error::InvalidArgument("max_items must be > 0");
+  std::optional<std::string> after;
+  if (!continuation.empty()) {
+    auto pk = internal::DecodePartitionContinuation(continuation);
+    if (!pk.ok()) return pk.error();
+    after = std::move(*pk);
+  }
+  int64_t now = clock_->NowMillis();
+  return WithReader([&](Connection& c) -> Result<QueryPage> {
+    std::string what = "list partitions of " + std::string(container);
+    HCPRP_ASSIGN_STMT(begin, c, sql::kBeginRead);
+    HCPRP_RETURN_IF_ERROR(begin.Run(what));
+    auto page = [&]() -> Result<QueryPage> {
+      QueryPage out;
+      std::optional<std::string> cursor = after;
+      while (true) {
+        std::string pk;
+        {
+          HCPRP_ASSIGN_STMT(next, c, cursor ? sql::kNextPartition : sql::kFirstPartition);
+          next.BindText(1, container);
+          if (cursor) next.BindBlob(2, *cursor);
+          int rc = next.Step();
+          if (rc == SQLITE_DONE) return out;
+          if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, what);
+          pk = std::string(next.Blob(0));
+        }
+        HCPRP_ASSIGN_STMT(live, c, sql::kPartitionLive);
+        live.BindText(1, container);
+        live.BindBlob(2, pk);
+        live.BindInt(3, now);
+        int rc = live.Step();
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return SqliteError(c.db(), rc, what);
+        if (rc == SQLITE_ROW) {
+          if (out.documents.size() == max_items) {
+            out.continuation = internal::EncodePartitionContinuation(out.documents.back().partition_key);
+            return out;
+          }
+          Document d;
+          d.partition_key = pk;
+          out.documents.push_back(std::move(d));
+        }
+        cursor = std::move(pk);
+      }
+    }();
+    HCPRP_ASSIGN_STMT(end, c, sql::kEndRead);
+    Status ended = end.Run(what);
+    if (!page.ok()) return page;
+    if (!ended.ok()) return ended.error();
+    return page;
+  });
+}
+
+Result<uint64_t> SqliteStore::MaxSeq(Connection& c, std::string_view container) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kMaxSeq);
+  s.BindText(1, container);
+  int rc = s.Step();
+  if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "change feed position of " + std::string(container));
+  return static_cast<uint64_t>(s.Int(0));
+}
+
+Result<ChangePage> SqliteStore::ReadChanges(std::string_view container, std::string_view continuation,
+                                            size_t max_changes) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  if (max_changes == 0) return Error::InvalidArgument("max_changes must be > 0");
+  auto position = internal::DecodeChangeContinuation(continuation);
+  if (!position.ok()) return position.error();
+  return WithReader([&](Connection& c) -> Result<ChangePage> {
+    uint64_t after = 0;
+    if (*position) {
+      after = **position;
+    } else {
+      auto max = MaxSeq(c, container);
+      if (!max.ok()) return max.error();
+      after = *max;
+    }
+    HCPRP_ASSIGN_STMT(s, c, sql::kReadChanges);
+    s.BindText(1, container);
+    s.BindInt(2, static_cast<int64_t>(after));
+    s.BindInt(3, static_cast<int64_t>(std::min<size_t>(max_changes, INT32_MAX)));
+    ChangePage page;
+    while (true) {
+      int rc = s.Step();
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read changes of " + std::string(container));
+      Change ch;
+      ch.sequence = static_cast<uint64_t>(s.Int(0));
+      ch.kind = KindFromInt(s.Int(1));
+      ch.document.partition_key = std::string(s.Blob(2));
+      ch.document.id = std::string(s.Blob(3));
+      auto body = ParseBody(s.Text(4));
+      if (!body.ok()) return body.error();
+      ch.document.body = std::move(*body);
+      ch.document.etag = std::string(s.Text(5));
+      ch.document.timestamp_ms = s.Int(6);
+      ch.document.ttl_seconds = s.OptInt(7);
+      after = ch.sequence;
+      page.changes.push_back(std::move(ch));
+    }
+    page.continuation = internal::EncodeChangeContinuation(after);
+    return page;
+  });
+}
+
+Result<bool> SqliteStore::HasChangesAfter(std::string_view container, uint64_t seq) {
+  return WithReader([&](Connection& c) -> Result<bool> {
+    HCPRP_ASSIGN_STMT(s, c, sql::kHasChanges);
+    s.BindText(1, container);
+    s.BindInt(2, static_cast<int64_t>(seq));
+    int rc = s.Step();
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    return SqliteError(c.db(), rc, "look for changes of " + std::string(container));
+  });
+}
+
+void SqliteStore::EnsureWatcher() {
+  if (target_.memory) return;  // only this store's connection can write
+  std::lock_guard lk(watcher_mu_);
+  if (watcher_ || watcher_failed_) return;
+  auto conn = OpenReader();
+  if (conn.ok()) {
+    auto w = ChangeWatcher::Start(
+        std::move(*conn), target_.path, [this] { NotifyChanged(); }, [this] { return waiters_.load() > 0; });
+    if (w.ok()) {
+      watcher_ = std::move(*w);
+      return;
+    }
+  }
+  // Without a watcher, waits still wake on this store's own commits and at their timeout.
+  watcher_failed_ = true;
+}
+
+Result<bool> SqliteStore::WaitForChanges(std::string_view container, std::string_view continuation,
+                                         std::chrono::milliseconds timeout) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  auto position = internal::DecodeChangeContinuation(continuation);
+  if (!position.ok()) return position.error();
+  auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+  EnsureWatcher();
+  uint64_t after = 0;
+  if (*position) {
+    after = **position;
+  } else {
+    auto max = WithReader([&](Connection& c) { return MaxSeq(c, container); });
+    if (!max.ok()) return max.error();
+    after = *max;
+  }
+  waiters_.fetch_add(1);
+  struct Leave {
+    std::atomic<int>& w;
+    ~Leave() { w.fetch_sub(1); }
+  } leave{waiters_};
+  while (true) {
+    uint64_t generation = 0;
+    {
+      std::lock_guard lk(notify_mu_);
+      generation = generation_;
+    }
+    auto has = HasChangesAfter(container, after);
+    if (!has.ok() || *has) return has;
+    std::unique_lock lk(notify_mu_);
+    if (!notify_cv_.wait_until(lk, deadline, [&] { return generation_ != generation; })) return false;
+  }
+}
+
+Result<Lease> SqliteStore::AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
+                                        std::string_view owner, std::chrono::milliseconds ttl) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  if (ttl.count() <= 0) return Error::InvalidArgument("a lease ttl must be > 0");
+  return WriteTx<Lease>("acquire lease", [&](Tx& tx) -> Result<Lease> {
+    auto row = LoadLease(tx, container, pk, name);
+    if (!row.ok()) return row.error();
+    if (*row && (*row)->owner && (*row)->expires_at > tx.now) {
+      return Error::Conflict(LeaseName(container, pk, name) + " is held by \"" + Printable(*(*row)->owner) + "\"");
+    }
+    Lease l;
+    l.container = std::string(container);
+    l.partition_key = std::string(pk);
+    l.name = std::string(name);
+    l.owner = std::string(owner);
+    l.etag = internal::NewEtag();
+    l.fencing_token = (*row ? (*row)->fencing_token : 0) + 1;
+    int64_t expires = tx.now + ToMillis(ttl);
+    l.expires_at = FromMillis(expires);
+    HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeasePut);
+    s.BindText(1, container);
+    s.BindBlob(2, pk);
+    s.BindBlob(3, name);
+    s.BindBlob(4, owner);
+    s.BindText(5, std::string_view(l.etag));
+    s.BindInt(6, static_cast<int64_t>(l.fencing_token));
+    s.BindInt(7, expires);
+    HCPRP_RETURN_IF_ERROR(s.Run("acquire " + LeaseName(container, pk, name)));
+    return l;
+  });
+}
+
+Result<Lease> SqliteStore::RenewLease(const Lease& lease, std::chrono::milliseconds ttl) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(lease.container));
+  if (ttl.count() <= 0) return Error::InvalidArgument("a lease ttl must be > 0");
+  return WriteTx<Lease>("renew lease", [&](Tx& tx) -> Result<Lease> {
+    std::string what = LeaseName(lease.container, lease.partition_key, lease.name);
+    Lease l = lease;
+    l.etag = internal::NewEtag();
+    int64_t expires = tx.now + ToMillis(ttl);
+    HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseRenew);
+    s.BindText(1, std::string_view(lease.container));
+    s.BindBlob(2, lease.partition_key);
+    s.BindBlob(3, lease.name);
+    s.BindText(4, std::string_view(lease.etag));
+    s.BindText(5, std::string_view(l.etag));
+    s.BindInt(6, expires);
+    s.BindInt(7, tx.now);
+    int rc = s.Step();
+    if (rc == SQLITE_DONE) {
+      return Error::PreconditionFailed(what + " was lost (expired, taken over, released or renewed elsewhere)");
+    }
+    if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "renew " + what);
+    l.owner = std::string(s.Blob(0));
+    l.fencing_token = static_cast<uint64_t>(s.Int(1));
+    l.expires_at = FromMillis(expires);
+    rc = s.Step();
+    if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "renew " + what);
+    return l;
+  });
+}
+
+Status SqliteStore::ReleaseLease(const Lease& lease) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(lease.container));
+  auto r = WriteTx<bool>("release lease", [&](Tx& tx) -> Result<bool> {
+    std::string what = LeaseName(lease.container, lease.partition_key, lease.name);
+    HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseRelease);
+    s.BindText(1, std::string_view(lease.container));
+    s.BindBlob(2, lease.partition_key);
+    s.BindBlob(3, lease.name);
+    s.BindText(4, std::string_view(lease.etag));
+    HCPRP_RETURN_IF_ERROR(s.Run("release " + what));
+    if (sqlite3_changes(tx.c.db()) == 0) {
+      return Error::PreconditionFailed(what + " was lost (taken over, released or renewed elsewhere)");
+    }
+    return true;
+  });
+  if (!r.ok()) return r.error();
+  return Status::Ok();
+}
+
+Result<size_t> SqliteStore::PurgeExpired() {
+  size_t total = 0;
+  while (true) {
+    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+      struct Expired {
+        int64_t rowid;
+        std::string container, pk, id;
+        StoredRow row;
+      };
+      std::vector<Expired> rows;
+      {
+        HCPRP_ASSIGN_STMT(s, tx.c, sql::kSelectExpired);
+        s.BindInt(1, tx.now);
+        s.BindInt(2, kPurgeChunk);
+        while (true) {
+          int rc = s.Step();
+          if (rc == SQLITE_DONE) break;
+          if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "find expired documents");
+          Expired e;
+          e.rowid = s.Int(0);
+          e.container = std::string(s.Text(1));
+          e.pk = std::string(s.Blob(2));
+          e.id = std::string(s.Blob(3));
+          e.row.body = std::string(s.Text(4));
+          e.row.etag = std::string(s.Text(5));
+          e.row.ts = s.Int(6);
+          e.row.ttl = s.OptInt(7);
+          rows.push_back(std::move(e));
+        }
+      }
+      for (const auto& e : rows) {
+        HCPRP_ASSIGN_STMT(d, tx.c, sql::kDeleteByRowid);
+        d.BindInt(1, e.rowid);
+        HCPRP_RETURN_IF_ERROR(d.Run("purge " + DocName(e.container, e.pk, e.id)));
+        HCPRP_RETURN_IF_ERROR(InsertChange(tx, e.container, sql::kKindExpire, e.pk, e.id, e.row.body, e.row.etag,
+                                           e.row.ts, e.row.ttl));
+      }
+      return rows.size();
+    });
+    if (!n.ok()) return n.error();
+    total += *n;
+    if (*n < static_cast<size_t>(kPurgeChunk)) return total;
+  }
+}
+
+void SqliteStore::SweepLoop() {
+  std::unique_lock lk(sweeper_mu_);
+  while (!stopping_) {
+    if (sweeper_cv_.wait_for(lk, options_.purge_interval, [&] { return stopping_; })) break;
+    lk.unlock();
+    (void)PurgeExpired();  // a failure (busy, I/O) is retried at the next interval
+    lk.lock();
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenSqliteStore(std::string_view url, const OpenOptions& options) {
+  if (options.clock == nullptr) return Error::InvalidArgument("OpenOptions::clock is required");
+  auto target = ParseUrl(url);
+  if (!target.ok()) return target.error();
+  return SqliteStore::Open(std::move(*target), options);
+}
+
+}  // namespace hcprp::store::sqlite

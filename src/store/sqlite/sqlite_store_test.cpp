@@ -1,0 +1,507 @@
+// SQLite-specific behaviour of the store: URLs and open errors, durability settings, I/O faults,
+// corrupt rows, and several processes on one database file. The engine-independent semantics are in
+// the conformance suite (store_conformance.cpp).
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "store/sqlite/sql.h"
+#include "store/sqlite/test_vfs.h"
+#include "store/store.h"
+
+extern char** environ;
+
+namespace hcprp::store::sqlite {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+template <typename R>
+::testing::AssertionResult IsOk(const R& r) {
+  if (r.ok()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << r.error().ToString();
+}
+
+template <typename R>
+::testing::AssertionResult HasCode(const R& r, ErrorCode code) {
+  if (r.ok()) return ::testing::AssertionFailure() << "succeeded, expected " << ErrorCodeName(code);
+  if (r.error().code() == code) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
+}
+
+// Runs SQL on a plain sqlite3 connection (another "program" touching the file).
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+    sqlite3_busy_timeout(db_, 5000);
+  }
+  ~RawDb() { sqlite3_close_v2(db_); }
+  int Exec(const std::string& sql) { return sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr); }
+  std::string Text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    std::string out;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+      const auto* t = sqlite3_column_text(s, 0);
+      if (t != nullptr) out = reinterpret_cast<const char*>(t);
+    }
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "hcprp-sqlite-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    path_ = (dir_ / "store.db").string();
+    url_ = "sqlite://" + path_;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  Result<std::unique_ptr<Store>> Open(const std::string& url, std::chrono::milliseconds busy = 5000ms) {
+    OpenOptions o{.clock = &clock_};
+    o.busy_timeout = busy;
+    return OpenStore(url, o);
+  }
+  std::unique_ptr<Store> OpenOk(const std::string& url) {
+    auto s = Open(url);
+    EXPECT_TRUE(IsOk(s));
+    return s.ok() ? std::move(*s) : nullptr;
+  }
+
+  FakeClock clock_;
+  fs::path dir_;
+  std::string path_, url_;
+};
+
+TEST_F(SqliteStoreTest, BadUrls) {
+  for (std::string url : {"sqlite://relative.db", "sqlite:", "sqlite:///", "sqlite:///tmp/dir/", "sqlite:memory",
+                          "sqlite:///x.db?vfs=no-such-vfs", "sqlite:///x.db?journal=off", "sqlite:///bad%zzescape",
+                          "sqlite:///trailing%2"}) {
+    EXPECT_TRUE(HasCode(Open(url), ErrorCode::kInvalidArgument)) << url;
+  }
+}
+
+TEST_F(SqliteStoreTest, UrlPathIsPercentDecoded) {
+  auto s = OpenOk("sqlite://" + (dir_ / "with%20space.db").string());
+  ASSERT_NE(s, nullptr);
+  EXPECT_TRUE(fs::exists(dir_ / "with space.db"));
+}
+
+TEST_F(SqliteStoreTest, GarbageFileIsCorruption) {
+  {
+    std::ofstream f(path_, std::ios::binary);
+    for (int i = 0; i < 1000; ++i) f << "this is not an sqlite database at all ";
+  }
+  auto s = Open(url_);
+  ASSERT_TRUE(HasCode(s, ErrorCode::kCorruption));
+  EXPECT_NE(s.error().message().find(path_), std::string::npos) << s.error().message();
+}
+
+TEST_F(SqliteStoreTest, UnopenablePathsAreIoErrors) {
+  // A directory (tests run as root, so permissions cannot make a file unreadable).
+  fs::create_directory(dir_ / "a-directory.db");
+  EXPECT_TRUE(HasCode(Open("sqlite://" + (dir_ / "a-directory.db").string()), ErrorCode::kIoError));
+  // A missing parent directory.
+  EXPECT_TRUE(HasCode(Open("sqlite://" + (dir_ / "missing" / "x.db").string()), ErrorCode::kIoError));
+  // A regular file as a parent directory.
+  { std::ofstream f(dir_ / "file"); }
+  EXPECT_TRUE(HasCode(Open("sqlite://" + (dir_ / "file" / "x.db").string()), ErrorCode::kIoError));
+}
+
+TEST_F(SqliteStoreTest, ForeignOrNewerDatabasesAreRefused) {
+  {
+    RawDb raw(path_);
+    ASSERT_EQ(raw.Exec("CREATE TABLE something_else(x)"), SQLITE_OK);
+  }
+  auto s = Open(url_);
+  ASSERT_TRUE(HasCode(s, ErrorCode::kInvalidArgument));
+  EXPECT_NE(s.error().message().find("not an hcprp store"), std::string::npos);
+
+  std::string other = (dir_ / "newer.db").string();
+  ASSERT_NE(OpenOk("sqlite://" + other), nullptr);
+  {
+    RawDb raw(other);
+    ASSERT_EQ(raw.Exec("PRAGMA user_version=99"), SQLITE_OK);
+  }
+  auto n = Open("sqlite://" + other);
+  ASSERT_TRUE(HasCode(n, ErrorCode::kInvalidArgument));
+  EXPECT_NE(n.error().message().find("newer"), std::string::npos);
+}
+
+TEST_F(SqliteStoreTest, LockedDatabaseIsUnavailableAtOpen) {
+  ASSERT_NE(OpenOk(url_), nullptr);  // an hcprp store, closed again
+  RawDb raw(path_);
+  ASSERT_EQ(raw.Exec("PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE; "
+                     "INSERT INTO leases VALUES('c', x'00', x'00', NULL, NULL, 1, 0);"),
+            SQLITE_OK);
+  auto t0 = std::chrono::steady_clock::now();
+  auto s = Open(url_, 200ms);
+  ASSERT_TRUE(HasCode(s, ErrorCode::kUnavailable));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 150ms);
+  EXPECT_NE(s.error().message().find("locked"), std::string::npos) << s.error().message();
+  ASSERT_EQ(raw.Exec("ROLLBACK"), SQLITE_OK);
+}
+
+TEST_F(SqliteStoreTest, WriteBusyPastTimeoutIsUnavailable) {
+  auto s = Open(url_, 100ms);
+  ASSERT_TRUE(IsOk(s));
+  Store& store = **s;
+  ASSERT_TRUE(IsOk(store.Create("c", "p", "a", json::object{})));
+  RawDb raw(path_);
+  ASSERT_EQ(raw.Exec("BEGIN IMMEDIATE"), SQLITE_OK);  // another writer holds the write lock
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(HasCode(store.Create("c", "p", "b", json::object{}), ErrorCode::kUnavailable));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 90ms);
+  EXPECT_TRUE(IsOk(store.Read("c", "p", "a")));  // readers are not blocked in WAL mode
+  ASSERT_EQ(raw.Exec("COMMIT"), SQLITE_OK);
+  EXPECT_TRUE(IsOk(store.Create("c", "p", "b", json::object{})));
+}
+
+TEST_F(SqliteStoreTest, UsesWalAndSyncsOncePerTransaction) {
+  TestVfs& vfs = TestVfs::Get();
+  auto store = OpenOk(url_ + "?vfs=" + vfs.name());
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(RawDb(path_).Text("PRAGMA journal_mode"), "wal");
+
+  uint64_t before = vfs.syncs();
+  ASSERT_TRUE(IsOk(store->Create("c", "p", "single", json::object{})));
+  EXPECT_EQ(vfs.syncs() - before, 1u);  // synchronous=FULL: the WAL is synced at every commit
+
+  before = vfs.syncs();
+  std::vector<WriteOp> ops;
+  for (int i = 0; i < 5; ++i) ops.push_back(WriteOp::Create("b" + std::to_string(i), json::object{{"i", i}}));
+  ASSERT_TRUE(IsOk(store->Batch("c", "p", std::move(ops))));
+  EXPECT_EQ(vfs.syncs() - before, 1u);  // five writes, one transaction, one sync
+
+  before = vfs.syncs();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", "s" + std::to_string(i), json::object{})));
+  EXPECT_EQ(vfs.syncs() - before, 5u);
+
+  before = vfs.syncs();
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "single")));
+  EXPECT_TRUE(store->Create("c", "p", "single", json::object{}).error().IsAlreadyExists());  // rolled back
+  EXPECT_EQ(vfs.syncs() - before, 0u);
+}
+
+TEST_F(SqliteStoreTest, CorruptStoredBodyIsCorruptionNotACrash) {
+  auto store = OpenOk(url_);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("c", "p", "bad", json::object{{"resourceType", "t"}})));
+  ASSERT_TRUE(IsOk(store->Create("c", "p", "good", json::object{{"resourceType", "t"}})));
+  {
+    RawDb raw(path_);
+    ASSERT_EQ(raw.Exec("UPDATE documents SET body='{\"unterminated' WHERE id=CAST('bad' AS BLOB)"), SQLITE_OK);
+  }
+  EXPECT_TRUE(HasCode(store->Read("c", "p", "bad"), ErrorCode::kCorruption));
+  EXPECT_TRUE(HasCode(store->Patch("c", "p", "bad", {}), ErrorCode::kCorruption));
+  EXPECT_TRUE(HasCode(store->Query({.container = "c", .partition_key = "p"}), ErrorCode::kCorruption));
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "good")));
+  EXPECT_TRUE(IsOk(store->Replace("c", "p", "bad", json::object{})));  // a blind replace repairs it
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "bad")));
+}
+
+TEST_F(SqliteStoreTest, IoErrorFailsTheCallAndLosesNothingCommitted) {
+  TestVfs& vfs = TestVfs::Get();
+  std::string url = url_ + "?vfs=" + vfs.name();
+  auto store = OpenOk(url);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", "before" + std::to_string(i), json::object{})));
+
+  vfs.FailWrites(true);
+  EXPECT_TRUE(HasCode(store->Create("c", "p", "lost", json::object{}), ErrorCode::kIoError));
+  EXPECT_TRUE(HasCode(store->Batch("c", "p", {WriteOp::Create("lost2", json::object{})}), ErrorCode::kIoError));
+  vfs.ClearFaults();
+  EXPECT_TRUE(HasCode(store->Read("c", "p", "lost"), ErrorCode::kNotFound));
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "before7")));
+  EXPECT_TRUE(IsOk(store->Create("c", "p", "after", json::object{})));  // the store recovers
+
+  vfs.FailSyncs(true);
+  EXPECT_TRUE(HasCode(store->Create("c", "p", "unsynced", json::object{}), ErrorCode::kIoError));
+  vfs.ClearFaults();
+  EXPECT_TRUE(IsOk(store->Create("c", "p", "after2", json::object{})));
+
+  store.reset();
+  store = OpenOk(url);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(IsOk(store->Read("c", "p", "before" + std::to_string(i))));
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "after")));
+  EXPECT_TRUE(IsOk(store->Read("c", "p", "after2")));
+  EXPECT_TRUE(HasCode(store->Read("c", "p", "lost"), ErrorCode::kNotFound));
+  EXPECT_TRUE(HasCode(store->Read("c", "p", "lost2"), ErrorCode::kNotFound));
+  // The feed holds exactly the committed writes, in order.
+  auto feed = store->ReadChanges("c", "", 100);
+  ASSERT_TRUE(IsOk(feed));
+  std::vector<std::string> ids;
+  for (auto& ch : feed->changes) ids.push_back(ch.document.id);
+  ASSERT_EQ(ids.size(), 22u) << "feed has " << ids.size();
+  EXPECT_EQ(ids[20], "after");
+  EXPECT_EQ(ids[21], "after2");
+  EXPECT_EQ(RawDb(path_).Text("PRAGMA integrity_check"), "ok");
+}
+
+// Every query the engine runs is answered from an index on the extracted columns: no statement
+// scans the documents table (and so none looks into JSON bodies).
+TEST_F(SqliteStoreTest, QueriesUseIndexes) {
+  ASSERT_NE(OpenOk(url_), nullptr);
+  auto plan = [&](const std::string& q) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    std::string out;
+    EXPECT_EQ(sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + q).c_str(), -1, &s, nullptr), SQLITE_OK) << q;
+    while (s != nullptr && sqlite3_step(s) == SQLITE_ROW) {
+      out += reinterpret_cast<const char*>(sqlite3_column_text(s, 3));
+      out += "; ";
+    }
+    sqlite3_finalize(s);
+    sqlite3_close(db);
+    return out;
+  };
+  std::vector<std::string> queries = {sql::kReadDoc,        sql::kLoadDoc,       sql::kReadChanges,
+                                      sql::kMaxSeq,         sql::kHasChanges,    sql::kSelectExpired,
+                                      sql::kFirstPartition, sql::kNextPartition, sql::kPartitionLive,
+                                      sql::kLeaseGet};
+  for (int shape = 0; shape < sql::kQueryShapes; ++shape) {
+    if (!(shape & (sql::kQueryPartition | sql::kQueryType))) continue;
+    if ((shape & sql::kQueryPrefixUpper) && !(shape & sql::kQueryPrefix)) continue;
+    queries.push_back(sql::QuerySql(shape));
+  }
+  for (const auto& q : queries) {
+    std::string p = plan(q);
+    EXPECT_NE(p.find("USING"), std::string::npos) << q << "\n  plan: " << p;
+    EXPECT_EQ(p.find("SCAN documents"), std::string::npos) << q << "\n  plan: " << p;
+    EXPECT_EQ(p.find("SCAN changes"), std::string::npos) << q << "\n  plan: " << p;
+  }
+}
+
+TEST_F(SqliteStoreTest, InMemoryStoresArePrivate) {
+  auto a = OpenOk("sqlite::memory:");
+  auto b = OpenOk("sqlite::memory:");
+  ASSERT_TRUE(a && b);
+  ASSERT_TRUE(IsOk(a->Create("c", "p", "x", json::object{})));
+  EXPECT_TRUE(HasCode(b->Read("c", "p", "x"), ErrorCode::kNotFound));
+}
+
+TEST_F(SqliteStoreTest, ManyThreadsReadWhileWriting) {
+  auto store = OpenOk(url_);
+  ASSERT_NE(store, nullptr);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", std::to_string(i), json::object{{"i", i}})));
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  std::atomic<int> reads{0};
+  for (int t = 0; t < 40; ++t) {  // more threads than pooled reader connections
+    readers.emplace_back([&, t] {
+      while (!stop.load()) {
+        auto d = store->Read("c", "p", std::to_string((t * 7 + reads.load()) % 50));
+        ASSERT_TRUE(IsOk(d));
+        reads++;
+      }
+    });
+  }
+  for (int i = 0; i < 30; ++i) {
+    ASSERT_TRUE(IsOk(store->Upsert("c", "p", std::to_string(i), json::object{{"i", -i}})));
+  }
+  while (reads.load() < 2000) std::this_thread::sleep_for(1ms);
+  stop = true;
+  for (auto& t : readers) t.join();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Several processes
+
+// A child process running store_test_helper, with its stdout on a pipe.
+class Helper {
+ public:
+  explicit Helper(const std::vector<std::string>& args) {
+    int fds[2];
+    EXPECT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    std::vector<std::string> all = {HCPRP_STORE_TEST_HELPER};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~Helper() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait();
+    }
+    close(fd_);
+  }
+  // The next line, or nullopt at EOF or after `timeout`.
+  std::optional<std::string> ReadLine(std::chrono::milliseconds timeout = 30s) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      size_t nl = buf_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buf_.substr(0, nl);
+        buf_.erase(0, nl + 1);
+        return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+      char chunk[4096];
+      ssize_t n = read(fd_, chunk, sizeof chunk);
+      if (n <= 0) return std::nullopt;
+      buf_.append(chunk, static_cast<size_t>(n));
+    }
+  }
+  void Kill(int sig) { kill(pid_, sig); }
+  int Wait() {
+    int status = 0;
+    if (pid_ > 0) waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string buf_;
+};
+
+TEST_F(SqliteStoreTest, KillDashNineLosesNothingCommitted) {
+  ASSERT_NE(OpenOk(url_), nullptr);  // create the database
+  std::vector<std::string> reported;
+  {
+    Helper child({"write", url_, "resources", "sub", "doc", "1000000", "hang"});
+    while (reported.size() < 300) {
+      auto line = child.ReadLine();
+      ASSERT_TRUE(line) << "helper stopped after " << reported.size();
+      ASSERT_EQ(line->rfind("error", 0), std::string::npos) << *line;
+      reported.push_back(*line);
+    }
+    child.Kill(SIGKILL);  // in the middle of its writes
+    int status = child.Wait();
+    EXPECT_TRUE(WIFSIGNALED(status));
+    // Anything it reported before dying is committed; more may be.
+    while (auto line = child.ReadLine(1s)) reported.push_back(*line);
+  }
+  EXPECT_EQ(RawDb(path_).Text("PRAGMA integrity_check"), "ok");
+  auto store = OpenOk(url_);
+  ASSERT_NE(store, nullptr);
+  for (const auto& id : reported) EXPECT_TRUE(IsOk(store->Read("resources", "sub", id))) << id;
+  // The feed has every reported create, in order, without gaps in what was reported.
+  std::string cont;
+  std::vector<std::string> feed;
+  while (true) {
+    auto p = store->ReadChanges("resources", cont, 500);
+    ASSERT_TRUE(IsOk(p));
+    if (p->changes.empty()) break;
+    cont = p->continuation;
+    for (auto& c : p->changes) feed.push_back(c.document.id);
+  }
+  ASSERT_GE(feed.size(), reported.size());
+  for (size_t i = 0; i < reported.size(); ++i) EXPECT_EQ(feed[i], reported[i]);
+  // And the database takes writes again.
+  EXPECT_TRUE(IsOk(store->Create("resources", "sub", "after-crash", json::object{})));
+}
+
+TEST_F(SqliteStoreTest, TwoProcessesSeeEachOthersWritesAndWakeEachOther) {
+  SystemClock real_clock;
+  OpenOptions o{.clock = &real_clock};
+  auto opened = OpenStore(url_, o);
+  ASSERT_TRUE(IsOk(opened));
+  Store& store = **opened;
+  std::string pong = store.ReadChanges("pong", kChangeFeedNow, 1)->continuation;
+
+  Helper child({"wait-then-write", url_, "ping", "20000", "pong"});
+  ASSERT_EQ(child.ReadLine(), "ready");
+  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(IsOk(store.Create("ping", "p", "hello", json::object{})));
+  auto woke = child.ReadLine();
+  ASSERT_TRUE(woke);
+  ASSERT_EQ(woke->rfind("woke 1 ", 0), 0u) << *woke;
+  EXPECT_LT(std::stoi(woke->substr(7)), 5000) << *woke;  // woken by the commit, not the timeout
+
+  auto t0 = std::chrono::steady_clock::now();
+  auto w = store.WaitForChanges("pong", pong, 20s);
+  ASSERT_TRUE(IsOk(w));
+  EXPECT_TRUE(*w);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  auto changes = store.ReadChanges("pong", pong, 10);
+  ASSERT_TRUE(IsOk(changes));
+  ASSERT_EQ(changes->changes.size(), 1u);
+  EXPECT_EQ(changes->changes[0].document.id, "reply");
+  EXPECT_TRUE(IsOk(store.Read("pong", "p", "reply")));
+  EXPECT_EQ(child.ReadLine(), "done");
+  EXPECT_EQ(child.Wait(), 0);
+}
+
+TEST_F(SqliteStoreTest, TwoProcessesWriteConcurrently) {
+  auto store = OpenOk(url_);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("c", "p", "counter", json::object{{"n", 0}})));
+  std::string cont = store->ReadChanges("c", kChangeFeedNow, 1)->continuation;
+  constexpr int kEach = 150;
+  Helper inc({"increment", url_, "c", "p", "counter", std::to_string(kEach)});
+  Helper writer({"write", url_, "c", "p", "child-", std::to_string(kEach)});
+  for (int i = 0; i < kEach; ++i) {
+    ASSERT_TRUE(IsOk(store->Patch("c", "p", "counter", {{PatchOp::Kind::kIncrement, "/n", 1}})));
+    ASSERT_TRUE(IsOk(store->Create("c", "p", "parent-" + std::to_string(i), json::object{})));
+  }
+  std::optional<std::string> line;
+  while ((line = writer.ReadLine()) && *line != "done") {
+    ASSERT_EQ(line->rfind("error", 0), std::string::npos) << *line;
+  }
+  EXPECT_EQ(inc.ReadLine(), "done");
+  EXPECT_EQ(inc.Wait(), 0);
+  EXPECT_EQ(writer.Wait(), 0);
+  auto d = store->Read("c", "p", "counter");
+  ASSERT_TRUE(IsOk(d));
+  EXPECT_EQ(d->body.as_object().at("n").as_int64(), 2 * kEach);
+  // Every write of both processes is in the feed once, in one strictly increasing order.
+  std::set<std::string> created;
+  size_t replaces = 0;
+  uint64_t last = 0;
+  while (true) {
+    auto p = store->ReadChanges("c", cont, 100);
+    ASSERT_TRUE(IsOk(p));
+    if (p->changes.empty()) break;
+    cont = p->continuation;
+    for (auto& c : p->changes) {
+      EXPECT_GT(c.sequence, last);
+      last = c.sequence;
+      if (c.kind == Change::Kind::kCreate) {
+        EXPECT_TRUE(created.insert(c.document.id).second);
+      }
+      if (c.kind == Change::Kind::kReplace) ++replaces;
+    }
+  }
+  EXPECT_EQ(created.size(), 2u * kEach);
+  EXPECT_EQ(replaces, 2u * kEach);
+}
+
+}  // namespace
+}  // namespace hcprp::store::sqlite

@@ -1,0 +1,40 @@
+// A SQLite VFS for tests and benchmarks: forwards to the default VFS, counts syncs and writes, and
+// fails writes or syncs on demand (leveldb's FaultInjectionTestEnv, for SQLite). Select it with
+// OpenStore("sqlite:///path.db?vfs=" + TestVfs::Get().name(), ...).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace hcprp::store::sqlite {
+
+class TestVfs {
+ public:
+  // Registers the VFS (once, not as the default) and returns it. Thread-safe.
+  static TestVfs& Get();
+
+  const char* name() const { return "hcprp-test"; }
+
+  // Counters over every file opened through this VFS.
+  uint64_t syncs() const { return syncs_.load(); }
+  uint64_t writes() const { return writes_.load(); }
+
+  // From now on every xWrite / xSync fails with SQLITE_IOERR_WRITE / SQLITE_IOERR_FSYNC.
+  void FailWrites(bool on) { fail_writes_.store(on); }
+  void FailSyncs(bool on) { fail_syncs_.store(on); }
+  void ClearFaults() {
+    fail_writes_.store(false);
+    fail_syncs_.store(false);
+  }
+
+  // Used by the VFS callbacks.
+  std::atomic<uint64_t> syncs_{0};
+  std::atomic<uint64_t> writes_{0};
+  std::atomic<bool> fail_writes_{false};
+  std::atomic<bool> fail_syncs_{false};
+
+ private:
+  TestVfs() = default;
+};
+
+}  // namespace hcprp::store::sqlite
