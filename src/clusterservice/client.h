@@ -53,7 +53,8 @@ class Client {
   virtual Result<json::object> Update(std::string_view href, const json::object& patch) = 0;
   virtual Status Delete(std::string_view href) = 0;
   // POST {href}/{action} (e.g. "request_admin_credential", "revoke_credentials").
-  virtual Result<json::object> Action(std::string_view href, std::string_view action, const json::object& body) = 0;
+  virtual Result<json::object> Action(std::string_view href, std::string_view action,
+                                      const json::object& body) = 0;
   // GET on a collection with OCM paging and an optional search expression.
   virtual Result<json::array> List(std::string_view collection_href, std::string_view search = "") = 0;
 

@@ -46,7 +46,8 @@ json::object NetworkToCs(const json::object& n) {
 
 json::object ApiToCs(const json::object& a) {
   json::object out;
-  if (auto vis = GetString(a, "visibility")) out["listening"] = EqualsIgnoreCase(*vis, "Private") ? "internal" : "external";
+  if (auto vis = GetString(a, "visibility"))
+    out["listening"] = EqualsIgnoreCase(*vis, "Private") ? "internal" : "external";
   if (auto* cidrs = GetArray(a, "authorizedCidrs")) {
     json::object allow{{"mode", "allow_list"}, {"values", *cidrs}};
     out["cidr_block_access"] = json::object{{"allow", std::move(allow)}};
@@ -111,7 +112,8 @@ json::object AutoscalerToCs(const json::object& a) {
   json::object out;
   if (auto v = GetInt(a, "maxNodesTotal")) out["resource_limits"] = json::object{{"max_nodes_total", *v}};
   if (auto v = GetInt(a, "maxPodGracePeriodSeconds")) out["pod_termination_grace_period_seconds"] = *v;
-  if (auto v = GetInt(a, "maxNodeProvisionTimeSeconds")) out["max_node_provision_time"] = std::to_string(*v) + "s";
+  if (auto v = GetInt(a, "maxNodeProvisionTimeSeconds"))
+    out["max_node_provision_time"] = std::to_string(*v) + "s";
   if (auto v = GetInt(a, "podPriorityThreshold")) out["pod_priority_threshold"] = *v;
   return out;
 }
@@ -138,7 +140,8 @@ void ClusterMutableToCs(const json::object& p, json::object& out) {
   SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
   if (auto* cidrs = GetArray(ObjectOrEmpty(p, "api"), "authorizedCidrs")) {
     json::object api;
-    api["cidr_block_access"] = json::object{{"allow", json::object{{"mode", "allow_list"}, {"values", *cidrs}}}};
+    api["cidr_block_access"] =
+        json::object{{"allow", json::object{{"mode", "allow_list"}, {"values", *cidrs}}}};
     out["api"] = std::move(api);
   }
   SetIfNotEmpty(out, "autoscaler", AutoscalerToCs(ObjectOrEmpty(p, "autoscaling")));
@@ -299,7 +302,8 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
   if (auto ot = GetString(platform, "outboundType")) {
     azure["nodes_outbound_connectivity"] = json::object{{"outbound_type", LowerAscii(*ot)}};
   }
-  SetIfNotEmpty(azure, "operators_authentication", OperatorsAuthToCs(ObjectOrEmpty(platform, "operatorsAuthentication")));
+  SetIfNotEmpty(azure, "operators_authentication",
+                OperatorsAuthToCs(ObjectOrEmpty(platform, "operatorsAuthentication")));
   if (auto mi = GetString(ObjectOrEmpty(platform, "containerRegistry"), "managedIdentity")) {
     azure["container_registry"] = json::object{{"managed_identity", json::object{{"resource_id", *mi}}}};
   }
@@ -316,17 +320,20 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
 
   SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
   const json::object& dns = ObjectOrEmpty(p, "dns");
-  if (auto prefix = GetString(dns, "baseDomainPrefix")) out["dns"] = json::object{{"base_domain_prefix", *prefix}};
+  if (auto prefix = GetString(dns, "baseDomainPrefix"))
+    out["dns"] = json::object{{"base_domain_prefix", *prefix}};
   SetIfNotEmpty(out, "network", NetworkToCs(ObjectOrEmpty(p, "network")));
   SetIfNotEmpty(out, "api", ApiToCs(ObjectOrEmpty(p, "api")));
   if (auto it = GetString(ObjectOrEmpty(p, "ingress"), "type")) {
-    out["ingress"] = json::object{{"listening", EqualsIgnoreCase(*it, "Private") ? "internal" : LowerAscii(*it)}};
+    out["ingress"] =
+        json::object{{"listening", EqualsIgnoreCase(*it, "Private") ? "internal" : LowerAscii(*it)}};
   }
   SetIfNotEmpty(out, "autoscaler", AutoscalerToCs(ObjectOrEmpty(p, "autoscaling")));
   if (auto st = GetString(ObjectOrEmpty(p, "clusterImageRegistry"), "state")) {
     out["image_registry"] = json::object{{"state", LowerAscii(*st)}};
   }
-  if (auto* idm = GetArray(p, "imageDigestMirrors")) out["image_digest_mirrors"] = ImageDigestMirrorsToCs(*idm);
+  if (auto* idm = GetArray(p, "imageDigestMirrors"))
+    out["image_digest_mirrors"] = ImageDigestMirrorsToCs(*idm);
   Copy(p, "cryptoRestrictions", out, "crypto_restrictions");
   CopyDrainTimeout(p, out);
   return out;
@@ -351,7 +358,8 @@ Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az)
     Copy(disk, "sizeGiB", d, "size_gibibytes");
     Copy(disk, "diskStorageAccountType", d, "storage_account_type");
     Copy(disk, "encryptionSetId", d, "sse_encryption_set_resource_id");
-    if (auto dt = GetString(disk, "diskType")) d["persistence"] = EqualsIgnoreCase(*dt, "Ephemeral") ? "ephemeral" : "persistent";
+    if (auto dt = GetString(disk, "diskType"))
+      d["persistence"] = EqualsIgnoreCase(*dt, "Ephemeral") ? "ephemeral" : "persistent";
     anp["os_disk"] = std::move(d);
   }
   out["azure_node_pool"] = std::move(anp);
@@ -363,7 +371,8 @@ Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az)
 Result<json::object> ExternalAuthToCs(const json::object& p, const AzureContext& az) {
   auto id = SplitResourceId(az.resource_id);
   if (!id.ok()) return id.error();
-  if (id->child_name.empty()) return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
+  if (id->child_name.empty())
+    return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
   json::object out = ExternalAuthBodyToCs(p);
   out["name"] = id->child_name;
   return out;
@@ -383,7 +392,8 @@ json::object ClusterReadOnlyFromCs(const json::object& cs) {
   json::object out;
   if (auto url = GetString(ObjectOrEmpty(cs, "api"), "url")) out["api"] = json::object{{"url", *url}};
   if (auto url = GetString(ObjectOrEmpty(cs, "console"), "url")) out["console"] = json::object{{"url", *url}};
-  if (auto bd = GetString(ObjectOrEmpty(cs, "dns"), "base_domain")) out["dns"] = json::object{{"baseDomain", *bd}};
+  if (auto bd = GetString(ObjectOrEmpty(cs, "dns"), "base_domain"))
+    out["dns"] = json::object{{"baseDomain", *bd}};
   if (auto iss = GetString(ObjectOrEmpty(cs, "azure"), "issuer_url")) {
     out["platform"] = json::object{{"issuerUrl", *iss}};
   }
@@ -414,9 +424,11 @@ ArmState MapState(std::string_view kind, const CsStatus& s, bool deleting) {
   auto failed = [&](bool use_code) {
     out.provisioning_state = "Failed";
     out.terminal = true;
-    out.error_code = use_code && !s.provision_error_code.empty() ? s.provision_error_code : "InternalServerError";
-    out.error_message = s.provision_error_message.empty() ? "The " + std::string(kind) + " is in state '" + st + "'"
-                                                          : s.provision_error_message;
+    out.error_code =
+        use_code && !s.provision_error_code.empty() ? s.provision_error_code : "InternalServerError";
+    out.error_message = s.provision_error_message.empty()
+                            ? "The " + std::string(kind) + " is in state '" + st + "'"
+                            : s.provision_error_message;
   };
   if (st == "installing") {
     out.provisioning_state = "Provisioning";

@@ -13,12 +13,14 @@
 //   version.{id,channelGroup} -> version.{id ("openshift-v" + id), channel_group}
 //   dns.baseDomainPrefix      -> dns.base_domain_prefix
 //   network.*                 -> network.{type, pod_cidr, service_cidr, machine_cidr, host_prefix}
-//   api.visibility            -> api.listening ("external" | "internal"), api.authorizedCidrs -> api.cidr_block_access
-//   platform.*                -> azure.{managed_resource_group_name, subnet_resource_id,
+//   api.visibility            -> api.listening ("external" | "internal"), api.authorizedCidrs ->
+//   api.cidr_block_access platform.*                -> azure.{managed_resource_group_name,
+//   subnet_resource_id,
 //                                vnet_integration_subnet_resource_id, network_security_group_resource_id,
 //                                nodes_outbound_connectivity.outbound_type, operators_authentication}
 //   identity.userAssignedIdentities -> azure.operators_authentication.managed_identities (resource IDs only)
-//   autoscaling, etcd, clusterImageRegistry, nodeDrainTimeoutMinutes, imageDigestMirrors -> likewise snake_case
+//   autoscaling, etcd, clusterImageRegistry, nodeDrainTimeoutMinutes, imageDigestMirrors -> likewise
+//   snake_case
 // Node pool: version, replicas, autoScaling -> autoscaling{min_replica,max_replica}, autoRepair,
 //   platform -> azure_node_pool{vm_size, os_disk{...}, encryption_at_host}, subnet_resource_id,
 //   availability_zone, labels (map), taints, nodeDrainTimeoutMinutes.
@@ -81,7 +83,8 @@ CsStatus ParseCsStatus(const json::object& status);
 
 // What a Cluster Service state means for an ARM operation (DESIGN.md section 5).
 struct ArmState {
-  std::string provisioning_state;  // "Accepted", "Provisioning", "Updating", "Deleting", "Succeeded", "Failed"
+  std::string
+      provisioning_state;  // "Accepted", "Provisioning", "Updating", "Deleting", "Succeeded", "Failed"
   bool terminal = false;
   std::string error_code;     // Failed only: provision_error_code, or "InternalServerError"
   std::string error_message;  // Failed only

@@ -63,10 +63,14 @@ TEST(Convert, Cluster) {
   EXPECT_EQ(*FindPointer(v, "/azure/managed_resource_group_name"), "mrg");
   EXPECT_EQ(*FindPointer(v, "/azure/network_security_group_resource_id"), "/nsg");
   EXPECT_EQ(*FindPointer(v, "/azure/nodes_outbound_connectivity/outbound_type"), "loadbalancer");
-  EXPECT_EQ(*FindPointer(v, "/azure/operators_authentication/managed_identities/control_plane_operators_managed_identities/"
-                            "cloud-controller-manager/resource_id"),
-            "/uami/ccm");
-  EXPECT_EQ(*FindPointer(v, "/azure/operators_authentication/managed_identities/service_managed_identity/resource_id"),
+  EXPECT_EQ(
+      *FindPointer(
+          v,
+          "/azure/operators_authentication/managed_identities/control_plane_operators_managed_identities/"
+          "cloud-controller-manager/resource_id"),
+      "/uami/ccm");
+  EXPECT_EQ(*FindPointer(
+                v, "/azure/operators_authentication/managed_identities/service_managed_identity/resource_id"),
             "/uami/smi");
   EXPECT_EQ(FindPointer(v, "/azure/user_assigned_identities")->as_array().size(), 2u);
   EXPECT_EQ(*FindPointer(v, "/version/id"), "openshift-v4.19");
@@ -119,7 +123,8 @@ TEST(Convert, NodePoolAndPatch) {
   auto patch = NodePoolPatchToCs(Obj(R"({"replicas": 5, "platform": {"vmSize": "ignored"}})"));
   ASSERT_TRUE(patch.ok());
   EXPECT_EQ(ToJson(*patch), R"({"replicas":5})");
-  auto cpatch = ClusterPatchToCs(Obj(R"({"version": {"id": "4.20"}, "api": {"authorizedCidrs": ["10.0.0.0/8"]}})"));
+  auto cpatch =
+      ClusterPatchToCs(Obj(R"({"version": {"id": "4.20"}, "api": {"authorizedCidrs": ["10.0.0.0/8"]}})"));
   ASSERT_TRUE(cpatch.ok());
   json::value cp = *cpatch;
   EXPECT_EQ(*FindPointer(cp, "/version/id"), "openshift-v4.20");
@@ -152,12 +157,14 @@ TEST(Convert, ExternalAuth) {
 TEST(Convert, ReadOnlyFromCs) {
   auto ro = ClusterReadOnlyFromCs(Obj(R"({"api":{"url":"https://api"},"console":{"url":"https://console"},
       "dns":{"base_domain":"x.example.com"},"azure":{"issuer_url":"https://oidc"}})"));
-  EXPECT_EQ(ToJson(ro),
-            R"({"api":{"url":"https://api"},"console":{"url":"https://console"},"dns":{"baseDomain":"x.example.com"},"platform":{"issuerUrl":"https://oidc"}})");
+  EXPECT_EQ(
+      ToJson(ro),
+      R"({"api":{"url":"https://api"},"console":{"url":"https://console"},"dns":{"baseDomain":"x.example.com"},"platform":{"issuerUrl":"https://oidc"}})");
 }
 
 TEST(Convert, StatusAndStateMapping) {
-  auto s = ParseCsStatus(Obj(R"({"state":"error","provision_error_code":"OCM3055","provision_error_message":"quota"})"));
+  auto s = ParseCsStatus(
+      Obj(R"({"state":"error","provision_error_code":"OCM3055","provision_error_message":"quota"})"));
   EXPECT_EQ(s.state, "error");
   auto real_np = ParseCsStatus(Obj(R"({"state":{"node_pool_state_value":"ready"},"message":"m"})"));
   EXPECT_EQ(real_np.state, "ready");

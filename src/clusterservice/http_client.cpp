@@ -52,7 +52,8 @@ Result<json::object> ParseObject(const http::Response& res) {
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options) {
   auto url = http::ParseUrl(options.base_url);
   if (!url.ok()) return url.error();
-  if (url->scheme != "http") return Error::InvalidArgument("Cluster Service URL must be http://: " + options.base_url);
+  if (url->scheme != "http")
+    return Error::InvalidArgument("Cluster Service URL must be http://: " + options.base_url);
   std::string prefix(http::SplitTarget(url->target).path);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(options), url->endpoint, std::move(prefix)));
@@ -121,8 +122,10 @@ Status HttpClient::Delete(std::string_view href) {
   return Status::Ok();
 }
 
-Result<json::object> HttpClient::Action(std::string_view href, std::string_view action, const json::object& body) {
-  auto res = Call(http::Verb::post, std::string(href) + "/" + std::string(action), &body, "", true, options_.timeout);
+Result<json::object> HttpClient::Action(std::string_view href, std::string_view action,
+                                        const json::object& body) {
+  auto res = Call(http::Verb::post, std::string(href) + "/" + std::string(action), &body, "", true,
+                  options_.timeout);
   if (!res.ok()) return res.error();
   return ParseObject(*res);
 }

@@ -13,7 +13,7 @@
 namespace hcprp::clusterservice {
 
 struct HttpClientOptions {
-  std::string base_url;  // "http://127.0.0.1:8081"; hrefs are appended to it
+  std::string base_url;                       // "http://127.0.0.1:8081"; hrefs are appended to it
   std::chrono::milliseconds timeout{10'000};  // per attempt, for everything but WatchEvents
   // Extra time on top of the long-poll wait before a WatchEvents call gives up.
   std::chrono::milliseconds watch_margin{5'000};
@@ -35,7 +35,8 @@ class HttpClient final : public Client {
   Result<json::object> GetStatus(std::string_view href) override;
   Result<json::object> Update(std::string_view href, const json::object& patch) override;
   Status Delete(std::string_view href) override;
-  Result<json::object> Action(std::string_view href, std::string_view action, const json::object& body) override;
+  Result<json::object> Action(std::string_view href, std::string_view action,
+                              const json::object& body) override;
   Result<json::array> List(std::string_view collection_href, std::string_view search = "") override;
   Result<EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override;
 
@@ -44,7 +45,8 @@ class HttpClient final : public Client {
 
   // Sends with the retry policy; non-2xx answers become errors.
   Result<http::Response> Call(http::Verb verb, std::string target, const json::object* body,
-                              std::string_view idempotency_key, bool retry, std::chrono::milliseconds timeout);
+                              std::string_view idempotency_key, bool retry,
+                              std::chrono::milliseconds timeout);
 
   const HttpClientOptions options_;
   const http::Endpoint endpoint_;

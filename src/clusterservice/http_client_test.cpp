@@ -96,10 +96,11 @@ TEST_F(HttpClientTest, ClusterLifecycle) {
   ASSERT_TRUE(updated.ok()) << updated.error().ToString();
   WaitForState(href, "ready");
 
-  auto np = client_->Create(href + "/node_pools",
-                            *NodePoolToCs(ParseJson(R"({"replicas":2,"platform":{"vmSize":"Standard_D8s_v3"}})")->as_object(),
-                                          AzureContext{kClusterId + "c1/nodePools/np1", "", "", {}}),
-                            "op-2");
+  auto np = client_->Create(
+      href + "/node_pools",
+      *NodePoolToCs(ParseJson(R"({"replicas":2,"platform":{"vmSize":"Standard_D8s_v3"}})")->as_object(),
+                    AzureContext{kClusterId + "c1/nodePools/np1", "", "", {}}),
+      "op-2");
   ASSERT_TRUE(np.ok()) << np.error().ToString();
   auto pools = client_->List(href + "/node_pools");
   ASSERT_TRUE(pools.ok());
@@ -150,11 +151,13 @@ TEST_F(HttpClientTest, ErrorMapping) {
 }
 
 TEST_F(HttpClientTest, ListPagesAndSearches) {
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client_->Create(kClusters, ClusterBody("c" + std::to_string(i)), "").ok());
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(client_->Create(kClusters, ClusterBody("c" + std::to_string(i)), "").ok());
   auto all = client_->List(kClusters);  // page size 2: three pages
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 5u);
-  auto one = client_->List(kClusters, "name = 'c3' and azure.subscription_id = '00000000-0000-0000-0000-000000000001'");
+  auto one = client_->List(kClusters,
+                           "name = 'c3' and azure.subscription_id = '00000000-0000-0000-0000-000000000001'");
   ASSERT_TRUE(one.ok()) << one.error().ToString();
   ASSERT_EQ(one->size(), 1u);
   EXPECT_EQ(*GetString(one->at(0).as_object(), "name"), "c3");
@@ -241,7 +244,8 @@ TEST(HttpClientNoEvents, ServiceWithoutEventStreamIsUnavailable) {
     return http::JsonResponse(http::StatusCode::not_found, R"({"kind":"Error","reason":"no"})");
   });
   ASSERT_TRUE(server.ok());
-  auto c = HttpClient::Create(HttpClientOptions{.base_url = "http://127.0.0.1:" + std::to_string((*server)->port())});
+  auto c = HttpClient::Create(
+      HttpClientOptions{.base_url = "http://127.0.0.1:" + std::to_string((*server)->port())});
   ASSERT_TRUE(c.ok());
   auto w = (*c)->WatchEvents(0, 10ms);
   ASSERT_FALSE(w.ok());

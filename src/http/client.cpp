@@ -3,7 +3,6 @@
 #include <sys/socket.h>
 
 #include <atomic>
-#include <cerrno>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,6 +13,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cerrno>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -44,7 +44,8 @@ bool IsTimeout(const boost::system::error_code& ec) {
 Error TransportError(const boost::system::error_code& ec, const std::string& what, const Endpoint& ep) {
   std::string msg = what + " " + ep.ToString() + ": " + ec.message();
   if (IsTimeout(ec)) return Error::Timeout(msg);
-  if (ec.category() == beast_http::make_error_code(beast_http::error::end_of_stream).category() || ec == beast_http::error::body_limit) {
+  if (ec.category() == beast_http::make_error_code(beast_http::error::end_of_stream).category() ||
+      ec == beast_http::error::body_limit) {
     // The peer answered something that is not HTTP/1.1, or too much of it.
     if (ec != beast_http::error::end_of_stream && ec != beast_http::error::partial_message) {
       return Error::IoError(msg);
@@ -157,7 +158,8 @@ class Client::Impl {
     if (ec) return Error::Unavailable("cannot resolve " + ep.ToString() + ": " + ec.message());
     c->ioc.restart();
     c->stream.expires_after(options_.connect_timeout);
-    c->stream.async_connect(results, [&](const boost::system::error_code& e, const tcp::endpoint&) { ec = e; });
+    c->stream.async_connect(results,
+                            [&](const boost::system::error_code& e, const tcp::endpoint&) { ec = e; });
     c->ioc.run();
     c->ioc.restart();
     if (ec) return TransportError(ec, "connecting to", ep);
@@ -167,8 +169,8 @@ class Client::Impl {
     return c;
   }
 
-  Result<Response> RoundTrip(Connection& c, const Endpoint& ep, Request& req, std::chrono::milliseconds timeout,
-                             bool& got_some) {
+  Result<Response> RoundTrip(Connection& c, const Endpoint& ep, Request& req,
+                             std::chrono::milliseconds timeout, bool& got_some) {
     boost::system::error_code ec;
     beast_http::response_parser<beast_http::string_body> parser;
     parser.header_limit(64 * 1024);

@@ -22,9 +22,9 @@ namespace {
 using namespace std::chrono_literals;
 
 Response Echo(Request&& req) {
-  Response res = MakeResponse(StatusCode::ok, std::string(req.method_string()) + " " + std::string(req.target()) + " " +
-                                              req.body(),
-                              "text/plain");
+  Response res = MakeResponse(
+      StatusCode::ok, std::string(req.method_string()) + " " + std::string(req.target()) + " " + req.body(),
+      "text/plain");
   return res;
 }
 
@@ -98,8 +98,8 @@ TEST(Server, RoundTripAndKeepAlive) {
   EXPECT_EQ(client.connections_opened(), 1u);
   EXPECT_EQ(server->connection_count(), 1u);
   // Absolute-URL form.
-  auto res = client.Send(
-      MakeRequest(Verb::get, "http://127.0.0.1:" + std::to_string(server->port()) + "/abs"), 2s);
+  auto res =
+      client.Send(MakeRequest(Verb::get, "http://127.0.0.1:" + std::to_string(server->port()) + "/abs"), 2s);
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->body(), "GET /abs ");
   EXPECT_EQ(client.connections_opened(), 1u);
@@ -151,7 +151,8 @@ TEST(Server, BodyLimitAnsweredThroughOnTooLarge) {
   auto ok = client.Send(Local(*server), MakeRequest(Verb::post, "/small", std::string(1024, 'a')), 2s);
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->result(), StatusCode::ok);
-  auto big = client.Send(Local(*server), MakeRequest(Verb::post, "/big", std::string(5 * 1024 * 1024, 'a')), 5s);
+  auto big =
+      client.Send(Local(*server), MakeRequest(Verb::post, "/big", std::string(5 * 1024 * 1024, 'a')), 5s);
   ASSERT_TRUE(big.ok()) << big.error().ToString();
   EXPECT_EQ(big->result(), StatusCode::payload_too_large);
   EXPECT_EQ(big->body(), R"({"error":"too large","target":"/big"})");
@@ -329,9 +330,8 @@ TEST(Server, GracefulStopFinishesInFlightRequest) {
   Client idle_client;
   ASSERT_TRUE(idle_client.Send(Local(*server), MakeRequest(Verb::get, "/warm"), 2s).ok());
   Client client;
-  auto inflight = std::async(std::launch::async, [&] {
-    return client.Send(Local(*server), MakeRequest(Verb::get, "/slow"), 5s);
-  });
+  auto inflight = std::async(
+      std::launch::async, [&] { return client.Send(Local(*server), MakeRequest(Verb::get, "/slow"), 5s); });
   entered.get_future().wait();
   auto port = server->port();
   auto start = std::chrono::steady_clock::now();
@@ -353,9 +353,8 @@ TEST(Server, StopDeadlineClosesSlowRequests) {
     return MakeResponse(StatusCode::ok, "done");
   });
   Client client;
-  auto inflight = std::async(std::launch::async, [&] {
-    return client.Send(Local(*server), MakeRequest(Verb::get, "/slow"), 5s);
-  });
+  auto inflight = std::async(
+      std::launch::async, [&] { return client.Send(Local(*server), MakeRequest(Verb::get, "/slow"), 5s); });
   std::this_thread::sleep_for(100ms);
   server->Stop(50ms);
   auto res = inflight.get();

@@ -40,7 +40,8 @@ std::optional<std::chrono::milliseconds> RetryAfter(const Response& res) {
 
 std::chrono::milliseconds BackoffDelay(const RetryPolicy& policy, int retry) {
   double cap = static_cast<double>(policy.max_backoff.count());
-  double base = static_cast<double>(policy.initial_backoff.count()) * std::pow(policy.multiplier, std::max(0, retry - 1));
+  double base = static_cast<double>(policy.initial_backoff.count()) *
+                std::pow(policy.multiplier, std::max(0, retry - 1));
   double r = policy.random ? policy.random() : DefaultRandom();
   return std::chrono::milliseconds(static_cast<int64_t>(std::min(cap, base) * r));
 }

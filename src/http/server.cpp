@@ -100,7 +100,8 @@ class ServerImpl final : public Server {
     auto results = resolver.resolve(options_.listen.host, std::to_string(options_.listen.port),
                                     tcp::resolver::passive | tcp::resolver::numeric_service, ec);
     if (ec || results.empty()) {
-      return Error::InvalidArgument("cannot resolve listen host '" + options_.listen.host + "': " + ec.message());
+      return Error::InvalidArgument("cannot resolve listen host '" + options_.listen.host +
+                                    "': " + ec.message());
     }
     tcp::endpoint ep = results.begin()->endpoint();
     acceptor_.open(ep.protocol(), ec);
@@ -229,7 +230,8 @@ class ServerImpl final : public Server {
   // read the request body, so that closing does not reset the connection before the client has
   // read the answer.
   awaitable<void> Linger(Connection& c, beast::flat_buffer& buffer) {
-    c.stream.expires_after(std::min<std::chrono::milliseconds>(options_.read_timeout, std::chrono::seconds(2)));
+    c.stream.expires_after(
+        std::min<std::chrono::milliseconds>(options_.read_timeout, std::chrono::seconds(2)));
     size_t drained = 0;
     while (drained < 64 * 1024 * 1024) {
       buffer.clear();
@@ -269,7 +271,8 @@ class ServerImpl final : public Server {
     // Content-Length over the limit is reported while parsing the header.
     if (ec == beast_http::error::body_limit) co_return on_too_large_(parser.get());
     if (ec == beast_http::error::header_limit) {
-      co_return MakeResponse(StatusCode::request_header_fields_too_large, "headers too large\n", "text/plain");
+      co_return MakeResponse(StatusCode::request_header_fields_too_large, "headers too large\n",
+                             "text/plain");
     }
     if (ec) {
       closed = true;
@@ -354,7 +357,7 @@ class ServerImpl final : public Server {
   Endpoint bound_;
   std::atomic<bool> stopping_{false};
 
-  std::mutex stop_mu_;  // serialises Stop()
+  std::mutex stop_mu_;    // serialises Stop()
   bool stopped_ = false;  // guarded by stop_mu_
 
   mutable std::mutex mu_;

@@ -76,7 +76,9 @@ Result<Endpoint> ParseListenAddress(std::string_view text) {
   }
   if (ep.host.empty()) ep.host = "0.0.0.0";
   auto p = ParsePort(port);
-  if (!p.ok()) return Error::InvalidArgument("invalid listen address '" + std::string(text) + "': " + p.error().message());
+  if (!p.ok())
+    return Error::InvalidArgument("invalid listen address '" + std::string(text) +
+                                  "': " + p.error().message());
   ep.port = *p;
   return ep;
 }
@@ -105,8 +107,7 @@ std::string DecodeQueryComponent(std::string_view s) {
     char c = s[i];
     if (c == '+') {
       out += ' ';
-    } else if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
-               HexValue(s[i + 2]) >= 0) {
+    } else if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
       out += static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
       i += 2;
     } else {

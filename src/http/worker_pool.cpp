@@ -5,7 +5,8 @@
 namespace hcprp::http::internal {
 
 WorkerPool::WorkerPool(int min_threads, int max_threads, std::chrono::milliseconds linger)
-    : min_threads_(std::max(1, min_threads)), max_threads_(std::max(std::max(1, min_threads), max_threads)),
+    : min_threads_(std::max(1, min_threads)),
+      max_threads_(std::max(std::max(1, min_threads), max_threads)),
       linger_(linger) {
   std::lock_guard lock(mu_);
   for (int i = 0; i < min_threads_; ++i) {
@@ -61,7 +62,8 @@ void WorkerPool::Loop(bool core) {
     if (!woke && queue_.empty() && !shutdown_) {
       // An extra thread idle for `linger_`: leave, handing our handle to the reaper.
       auto self = std::this_thread::get_id();
-      auto it = std::find_if(all_.begin(), all_.end(), [&](const std::thread& t) { return t.get_id() == self; });
+      auto it =
+          std::find_if(all_.begin(), all_.end(), [&](const std::thread& t) { return t.get_id() == self; });
       if (it != all_.end()) {
         finished_.push_back(std::move(*it));
         all_.erase(it);

@@ -42,7 +42,7 @@ inline constexpr std::string_view kGone = "deleted";
 struct ObjectInfo {
   std::string_view kind;
   std::string_view href;
-  std::string_view state;     // the state the object just entered
+  std::string_view state;  // the state the object just entered
   Operation operation;
   // When a fault was injected into this operation: the state it must end in ("error" or
   // "recoverable_error") instead of succeeding; empty otherwise.

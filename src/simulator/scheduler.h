@@ -21,7 +21,7 @@ namespace hcprp::simulator {
 class Scheduler {
  public:
   explicit Scheduler(const Clock* clock);  // clock: not owned, outlives the scheduler
-  ~Scheduler();                             // Stop()
+  ~Scheduler();                            // Stop()
 
   void Start();  // starts the timer thread
   void Stop();   // joins it; pending tasks stay queued (and never run)

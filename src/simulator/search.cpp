@@ -92,9 +92,8 @@ bool LikeMatch(std::string_view text, std::string_view pattern) {
   // Iterative wildcard matching with backtracking on the last '%'.
   size_t t = 0, p = 0, star = std::string_view::npos, mark = 0;
   while (t < text.size()) {
-    if (p < pattern.size() && (pattern[p] == '_' ||
-                               std::tolower(static_cast<unsigned char>(pattern[p])) ==
-                                   std::tolower(static_cast<unsigned char>(text[t])))) {
+    if (p < pattern.size() && (pattern[p] == '_' || std::tolower(static_cast<unsigned char>(pattern[p])) ==
+                                                        std::tolower(static_cast<unsigned char>(text[t])))) {
       ++p;
       ++t;
     } else if (p < pattern.size() && pattern[p] == '%') {
@@ -140,7 +139,8 @@ Result<SearchExpr> ParseSearch(std::string_view text) {
   for (;;) {
     SearchTerm term;
     std::string path = lx.Word();
-    if (path.empty()) return Error::InvalidArgument("expected a field name at offset " + std::to_string(lx.pos()));
+    if (path.empty())
+      return Error::InvalidArgument("expected a field name at offset " + std::to_string(lx.pos()));
     term.path = SplitPath(path);
     if (lx.Consume("!=") || lx.Consume("<>")) {
       term.op = SearchTerm::Op::kNe;
@@ -149,7 +149,8 @@ Result<SearchExpr> ParseSearch(std::string_view text) {
     } else if (lx.Keyword("like") || lx.Keyword("ilike")) {
       term.op = SearchTerm::Op::kLike;
     } else if (lx.Keyword("not")) {
-      if (!lx.Keyword("like") && !lx.Keyword("ilike")) return Error::InvalidArgument("expected 'like' after 'not'");
+      if (!lx.Keyword("like") && !lx.Keyword("ilike"))
+        return Error::InvalidArgument("expected 'like' after 'not'");
       term.op = SearchTerm::Op::kNotLike;
     } else if (lx.Keyword("in")) {
       term.op = SearchTerm::Op::kIn;

@@ -8,7 +8,8 @@ namespace {
 json::object Obj(std::string_view text) { return ParseJson(text)->as_object(); }
 
 TEST(Search, EqualityAndConjunction) {
-  auto o = Obj(R"({"name":"Alpha","azure":{"subscription_id":"SUB-1","resource_group_name":"rg"},"replicas":3})");
+  auto o =
+      Obj(R"({"name":"Alpha","azure":{"subscription_id":"SUB-1","resource_group_name":"rg"},"replicas":3})");
   auto e = ParseSearch("azure.subscription_id = 'sub-1' and name='alpha'");
   ASSERT_TRUE(e.ok()) << e.error().ToString();
   EXPECT_TRUE(Matches(*e, o));

@@ -17,7 +17,7 @@ using http::StatusCode;
 struct Service::Record {
   std::string kind;
   std::string href;
-  std::string parent;  // the cluster's href, for node pools and external auths
+  std::string parent;   // the cluster's href, for node pools and external auths
   json::object object;  // what GET returns
   Operation op = Operation::kCreate;
   TimePoint state_since{};
@@ -47,7 +47,7 @@ struct Service::Record {
 // A set of changes made under mu_, persisted and announced together by CommitLocked().
 struct Service::Txn {
   std::map<std::string, std::optional<Record>> before;  // first-touch copies, for rollback
-  std::vector<json::object> events;                      // without sequence numbers yet
+  std::vector<json::object> events;                     // without sequence numbers yet
 };
 
 namespace {
@@ -58,7 +58,9 @@ constexpr int64_t kMaxPageSize = 1000;
 int64_t ToMillis(TimePoint t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
-TimePoint FromMillis(int64_t ms) { return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms))); }
+TimePoint FromMillis(int64_t ms) {
+  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
+}
 
 std::string NewId() {
   std::string u = NewUuidV4();
@@ -221,7 +223,9 @@ std::string_view InitialState(std::string_view kind, Operation op) {
   return "validating";
 }
 
-bool Updatable(const std::string& state) { return state == "ready" || state == "error" || state == "recoverable_error"; }
+bool Updatable(const std::string& state) {
+  return state == "ready" || state == "error" || state == "recoverable_error";
+}
 
 }  // namespace
 
@@ -350,7 +354,8 @@ Status Service::CommitLocked(Txn& txn) {
     if (it == records_.end()) {
       options_.scheduler->Cancel(href);
       options_.scheduler->Cancel(href + "#revoke");
-      if (before && !before->idem_key.empty()) idempotency_.erase(before->idem_collection + "\n" + before->idem_key);
+      if (before && !before->idem_key.empty())
+        idempotency_.erase(before->idem_collection + "\n" + before->idem_key);
       continue;
     }
     ScheduleLocked(it->second);
@@ -371,7 +376,8 @@ void Service::ScheduleLocked(const Record& rec) {
   }
   if (rec.revocation_state == "revoking") {
     std::string href = rec.href;
-    options_.scheduler->Schedule(href + "#revoke", rec.revocation_due, [this, href] { OnRevocationDue(href); });
+    options_.scheduler->Schedule(href + "#revoke", rec.revocation_due,
+                                 [this, href] { OnRevocationDue(href); });
   }
 }
 
@@ -397,7 +403,8 @@ bool Service::HasChildrenLocked(const std::string& cluster_href) const {
 void Service::RemoveClusterLocked(Txn& txn, const std::string& cluster_href) {
   std::string prefix = cluster_href + "/break_glass_credentials/";
   std::vector<std::string> creds;
-  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+       ++it) {
     creds.push_back(it->first);
   }
   for (const auto& c : creds) RemoveLocked(txn, c);
@@ -421,7 +428,8 @@ void Service::SetCredentialStatusLocked(Txn& txn, Record& rec, std::string statu
     rec.object["kubeconfig"] =
         "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n    server: " + api +
         "\ncontexts:\n- name: admin\n  context:\n    cluster: " + name +
-        "\n    user: admin\ncurrent-context: admin\nusers:\n- name: admin\n  user:\n    token: sim-" + id + "\n";
+        "\n    user: admin\ncurrent-context: admin\nusers:\n- name: admin\n  user:\n    token: sim-" + id +
+        "\n";
     if (auto exp = ParseRfc3339(GetString(rec.object, "expiration_timestamp").value_or("")); exp.ok()) {
       rec.has_next = true;
       rec.next_state = "expired";
@@ -461,17 +469,20 @@ void Service::RemoveLocked(Txn& txn, const std::string& href) {
   AddEventLocked(txn, href, kind, std::string(kGone), json::object{});
 }
 
-void Service::AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,
-                             json::object object) {
-  txn.events.push_back(json::object{{"href", href}, {"kind", kind}, {"state", state}, {"object", std::move(object)}});
+void Service::AddEventLocked(Txn& txn, const std::string& href, std::string_view kind,
+                             const std::string& state, json::object object) {
+  txn.events.push_back(
+      json::object{{"href", href}, {"kind", kind}, {"state", state}, {"object", std::move(object)}});
 }
 
-std::optional<Service::ProvisioningFault> Service::DrawProvisioningFaultLocked(std::string_view kind, Operation op) {
+std::optional<Service::ProvisioningFault> Service::DrawProvisioningFaultLocked(std::string_view kind,
+                                                                               Operation op) {
   std::lock_guard lock(faults_mu_);
   for (auto it = provisioning_faults_.begin(); it != provisioning_faults_.end(); ++it) {
     auto& f = *it;
     if (!f.kinds.empty() && std::find(f.kinds.begin(), f.kinds.end(), kind) == f.kinds.end()) continue;
-    if (std::find(f.operations.begin(), f.operations.end(), OperationName(op)) == f.operations.end()) continue;
+    if (std::find(f.operations.begin(), f.operations.end(), OperationName(op)) == f.operations.end())
+      continue;
     if (f.remaining == 0) continue;
     if (f.fraction < 1.0 && std::uniform_real_distribution<double>(0, 1)(rng_) >= f.fraction) continue;
     ProvisioningFault hit = f;
@@ -561,7 +572,9 @@ void Service::OnStepDue(const std::string& href) {
   }
   Status st = CommitLocked(txn);
   if (!st.ok()) {
-    if (options_.logger) options_.logger->Error("cannot persist a transition", {{"href", href}, {"error", st.error().ToString()}});
+    if (options_.logger)
+      options_.logger->Error("cannot persist a transition",
+                             {{"href", href}, {"error", st.error().ToString()}});
     // CommitLocked restored the object: try again shortly.
     if (FindLocked(href, "")) {
       options_.scheduler->Schedule(href, now + std::chrono::seconds(1), [this, href] { OnStepDue(href); });
@@ -592,7 +605,8 @@ void Service::OnRevocationDue(const std::string& href) {
   r.revocation_done = now;
   const std::string prefix = href + "/break_glass_credentials/";
   std::vector<std::string> creds;
-  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+       ++it) {
     if (it->second.state() == "awaiting_revocation") creds.push_back(it->first);
   }
   for (const auto& c : creds) SetCredentialStatusLocked(txn, TouchLocked(txn, c), "revoked", now);
@@ -646,9 +660,7 @@ void Service::Shutdown() {
     std::lock_guard lock(mu_);
   }
   events_cv_.notify_all();
-  {
-    std::lock_guard lock(sleep_mu_);
-  }
+  { std::lock_guard lock(sleep_mu_); }
   shutdown_cv_.notify_all();
 }
 
@@ -697,9 +709,9 @@ Service::HttpFault Service::DrawHttpFault(const http::Request& req, std::string_
   *hang = false;
   *status = f.status;
   if (path.compare(0, f.path_prefix.size(), f.path_prefix) != 0) return HttpFault::kNone;
-  if (!f.methods.empty() &&
-      std::none_of(f.methods.begin(), f.methods.end(),
-                   [&](const std::string& m) { return EqualsIgnoreCase(m, req.method_string()); })) {
+  if (!f.methods.empty() && std::none_of(f.methods.begin(), f.methods.end(), [&](const std::string& m) {
+        return EqualsIgnoreCase(m, req.method_string());
+      })) {
     return HttpFault::kNone;
   }
   auto roll = [&](double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; };
@@ -725,7 +737,8 @@ Service::HttpFault Service::DrawHttpFault(const http::Request& req, std::string_
 http::Response Service::Handle(http::Request&& req) {
   auto [path, query] = http::SplitTarget(req.target());
   if (path.rfind("/control", 0) == 0) return HandleControl(req, path);
-  if (path.rfind(kApiPrefix, 0) != 0) return OcmError(StatusCode::not_found, "Unknown path '" + std::string(path) + "'");
+  if (path.rfind(kApiPrefix, 0) != 0)
+    return OcmError(StatusCode::not_found, "Unknown path '" + std::string(path) + "'");
 
   int fault_status = 503;
   std::chrono::milliseconds delay{0};
@@ -746,10 +759,13 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   const auto method = req.method();
   using http::Verb;
   auto not_allowed = [&] {
-    return OcmError(StatusCode::method_not_allowed,
-                    "Method " + std::string(req.method_string()) + " is not allowed on '" + std::string(path) + "'");
+    return OcmError(StatusCode::method_not_allowed, "Method " + std::string(req.method_string()) +
+                                                        " is not allowed on '" + std::string(path) + "'");
   };
-  auto not_found = [&] { return OcmError(StatusCode::not_found, "Unknown path '" + std::string(kApiPrefix) + std::string(path) + "'"); };
+  auto not_found = [&] {
+    return OcmError(StatusCode::not_found,
+                    "Unknown path '" + std::string(kApiPrefix) + std::string(path) + "'");
+  };
   if (segs.empty()) return not_found();
   const std::string base(kApiPrefix);
 
@@ -808,8 +824,9 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     }
   }
   if (sub == "break_glass_credentials" && segs.size() == 4) {
-    return method == Verb::get ? GetObject(cluster + "/break_glass_credentials/" + std::string(segs[3]), kCredential)
-                               : not_allowed();
+    return method == Verb::get
+               ? GetObject(cluster + "/break_glass_credentials/" + std::string(segs[3]), kCredential)
+               : not_allowed();
   }
   std::string_view child_kind;
   if (sub == "node_pools") {
@@ -823,7 +840,8 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   if (segs.size() == 3) {
     {
       std::lock_guard lock(mu_);
-      if (!FindLocked(cluster, kCluster)) return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
+      if (!FindLocked(cluster, kCluster))
+        return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
     }
     if (method == Verb::get) return ListObjects(child_kind, cluster, query);
     if (method == Verb::post) return CreateObject(req, child_kind, collection, cluster);
@@ -842,7 +860,8 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   return not_found();
 }
 
-http::Response Service::ListObjects(std::string_view kind, const std::string& parent, std::string_view query) {
+http::Response Service::ListObjects(std::string_view kind, const std::string& parent,
+                                    std::string_view query) {
   int64_t page = 1, size = kDefaultPageSize;
   SearchExpr search;
   for (const auto& p : http::ParseQuery(query)) {
@@ -856,7 +875,8 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
       size = std::min(*v, kMaxPageSize);
     } else if (p.name == "search") {
       auto s = ParseSearch(p.value);
-      if (!s.ok()) return OcmError(StatusCode::bad_request, "Invalid search expression: " + s.error().message());
+      if (!s.ok())
+        return OcmError(StatusCode::bad_request, "Invalid search expression: " + s.error().message());
       search = std::move(*s);
     }
   }
@@ -882,10 +902,11 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
   return Ocm(StatusCode::ok, body);
 }
 
-http::Response Service::CreateObject(const http::Request& req, std::string_view kind, const std::string& collection,
-                                     const std::string& parent) {
+http::Response Service::CreateObject(const http::Request& req, std::string_view kind,
+                                     const std::string& collection, const std::string& parent) {
   auto parsed = ParseJson(req.body());
-  if (!parsed.ok()) return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
+  if (!parsed.ok())
+    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
   if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
   json::object body = std::move(parsed->as_object());
   for (auto k : kServerManaged) body.erase(k);
@@ -908,20 +929,22 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
       return OcmError(StatusCode::conflict, "Cluster '" + parent + "' is being deleted");
     }
     std::string prefix = collection + "/";
-    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+         ++it) {
       if (EqualsIgnoreCase(GetString(it->second.object, "name").value_or(""), name)) {
-        return OcmError(StatusCode::conflict, std::string(kind) + " '" + name + "' already exists in cluster '" +
-                                                  parent + "'");
+        return OcmError(StatusCode::conflict,
+                        std::string(kind) + " '" + name + "' already exists in cluster '" + parent + "'");
       }
     }
   } else {
     const std::string ck = ClusterKey(body);
     for (const auto& [href, rec] : records_) {
       if (rec.kind == kCluster && ClusterKey(rec.object) == ck) {
-        return OcmError(StatusCode::conflict, "Cluster '" + name + "' already exists in subscription '" +
-                                                  std::string(GetString(*hcprp::GetObject(body, "azure"),
-                                                                        "subscription_id").value_or("")) +
-                                                  "' and resource group");
+        return OcmError(
+            StatusCode::conflict,
+            "Cluster '" + name + "' already exists in subscription '" +
+                std::string(GetString(*hcprp::GetObject(body, "azure"), "subscription_id").value_or("")) +
+                "' and resource group");
       }
     }
   }
@@ -945,7 +968,8 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   }
   if (kind == kCluster) {
     std::string region = "eastus";
-    if (const json::object* r = hcprp::GetObject(obj, "region")) region = std::string(GetString(*r, "id").value_or(region));
+    if (const json::object* r = hcprp::GetObject(obj, "region"))
+      region = std::string(GetString(*r, "id").value_or(region));
     const std::string domain = id.substr(0, 8) + "." + region + ".aroapp-hcp.example.com";
     json::value& api = obj["api"];
     if (!api.is_object()) api = json::object{};
@@ -988,16 +1012,20 @@ http::Response Service::GetStatus(const std::string& href, std::string_view kind
   std::lock_guard lock(mu_);
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");
-  json::object body{{"kind", StatusKind(kind)}, {"id", GetString(rec->object, "id").value_or("")}, {"href", href + "/status"}};
+  json::object body{{"kind", StatusKind(kind)},
+                    {"id", GetString(rec->object, "id").value_or("")},
+                    {"href", href + "/status"}};
   if (const json::object* st = hcprp::GetObject(rec->object, "status")) {
     for (const auto& [k, v] : *st) body[k] = v;
   }
   return Ocm(StatusCode::ok, body);
 }
 
-http::Response Service::UpdateObject(const http::Request& req, const std::string& href, std::string_view kind) {
+http::Response Service::UpdateObject(const http::Request& req, const std::string& href,
+                                     std::string_view kind) {
   auto parsed = ParseJson(req.body());
-  if (!parsed.ok()) return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
+  if (!parsed.ok())
+    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
   if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
   json::object patch = std::move(parsed->as_object());
   for (auto k : kServerManaged) patch.erase(k);
@@ -1043,7 +1071,8 @@ http::Response Service::DeleteObject(const std::string& href, std::string_view k
   if (kind == kCluster) {
     std::string prefix = href + "/";
     std::vector<std::string> children;
-    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+         ++it) {
       if (it->second.state() != "uninstalling") children.push_back(it->first);
     }
     for (const auto& c : children) BeginOperationLocked(txn, TouchLocked(txn, c), Operation::kDelete, false);
@@ -1066,8 +1095,10 @@ http::Response Service::RequestAdminCredential(const http::Request& req, const s
   Duration ttl = std::chrono::hours(24);
   if (!req.body().empty()) {
     auto body = ParseJson(req.body());
-    if (!body.ok() || !body->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-    if (auto secs = GetInt(body->as_object(), "expiration_seconds"); secs && *secs > 0) ttl = std::chrono::seconds(*secs);
+    if (!body.ok() || !body->is_object())
+      return OcmError(StatusCode::bad_request, "The body must be a JSON object");
+    if (auto secs = GetInt(body->as_object(), "expiration_seconds"); secs && *secs > 0)
+      ttl = std::chrono::seconds(*secs);
   }
   const std::string key(req["X-Idempotency-Key"]);
   const std::string collection = cluster_href + "/break_glass_credentials";
@@ -1078,7 +1109,8 @@ http::Response Service::RequestAdminCredential(const http::Request& req, const s
   if (!key.empty()) {
     auto it = idempotency_.find(collection + "\n" + key);
     if (it != idempotency_.end()) {
-      if (Record* existing = FindLocked(it->second, kCredential)) return Ocm(StatusCode::ok, existing->object);
+      if (Record* existing = FindLocked(it->second, kCredential))
+        return Ocm(StatusCode::ok, existing->object);
     }
   }
   if (cluster->state() != "ready") {
@@ -1133,10 +1165,12 @@ http::Response Service::RevokeCredentials(const std::string& cluster_href) {
   r.revocation_started = now;
   r.revocation_due = now + options_.provisioner->RevocationTime();
   r.credential_generation++;
-  AddEventLocked(txn, cluster_href + "/revoke_credentials", "CredentialRevocation", "revoking", RevocationLocked(r));
+  AddEventLocked(txn, cluster_href + "/revoke_credentials", "CredentialRevocation", "revoking",
+                 RevocationLocked(r));
   const std::string prefix = cluster_href + "/break_glass_credentials/";
   std::vector<std::string> creds;
-  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+       ++it) {
     const std::string s = it->second.state();
     if (s == "issuing" || s == "issued") creds.push_back(it->first);
   }
@@ -1157,7 +1191,8 @@ http::Response Service::ListVersions(std::string_view query) {
   SearchExpr search;
   if (auto s = http::FindQueryParam(query, "search")) {
     auto e = ParseSearch(*s);
-    if (!e.ok()) return OcmError(StatusCode::bad_request, "Invalid search expression: " + e.error().message());
+    if (!e.ok())
+      return OcmError(StatusCode::bad_request, "Invalid search expression: " + e.error().message());
     search = std::move(*e);
   }
   json::array items;
@@ -1166,7 +1201,10 @@ http::Response Service::ListVersions(std::string_view query) {
     if (Matches(search, o)) items.push_back(std::move(o));
   }
   int64_t n = static_cast<int64_t>(items.size());
-  return Ocm(StatusCode::ok, json::object{{"kind", "VersionList"}, {"page", 1}, {"size", n}, {"total", n}, {"items", std::move(items)}});
+  return Ocm(
+      StatusCode::ok,
+      json::object{
+          {"kind", "VersionList"}, {"page", 1}, {"size", n}, {"total", n}, {"items", std::move(items)}});
 }
 
 http::Response Service::GetVersion(std::string_view id) {
@@ -1192,7 +1230,8 @@ http::Response Service::WatchEvents(std::string_view query) {
       }
     } else if (p.name == "timeout") {
       auto v = ParseInt(p.value);
-      if (!v || *v < 0) return OcmError(StatusCode::bad_request, "timeout must be a non-negative number of milliseconds");
+      if (!v || *v < 0)
+        return OcmError(StatusCode::bad_request, "timeout must be a non-negative number of milliseconds");
       timeout = std::min(std::chrono::milliseconds(*v), options_.max_watch);
     } else if (p.name == "limit") {
       auto v = ParseInt(p.value);
@@ -1202,17 +1241,20 @@ http::Response Service::WatchEvents(std::string_view query) {
   }
   std::unique_lock lock(mu_);
   if (latest) {
-    return Ocm(StatusCode::ok, json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
+    return Ocm(
+        StatusCode::ok,
+        json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
   }
   const uint64_t from = after.value_or(0);
   auto gone = [&] {
-    json::object body{{"kind", "Error"},
-                      {"id", "410"},
-                      {"href", std::string(kApiPrefix) + "/errors/410"},
-                      {"code", "CLUSTERS-MGMT-410"},
-                      {"reason", "Events after sequence " + std::to_string(from) +
-                                     " are no longer available; list the objects and resume from last_sequence"},
-                      {"last_sequence", last_sequence_}};
+    json::object body{
+        {"kind", "Error"},
+        {"id", "410"},
+        {"href", std::string(kApiPrefix) + "/errors/410"},
+        {"code", "CLUSTERS-MGMT-410"},
+        {"reason", "Events after sequence " + std::to_string(from) +
+                       " are no longer available; list the objects and resume from last_sequence"},
+        {"last_sequence", last_sequence_}};
     return Ocm(StatusCode::gone, body);
   };
   if (from > last_sequence_ || from < first_retained_) return gone();
@@ -1227,7 +1269,8 @@ http::Response Service::WatchEvents(std::string_view query) {
     items.push_back(it->item);
     last = it->sequence;
   }
-  return Ocm(StatusCode::ok, json::object{{"kind", "EventList"}, {"items", std::move(items)}, {"last_sequence", last}});
+  return Ocm(StatusCode::ok,
+             json::object{{"kind", "EventList"}, {"items", std::move(items)}, {"last_sequence", last}});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1236,7 +1279,9 @@ http::Response Service::WatchEvents(std::string_view query) {
 http::Response Service::HandleControl(const http::Request& req, std::string_view path) {
   using http::Verb;
   const auto method = req.method();
-  auto bad = [](const std::string& m) { return ControlJson(StatusCode::bad_request, json::object{{"error", m}}); };
+  auto bad = [](const std::string& m) {
+    return ControlJson(StatusCode::bad_request, json::object{{"error", m}});
+  };
   auto body_object = [&]() -> Result<json::object> {
     if (req.body().empty()) return json::object{};
     auto v = ParseJson(req.body());
@@ -1262,18 +1307,17 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     const HttpFaults& h = http_faults_;
     json::array methods(h.methods.begin(), h.methods.end());
     return json::object{{"provisioning", std::move(prov)},
-                        {"http",
-                         json::object{{"error_count", h.error_count},
-                                      {"error_fraction", h.error_fraction},
-                                      {"error_after_count", h.error_after_count},
-                                      {"error_after_fraction", h.error_after_fraction},
-                                      {"status", h.status},
-                                      {"delay_fraction", h.delay_fraction},
-                                      {"delay_ms", h.delay_ms},
-                                      {"hang_fraction", h.hang_fraction},
-                                      {"hang_ms", h.hang_ms},
-                                      {"path_prefix", h.path_prefix},
-                                      {"methods", std::move(methods)}}}};
+                        {"http", json::object{{"error_count", h.error_count},
+                                              {"error_fraction", h.error_fraction},
+                                              {"error_after_count", h.error_after_count},
+                                              {"error_after_fraction", h.error_after_fraction},
+                                              {"status", h.status},
+                                              {"delay_fraction", h.delay_fraction},
+                                              {"delay_ms", h.delay_ms},
+                                              {"hang_fraction", h.hang_fraction},
+                                              {"hang_ms", h.hang_ms},
+                                              {"path_prefix", h.path_prefix},
+                                              {"methods", std::move(methods)}}}};
   };
   auto timing_json = [&]() {
     if (!options_.timing) return json::object{{"profile", "custom"}};
@@ -1282,7 +1326,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
   };
 
   if (path == "/control/health") {
-    if (method != Verb::get) return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "GET only"}});
+    if (method != Verb::get)
+      return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "GET only"}});
     json::object body{{"status", "ok"}};
     for (auto& [k, v] : timing_json()) body[k] = v;
     std::lock_guard lock(mu_);
@@ -1307,7 +1352,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       provisioning_faults_.clear();
       return http::MakeResponse(StatusCode::no_content);
     }
-    if (method != Verb::post) return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "POST or DELETE"}});
+    if (method != Verb::post)
+      return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "POST or DELETE"}});
     auto b = body_object();
     if (!b.ok()) return bad(b.error().message());
     ProvisioningFault f;
@@ -1318,7 +1364,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     f.code = std::string(GetString(*b, "code").value_or("OCM3999"));
     f.message = std::string(GetString(*b, "message").value_or("Injected provisioning failure"));
     f.state = std::string(GetString(*b, "state").value_or("error"));
-    if (f.state != "error" && f.state != "recoverable_error") return bad("state must be error or recoverable_error");
+    if (f.state != "error" && f.state != "recoverable_error")
+      return bad("state must be error or recoverable_error");
     if (const json::array* kinds = GetArray(*b, "kinds")) {
       for (const auto& k : *kinds) {
         if (!k.is_string()) return bad("kinds must be strings");
@@ -1329,7 +1376,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     }
     if (const json::array* ops = GetArray(*b, "operations")) {
       for (const auto& o : *ops) {
-        if (!o.is_string() || !ParseOperation(o.as_string()).ok()) return bad("operations: create, update, delete");
+        if (!o.is_string() || !ParseOperation(o.as_string()).ok())
+          return bad("operations: create, update, delete");
         f.operations.emplace_back(o.as_string());
       }
     } else {
@@ -1360,7 +1408,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       }
       return true;
     };
-    if (!fraction("error_fraction", h.error_fraction) || !fraction("error_after_fraction", h.error_after_fraction) ||
+    if (!fraction("error_fraction", h.error_fraction) ||
+        !fraction("error_after_fraction", h.error_after_fraction) ||
         !fraction("delay_fraction", h.delay_fraction) || !fraction("hang_fraction", h.hang_fraction)) {
       return bad("fractions must be numbers within [0, 1]");
     }
@@ -1397,7 +1446,8 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       t.profile = *parsed;
     }
     if (auto* ts = b->if_contains("time_scale")) {
-      if (!ts->is_number() || ts->to_number<double>() < 0) return bad("time_scale must be a non-negative number");
+      if (!ts->is_number() || ts->to_number<double>() < 0)
+        return bad("time_scale must be a non-negative number");
       t.time_scale = ts->to_number<double>();
     }
     options_.timing->set_timing(t);
@@ -1415,10 +1465,12 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       PlanLocked(r);
     }
     Status st = CommitLocked(txn);
-    if (!st.ok()) return ControlJson(StatusCode::internal_server_error, json::object{{"error", st.error().message()}});
+    if (!st.ok())
+      return ControlJson(StatusCode::internal_server_error, json::object{{"error", st.error().message()}});
     return ControlJson(StatusCode::ok, timing_json());
   }
-  return ControlJson(StatusCode::not_found, json::object{{"error", "unknown control path " + std::string(path)}});
+  return ControlJson(StatusCode::not_found,
+                     json::object{{"error", "unknown control path " + std::string(path)}});
 }
 
 }  // namespace hcprp::simulator

@@ -31,16 +31,16 @@ namespace hcprp::simulator {
 inline constexpr std::string_view kApiPrefix = "/api/aro_hcp/v1alpha1";
 
 struct ServiceOptions {
-  const Clock* clock = nullptr;           // required; not owned
-  Provisioner* provisioner = nullptr;     // required; not owned
-  TimedProvisioner* timing = nullptr;     // for /control/timing; may be null; not owned
-  StateStore* store = nullptr;            // required; not owned
-  Scheduler* scheduler = nullptr;         // required; not owned
-  const Logger* logger = nullptr;         // may be null; not owned
-  size_t event_history = 10'000;          // events kept for resuming watchers
+  const Clock* clock = nullptr;                 // required; not owned
+  Provisioner* provisioner = nullptr;           // required; not owned
+  TimedProvisioner* timing = nullptr;           // for /control/timing; may be null; not owned
+  StateStore* store = nullptr;                  // required; not owned
+  Scheduler* scheduler = nullptr;               // required; not owned
+  const Logger* logger = nullptr;               // may be null; not owned
+  size_t event_history = 10'000;                // events kept for resuming watchers
   std::chrono::milliseconds max_watch{60'000};  // cap on an events long-poll
   std::chrono::milliseconds max_hang{300'000};  // cap on an injected hang
-  uint64_t seed = 0;                      // fault randomness; 0 = random
+  uint64_t seed = 0;                            // fault randomness; 0 = random
 };
 
 // Thread-safe. Every object change is persisted through the StateStore before it is answered or
@@ -78,14 +78,14 @@ class Service {
     double fraction = 1.0;
     std::string code;
     std::string message;
-    std::string state;                   // "error" or "recoverable_error"
-    std::vector<std::string> kinds;      // empty: all
-    std::vector<std::string> operations; // create, update, delete
+    std::string state;                    // "error" or "recoverable_error"
+    std::vector<std::string> kinds;       // empty: all
+    std::vector<std::string> operations;  // create, update, delete
   };
   struct HttpFaults {
     int64_t error_count = 0;  // answer the next N calls with `status`
     double error_fraction = 0;
-    int64_t error_after_count = 0;    // act on the next N calls, then answer `status` (lost answers)
+    int64_t error_after_count = 0;  // act on the next N calls, then answer `status` (lost answers)
     double error_after_fraction = 0;
     int status = 503;
     double delay_fraction = 0;
@@ -128,7 +128,8 @@ class Service {
   void RemoveLocked(Txn& txn, const std::string& href);
   void BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool allow_fault);
   // Enters `state` as of `at` (a step's due time, so that late timers catch up; now for API calls).
-  void EnterStateLocked(Txn& txn, Record& rec, std::string state, TimePoint at);  // by value: callers pass rec.next_state
+  void EnterStateLocked(Txn& txn, Record& rec, std::string state,
+                        TimePoint at);  // by value: callers pass rec.next_state
   void PlanLocked(Record& rec);
   void AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,
                       json::object object);
@@ -153,8 +154,8 @@ class Service {
   mutable std::mutex mu_;
   std::condition_variable events_cv_;
   // Guarded by mu_.
-  std::map<std::string, Record> records_;              // by href
-  std::map<std::string, std::string> idempotency_;     // collection + '\n' + key -> href
+  std::map<std::string, Record> records_;           // by href
+  std::map<std::string, std::string> idempotency_;  // collection + '\n' + key -> href
   std::deque<EventRecord> history_;
   uint64_t last_sequence_ = 0;
   uint64_t first_retained_ = 0;  // the smallest `after` a watcher can still resume from

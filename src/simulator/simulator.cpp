@@ -85,9 +85,10 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     p.server = std::move(*server);
   }
   if (options.logger) {
-    options.logger->Info("cluster service simulator started",
-                         {{"port", sim->port()}, {"profile", ProfileName(options.profile)},
-                          {"time_scale", options.time_scale}, {"data_dir", options.data_dir}});
+    options.logger->Info("cluster service simulator started", {{"port", sim->port()},
+                                                               {"profile", ProfileName(options.profile)},
+                                                               {"time_scale", options.time_scale},
+                                                               {"data_dir", options.data_dir}});
   }
   return sim;
 }
@@ -104,7 +105,9 @@ std::string Simulator::base_url() const {
   return "http://" + ep.ToString();
 }
 
-http::Response Simulator::Handle(http::Request&& request) { return parts_->service->Handle(std::move(request)); }
+http::Response Simulator::Handle(http::Request&& request) {
+  return parts_->service->Handle(std::move(request));
+}
 
 void Simulator::Stop() {
   if (!parts_) return;

@@ -32,17 +32,17 @@ struct SimulatorOptions {
   http::Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Simulator::port()
   std::string data_dir;                   // empty: nothing survives a restart
   Profile profile = Profile::kDemo;
-  double time_scale = 1.0;                // multiplies every duration of the profile
-  const Clock* clock = nullptr;           // default: the system clock; not owned
-  const Logger* logger = nullptr;         // may be null; not owned
+  double time_scale = 1.0;         // multiplies every duration of the profile
+  const Clock* clock = nullptr;    // default: the system clock; not owned
+  const Logger* logger = nullptr;  // may be null; not owned
   // Replaces the timed state machine (e.g. by a provisioning engine); not owned. When set, profile and
   // time_scale only affect credential revocation through this provisioner.
   Provisioner* provisioner = nullptr;
   size_t event_history = 10'000;
-  int threads = 8;                        // HTTP handler threads kept warm
+  int threads = 8;  // HTTP handler threads kept warm
   size_t max_body_bytes = 4 * 1024 * 1024;
-  uint64_t seed = 0;                      // randomness of timing and faults; 0 = random
-  bool serve_http = true;                 // false: no socket, use Handle() (for in-process tests)
+  uint64_t seed = 0;       // randomness of timing and faults; 0 = random
+  bool serve_http = true;  // false: no socket, use Handle() (for in-process tests)
 };
 
 // Parses "--profile" and "--time-scale" values into options; InvalidArgument on bad input.

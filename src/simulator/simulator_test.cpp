@@ -46,7 +46,8 @@ const std::string kBase = "/api/aro_hcp/v1alpha1";
 
 std::string ClusterBody(const std::string& name, const std::string& sub = "sub-1") {
   return R"({"name":")" + name + R"(","region":{"id":"westus3"},"azure":{"subscription_id":")" + sub +
-         R"(","resource_group_name":"rg","resource_name":")" + name + R"("},"version":{"id":"openshift-v4.19"}})";
+         R"(","resource_group_name":"rg","resource_name":")" + name +
+         R"("},"version":{"id":"openshift-v4.19"}})";
 }
 
 class SimulatorTest : public ::testing::Test {
@@ -113,7 +114,8 @@ TEST_F(SimulatorTest, ClusterCreateWalksEveryState) {
   auto st = Call(*sim_, Verb::get, href + "/status");
   EXPECT_EQ(st.str("kind"), "ClusterStatus");
   EXPECT_EQ(st.str("provision_error_code"), "");
-  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
+  EXPECT_EQ(StatesOf(Events(0), href),
+            (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
 }
 
 TEST_F(SimulatorTest, InstantProfileStillPassesEveryState) {
@@ -121,7 +123,8 @@ TEST_F(SimulatorTest, InstantProfileStillPassesEveryState) {
   const std::string href = CreateCluster("fast");
   sim_->RunDueForTest();
   EXPECT_EQ(State(href), "ready");
-  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
+  EXPECT_EQ(StatesOf(Events(0), href),
+            (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
 }
 
 TEST_F(SimulatorTest, UpdateGoesThroughUpdating) {
@@ -191,7 +194,9 @@ TEST_F(SimulatorTest, ExternalAuthLifecycle) {
   ASSERT_EQ(ea.status, 201u);
   const std::string href = ea.str("href");
   EXPECT_EQ(href, cluster + "/external_auth_configs/" + ea.str("id"));
-  EXPECT_EQ(Call(*sim_, Verb::post, cluster + "/external_auth_configs", R"({"name":"ea2","issuer":{}})").status, 400u);
+  EXPECT_EQ(
+      Call(*sim_, Verb::post, cluster + "/external_auth_configs", R"({"name":"ea2","issuer":{}})").status,
+      400u);
   sim_->RunDueForTest();
   EXPECT_EQ(State(href), "ready");
   EXPECT_EQ(Call(*sim_, Verb::get, href + "/status").str("kind"), "ExternalAuthStatus");
@@ -202,15 +207,17 @@ TEST_F(SimulatorTest, ExternalAuthLifecycle) {
   Call(*sim_, Verb::delete_, href);
   sim_->RunDueForTest();
   EXPECT_EQ(Call(*sim_, Verb::get, href).status, 404u);
-  EXPECT_EQ(StatesOf(Events(0), href), (std::vector<std::string>{"validating", "installing", "ready", "updating",
-                                                                  "ready", "uninstalling", "deleted"}));
+  EXPECT_EQ(StatesOf(Events(0), href),
+            (std::vector<std::string>{"validating", "installing", "ready", "updating", "ready",
+                                      "uninstalling", "deleted"}));
 }
 
 TEST_F(SimulatorTest, FailedUpdateAndRetry) {
   StartSim(Profile::kInstant);
   const std::string href = CreateCluster("c1");
   sim_->RunDueForTest();
-  Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"count":1,"operations":["update"],"code":"OCM5001"})");
+  Call(*sim_, Verb::post, "/control/faults/provisioning",
+       R"({"count":1,"operations":["update"],"code":"OCM5001"})");
   Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
   sim_->RunDueForTest();
   auto st = Call(*sim_, Verb::get, href + "/status");
@@ -282,11 +289,14 @@ TEST_F(SimulatorTest, ErrorsAreOcmShaped) {
   EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/clusters/nope/node_pools").status, 404u);
   EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", "{not json").status, 400u);
   EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", "[]").status, 400u);
-  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", R"({"azure":{"subscription_id":"s","resource_group_name":"r"}})").status,
+  EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters",
+                 R"({"azure":{"subscription_id":"s","resource_group_name":"r"}})")
+                .status,
             400u);
   EXPECT_EQ(Call(*sim_, Verb::post, kBase + "/clusters", R"({"name":"x"})").status, 400u);
-  auto ver = Call(*sim_, Verb::post, kBase + "/clusters",
-                  R"({"name":"x","azure":{"subscription_id":"s","resource_group_name":"r"},"version":{"id":"4.2"}})");
+  auto ver = Call(
+      *sim_, Verb::post, kBase + "/clusters",
+      R"({"name":"x","azure":{"subscription_id":"s","resource_group_name":"r"},"version":{"id":"4.2"}})");
   EXPECT_EQ(ver.status, 400u);
   EXPECT_NE(ver.str("reason").find("4.2"), std::string::npos);
   CreateCluster("dup");
@@ -315,8 +325,9 @@ TEST_F(SimulatorTest, ListPagingAndSearch) {
   EXPECT_EQ(*GetString(GetArray(p2.obj(), "items")->at(0).as_object(), "name"), "c2");
   auto p3 = Call(*sim_, Verb::get, kBase + "/clusters?page=3&size=2");
   EXPECT_EQ(GetArray(p3.obj(), "items")->size(), 1u);
-  auto odd = Call(*sim_, Verb::get, kBase + "/clusters?search=" +
-                                       http::EncodeQueryComponent("azure.subscription_id='SUB-ODD'"));
+  auto odd =
+      Call(*sim_, Verb::get,
+           kBase + "/clusters?search=" + http::EncodeQueryComponent("azure.subscription_id='SUB-ODD'"));
   EXPECT_EQ(*GetInt(odd.obj(), "total"), 2);
   auto named = Call(*sim_, Verb::get, kBase + "/clusters?search=" + http::EncodeQueryComponent("name='c3'"));
   ASSERT_EQ(*GetInt(named.obj(), "total"), 1);
@@ -359,7 +370,8 @@ TEST_F(SimulatorTest, ProvisioningFaults) {
   EXPECT_EQ(st.state(), "error");
   EXPECT_EQ(st.str("provision_error_code"), "OCM3055");
   EXPECT_EQ(st.str("provision_error_message"), "quota exceeded");
-  EXPECT_EQ(StatesOf(Events(0), bad), (std::vector<std::string>{"validating", "pending", "installing", "error"}));
+  EXPECT_EQ(StatesOf(Events(0), bad),
+            (std::vector<std::string>{"validating", "pending", "installing", "error"}));
   EXPECT_EQ(State(good), "ready");
   // A failed cluster can be updated (retried) and deleted.
   // Node pool faults with recoverable_error, on updates only.
@@ -478,9 +490,8 @@ TEST_F(SimulatorTest, EventsResumeFromASequence) {
 
 TEST_F(SimulatorTest, LongPollWakesOnChange) {
   StartSim(Profile::kDemo);
-  auto waiter = std::async(std::launch::async, [&] {
-    return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=10000");
-  });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=10000"); });
   std::this_thread::sleep_for(50ms);
   auto start = std::chrono::steady_clock::now();
   CreateCluster("c1");
@@ -503,9 +514,8 @@ TEST_F(SimulatorTest, EventsTooFarBehindAreGone) {
 
 TEST_F(SimulatorTest, StopWakesLongPolls) {
   StartSim();
-  auto waiter = std::async(std::launch::async, [&] {
-    return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=30000");
-  });
+  auto waiter = std::async(std::launch::async,
+                           [&] { return Call(*sim_, Verb::get, kBase + "/events?after=0&timeout=30000"); });
   std::this_thread::sleep_for(50ms);
   auto start = std::chrono::steady_clock::now();
   sim_->Stop();
@@ -527,7 +537,8 @@ TEST_F(SimulatorTest, Credentials) {
   EXPECT_EQ(cred.str("status"), "issuing");
   EXPECT_EQ(cred.str("kubeconfig"), "");
   EXPECT_FALSE(cred.str("expiration_timestamp").empty());
-  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential", "", "cred-key").str("id"), cred.str("id"));
+  EXPECT_EQ(Call(*sim_, Verb::post, href + "/request_admin_credential", "", "cred-key").str("id"),
+            cred.str("id"));
   Advance(1s);
   auto issued = Call(*sim_, Verb::get, cred_href);
   EXPECT_EQ(issued.str("status"), "issued");
@@ -554,7 +565,8 @@ TEST_F(SimulatorTest, Credentials) {
   EXPECT_FALSE(done.str("completion_timestamp").empty());
   EXPECT_EQ(Call(*sim_, Verb::get, cred_href).str("status"), "revoked");
   EXPECT_EQ(Call(*sim_, Verb::get, second.str("href")).str("status"), "revoked");
-  EXPECT_EQ(StatesOf(Events(0), href + "/revoke_credentials"), (std::vector<std::string>{"revoking", "revoked"}));
+  EXPECT_EQ(StatesOf(Events(0), href + "/revoke_credentials"),
+            (std::vector<std::string>{"revoking", "revoked"}));
   EXPECT_EQ(StatesOf(Events(0), cred_href),
             (std::vector<std::string>{"issuing", "issued", "awaiting_revocation", "revoked"}));
 
@@ -659,7 +671,8 @@ TEST(SimulatorHttp, ServesOverHttp) {
   uint64_t after = 0;
   std::string state;
   for (int i = 0; i < 20 && state != "ready"; ++i) {
-    auto ev = client.Send(ep, http::MakeRequest(Verb::get, kBase + "/events?timeout=2000&after=" + std::to_string(after)), 5s);
+    auto ev = client.Send(
+        ep, http::MakeRequest(Verb::get, kBase + "/events?timeout=2000&after=" + std::to_string(after)), 5s);
     ASSERT_TRUE(ev.ok());
     auto page = ParseJson(ev->body())->as_object();
     after = static_cast<uint64_t>(*GetInt(page, "last_sequence"));

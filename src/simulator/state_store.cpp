@@ -29,15 +29,18 @@ class SqliteStateStore final : public StateStore {
   Status Init() {
     HCPRP_RETURN_IF_ERROR(Exec("PRAGMA journal_mode=WAL"));
     HCPRP_RETURN_IF_ERROR(Exec("PRAGMA synchronous=NORMAL"));
-    HCPRP_RETURN_IF_ERROR(Exec("CREATE TABLE IF NOT EXISTS objects(href TEXT PRIMARY KEY, doc TEXT NOT NULL)"));
+    HCPRP_RETURN_IF_ERROR(
+        Exec("CREATE TABLE IF NOT EXISTS objects(href TEXT PRIMARY KEY, doc TEXT NOT NULL)"));
     HCPRP_RETURN_IF_ERROR(Exec("CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"));
-    HCPRP_RETURN_IF_ERROR(Prepare("INSERT INTO objects(href, doc) VALUES(?1, ?2) "
-                                  "ON CONFLICT(href) DO UPDATE SET doc = excluded.doc",
-                                  &put_));
+    HCPRP_RETURN_IF_ERROR(
+        Prepare("INSERT INTO objects(href, doc) VALUES(?1, ?2) "
+                "ON CONFLICT(href) DO UPDATE SET doc = excluded.doc",
+                &put_));
     HCPRP_RETURN_IF_ERROR(Prepare("DELETE FROM objects WHERE href = ?1", &del_));
-    HCPRP_RETURN_IF_ERROR(Prepare("INSERT INTO meta(key, value) VALUES('last_sequence', ?1) "
-                                  "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                                  &meta_));
+    HCPRP_RETURN_IF_ERROR(
+        Prepare("INSERT INTO meta(key, value) VALUES('last_sequence', ?1) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                &meta_));
     return Status::Ok();
   }
 
@@ -86,7 +89,9 @@ class SqliteStateStore final : public StateStore {
   }
 
  private:
-  Error Err(const std::string& what) const { return Error::IoError("simulator state: " + what + ": " + sqlite3_errmsg(db_)); }
+  Error Err(const std::string& what) const {
+    return Error::IoError("simulator state: " + what + ": " + sqlite3_errmsg(db_));
+  }
 
   Status Exec(const char* sql) {
     char* msg = nullptr;
@@ -99,7 +104,8 @@ class SqliteStateStore final : public StateStore {
   }
 
   Status Prepare(const char* sql, sqlite3_stmt** st) {
-    if (sqlite3_prepare_v2(db_, sql, -1, st, nullptr) != SQLITE_OK) return Err(std::string("preparing ") + sql);
+    if (sqlite3_prepare_v2(db_, sql, -1, st, nullptr) != SQLITE_OK)
+      return Err(std::string("preparing ") + sql);
     return Status::Ok();
   }
 
@@ -119,8 +125,8 @@ Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& dir)
   if (ec) return Error::IoError("cannot create data dir " + dir + ": " + ec.message());
   std::string path = (std::filesystem::path(dir) / "simulator.db").string();
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                      nullptr) != SQLITE_OK) {
     std::string m = db ? sqlite3_errmsg(db) : "out of memory";
     sqlite3_close(db);
     return Error::IoError("cannot open " + path + ": " + m);

@@ -118,8 +118,8 @@ bool WaitForState(http::Client& c, const std::string& base, const std::string& h
 TEST(SimulatorProcess, SurvivesKillNineAndStopsGracefully) {
   auto dir = std::filesystem::temp_directory_path() / ("hcprp-sim-e2e-" + NewUuidV4());
   // demo x2: validating 2 s, pending 2 s, installing 12 s.
-  std::vector<std::string> args = {HCPRP_BINARY, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
-                                   dir.string(), "--profile", "demo", "--time-scale", "2"};
+  std::vector<std::string> args = {HCPRP_BINARY, "clusters-service", "--listen", "127.0.0.1:0",  "--data-dir",
+                                   dir.string(), "--profile",        "demo",     "--time-scale", "2"};
   http::Client client;
   std::string href, id;
   uint64_t sequence = 0;
@@ -127,8 +127,9 @@ TEST(SimulatorProcess, SurvivesKillNineAndStopsGracefully) {
     Process p(args);
     std::string base = p.WaitForUrl();
     ASSERT_FALSE(base.empty()) << "the simulator did not start";
-    auto created = Call(client, base, http::Verb::post, kBase + "/clusters",
-                        R"({"name":"e2e","azure":{"subscription_id":"s","resource_group_name":"rg"}})", "op-1");
+    auto created =
+        Call(client, base, http::Verb::post, kBase + "/clusters",
+             R"({"name":"e2e","azure":{"subscription_id":"s","resource_group_name":"rg"}})", "op-1");
     ASSERT_EQ(created.status, 201u);
     href = std::string(*GetString(created.body, "href"));
     id = std::string(*GetString(created.body, "id"));
