@@ -515,7 +515,15 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
   std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
   if (ops.empty()) return;
   ++counters_.events_applied;
-  Observation obs = ObservationFromStatus(event.object);
+  // The event carries the whole object; its status (state, provision error) sits under "status"
+  // (older services put the error fields at the top level).
+  const json::object* status = GetObject(event.object, "status");
+  Observation obs = ObservationFromStatus(status ? *status : event.object);
+  if (status && obs.error_code.empty()) {
+    Observation top = ObservationFromStatus(event.object);
+    obs.error_code = std::move(top.error_code);
+    if (obs.error_message.empty()) obs.error_message = std::move(top.error_message);
+  }
   obs.state = event.state;
   obs.gone = event.state == "deleted";
   for (const OperationRecord& op : ops) {

@@ -31,9 +31,11 @@ void FakeClusterService::PublishLocked(const std::string& href, const Object* o)
   if (o != nullptr) {
     e.kind = o->kind;
     e.state = o->state;
-    e.object = json::object{{"state", o->state}};
-    if (!o->error_code.empty()) e.object["provision_error_code"] = o->error_code;
-    if (!o->error_message.empty()) e.object["provision_error_message"] = o->error_message;
+    // Like the simulator: the whole object, with state and provision error under "status".
+    json::object status{{"state", o->state}};
+    if (!o->error_code.empty()) status["provision_error_code"] = o->error_code;
+    if (!o->error_message.empty()) status["provision_error_message"] = o->error_message;
+    e.object = json::object{{"kind", o->kind}, {"href", href}, {"status", std::move(status)}};
   } else {
     e.state = "deleted";
   }

@@ -51,7 +51,10 @@ Result<Url> ParseUrl(std::string_view text) {
   }
   out.target = std::string(u.encoded_path());
   if (out.target.empty()) out.target = "/";
-  if (u.has_query()) out.target += "?" + std::string(u.encoded_query());
+  if (u.has_query()) {
+    out.target += '?';
+    out.target.append(u.encoded_query().data(), u.encoded_query().size());
+  }
   return out;
 }
 
