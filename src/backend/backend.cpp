@@ -170,6 +170,7 @@ Status Backend::Start() {
   threads_.emplace_back([this] { FeedLoop(); });
   threads_.emplace_back([this] { EventLoop(); });
   threads_.emplace_back([this] { TimerLoop(); });
+  threads_.emplace_back([this] { LeaseLoop(); });
   threads_.emplace_back([this] { NotifierLoop(); });
   return Status::Ok();
 }
@@ -269,6 +270,24 @@ void Backend::TimerLoop() {
     auto wait = std::min(options_.tick, ownership_->RenewInterval());
     run_cv_.wait_for(lock, wait, [this] { return stopping_ || wake_; });
     wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+void Backend::LeaseLoop() {
+  while (true) {
+    if (ownership_->Tick()) {
+      resync_requested_ = true;
+      load_subscriptions_requested_ = true;
+      {
+        std::lock_guard lock(run_mu_);
+        wake_ = true;
+      }
+      run_cv_.notify_all();
+    }
+    std::unique_lock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.wait_for(lock, ownership_->RenewInterval(), [this] { return stopping_; });
     if (stopping_) return;
   }
 }

@@ -240,6 +240,9 @@ class Backend {
   void FeedLoop();
   void EventLoop();
   void TimerLoop();
+  // Renews ownership on its own cadence, so that a long step (slow Cluster Service) never lets the
+  // lease lapse.
+  void LeaseLoop();
   void NotifierLoop();
   void WaitFor(std::chrono::milliseconds d);  // real time, ends early on Stop()
 
