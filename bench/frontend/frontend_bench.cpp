@@ -138,8 +138,9 @@ WrkResult RunWrk(const std::string& url, int seconds, int connections, int threa
 std::string WritePutScript(const std::filesystem::path& dir) {
   std::filesystem::path path = dir / "put_create.lua";
   std::ofstream out(path);
+  // thread_id is a global: setup() sets it in each wrk thread's own Lua state.
   out << "local counter = 0\n"
-         "local thread_id = 0\n"
+         "thread_id = 0\n"
          "local next_thread = 0\n"
          "function setup(thread)\n"
          "  next_thread = next_thread + 1\n"

@@ -253,7 +253,8 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
     return Outcome::Done(Fail(env, ctx, created.error()));
   }
-  LoadedResource result{doc_id, created->documents.at(0).etag, doc, created->documents.at(0).timestamp_ms};
+  LoadedResource result{doc_id, created->documents.at(0).etag, std::move(doc),
+                        created->documents.at(0).timestamp_ms};
 
   // Step 2: the Cluster Service, with the operation id as idempotency key.
   auto cs_body = BuildClusterServiceCreateBody(id, resource, ctx.tenant_id);
