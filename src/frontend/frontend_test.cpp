@@ -400,6 +400,32 @@ TEST_F(FrontendTest, UnreachableClusterServiceKeepsTheAcceptedOperation) {
   EXPECT_TRUE(op->internal_id.empty());
 }
 
+TEST_F(FrontendTest, DeleteWhileClusterServiceIsDownKeepsOneDeleteOperation) {
+  const std::string path = ClusterPath("downdel");
+  CreateCluster("downdel");
+  std::string href = s.Resource(path)->internal_id;
+  s.cs.FailWith(Error::Unavailable("down"));
+  auto first = s.Delete(path + V());
+  ASSERT_EQ(first.result_int(), 202u) << first.body();
+  std::string op_id = OperationIdOf(Header(first, "Azure-AsyncOperation"));
+  auto op = s.Operation(op_id);
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->request, arm::OperationRequest::kDelete);
+  EXPECT_EQ(op->status, "Deleting");
+  EXPECT_EQ(op->internal_id, href);
+  EXPECT_EQ(s.Resource(path)->provisioning_state, "Deleting");
+  // A repeated DELETE answers with the same operation; the Cluster Service object is still there
+  // for the backend to delete.
+  auto again = s.Delete(path + V());
+  ASSERT_EQ(again.result_int(), 202u);
+  EXPECT_EQ(OperationIdOf(Header(again, "Azure-AsyncOperation")), op_id);
+  s.cs.FailWith(std::nullopt);
+  EXPECT_TRUE(s.cs.Exists(href));
+  int deletes = 0;
+  for (const auto& call : s.cs.Calls()) deletes += call == "Delete " + href ? 1 : 0;
+  EXPECT_EQ(deletes, 2);  // each DELETE tried once; neither reached the service
+}
+
 // --- Seed 002 ETag tables, row by row ------------------------------------------------------------
 
 TEST_F(FrontendTest, EtagTablePut) {
