@@ -18,6 +18,7 @@
 #include "core/uuid.h"
 #include "frontend/frontend.h"
 #include "http/server.h"
+#include "provisioning/engine_plugin.h"
 #include "simulator/simulator.h"
 #include "store/store.h"
 
@@ -32,6 +33,8 @@ struct Config {
   std::string cs_listen = "127.0.0.1:0";
   std::string profile = "demo";
   std::string time_scale = "1";
+  std::string provisioner = "timed";  // timed or engine
+  double orphan_threshold_seconds = 600;
   std::string log_level = "info";
   int retry_after = 10;
   int threads = 8;
@@ -104,6 +107,12 @@ class Runner {
     std::filesystem::create_directories(o.data_dir, ec);
     HCPRP_RETURN_IF_ERROR(simulator::ApplyProfileFlag(o, config_.profile));
     HCPRP_RETURN_IF_ERROR(simulator::ApplyTimeScaleFlag(o, config_.time_scale));
+    if (config_.provisioner == "engine") {
+      provisioning::EnginePluginOptions eo;
+      eo.orphan_threshold = std::chrono::duration_cast<Duration>(
+          std::chrono::duration<double>(std::max(config_.orphan_threshold_seconds, 0.0)));
+      o.provisioner_factory = provisioning::EngineFactory(eo);
+    }
     sim_logger_.emplace(logger_.WithComponent("clusters-service"));
     o.logger = &*sim_logger_;
     auto sim = simulator::Simulator::Start(o);
@@ -203,9 +212,9 @@ class Runner {
               << "  ARM endpoint:      http://" << parts_.server->endpoint().ToString() << "\n"
               << "  store:             " << store_url_ << "\n"
               << "  Cluster Service:   " << cs_url_
-              << (parts_.sim
-                      ? " (simulator, profile " + config_.profile + ", time scale " + config_.time_scale + ")"
-                      : std::string())
+              << (parts_.sim ? " (simulator, profile " + config_.profile + ", time scale " +
+                                   config_.time_scale + ", provisioner " + config_.provisioner + ")"
+                             : std::string())
               << "\n"
               << "  try:               hcpctl --endpoint http://" << parts_.server->endpoint().ToString()
               << " subscription register\n"
@@ -323,6 +332,15 @@ int Main(int argc, char** argv) {
     s->add_option("--profile", c.profile, "Simulator timing: instant, demo or realistic")
         ->capture_default_str();
     s->add_option("--time-scale", c.time_scale, "Multiplies every simulated duration")->capture_default_str();
+    s->add_option(
+         "--provisioner", c.provisioner,
+         "timed (state machine with profile durations) or engine (provisioning engine + simulated Azure)")
+        ->check(CLI::IsMember({"timed", "engine"}))
+        ->capture_default_str();
+    s->add_option("--orphan-threshold-seconds", c.orphan_threshold_seconds,
+                  "Engine only: how long a deletion may fail on invalid credentials before its resources are "
+                  "orphaned (scaled by --time-scale)")
+        ->capture_default_str();
   };
 
   auto* serve = app.add_subcommand("serve", "Frontend, backend and Cluster Service simulator in one process");

@@ -52,6 +52,12 @@ struct Service::Txn {
 
 namespace {
 
+// Status fields EnterStateLocked rebuilds on every state change.
+bool IsSimulatorStatusField(std::string_view name) {
+  return name == "state" || name == "provision_error_code" || name == "provision_error_message" ||
+         name == "description" || name == "last_transition_timestamp";
+}
+
 constexpr int64_t kDefaultPageSize = 100;
 constexpr int64_t kMaxPageSize = 1000;
 
@@ -513,7 +519,15 @@ void Service::BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool all
 
 void Service::EnterStateLocked(Txn& txn, Record& rec, std::string state, TimePoint now) {
   txn.before.try_emplace(rec.href, rec);  // no-op when already touched
+  // Fields an engine set through SetStatusFields (conditions) outlive the state they were set in.
+  json::object kept;
+  if (const json::object* old = hcprp::GetObject(rec.object, "status")) {
+    for (const auto& [k, v] : *old) {
+      if (!IsSimulatorStatusField(k)) kept[k] = v;
+    }
+  }
   json::object& status = rec.object["status"].emplace_object();
+  status = std::move(kept);
   status["state"] = state;
   if (state == "error" || state == "recoverable_error") {
     status["provision_error_code"] = rec.fail_code.empty() ? "OCM3999" : rec.fail_code;
@@ -640,6 +654,33 @@ Status Service::Transition(const std::string& href, const std::string& state, co
     if (!error_message.empty()) r.fail_message = error_message;
     EnterStateLocked(txn, r, state, options_.clock->Now());
   }
+  return CommitLocked(txn);
+}
+
+Status Service::SetStatusFields(const std::string& href, const json::object& fields) {
+  for (const auto& [k, v] : fields) {
+    if (IsSimulatorStatusField(k)) {
+      return Error::InvalidArgument("status." + std::string(k) + " belongs to the simulator");
+    }
+  }
+  std::lock_guard lock(mu_);
+  Record* rec = FindLocked(href, "");
+  if (!rec) return Error::NotFound(href + " not found");
+  if (rec->kind == kCredential) return Error::InvalidArgument(href + " has no status object");
+  const json::object* old = hcprp::GetObject(rec->object, "status");
+  bool changed = !old;
+  for (const auto& [k, v] : fields) {
+    if (changed) break;
+    auto it = old->find(k);
+    changed = it == old->end() || it->value() != v;
+  }
+  if (!changed) return Status::Ok();
+  Txn txn;
+  Record& r = TouchLocked(txn, href);
+  json::value& st = r.object["status"];
+  if (!st.is_object()) st.emplace_object();
+  for (const auto& [k, v] : fields) st.as_object()[k] = v;
+  AddEventLocked(txn, r.href, r.kind, r.state(), r.object);
   return CommitLocked(txn);
 }
 

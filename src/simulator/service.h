@@ -62,6 +62,12 @@ class Service {
   Status Transition(const std::string& href, const std::string& state, const std::string& error_code = "",
                     const std::string& error_message = "");
 
+  // Merges `fields` into the object's status (e.g. {"conditions": [...]} from a provisioning engine),
+  // persists them and announces the object as an event in its current state. A status field the
+  // simulator owns ("state", "provision_error_code", ...) cannot be set. No event when nothing changes.
+  // NotFound for an unknown object; InvalidArgument for a credential or a simulator-owned field.
+  Status SetStatusFields(const std::string& href, const json::object& fields);
+
   size_t object_count() const;
   uint64_t last_sequence() const;
 

@@ -10,15 +10,43 @@
 
 namespace hcprp::simulator {
 
+namespace {
+
+// Forwards the engine's calls to the service; the service is set before the engine starts.
+class ServiceHost final : public EngineHost {
+ public:
+  void set_service(Service* service) { service_ = service; }
+  Status Transition(const std::string& href, const std::string& state, const std::string& error_code,
+                    const std::string& error_message) override {
+    return service_->Transition(href, state, error_code, error_message);
+  }
+  Status SetStatusFields(const std::string& href, const json::object& fields) override {
+    return service_->SetStatusFields(href, fields);
+  }
+
+ private:
+  Service* service_ = nullptr;
+};
+
+constexpr std::string_view kFlushTask = "#simulator/flush-engine";
+
+}  // namespace
+
+// Destroyed in reverse order: the service goes before the engine it calls, the engine before the host.
 struct Simulator::Parts {
   SystemClock system_clock;
   const Clock* clock = nullptr;
+  Duration flush_interval{};
   std::unique_ptr<TimedProvisioner> timed;
+  ServiceHost host;
+  std::unique_ptr<PluggedProvisioner> engine;
   Provisioner* provisioner = nullptr;
   std::unique_ptr<StateStore> store;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Service> service;
   std::unique_ptr<http::Server> server;
+  std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
+  const Logger* logger = nullptr;
   std::mutex stop_mu;
   bool stopped = false;  // guarded by stop_mu
 };
@@ -46,8 +74,19 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   sim->parts_ = std::make_unique<Parts>();
   Parts& p = *sim->parts_;
   p.clock = options.clock ? options.clock : &p.system_clock;
+  p.extra_handler = options.extra_handler;
+  p.logger = options.logger;
   p.timed = std::make_unique<TimedProvisioner>(Timing{options.profile, options.time_scale}, options.seed);
   p.provisioner = options.provisioner ? options.provisioner : p.timed.get();
+  if (!options.provisioner && options.provisioner_factory) {
+    ProvisionerContext ctx{p.clock,         options.logger,     options.data_dir,
+                           options.profile, options.time_scale, options.seed};
+    auto engine = options.provisioner_factory(ctx);
+    if (!engine.ok()) return engine.error();
+    p.engine = std::move(*engine);
+    p.provisioner = p.engine->provisioner();
+  }
+  const bool timed = p.provisioner == p.timed.get();
   if (options.data_dir.empty()) {
     p.store = NewMemoryStateStore();
   } else {
@@ -59,7 +98,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   ServiceOptions so;
   so.clock = p.clock;
   so.provisioner = p.provisioner;
-  so.timing = options.provisioner ? nullptr : p.timed.get();
+  so.timing = timed ? p.timed.get() : nullptr;
   so.store = p.store.get();
   so.scheduler = p.scheduler.get();
   so.logger = options.logger;
@@ -69,6 +108,12 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   if (!service.ok()) return service.error();
   p.service = std::move(*service);
   p.scheduler->Start();
+  if (p.engine) {
+    p.host.set_service(p.service.get());
+    p.engine->Start(&p.host);
+    p.flush_interval = options.flush_interval;
+    if (p.flush_interval > Duration::zero()) sim->ScheduleFlush();
+  }
   if (options.serve_http) {
     http::ServerOptions ho;
     ho.listen = options.listen;
@@ -76,8 +121,9 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     ho.max_body_bytes = options.max_body_bytes;
     ho.on_too_large = &Service::TooLarge;
     ho.server_header = "hcprp-cluster-service-simulator";
-    Service* svc = p.service.get();
-    auto server = http::Server::Start(ho, [svc](http::Request&& req) { return svc->Handle(std::move(req)); });
+    Simulator* self = sim.get();
+    auto server =
+        http::Server::Start(ho, [self](http::Request&& req) { return self->Handle(std::move(req)); });
     if (!server.ok()) {
       sim->Stop();
       return server.error();
@@ -106,7 +152,22 @@ std::string Simulator::base_url() const {
 }
 
 http::Response Simulator::Handle(http::Request&& request) {
+  if (parts_->extra_handler) {
+    if (auto r = parts_->extra_handler(request)) return std::move(*r);
+  }
+  if (parts_->engine) {
+    if (auto r = parts_->engine->Handle(request)) return std::move(*r);
+  }
   return parts_->service->Handle(std::move(request));
+}
+
+void Simulator::ScheduleFlush() {
+  Parts* p = parts_.get();
+  p->scheduler->Schedule(std::string(kFlushTask), p->clock->Now() + p->flush_interval, [this, p] {
+    Status st = p->engine->Flush();
+    if (!st.ok() && p->logger) p->logger->Warn("cannot flush the engine", {{"error", st.error().ToString()}});
+    ScheduleFlush();
+  });
 }
 
 void Simulator::Stop() {
@@ -116,6 +177,8 @@ void Simulator::Stop() {
   parts_->stopped = true;
   if (parts_->service) parts_->service->Shutdown();
   if (parts_->server) parts_->server->Stop(std::chrono::seconds(5));
+  // The engine's workers call into the service: stop them (and flush) while the service is still whole.
+  if (parts_->engine) parts_->engine->Stop();
   if (parts_->scheduler) parts_->scheduler->Stop();
 }
 

@@ -11,15 +11,19 @@
 //   (*sim)->Stop();
 //
 // `hcprp clusters-service` and `hcprp serve` both start it through Start(); the simulator depends on
-// core and http only.
+// core and http only. A provisioning engine plugs in through SimulatorOptions::provisioner_factory,
+// filled in by the composition root, so that the simulator never depends on it.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "http/message.h"
@@ -27,6 +31,49 @@
 #include "simulator/provisioner.h"
 
 namespace hcprp::simulator {
+
+// What the simulator offers a plugged-in provisioning engine. Thread-safe; must not be called with a lock
+// held that Provisioner::Next() takes.
+class EngineHost {
+ public:
+  virtual ~EngineHost() = default;
+  // Service::Transition: moves an object to `state` now (kGone removes it).
+  virtual Status Transition(const std::string& href, const std::string& state, const std::string& error_code,
+                            const std::string& error_message) = 0;
+  // Service::SetStatusFields: merges `fields` (e.g. "conditions") into the object's status.
+  virtual Status SetStatusFields(const std::string& href, const json::object& fields) = 0;
+};
+
+// A provisioning engine that replaces the timed state machine and lives as long as the simulator.
+// Lifecycle, driven by Simulator: built by a ProvisionerFactory, Start(host) once the service is open,
+// Flush() every flush_interval, Stop() before the service stops (after it, no call into the host),
+// destroyed after the service.
+class PluggedProvisioner {
+ public:
+  virtual ~PluggedProvisioner() = default;
+  // Owned by this object; valid until it is destroyed.
+  virtual Provisioner* provisioner() = 0;
+  // REQUIRES: called once. `host` outlives Stop().
+  virtual void Start(EngineHost* host) = 0;
+  // Persists the engine's state so that a crash loses little.
+  virtual Status Flush() = 0;
+  // Stops the engine's threads and flushes. Idempotent.
+  virtual void Stop() = 0;
+  // The engine's own HTTP routes, tried before the simulator's; nullopt: not one of them.
+  virtual std::optional<http::Response> Handle(const http::Request& /*request*/) { return std::nullopt; }
+};
+
+// What a factory learns of the simulator it builds an engine for.
+struct ProvisionerContext {
+  const Clock* clock = nullptr;  // never null
+  const Logger* logger = nullptr;
+  std::string data_dir;  // empty: nothing persists
+  Profile profile = Profile::kDemo;
+  double time_scale = 1.0;
+  uint64_t seed = 0;
+};
+using ProvisionerFactory =
+    std::function<Result<std::unique_ptr<PluggedProvisioner>>(const ProvisionerContext& context)>;
 
 struct SimulatorOptions {
   http::Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Simulator::port()
@@ -38,6 +85,12 @@ struct SimulatorOptions {
   // Replaces the timed state machine (e.g. by a provisioning engine); not owned. When set, profile and
   // time_scale only affect credential revocation through this provisioner.
   Provisioner* provisioner = nullptr;
+  // When set (and provisioner is not), builds the engine that replaces the timed state machine
+  // (provisioning::EngineFactory); the simulator owns it and drives its lifecycle.
+  ProvisionerFactory provisioner_factory;
+  Duration flush_interval = std::chrono::seconds(1);  // how often the engine is flushed
+  // Tried before the simulator's own routes (after the engine's); nullopt: not handled.
+  std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
   size_t event_history = 10'000;
   int threads = 8;  // HTTP handler threads kept warm
   size_t max_body_bytes = 4 * 1024 * 1024;
@@ -74,6 +127,8 @@ class Simulator {
 
  private:
   Simulator() = default;
+  // Flushes the plugged-in engine after flush_interval, then again, until the scheduler stops.
+  void ScheduleFlush();
   struct Parts;
   std::unique_ptr<Parts> parts_;
 };

@@ -1,0 +1,105 @@
+#include "provisioning/engine_plugin.h"
+
+#include <memory>
+#include <utility>
+
+#include "provisioning/azure.h"
+#include "provisioning/engine.h"
+#include "provisioning/handler.h"
+
+namespace hcprp::provisioning {
+
+namespace {
+
+LatencyProfile LatencyFor(simulator::Profile p) {
+  switch (p) {
+    case simulator::Profile::kInstant:
+      return LatencyProfile::kInstant;
+    case simulator::Profile::kDemo:
+      return LatencyProfile::kDemo;
+    case simulator::Profile::kRealistic:
+      return LatencyProfile::kRealistic;
+  }
+  return LatencyProfile::kDemo;
+}
+
+// Forwards the engine's state changes and conditions to the simulator.
+class HostSink final : public StateSink {
+ public:
+  HostSink(simulator::EngineHost* host, const Logger* logger) : host_(host), logger_(logger) {}
+  Status Transition(const std::string& href, const std::string& state, const std::string& code,
+                    const std::string& message) override {
+    return host_->Transition(href, state, code, message);
+  }
+  void PublishConditions(const std::string& href, const json::array& conditions) override {
+    Status st = host_->SetStatusFields(href, json::object{{"conditions", conditions}});
+    // An object already gone has no status left to update.
+    if (!st.ok() && st.error().code() != ErrorCode::kNotFound && logger_) {
+      logger_->Warn("cannot publish conditions", {{"href", href}, {"error", st.error().ToString()}});
+    }
+  }
+
+ private:
+  simulator::EngineHost* host_;
+  const Logger* logger_;
+};
+
+class EnginePlugin final : public simulator::PluggedProvisioner {
+ public:
+  EnginePlugin(std::unique_ptr<SimulatedAzure> azure, std::unique_ptr<Engine> engine, const Logger* logger)
+      : logger_(logger),
+        azure_(std::move(azure)),
+        engine_(std::move(engine)),
+        handler_(engine_.get(), azure_.get()) {}
+  ~EnginePlugin() override { engine_->Stop(); }
+
+  simulator::Provisioner* provisioner() override { return engine_.get(); }
+  void Start(simulator::EngineHost* host) override {
+    sink_ = std::make_unique<HostSink>(host, logger_);
+    engine_->Attach(sink_.get());
+    engine_->Start();
+  }
+  Status Flush() override { return engine_->Flush(); }
+  void Stop() override { engine_->Stop(); }
+  std::optional<http::Response> Handle(const http::Request& request) override {
+    return handler_.Handle(request);
+  }
+
+ private:
+  const Logger* logger_;
+  std::unique_ptr<SimulatedAzure> azure_;  // outlives the engine that calls it
+  std::unique_ptr<HostSink> sink_;
+  std::unique_ptr<Engine> engine_;
+  AzureHandler handler_;
+};
+
+}  // namespace
+
+simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
+  return [options](const simulator::ProvisionerContext& ctx)
+             -> Result<std::unique_ptr<simulator::PluggedProvisioner>> {
+    AzureOptions ao;
+    ao.clock = ctx.clock;
+    ao.logger = ctx.logger;
+    ao.profile = LatencyFor(ctx.profile);
+    ao.time_scale = ctx.time_scale;
+    ao.data_dir = ctx.data_dir;
+    ao.seed = ctx.seed;
+    auto azure = SimulatedAzure::Open(ao);
+    if (!azure.ok()) return azure.error();
+    EngineOptions eo;
+    eo.clock = ctx.clock;
+    eo.azure = azure->get();
+    eo.logger = ctx.logger;
+    eo.data_dir = ctx.data_dir;
+    eo.time_scale = ctx.time_scale;
+    eo.orphan_threshold = options.orphan_threshold;
+    eo.concurrency = options.concurrency;
+    auto engine = Engine::Open(eo);
+    if (!engine.ok()) return engine.error();
+    return std::unique_ptr<simulator::PluggedProvisioner>(
+        std::make_unique<EnginePlugin>(std::move(*azure), std::move(*engine), ctx.logger));
+  };
+}
+
+}  // namespace hcprp::provisioning
