@@ -613,7 +613,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
         u.deleting = true;
         EnqueueLocked("u:" + u.key, now);
       }
-      RollUpLocked(obj);
+      RollUpLocked(obj, out);
       if (!u.Done()) return;
       units_.erase(obj.cp_unit);
     }
@@ -632,7 +632,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
     units_[u.key] = std::move(u);
     EnqueueLocked("u:" + obj.cp_unit, now);
   }
-  RollUpLocked(obj);
+  RollUpLocked(obj, out);
   const Unit& u = units_.at(obj.cp_unit);
   std::string code, message;
   if (u.Done()) {
@@ -676,7 +676,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
       }
     }
     remove_finished();
-    RollUpLocked(obj);
+    RollUpLocked(obj, out);
     if (!obj.machines.empty()) return;
     const std::string href = obj.href, cluster = obj.cluster;
     out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
@@ -714,7 +714,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
     EnqueueLocked("u:" + u.key, now);
     active.pop_back();
   }
-  RollUpLocked(obj);
+  RollUpLocked(obj, out);
   bool all_ready = active.size() == obj.machines.size();
   std::string code, message;
   bool failed = false;
@@ -732,7 +732,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   }
 }
 
-void Engine::RollUpLocked(Obj& obj) {
+void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
   const TimePoint now = options_.clock->Now();
   std::vector<const Unit*> units;
   if (obj.kind == simulator::kCluster) {
@@ -807,7 +807,9 @@ void Engine::RollUpLocked(Obj& obj) {
     if (!c.message.empty()) j["message"] = c.message;
     arr.push_back(std::move(j));
   }
+  if (arr == obj.conditions) return;
   obj.conditions = std::move(arr);
+  out.push_back(Pending{obj.href, "", "", "", true, obj.conditions, ""});
 }
 
 void Engine::WorkerLoop() {

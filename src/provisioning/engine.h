@@ -155,7 +155,8 @@ class Engine final : public simulator::Provisioner {
   void Apply(std::vector<Pending>& out);
   Unit MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index);
   Unit MakeControlPlaneLocked(const Obj& cluster);
-  void RollUpLocked(Obj& obj);
+  // Recomputes obj's conditions; queues them for the sink when they changed.
+  void RollUpLocked(Obj& obj, std::vector<Pending>& out);
   json::object UnitJsonLocked(const Unit& u) const;
   Duration Scaled(Duration d) const;
   void WorkerLoop();

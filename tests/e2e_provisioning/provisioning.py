@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""The provisioning engine behind `hcprp serve --provisioner engine`, through the ARM API and hcpctl:
+a cluster and node pool reach Succeeded with conditions; seed 003 (the customer deletes the cluster's
+managed identities, or strips one of its permissions, then deletes the cluster): the deletion ends
+Succeeded after the orphan threshold, with nothing left in the simulated Azure or the simulator."""
+
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+
+import e2e  # noqa: E402
+from e2e import CS_PREFIX, Arm, CsClient, expect, expect_eq, run_tests, wait_until  # noqa: E402
+
+SCALE = "0.05"
+# Before scaling, like every simulated duration: 100 s * 0.05 = 5 s of failing deletions.
+ORPHAN_THRESHOLD = "100"
+SUBSCRIPTION = "00000000-0000-4000-8000-0000000000e6"
+RG = "prov-rg"
+
+
+def serve(ctx):
+    endpoint, cs_url, _ = ctx.serve(profile="demo", time_scale=SCALE,
+                                    extra=("--provisioner", "engine", "--orphan-threshold-seconds",
+                                           ORPHAN_THRESHOLD))
+    return endpoint, CsClient(cs_url)
+
+
+def hcpctl(endpoint, *args, timeout=120):
+    argv = [e2e.ARGS.hcpctl, "--endpoint", endpoint, "-s", SUBSCRIPTION, "-g", RG, "--max-poll-interval", "0.2",
+            *args]
+    r = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+
+def cluster_href(cs, name):
+    items = cs.clusters(SUBSCRIPTION).get("items", [])
+    hrefs = [c["href"] for c in items if c.get("name") == name]
+    expect_eq(len(hrefs), 1, f"Cluster Service clusters named {name}")
+    return hrefs[0]
+
+
+def azure_resources(cs, href):
+    r = cs.call("GET", href + "/azure_resources")
+    expect_eq(r.status, 200, f"azure_resources of {href} ({r!r})")
+    return r.body
+
+
+def conditions_of(obj):
+    return {c.get("type"): c for c in (obj.get("status") or {}).get("conditions", [])}
+
+
+def all_resources(cs):
+    r = cs.call("GET", "/control/azure/resources")
+    expect_eq(r.status, 200, f"/control/azure/resources ({r!r})")
+    body = r.body
+    return body.get("items", []) if isinstance(body, dict) else body
+
+
+def engine_resources(cs):
+    """The simulated resources the engine created (customer networks and identities excluded)."""
+    return [r for r in all_resources(cs) if "/resourcegroups/arohcp-" in r["id"].lower()]
+
+
+def create_cluster_and_pool(ctx, endpoint, cs, name):
+    rc, out, err = hcpctl(endpoint, "subscription", "register")
+    expect_eq(rc, 0, f"subscription register: {out} {err}")
+    rc, out, err = hcpctl(endpoint, "cluster", "create", name, timeout=150)
+    expect_eq(rc, 0, f"cluster create: {out} {err}")
+    rc, out, err = hcpctl(endpoint, "nodepool", "create", "np1", "--cluster", name, "--replicas", "2", timeout=150)
+    expect_eq(rc, 0, f"nodepool create: {out} {err}")
+    href = cluster_href(cs, name)
+    c = cs.call("GET", href).body
+    expect_eq(c["status"]["state"], "ready", "Cluster Service state after create")
+    conds = wait_until(lambda: (lambda cs_: cs_ if cs_.get("AzureIdentityValid") else None)(conditions_of(
+        cs.call("GET", href).body)), 10, what="cluster conditions in status")
+    expect_eq(conds["AzureIdentityValid"]["status"], "True", "AzureIdentityValid after create")
+    for c in conds.values():
+        expect(c.get("status") in ("True", "False", "Unknown") and c.get("lastTransitionTime"),
+               f"malformed condition {c}")
+    return href
+
+
+def identities_of(cs, name):
+    ids = sorted({r["id"] for r in all_resources(cs)
+                  if r.get("type", "").lower() == "microsoft.managedidentity/userassignedidentities"
+                  and f"/{name}-" in r["id"]})
+    expect(ids, f"no managed identities of {name} in the simulated Azure")
+    return ids
+
+
+def delete_and_expect_clean(ctx, endpoint, cs, name, href, budget):
+    start = time.monotonic()
+    rc, out, err = hcpctl(endpoint, "cluster", "delete", name, timeout=budget)
+    took = time.monotonic() - start
+    expect_eq(rc, 0, f"cluster delete: {out} {err}")
+    expect(took < budget, f"deletion took {took:.1f}s")
+    expect_eq(cs.call("GET", href).status, 404, "the Cluster Service cluster after deletion")
+    left = wait_until(lambda: engine_resources(cs) == [] or None, 10, what="the managed resource group gone")
+    expect(left, "resources left")
+    rc, out, err = hcpctl(endpoint, "cluster", "show", name)
+    expect(rc != 0, f"cluster show after delete exited 0: {out}")
+    report = ctx.check()
+    expect_eq(report.get("violations", []), [], "hcprp check violations")
+    return took
+
+
+def test_cluster_and_nodepool_succeed_with_conditions(ctx):
+    endpoint, cs = serve(ctx)
+    href = create_cluster_and_pool(ctx, endpoint, cs, "ok")
+    view = azure_resources(cs, href)
+    text = str(view)
+    for needed in ("AzureIdentityValid", "MachinesReady", "VMReady"):
+        expect(needed in text, f"{needed} missing from azure_resources: {text[:2000]}")
+    vms = [r for r in engine_resources(cs) if r.get("type", "").lower() == "microsoft.compute/virtualmachines"]
+    expect_eq(len(vms), 2, "virtual machines of a 2-replica node pool")
+    expect(all(r.get("provisioningState") == "Succeeded" for r in vms), f"VMs not Succeeded: {vms}")
+    # Node pool conditions reach the Cluster Service object too.
+    pools = cs.call("GET", href + "/node_pools").body.get("items", [])
+    expect_eq(len(pools), 1, "node pools")
+    expect("MachinesReady" in conditions_of(pools[0]), f"node pool conditions: {pools[0].get('status')}")
+    # ARM GET renders conditions (computed from provisioningState until the frontend renders the synced ones).
+    r = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG).call("GET", Arm(
+        endpoint, subscription=SUBSCRIPTION, resource_group=RG).cluster_path("ok"))
+    expect_eq(r.status, 200, f"ARM GET ({r!r})")
+    expect(r.body["properties"].get("status", {}).get("conditions"), f"no conditions in ARM GET: {r.body}")
+    delete_and_expect_clean(ctx, endpoint, cs, "ok", href, budget=90)
+
+
+def test_deleted_identities_do_not_block_deletion(ctx):
+    endpoint, cs = serve(ctx)
+    href = create_cluster_and_pool(ctx, endpoint, cs, "gone")
+    for rid in identities_of(cs, "gone"):
+        r = cs.call("POST", "/control/azure/identities/delete", {"resource_id": rid})
+        expect(r.status in (200, 204), f"identity delete {rid} ({r!r})")
+    took = delete_and_expect_clean(ctx, endpoint, cs, "gone", href, budget=90)
+    print(f"deletion with deleted identities took {took:.1f}s (threshold {float(ORPHAN_THRESHOLD) * float(SCALE)}s)")
+    m = cs.call("GET", "/control/azure/metrics").body
+    expect(m.get("orphaned_machines", 0) > 0 or m.get("orphaned_control_planes", 0) > 0,
+           f"nothing was orphaned: {m}")
+    expect(m.get("first_party_group_deletions", 0) >= 1, f"no first-party group deletion: {m}")
+
+
+def test_identity_without_permissions_does_not_block_deletion(ctx):
+    endpoint, cs = serve(ctx)
+    href = create_cluster_and_pool(ctx, endpoint, cs, "noperm")
+    capz = [i for i in identities_of(cs, "noperm") if i.endswith("-cluster-api-azure")]
+    expect_eq(len(capz), 1, "the CAPZ identity")
+    r = cs.call("POST", "/control/azure/identities/permissions", {"resource_id": capz[0], "granted": False})
+    expect(r.status in (200, 204), f"permissions ({r!r})")
+    delete_and_expect_clean(ctx, endpoint, cs, "noperm", href, budget=90)
+    m = cs.call("GET", "/control/azure/metrics").body
+    expect(m.get("credential_failures", 0) > 0, f"no credential failures seen: {m}")
+
+
+if __name__ == "__main__":
+    run_tests([test_cluster_and_nodepool_succeed_with_conditions, test_deleted_identities_do_not_block_deletion,
+               test_identity_without_permissions_does_not_block_deletion])
