@@ -760,5 +760,97 @@ TEST(SimulatorService, FailedCommitChangesNothing) {
   (*svc)->Shutdown();
 }
 
+// A plugged-in engine that rests every object and lets the test drive it through the host.
+class RestingEngine final : public PluggedProvisioner, public Provisioner {
+ public:
+  explicit RestingEngine(std::vector<std::string>* log) : log_(log) {}
+  ~RestingEngine() override { log_->push_back("destroyed"); }
+  Provisioner* provisioner() override { return this; }
+  void Start(EngineHost* h) override {
+    host = h;
+    log_->push_back("start");
+  }
+  Status Flush() override {
+    flushes++;
+    return Status::Ok();
+  }
+  void Stop() override { log_->push_back("stop"); }
+  std::optional<http::Response> Handle(const http::Request& r) override {
+    if (r.target() != "/control/engine") return std::nullopt;
+    return http::JsonResponse(http::StatusCode::ok, R"({"engine":true})");
+  }
+  std::optional<Step> Next(const ObjectInfo&) override { return std::nullopt; }
+  Duration CredentialIssueTime() override { return std::chrono::seconds(1); }
+  Duration RevocationTime() override { return std::chrono::seconds(1); }
+
+  EngineHost* host = nullptr;
+  int flushes = 0;
+
+ private:
+  std::vector<std::string>* log_;
+};
+
+TEST(SimulatorEngineTest, PluggedEngineDrivesStatesAndKeepsConditions) {
+  FakeClock clock;
+  std::vector<std::string> log;
+  RestingEngine* engine = nullptr;
+  SimulatorOptions o;
+  o.serve_http = false;
+  o.clock = &clock;
+  o.flush_interval = std::chrono::seconds(1);
+  o.provisioner_factory = [&](const ProvisionerContext& ctx) -> Result<std::unique_ptr<PluggedProvisioner>> {
+    EXPECT_EQ(ctx.clock, &clock);
+    auto e = std::make_unique<RestingEngine>(&log);
+    engine = e.get();
+    return std::unique_ptr<PluggedProvisioner>(std::move(e));
+  };
+  o.extra_handler = [](const http::Request& r) -> std::optional<http::Response> {
+    if (r.target() != "/control/extra") return std::nullopt;
+    return http::JsonResponse(http::StatusCode::ok, R"({"extra":true})");
+  };
+  auto s = Simulator::Start(o);
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  std::unique_ptr<Simulator> sim = std::move(*s);
+  ASSERT_NE(engine, nullptr);
+  ASSERT_NE(engine->host, nullptr);
+  EXPECT_EQ(Call(*sim, Verb::get, "/control/engine").status, 200u);
+  EXPECT_EQ(Call(*sim, Verb::get, "/control/extra").status, 200u);
+
+  auto created = Call(*sim, Verb::post, kBase + "/clusters", ClusterBody("e1"));
+  ASSERT_EQ(created.status, 201u);
+  const std::string href = created.str("href");
+  clock.Advance(std::chrono::minutes(5));
+  sim->RunDueForTest();
+  EXPECT_EQ(Call(*sim, Verb::get, href).state(), "validating");  // the engine rests it
+  EXPECT_GE(engine->flushes, 1);
+
+  json::array conds{json::object{{"type", "AzureIdentityValid"}, {"status", "True"}}};
+  const uint64_t before =
+      *GetInt(Call(*sim, Verb::get, kBase + "/events?after=latest").obj(), "last_sequence");
+  ASSERT_TRUE(engine->host->SetStatusFields(href, json::object{{"conditions", conds}}).ok());
+  // The same fields again change nothing and announce nothing.
+  ASSERT_TRUE(engine->host->SetStatusFields(href, json::object{{"conditions", conds}}).ok());
+  auto events = Call(*sim, Verb::get, kBase + "/events?after=" + std::to_string(before));
+  ASSERT_EQ(GetArray(events.obj(), "items")->size(), 1u);
+  EXPECT_FALSE(engine->host->SetStatusFields(href, json::object{{"state", "ready"}}).ok());
+  EXPECT_TRUE(engine->host->SetStatusFields(kBase + "/clusters/nope", json::object{{"conditions", conds}})
+                  .error()
+                  .IsNotFound());
+
+  ASSERT_TRUE(engine->host->Transition(href, "ready", "", "").ok());
+  auto got = Call(*sim, Verb::get, href);
+  EXPECT_EQ(got.state(), "ready");
+  const json::object* st = GetObject(got.obj(), "status");
+  ASSERT_NE(st, nullptr);
+  ASSERT_NE(GetArray(*st, "conditions"), nullptr);
+  EXPECT_EQ(*GetArray(*st, "conditions"), conds);  // kept across the state change
+
+  sim->Stop();
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1], "stop");  // stopped by Stop(), destroyed only with the simulator
+  sim.reset();
+  EXPECT_EQ(log.back(), "destroyed");
+}
+
 }  // namespace
 }  // namespace hcprp::simulator
