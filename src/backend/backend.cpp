@@ -545,6 +545,13 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
   }
   obs.state = event.state;
   obs.gone = event.state == "deleted";
+  if (status && !obs.gone) {
+    for (const OperationRecord& op : ops) {
+      if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) continue;
+      SyncConditions(op, event.href, *status);
+      break;  // one resource per Cluster Service object
+    }
+  }
   for (const OperationRecord& op : ops) {
     if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
       EnqueueCheck(op);
@@ -554,6 +561,33 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
     Transit(op.partition_key, op.id,
             [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
+  }
+}
+
+void Backend::SyncConditions(const OperationRecord& op, const std::string& href, const json::object& status) {
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->value().is_array()) return;
+  auto fence = ownership_->FenceFor(op.partition_key);
+  if (!fence) return;
+  auto resource = FindResource(op.partition_key, op.external_id);
+  if (!resource.ok() || !resource->has_value()) return;
+  const store::Document& res = **resource;
+  if (PropertyString(res.body, "internalId") != href) return;
+  json::object service_status;
+  if (const json::value* cur = FindPointer(res.body, arm::kPathServiceStatus); cur && cur->is_object()) {
+    service_status = cur->as_object();
+  }
+  if (auto c = service_status.find("conditions"); c != service_status.end() && c->value() == it->value())
+    return;
+  service_status["conditions"] = it->value();
+  auto r = store_->Batch(
+      store::kResources, op.partition_key,
+      {WriteOp::Patch(res.id, {Set(arm::kPathServiceStatus, json::value(std::move(service_status)))},
+                      {Unchanged(res.body, arm::kPathServiceStatus)})},
+      &*fence);
+  if (!r.ok() && !r.error().IsPreconditionFailed() && !r.error().IsNotFound()) {
+    ++counters_.errors;
+    logger_.Warn("cannot sync conditions", {{"resource", res.id}, {"error", r.error().ToString()}});
   }
 }
 
@@ -697,6 +731,7 @@ bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget
     auto status = cs_->GetStatus(href);
     if (status.ok()) {
       obs = ObservationFromStatus(*status);
+      SyncConditions(op, href, *status);
     } else if (status.error().IsNotFound()) {
       obs.gone = true;
     } else {

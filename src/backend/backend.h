@@ -208,6 +208,10 @@ class Backend {
   Status LoadDeletedSubscriptions();
   void HandleChange(const store::Change& change);
   void ApplyEvent(const clusterservice::Event& event);
+  // Copies the Cluster Service object's status.conditions (when it has some and they changed) into the
+  // resource document of `op` (arm::kPathServiceStatus), for the frontend to render. Best effort: a
+  // refused or failed write is left to the next event or status read. Never changes the operation.
+  void SyncConditions(const OperationRecord& op, const std::string& href, const json::object& status);
 
   void EnqueueCheck(const OperationRecord& op);
   // Checks queued operations; returns false when the budget ran out first.
