@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
@@ -177,6 +178,32 @@ def test_identity_without_permissions_does_not_block_deletion(ctx):
     expect(m.get("credential_failures", 0) > 0, f"no credential failures seen: {m}")
 
 
+def test_deletion_resumes_after_kill(ctx):
+    """kill -9 in the middle of a deletion whose identities are gone: the engine resumes from its flushed
+    snapshot and futures, and the deletion still ends with nothing left."""
+    endpoint, cs = serve(ctx)
+    href = create_cluster_and_pool(ctx, endpoint, cs, "crash")
+    for rid in identities_of(cs, "crash"):
+        expect(cs.call("POST", "/control/azure/identities/delete", {"resource_id": rid}).status in (200, 204),
+               "identity delete")
+    arm = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG)
+    r = arm.call("DELETE", arm.cluster_path("crash"))
+    expect_eq(r.status, 202, f"ARM DELETE ({r!r})")
+    time.sleep(2.5)  # inside the 5 s threshold: the engine has deletions failing on the missing identity
+    ctx.procs[-1].kill()
+    ctx.procs[-1].p.wait(timeout=10)
+    endpoint, cs = serve(ctx)
+    # The accepted operation carries on after the restart (same store, new port).
+    status = urllib.parse.urlsplit(r.header("Azure-AsyncOperation"))
+    arm.endpoint = endpoint  # the same caller (operation statuses belong to who started them)
+    seen, final = arm.poll_operation(f"{endpoint}{status.path}?{status.query}", timeout=90, interval=0.2)
+    expect_eq(seen[-1], "Succeeded", f"deletion after the restart ({final})")
+    expect_eq(arm.call("GET", arm.cluster_path("crash")).status, 404, "ARM GET after the deletion")
+    expect_eq(cs.call("GET", href).status, 404, "the Cluster Service cluster after deletion")
+    wait_until(lambda: engine_resources(cs) == [], 10, what="the managed resource group gone")
+    expect_eq(ctx.check().get("violations", []), [], "hcprp check violations")
+
+
 if __name__ == "__main__":
     run_tests([test_cluster_and_nodepool_succeed_with_conditions, test_deleted_identities_do_not_block_deletion,
-               test_identity_without_permissions_does_not_block_deletion])
+               test_identity_without_permissions_does_not_block_deletion, test_deletion_resumes_after_kill])
