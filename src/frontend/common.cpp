@@ -125,6 +125,8 @@ arm::OperationDocument NewOperation(const Env& env, arm::OperationRequest reques
 void Expose(const RequestContext& ctx, arm::OperationDocument& op) {
   op.tenant_id = ctx.tenant_id;
   op.client_id = ctx.client_object_id;
+  // ARM's Azure-AsyncNotificationUri: the backend POSTs the final status there.
+  op.notification_uri = ctx.notification_uri;
   auto id = arm::ParseResourceId(op.external_id);
   std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
   op.operation_id = arm::OperationStatusPath(sub, op.location, op.id);
