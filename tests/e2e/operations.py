@@ -125,10 +125,5 @@ def test_operation_status_expires(ctx):
 
 
 if __name__ == "__main__":
-    run_tests([test_delete_cluster_while_nodepool_creates, test_operation_status_expires],
-              # Expected to fail, left out of the suite (run with --known-failures): Backend::ApplyEvent
-              # (src/backend/backend.cpp) reads provision_error_code/message from the top level of the
-              # event's object, where the Cluster Service has them under object.status (as
-              # clusterservice::Event documents), so an error learnt from the event stream ends Failed
-              # with InternalServerError and a generic message. Move it back when that is fixed.
-              known_failures=[test_provisioning_error])
+    run_tests([test_delete_cluster_while_nodepool_creates, test_operation_status_expires,
+               test_provisioning_error])
