@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "app/create_builder.h"
 #include "arm/cloud_error.h"
@@ -270,6 +271,24 @@ class Runner {
     o.check_cluster_service = cs != nullptr;
     auto r = check::RunCheck(*parts_.store, cs, clock_, o);
     if (!r.ok()) return Fail("check", r.error());
+    // A pass reads partitions page by page, not as one snapshot, so work in flight can look like a
+    // violation for a moment. A violation counts only when a second pass a little later still finds it.
+    for (int pass = 0; pass < 2 && !r->ok(); ++pass) {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      auto again = check::RunCheck(*parts_.store, cs, clock_, o);
+      if (!again.ok()) return Fail("check", again.error());
+      std::vector<check::Violation> kept;
+      for (const auto& v : again->violations) {
+        for (const auto& before : r->violations) {
+          if (before.invariant == v.invariant && before.subject == v.subject) {
+            kept.push_back(v);
+            break;
+          }
+        }
+      }
+      again->violations = std::move(kept);
+      r = std::move(again);
+    }
     if (config_.json_output) {
       std::cout << json::serialize(check::ReportToJson(*r)) << "\n";
     } else {
