@@ -73,7 +73,9 @@ size_t Scheduler::RunDue() {
   for (;;) {
     std::optional<std::function<void()>> fn;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
+      // A task the background thread already took must finish first: it may schedule the next one.
+      idle_cv_.wait(lock, [this] { return running_ == 0; });
       fn = PopDueLocked();
     }
     if (!fn) return ran;
@@ -86,9 +88,11 @@ void Scheduler::Loop() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     if (auto fn = PopDueLocked()) {
+      ++running_;
       lock.unlock();
       (*fn)();
       lock.lock();
+      if (--running_ == 0) idle_cv_.notify_all();
       continue;
     }
     auto due = NextDueLocked();

@@ -56,6 +56,8 @@ class Scheduler {
   std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<>> queue_;  // lazy deletion
   uint64_t next_generation_ = 1;
   bool stop_ = false;
+  int running_ = 0;                  // tasks the background thread is running right now
+  std::condition_variable idle_cv_;  // signalled when running_ drops to zero
   std::thread thread_;
 };
 
