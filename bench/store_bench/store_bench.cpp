@@ -3,7 +3,7 @@
 // run, alternating rounds so that disk and CPU drift hit both sides alike. Prints ops/s of both, the
 // ratio, and fsyncs per operation (counted by a pass-through VFS used by both sides).
 //
-//   store_bench [--seconds-per-round S] [--rounds N] [--dir DIR] [--only NAME-SUBSTRING]
+//   store_bench [--seconds-per-round S] [--rounds N] [--dir DIR] [--only NAME-PREFIX]
 //               [--side store|raw|raw+json [--iterations N]]
 // --side runs one side only; with --iterations it runs exactly N calls of it and prints nothing, for
 // instruction counting: valgrind --tool=callgrind store_bench --only read --side store --iterations N.
@@ -466,7 +466,7 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   auto budget = std::chrono::duration<double>(seconds);
   for (auto& b : benches) {
-    if (!only.empty() && b.name.find(only) == std::string::npos) continue;
+    if (!only.empty() && b.name.rfind(only, 0) != 0) continue;  // a prefix of the name
     if (side == "store") b.raw_op = b.raw_json_op = b.store_op;
     if (side == "raw") b.store_op = b.raw_json_op = b.raw_op;
     const std::function<void()>* sides[3] = {&b.store_op, &b.raw_op, &b.raw_json_op};

@@ -10,6 +10,8 @@
 #include <set>
 #include <thread>
 
+#include <time.h>
+
 #include "core/json.h"
 
 namespace hcprp::store::testing {
@@ -1047,6 +1049,25 @@ TEST_P(StoreConformanceTest, WaitForChangesTimesOutAndWakes) {
   // Changes already there: at once.
   EXPECT_TRUE(*store_->WaitForChanges(kC, "", 0ms));
   EXPECT_TRUE(*store_->WaitForChanges(kC, now, 30s));
+}
+
+TEST_P(StoreConformanceTest, WaitForChangesDoesNotSpin) {
+  std::string now = Now(*store_);
+  auto cpu = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+  };
+  auto cpu0 = cpu();
+  auto t0 = std::chrono::steady_clock::now();
+  auto w = store_->WaitForChanges(kC, now, 1s);
+  auto wall = std::chrono::steady_clock::now() - t0;
+  auto used = cpu() - cpu0;
+  ASSERT_TRUE(IsOk(w));
+  EXPECT_FALSE(*w);
+  EXPECT_GE(wall, 900ms);
+  EXPECT_LT(used, 100ms) << "the waiting thread burnt "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(used).count() << " ms of CPU";
 }
 
 TEST_P(StoreConformanceTest, ChangeFeedIsCompleteWithConcurrentWritersAndReaders) {

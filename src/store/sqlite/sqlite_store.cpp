@@ -750,13 +750,23 @@ auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) 
     }
     conn = std::move(*opened);
   }
-  auto result = f(*conn);
-  {
-    std::lock_guard lk(pool_mu_);
-    idle_readers_.push_back(std::move(conn));
-  }
-  pool_cv_.notify_one();
-  return result;
+  struct GiveBack {  // also on exceptions; never pools a connection inside a transaction
+    SqliteStore& self;
+    std::unique_ptr<Connection>& conn;
+    ~GiveBack() {
+      if (!sqlite3_get_autocommit(conn->db())) self.Rollback(*conn);
+      {
+        std::lock_guard lk(self.pool_mu_);
+        if (sqlite3_get_autocommit(conn->db())) {
+          self.idle_readers_.push_back(std::move(conn));
+        } else {
+          --self.open_readers_;  // could not end its transaction: drop it
+        }
+      }
+      self.pool_cv_.notify_one();
+    }
+  } give_back{*this, conn};
+  return f(*conn);
 }
 
 void SqliteStore::Rollback(Connection& c) {
@@ -782,7 +792,13 @@ Result<T> SqliteStore::WriteTx(std::string_view what, Body&& body) {
       if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": begin transaction");
     }
     Tx tx{c, clock_->NowMillis()};
-    Result<T> r = body(tx);
+    Result<T> r = Error::Internal("unset");
+    try {
+      r = body(tx);
+    } catch (...) {  // a programming error or bad_alloc: leave the connection usable, then rethrow
+      Rollback(c);
+      throw;
+    }
     if (!r.ok()) {
       Rollback(c);
       return r;
