@@ -17,7 +17,7 @@ ctest --preset release -j"$jobs" --timeout 600 --repeat until-pass:3
 
 if [ "${1:-}" != "--quick" ]; then
   # The sanitizer pass covers the libraries whose tests are known clean under ASan/UBSan.
-  asan_tests=(core_test store_test sqlite_store_test api_test http_test clusterservice_test)
+  asan_tests=(core_test store_test sqlite_store_test api_test http_test clusterservice_test simulator_test)
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$jobs" --target "${asan_tests[@]}"
   failed=0
