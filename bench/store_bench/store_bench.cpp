@@ -40,7 +40,6 @@
 
 namespace {
 
-
 using namespace hcprp;
 using namespace hcprp::store;
 using Clock = std::chrono::steady_clock;
@@ -76,13 +75,15 @@ void Check(const R& r, const char* what) {
 }
 
 json::value ClusterBody(int i) {
-  std::string rid = "/subscriptions/" + std::string(kPk) +
-                    "/resourceGroups/bench-rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/cluster-" +
-                    std::to_string(i);
+  std::string rid =
+      "/subscriptions/" + std::string(kPk) +
+      "/resourceGroups/bench-rg/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/cluster-" +
+      std::to_string(i);
   auto v = ParseJson(R"({
     "resourceType": "microsoft.redhatopenshift/hcpopenshiftclusters",
     "properties": {
-      "resourceId": ")" + rid + R"(",
+      "resourceId": ")" +
+                     rid + R"(",
       "internalId": "/api/aro_hcp/v1alpha1/clusters/2f4c9a1b7e3d5f6a8b0c",
       "activeOperationId": "6f1e3b2a-9c8d-4e7f-a0b1-c2d3e4f5a6b7",
       "provisioningState": "Succeeded",
@@ -115,7 +116,9 @@ class Raw {
                         sqlite::TestVfs::Get().name()) != SQLITE_OK) {
       Die("raw open");
     }
-    Exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384");
+    Exec(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA "
+        "cache_size=-16384");
     Exec(sql::kSchema);
     begin_ = Prepare(sql::kBegin);
     commit_ = Prepare(sql::kCommit);
@@ -131,11 +134,13 @@ class Raw {
   }
 
   void Exec(const char* q) {
-    if (sqlite3_exec(db_, q, nullptr, nullptr, nullptr) != SQLITE_OK) Die(std::string("raw exec: ") + sqlite3_errmsg(db_));
+    if (sqlite3_exec(db_, q, nullptr, nullptr, nullptr) != SQLITE_OK)
+      Die(std::string("raw exec: ") + sqlite3_errmsg(db_));
   }
   sqlite3_stmt* Prepare(const char* q) {
     sqlite3_stmt* s = nullptr;
-    if (sqlite3_prepare_v3(db_, q, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) Die("raw prepare");
+    if (sqlite3_prepare_v3(db_, q, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK)
+      Die("raw prepare");
     return s;
   }
   void Step(sqlite3_stmt* s, int want) {
@@ -363,7 +368,8 @@ int main(int argc, char** argv) {
   Check(store.Batch(kContainer, kPk, std::move(setup)), "setup");
   auto fields = internal::ExtractIndexedFields(body);
   auto raw_doc = [&](std::string id) {
-    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type, *fields.resource_id};
+    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
+                    *fields.resource_id};
   };
   // As raw_doc, doing the JSON work itself.
   auto raw_json_doc = [&](std::string id) {
@@ -453,10 +459,12 @@ int main(int argc, char** argv) {
          if (p->changes.size() != 100) Die("short change page");
        },
        [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100) Die("short raw page");
+         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100)
+           Die("short raw page");
        },
        [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100) Die("short raw page");
+         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100)
+           Die("short raw page");
          std::vector<json::value> page;  // a caller holds the page's documents, as the store returns them
          page.reserve(raw_changes.size());
          for (const auto& c : raw_changes) page.push_back(Parse(c.body));
@@ -491,24 +499,32 @@ int main(int argc, char** argv) {
       ratio_raw.push_back(got[0].ops_per_sec / got[1].ops_per_sec);
       ratio_raw_json.push_back(got[0].ops_per_sec / got[2].ops_per_sec);
     }
-    rows.push_back({b.name, Median(ops[0]), Median(ops[1]), Median(ops[2]), Median(ratio_raw),
-                    Median(ratio_raw_json), Median(syncs[0]), Median(syncs[1]),
+    rows.push_back({b.name,
+                    Median(ops[0]),
+                    Median(ops[1]),
+                    Median(ops[2]),
+                    Median(ratio_raw),
+                    Median(ratio_raw_json),
+                    Median(syncs[0]),
+                    Median(syncs[1]),
                     {Median(cpu[0]), Median(cpu[1]), Median(cpu[2])}});
     std::fprintf(stderr, "  %s done\n", b.name.c_str());
   }
 
-  std::printf("\n%-22s %11s %11s %11s %9s %9s   %-22s %s\n", "", "store", "raw", "raw+json", "store/", "store/",
-              "CPU us/call", "fsyncs/call");
-  std::printf("%-22s %11s %11s %11s %9s %9s   %6s %7s %8s   %5s %5s\n", "operation", "ops/s", "ops/s", "ops/s", "raw",
-              "raw+json", "store", "raw", "raw+json", "store", "raw");
+  std::printf("\n%-22s %11s %11s %11s %9s %9s   %-22s %s\n", "", "store", "raw", "raw+json", "store/",
+              "store/", "CPU us/call", "fsyncs/call");
+  std::printf("%-22s %11s %11s %11s %9s %9s   %6s %7s %8s   %5s %5s\n", "operation", "ops/s", "ops/s",
+              "ops/s", "raw", "raw+json", "store", "raw", "raw+json", "store", "raw");
   for (const auto& row : rows) {
-    std::printf("%-22s %11.0f %11.0f %11.0f %8.1f%% %8.1f%%   %6.1f %7.1f %8.1f   %5.2f %5.2f\n", row.name.c_str(),
-                row.store, row.raw, row.raw_json, 100.0 * row.ratio_raw, 100.0 * row.ratio_raw_json, row.cpu[0],
-                row.cpu[1], row.cpu[2], row.store_syncs, row.raw_syncs);
+    std::printf("%-22s %11.0f %11.0f %11.0f %8.1f%% %8.1f%%   %6.1f %7.1f %8.1f   %5.2f %5.2f\n",
+                row.name.c_str(), row.store, row.raw, row.raw_json, 100.0 * row.ratio_raw,
+                100.0 * row.ratio_raw_json, row.cpu[0], row.cpu[1], row.cpu[2], row.store_syncs,
+                row.raw_syncs);
   }
-  std::printf("\nops/s count documents (a batch call is 5 operations, a change page 100). Ratios are medians of\n"
-              "per-round ratios; CPU time and fsyncs are per call (medians). Load average at the end: %s\n",
-              LoadAverage().c_str());
+  std::printf(
+      "\nops/s count documents (a batch call is 5 operations, a change page 100). Ratios are medians of\n"
+      "per-round ratios; CPU time and fsyncs are per call (medians). Load average at the end: %s\n",
+      LoadAverage().c_str());
   opened->reset();  // close the store before removing its files
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

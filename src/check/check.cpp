@@ -55,8 +55,8 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
       auto docs = ReadPartition(store, pk);
       if (!docs.ok()) return docs.error();
 
-      std::map<std::string, arm::ResourceDocument> resources;              // lower resource ID -> doc
-      std::map<std::string, arm::OperationDocument> operations;            // op id -> doc
+      std::map<std::string, arm::ResourceDocument> resources;    // lower resource ID -> doc
+      std::map<std::string, arm::OperationDocument> operations;  // op id -> doc
       std::map<std::string, std::vector<const arm::OperationDocument*>> ops_by_resource;
       for (const auto& d : *docs) {
         const std::string type = TypeOf(d.body);
@@ -91,11 +91,12 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         }
         // 4: nothing runs past its deadline.
         if (!terminal) {
-          Duration limit = op.request == arm::OperationRequest::kDelete ? Duration(options.delete_deadline)
+          Duration limit = op.request == arm::OperationRequest::kDelete   ? Duration(options.delete_deadline)
                            : op.request == arm::OperationRequest::kUpdate ? Duration(options.update_deadline)
-                                                                           : Duration(options.create_deadline);
+                                                                          : Duration(options.create_deadline);
           if (now - op.start_time > limit + std::chrono::minutes(1)) {
-            add(4, id, "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
+            add(4, id,
+                "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
           }
         }
         // 5: a succeeded delete leaves no resource document behind.
@@ -113,16 +114,19 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         const arm::OperationDocument* latest = nullptr;
         for (const auto* op : ops_by_resource[key]) {
           if (!arm::IsTerminalState(op->status)) active.push_back(op);
-          if (op->request == arm::OperationRequest::kCreate || op->request == arm::OperationRequest::kUpdate ||
+          if (op->request == arm::OperationRequest::kCreate ||
+              op->request == arm::OperationRequest::kUpdate ||
               op->request == arm::OperationRequest::kDelete) {
             if (!latest || op->start_time > latest->start_time) latest = op;
           }
         }
         // 1: at most one non-terminal operation, named by activeOperationId.
-        if (active.size() > 1) add(1, r.resource_id, std::to_string(active.size()) + " non-terminal operations");
+        if (active.size() > 1)
+          add(1, r.resource_id, std::to_string(active.size()) + " non-terminal operations");
         if (active.size() == 1 && r.active_operation_id.value_or("") != active[0]->id) {
-          add(1, r.resource_id, "activeOperationId '" + r.active_operation_id.value_or("") +
-                                    "' does not name the non-terminal operation " + active[0]->id);
+          add(1, r.resource_id,
+              "activeOperationId '" + r.active_operation_id.value_or("") +
+                  "' does not name the non-terminal operation " + active[0]->id);
         }
         if (active.empty() && r.active_operation_id) {
           auto it = operations.find(*r.active_operation_id);
@@ -132,8 +136,9 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         }
         // 2: provisioningState mirrors the latest PUT/PATCH/DELETE operation.
         if (latest && latest->status != r.provisioning_state) {
-          add(2, r.resource_id, "provisioningState " + r.provisioning_state + " but latest operation " + latest->id +
-                                    " is " + latest->status);
+          add(2, r.resource_id,
+              "provisioningState " + r.provisioning_state + " but latest operation " + latest->id + " is " +
+                  latest->status);
         }
         // 6 (second half): a resource document points at an existing Cluster Service object.
         if (cs && options.check_cluster_service && !r.internal_id.empty() &&

@@ -26,8 +26,8 @@ struct CheckOptions {
 };
 
 struct Violation {
-  int invariant = 0;     // 1..6
-  std::string subject;   // resource ID, operation ID or Cluster Service href
+  int invariant = 0;    // 1..6
+  std::string subject;  // resource ID, operation ID or Cluster Service href
   std::string message;
 };
 

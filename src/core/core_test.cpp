@@ -40,8 +40,9 @@ TEST(Clock, FakeAdvances) {
   EXPECT_EQ(FormatRfc3339(t0), "2025-01-01T00:00:00Z");
   c.Advance(std::chrono::seconds(90));
   EXPECT_EQ(FormatRfc3339(c.Now()), "2025-01-01T00:01:30Z");
-  EXPECT_EQ(c.NowMillis() - std::chrono::duration_cast<std::chrono::milliseconds>(t0.time_since_epoch()).count(),
-            90000);
+  EXPECT_EQ(
+      c.NowMillis() - std::chrono::duration_cast<std::chrono::milliseconds>(t0.time_since_epoch()).count(),
+      90000);
 }
 
 TEST(Uuid, V4IsRandomAndWellFormed) {
@@ -58,7 +59,8 @@ TEST(Uuid, V4IsRandomAndWellFormed) {
 
 TEST(Uuid, V5IsDeterministic) {
   // RFC 4122 appendix / Python uuid.uuid5(NAMESPACE_DNS, "python.org").
-  EXPECT_EQ(UuidV5("6ba7b810-9dad-11d1-80b4-00c04fd430c8", "python.org"), "886313e1-3b8a-5372-9b90-0c9aee199e5d");
+  EXPECT_EQ(UuidV5("6ba7b810-9dad-11d1-80b4-00c04fd430c8", "python.org"),
+            "886313e1-3b8a-5372-9b90-0c9aee199e5d");
   auto a = UuidV5(kResourceIdNamespace, ToLower("/subscriptions/X/resourceGroups/RG"));
   auto b = UuidV5(kResourceIdNamespace, "/subscriptions/x/resourcegroups/rg");
   EXPECT_EQ(a, b);
@@ -74,8 +76,8 @@ TEST(Time, RoundTrip) {
   ASSERT_TRUE(f.ok());
   EXPECT_EQ(FormatRfc3339(*f, true), "2024-02-29T22:59:59.123456Z");
   EXPECT_EQ(FormatRfc3339(TimePoint{}), "1970-01-01T00:00:00Z");
-  for (const char* bad : {"", "2025-13-01T00:00:00Z", "2025-03-14 01:59:26", "2025-03-14T01:59:26", "x025-03-14T01:59:26Z",
-                          "2025-03-14T01:59:26.Z", "2025-03-14T01:59:26Zjunk"}) {
+  for (const char* bad : {"", "2025-13-01T00:00:00Z", "2025-03-14 01:59:26", "2025-03-14T01:59:26",
+                          "x025-03-14T01:59:26Z", "2025-03-14T01:59:26.Z", "2025-03-14T01:59:26Zjunk"}) {
     EXPECT_FALSE(ParseRfc3339(bad).ok()) << bad;
   }
 }

@@ -2,12 +2,12 @@
 // parts that log; nothing reaches for a global logger.
 #pragma once
 
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
-#include <cstdio>
 
 #include "core/clock.h"
 #include "core/json.h"
@@ -61,10 +61,18 @@ class Logger {
 
   bool Enabled(LogLevel level) const { return level >= min_level_; }
   void Log(LogLevel level, std::string_view msg, json::object fields = {}) const;
-  void Debug(std::string_view msg, json::object fields = {}) const { Log(LogLevel::kDebug, msg, std::move(fields)); }
-  void Info(std::string_view msg, json::object fields = {}) const { Log(LogLevel::kInfo, msg, std::move(fields)); }
-  void Warn(std::string_view msg, json::object fields = {}) const { Log(LogLevel::kWarn, msg, std::move(fields)); }
-  void Error(std::string_view msg, json::object fields = {}) const { Log(LogLevel::kError, msg, std::move(fields)); }
+  void Debug(std::string_view msg, json::object fields = {}) const {
+    Log(LogLevel::kDebug, msg, std::move(fields));
+  }
+  void Info(std::string_view msg, json::object fields = {}) const {
+    Log(LogLevel::kInfo, msg, std::move(fields));
+  }
+  void Warn(std::string_view msg, json::object fields = {}) const {
+    Log(LogLevel::kWarn, msg, std::move(fields));
+  }
+  void Error(std::string_view msg, json::object fields = {}) const {
+    Log(LogLevel::kError, msg, std::move(fields));
+  }
 
  private:
   std::shared_ptr<LogSink> sink_;

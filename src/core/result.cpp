@@ -4,18 +4,30 @@ namespace hcprp {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kNotFound: return "NotFound";
-    case ErrorCode::kAlreadyExists: return "AlreadyExists";
-    case ErrorCode::kPreconditionFailed: return "PreconditionFailed";
-    case ErrorCode::kConflict: return "Conflict";
-    case ErrorCode::kInvalidArgument: return "InvalidArgument";
-    case ErrorCode::kUnavailable: return "Unavailable";
-    case ErrorCode::kTimeout: return "Timeout";
-    case ErrorCode::kIoError: return "IoError";
-    case ErrorCode::kCorruption: return "Corruption";
-    case ErrorCode::kThrottled: return "Throttled";
-    case ErrorCode::kCanceled: return "Canceled";
-    case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kNotFound:
+      return "NotFound";
+    case ErrorCode::kAlreadyExists:
+      return "AlreadyExists";
+    case ErrorCode::kPreconditionFailed:
+      return "PreconditionFailed";
+    case ErrorCode::kConflict:
+      return "Conflict";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::kUnavailable:
+      return "Unavailable";
+    case ErrorCode::kTimeout:
+      return "Timeout";
+    case ErrorCode::kIoError:
+      return "IoError";
+    case ErrorCode::kCorruption:
+      return "Corruption";
+    case ErrorCode::kThrottled:
+      return "Throttled";
+    case ErrorCode::kCanceled:
+      return "Canceled";
+    case ErrorCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

@@ -65,7 +65,7 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -122,8 +122,8 @@ using Status = Result<void>;
 }  // namespace hcprp
 
 // Returns the error of a Result-valued expression from the enclosing function.
-#define HCPRP_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    auto hcprp_status_ = (expr);                     \
+#define HCPRP_RETURN_IF_ERROR(expr)                        \
+  do {                                                     \
+    auto hcprp_status_ = (expr);                           \
     if (!hcprp_status_.ok()) return hcprp_status_.error(); \
   } while (0)

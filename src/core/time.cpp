@@ -55,8 +55,8 @@ std::string FormatRfc3339(TimePoint t, bool with_fraction) {
   const unsigned m = mp < 10 ? mp + 3 : mp - 9;
   y += m <= 2;
   char buf[64];
-  int n = std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld", static_cast<long long>(y), m, d,
-                        static_cast<long long>(rem / 3600), static_cast<long long>((rem % 3600) / 60),
+  int n = std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld", static_cast<long long>(y),
+                        m, d, static_cast<long long>(rem / 3600), static_cast<long long>((rem % 3600) / 60),
                         static_cast<long long>(rem % 60));
   std::string out(buf, static_cast<size_t>(n));
   if (with_fraction) {
@@ -68,7 +68,9 @@ std::string FormatRfc3339(TimePoint t, bool with_fraction) {
 }
 
 Result<TimePoint> ParseRfc3339(std::string_view s) {
-  auto bad = [&] { return Error::InvalidArgument("not an RFC 3339 timestamp: '" + std::string(s.substr(0, 64)) + "'"); };
+  auto bad = [&] {
+    return Error::InvalidArgument("not an RFC 3339 timestamp: '" + std::string(s.substr(0, 64)) + "'");
+  };
   int y, mo, d, h, mi, se;
   if (!ReadDigits(s, 0, 4, y) || s.size() < 20 || s[4] != '-' || !ReadDigits(s, 5, 2, mo) || s[7] != '-' ||
       !ReadDigits(s, 8, 2, d) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !ReadDigits(s, 11, 2, h) ||
@@ -94,8 +96,8 @@ Result<TimePoint> ParseRfc3339(std::string_view s) {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
-    if (!ReadDigits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !ReadDigits(s, pos + 4, 2, om) ||
-        oh > 23 || om > 59) {
+    if (!ReadDigits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !ReadDigits(s, pos + 4, 2, om) || oh > 23 || om > 59) {
       return bad();
     }
     offset_s = (oh * 3600 + om * 60) * (s[pos] == '-' ? -1 : 1);
@@ -104,8 +106,8 @@ Result<TimePoint> ParseRfc3339(std::string_view s) {
     return bad();
   }
   if (pos != s.size()) return bad();
-  int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 + mi * 60 +
-                 (se == 60 ? 59 : se) - offset_s;
+  int64_t secs = DaysFromCivil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 86400 + h * 3600 +
+                 mi * 60 + (se == 60 ? 59 : se) - offset_s;
   auto dur = std::chrono::seconds(secs) + std::chrono::nanoseconds(frac_ns);
   return TimePoint(std::chrono::duration_cast<Duration>(dur));
 }

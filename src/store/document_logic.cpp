@@ -69,11 +69,16 @@ const json::value* Navigate(const json::value& root, const std::vector<std::stri
 
 const char* KindName(PatchOp::Kind k) {
   switch (k) {
-    case PatchOp::Kind::kSet: return "set";
-    case PatchOp::Kind::kAdd: return "add";
-    case PatchOp::Kind::kRemove: return "remove";
-    case PatchOp::Kind::kReplace: return "replace";
-    case PatchOp::Kind::kIncrement: return "increment";
+    case PatchOp::Kind::kSet:
+      return "set";
+    case PatchOp::Kind::kAdd:
+      return "add";
+    case PatchOp::Kind::kRemove:
+      return "remove";
+    case PatchOp::Kind::kReplace:
+      return "replace";
+    case PatchOp::Kind::kIncrement:
+      return "increment";
   }
   return "?";
 }
@@ -93,8 +98,10 @@ double AsDouble(const json::value& v) {
 }
 
 Status Increment(json::value& target, const json::value& delta, const std::string& where) {
-  if (!target.is_number()) return Error::InvalidArgument(where + ": increment of a value that is not a number");
-  if (!delta.is_number()) return Error::InvalidArgument(where + ": increment by a value that is not a number");
+  if (!target.is_number())
+    return Error::InvalidArgument(where + ": increment of a value that is not a number");
+  if (!delta.is_number())
+    return Error::InvalidArgument(where + ": increment by a value that is not a number");
   auto a = AsInt64(target), b = AsInt64(delta);
   if (a && b && !target.is_double() && !delta.is_double()) {
     int64_t sum = 0;
@@ -179,7 +186,8 @@ Status ApplyPatch(json::value& body, const std::vector<PatchOp>& ops) {
 Status CheckConditions(const json::value* body, const std::vector<Condition>& conditions) {
   for (const auto& c : conditions) {
     auto tokens = ParseJsonPointer(c.path);
-    if (!tokens.ok()) return Error::InvalidArgument("condition on " + c.path + ": " + tokens.error().message());
+    if (!tokens.ok())
+      return Error::InvalidArgument("condition on " + c.path + ": " + tokens.error().message());
     const json::value* v = body == nullptr ? nullptr : Navigate(*body, *tokens, tokens->size());
     if (!c.equals) {
       if (v != nullptr) return Error::PreconditionFailed("condition failed: " + c.path + " is present");
@@ -195,7 +203,8 @@ Status CheckConditions(const json::value* body, const std::vector<Condition>& co
 
 Status CheckIfMatch(const std::optional<std::string>& if_match, const std::string* etag) {
   if (!if_match) return Status::Ok();
-  if (etag == nullptr) return Error::PreconditionFailed("if-match " + *if_match + ": the document does not exist");
+  if (etag == nullptr)
+    return Error::PreconditionFailed("if-match " + *if_match + ": the document does not exist");
   if (*if_match == "*" || *if_match == *etag) return Status::Ok();
   return Error::PreconditionFailed("if-match " + *if_match + " does not match the current etag");
 }

@@ -23,7 +23,7 @@ TEST(JsonPointer, ParsesAndUnescapes) {
 TEST(Patch, ArraysAndObjects) {
   json::value v = J(R"({"a":[1,2,3],"o":{}})");
   ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kAdd, "/a/0", 0}}).ok());
-  ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kSet, "/a/4", 4}}).ok());   // append at size
+  ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kSet, "/a/4", 4}}).ok());  // append at size
   ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kSet, "/a/-", 5}}).ok());
   ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kRemove, "/a/1", nullptr}}).ok());
   ASSERT_TRUE(ApplyPatch(v, {{PatchOp::Kind::kReplace, "/a/0", "zero"}}).ok());
@@ -78,8 +78,10 @@ TEST(Conditions, EqualityAndAbsence) {
   EXPECT_FALSE(CheckConditions(&v, {{"/a/b/1/c", std::nullopt}}).ok());
   EXPECT_TRUE(CheckConditions(&v, {{"/a/x", std::nullopt}}).ok());
   EXPECT_TRUE(CheckConditions(&v, {{"/a/b/2", std::nullopt}}).ok());
-  EXPECT_EQ(CheckConditions(&v, {{"/a/b/0", json::value(11)}}).error().code(), ErrorCode::kPreconditionFailed);
-  EXPECT_EQ(CheckConditions(nullptr, {{"/a", json::value(1)}}).error().code(), ErrorCode::kPreconditionFailed);
+  EXPECT_EQ(CheckConditions(&v, {{"/a/b/0", json::value(11)}}).error().code(),
+            ErrorCode::kPreconditionFailed);
+  EXPECT_EQ(CheckConditions(nullptr, {{"/a", json::value(1)}}).error().code(),
+            ErrorCode::kPreconditionFailed);
   EXPECT_TRUE(CheckConditions(nullptr, {{"/a", std::nullopt}}).ok());
   EXPECT_EQ(CheckConditions(&v, {{"a", std::nullopt}}).error().code(), ErrorCode::kInvalidArgument);
 }
@@ -94,7 +96,8 @@ TEST(IfMatch, Rules) {
 }
 
 TEST(IndexedFields, Extraction) {
-  auto f = ExtractIndexedFields(J(R"({"resourceType":"A/B","properties":{"resourceId":"/X/Y","status":"Accepted"}})"));
+  auto f = ExtractIndexedFields(
+      J(R"({"resourceType":"A/B","properties":{"resourceId":"/X/Y","status":"Accepted"}})"));
   EXPECT_EQ(f.resource_type, "a/b");
   EXPECT_EQ(f.resource_id, "/x/y");
   EXPECT_EQ(f.status, "Accepted");

@@ -6,9 +6,9 @@ namespace hcprp::store {
 
 namespace {
 constexpr std::string_view kNames[FaultInjectingStore::kMethodCount] = {
-    "Read",           "Create",      "Replace",        "Upsert",     "Delete",
-    "Patch",          "Batch",       "Query",          "ListPartitions", "ReadChanges",
-    "WaitForChanges", "AcquireLease", "RenewLease",    "ReleaseLease",   "PurgeExpired",
+    "Read",           "Create",       "Replace",    "Upsert",         "Delete",
+    "Patch",          "Batch",        "Query",      "ListPartitions", "ReadChanges",
+    "WaitForChanges", "AcquireLease", "RenewLease", "ReleaseLease",   "PurgeExpired",
 };
 }  // namespace
 
@@ -54,7 +54,8 @@ void FaultInjectingStore::FailAllCalls(Error error, std::optional<Method> method
   rules_.push_back(std::move(r));
 }
 
-void FaultInjectingStore::DelayNthCall(uint64_t nth, std::chrono::milliseconds delay, std::optional<Method> method) {
+void FaultInjectingStore::DelayNthCall(uint64_t nth, std::chrono::milliseconds delay,
+                                       std::optional<Method> method) {
   std::lock_guard lk(mu_);
   Rule r{.action = Rule::Action::kDelay, .method = method};
   r.remaining = nth == 0 ? 1 : nth;
@@ -62,7 +63,8 @@ void FaultInjectingStore::DelayNthCall(uint64_t nth, std::chrono::milliseconds d
   rules_.push_back(std::move(r));
 }
 
-void FaultInjectingStore::SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth, std::optional<Method> method) {
+void FaultInjectingStore::SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth,
+                                        std::optional<Method> method) {
   std::lock_guard lk(mu_);
   Rule r{.action = Rule::Action::kCrash, .method = method};
   r.writes_only = !method.has_value();
@@ -149,26 +151,30 @@ R FaultInjectingStore::Call(Method m, Forward&& forward) {
   return result;
 }
 
-Result<Document> FaultInjectingStore::Read(std::string_view container, std::string_view pk, std::string_view id) {
+Result<Document> FaultInjectingStore::Read(std::string_view container, std::string_view pk,
+                                           std::string_view id) {
   return Call<Result<Document>>(Method::kRead, [&] { return inner_->Read(container, pk, id); });
 }
 
-Result<Document> FaultInjectingStore::Create(std::string_view container, std::string_view pk, std::string_view id,
-                                             json::value body, std::optional<int64_t> ttl_seconds) {
-  return Call<Result<Document>>(Method::kCreate,
-                                [&] { return inner_->Create(container, pk, id, std::move(body), ttl_seconds); });
+Result<Document> FaultInjectingStore::Create(std::string_view container, std::string_view pk,
+                                             std::string_view id, json::value body,
+                                             std::optional<int64_t> ttl_seconds) {
+  return Call<Result<Document>>(
+      Method::kCreate, [&] { return inner_->Create(container, pk, id, std::move(body), ttl_seconds); });
 }
 
-Result<Document> FaultInjectingStore::Replace(std::string_view container, std::string_view pk, std::string_view id,
-                                              json::value body, std::optional<std::string> if_match,
+Result<Document> FaultInjectingStore::Replace(std::string_view container, std::string_view pk,
+                                              std::string_view id, json::value body,
+                                              std::optional<std::string> if_match,
                                               std::optional<int64_t> ttl_seconds) {
   return Call<Result<Document>>(Method::kReplace, [&] {
     return inner_->Replace(container, pk, id, std::move(body), std::move(if_match), ttl_seconds);
   });
 }
 
-Result<Document> FaultInjectingStore::Upsert(std::string_view container, std::string_view pk, std::string_view id,
-                                             json::value body, std::optional<std::string> if_match,
+Result<Document> FaultInjectingStore::Upsert(std::string_view container, std::string_view pk,
+                                             std::string_view id, json::value body,
+                                             std::optional<std::string> if_match,
                                              std::optional<int64_t> ttl_seconds) {
   return Call<Result<Document>>(Method::kUpsert, [&] {
     return inner_->Upsert(container, pk, id, std::move(body), std::move(if_match), ttl_seconds);
@@ -177,11 +183,13 @@ Result<Document> FaultInjectingStore::Upsert(std::string_view container, std::st
 
 Status FaultInjectingStore::Delete(std::string_view container, std::string_view pk, std::string_view id,
                                    std::optional<std::string> if_match) {
-  return Call<Status>(Method::kDelete, [&] { return inner_->Delete(container, pk, id, std::move(if_match)); });
+  return Call<Status>(Method::kDelete,
+                      [&] { return inner_->Delete(container, pk, id, std::move(if_match)); });
 }
 
-Result<Document> FaultInjectingStore::Patch(std::string_view container, std::string_view pk, std::string_view id,
-                                            std::vector<PatchOp> ops, std::vector<Condition> conditions,
+Result<Document> FaultInjectingStore::Patch(std::string_view container, std::string_view pk,
+                                            std::string_view id, std::vector<PatchOp> ops,
+                                            std::vector<Condition> conditions,
                                             std::optional<std::string> if_match) {
   return Call<Result<Document>>(Method::kPatch, [&] {
     return inner_->Patch(container, pk, id, std::move(ops), std::move(conditions), std::move(if_match));

@@ -59,16 +59,19 @@ class FaultInjectingStore final : public Store {
   using CrashHook = std::function<void(Method method, CrashPoint point)>;
 
   explicit FaultInjectingStore(Store& inner) : inner_(&inner) {}
-  explicit FaultInjectingStore(std::unique_ptr<Store> inner) : owned_(std::move(inner)), inner_(owned_.get()) {}
+  explicit FaultInjectingStore(std::unique_ptr<Store> inner)
+      : owned_(std::move(inner)), inner_(owned_.get()) {}
 
   // The nth next call of `method` (nullopt: of any method) fails with `error`, not forwarded.
   void FailNthCall(uint64_t nth, Error error, std::optional<Method> method = std::nullopt);
   // Every call of `method` (nullopt: any) fails with `error` until ClearFaults().
   void FailAllCalls(Error error, std::optional<Method> method = std::nullopt);
   // The nth next call of `method` (nullopt: any) sleeps `delay` (real time) before it is forwarded.
-  void DelayNthCall(uint64_t nth, std::chrono::milliseconds delay, std::optional<Method> method = std::nullopt);
+  void DelayNthCall(uint64_t nth, std::chrono::milliseconds delay,
+                    std::optional<Method> method = std::nullopt);
   // Runs `hook` at `point` of the nth next call of `method` (nullopt: any write method, see IsWrite).
-  void SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth = 1, std::optional<Method> method = std::nullopt);
+  void SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth = 1,
+                     std::optional<Method> method = std::nullopt);
   // Removes every rule (counters stay).
   void ClearFaults();
 
@@ -79,13 +82,13 @@ class FaultInjectingStore final : public Store {
 
   // Store.
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                          std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                           std::optional<std::string> if_match = std::nullopt,
+  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) override;
+  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
+                           json::value body, std::optional<std::string> if_match = std::nullopt,
                            std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                          std::optional<std::string> if_match = std::nullopt,
+  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<std::string> if_match = std::nullopt,
                           std::optional<int64_t> ttl_seconds = std::nullopt) override;
   Status Delete(std::string_view container, std::string_view pk, std::string_view id,
                 std::optional<std::string> if_match = std::nullopt) override;
@@ -132,8 +135,8 @@ class FaultInjectingStore final : public Store {
   Store* const inner_;
 
   mutable std::mutex mu_;
-  std::vector<Rule> rules_;                      // guarded by mu_
-  uint64_t calls_[kMethodCount] = {};            // guarded by mu_
+  std::vector<Rule> rules_;            // guarded by mu_
+  uint64_t calls_[kMethodCount] = {};  // guarded by mu_
 };
 
 }  // namespace hcprp::store

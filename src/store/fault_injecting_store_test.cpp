@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
-#include <csignal>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 namespace hcprp::store {
 namespace {
@@ -62,7 +62,7 @@ TEST_F(FaultInjectingStoreTest, FailsTheNthCall) {
   auto r = store_->Create("c", "p", "2", json::object{});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kUnavailable);
-  EXPECT_TRUE(inner_->Read("c", "p", "2").error().IsNotFound());  // not forwarded
+  EXPECT_TRUE(inner_->Read("c", "p", "2").error().IsNotFound());    // not forwarded
   EXPECT_TRUE(store_->Create("c", "p", "2", json::object{}).ok());  // one-shot
 }
 
@@ -112,11 +112,14 @@ TEST_F(FaultInjectingStoreTest, CrashBeforeCommitWritesNothing) {
 
 TEST_F(FaultInjectingStoreTest, CrashAfterCommitKeepsTheWriteButLosesTheAnswer) {
   int hits = 0;
-  store_->SetCrashPoint(CP::kAfterCommit, [&](M, CP) {
-    ++hits;
-    // The write is committed when the hook runs.
-    EXPECT_TRUE(inner_->Read("c", "p", "b").ok());
-  }, 2, M::kBatch);
+  store_->SetCrashPoint(
+      CP::kAfterCommit,
+      [&](M, CP) {
+        ++hits;
+        // The write is committed when the hook runs.
+        EXPECT_TRUE(inner_->Read("c", "p", "b").ok());
+      },
+      2, M::kBatch);
   ASSERT_TRUE(store_->Batch("c", "p", {WriteOp::Create("a", json::object{})}).ok());
   auto r = store_->Batch("c", "p", {WriteOp::Create("b", json::object{})});
   ASSERT_FALSE(r.ok());
@@ -137,7 +140,8 @@ TEST_F(FaultInjectingStoreTest, CrashHookCanEndTheProcess) {
     auto s = OpenStore("sqlite::memory:", {.clock = &clock_});
     if (!s.ok()) _exit(1);
     FaultInjectingStore child(std::move(*s));
-    child.SetCrashPoint(CP::kAfterCommit, [&](M, CP) { _exit(child.inner().Read("c", "p", "a").ok() ? 42 : 2); });
+    child.SetCrashPoint(CP::kAfterCommit,
+                        [&](M, CP) { _exit(child.inner().Read("c", "p", "a").ok() ? 42 : 2); });
     (void)child.Create("c", "p", "a", json::object{});
     _exit(0);
   }

@@ -60,7 +60,8 @@ std::optional<size_t> FailedBatchIndex(const Error& e) {
   m.remove_prefix(kBatchPrefix.size());
   size_t index = 0;
   auto [p, ec] = std::from_chars(m.data(), m.data() + m.size(), index);
-  if (ec != std::errc() || p == m.data() || std::string_view(p, m.data() + m.size() - p).substr(0, 1) != ":") {
+  if (ec != std::errc() || p == m.data() ||
+      std::string_view(p, m.data() + m.size() - p).substr(0, 1) != ":") {
     return std::nullopt;
   }
   return index;

@@ -102,17 +102,18 @@ struct WriteOp {
   enum class Kind { kCreate, kReplace, kUpsert, kDelete, kPatch, kRead };
   Kind kind;
   std::string id;
-  json::value body;                    // kCreate, kReplace, kUpsert
+  json::value body;  // kCreate, kReplace, kUpsert
   // kCreate, kReplace, kUpsert: the new document's ttl (nullopt: none). kPatch keeps the current ttl.
   std::optional<int64_t> ttl_seconds;
-  std::optional<std::string> if_match; // kReplace, kUpsert, kDelete, kPatch, kRead
-  std::vector<PatchOp> patch;          // kPatch
+  std::optional<std::string> if_match;  // kReplace, kUpsert, kDelete, kPatch, kRead
+  std::vector<PatchOp> patch;           // kPatch
   // kReplace, kUpsert, kDelete, kPatch, kRead: checked against the current body (kInvalidArgument on
   // kCreate).
   std::vector<Condition> conditions;
 
   static WriteOp Create(std::string id, json::value body, std::optional<int64_t> ttl = std::nullopt);
-  static WriteOp Replace(std::string id, json::value body, std::optional<std::string> if_match = std::nullopt);
+  static WriteOp Replace(std::string id, json::value body,
+                         std::optional<std::string> if_match = std::nullopt);
   static WriteOp Upsert(std::string id, json::value body, std::optional<std::string> if_match = std::nullopt);
   static WriteOp Delete(std::string id, std::optional<std::string> if_match = std::nullopt);
   static WriteOp Patch(std::string id, std::vector<PatchOp> ops, std::vector<Condition> conditions = {},
@@ -156,7 +157,7 @@ Error BatchOperationError(size_t index, const Error& cause);
 // All filters given must hold (AND). Only live (unexpired) documents are returned.
 struct QueryOptions {
   std::string container;
-  std::optional<std::string> partition_key;  // nullopt: across partitions (needs resource_type)
+  std::optional<std::string> partition_key;       // nullopt: across partitions (needs resource_type)
   std::optional<std::string> resource_type;       // case-insensitive equality
   std::optional<std::string> resource_id;         // case-insensitive equality
   std::optional<std::string> resource_id_prefix;  // case-insensitive prefix
@@ -188,10 +189,14 @@ struct ChangePage {
 
 inline const char* ChangeKindName(Change::Kind k) {
   switch (k) {
-    case Change::Kind::kCreate: return "create";
-    case Change::Kind::kReplace: return "replace";
-    case Change::Kind::kDelete: return "delete";
-    case Change::Kind::kExpire: return "expire";
+    case Change::Kind::kCreate:
+      return "create";
+    case Change::Kind::kReplace:
+      return "replace";
+    case Change::Kind::kDelete:
+      return "delete";
+    case Change::Kind::kExpire:
+      return "expire";
   }
   return "unknown";
 }

@@ -49,7 +49,8 @@ template <typename R>
 ::testing::AssertionResult HasCode(const R& r, ErrorCode code) {
   if (r.ok()) return ::testing::AssertionFailure() << "succeeded, expected " << ErrorCodeName(code);
   if (r.error().code() == code) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
+  return ::testing::AssertionFailure()
+         << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
 }
 
 json::value J(std::string_view text) {
@@ -58,7 +59,8 @@ json::value J(std::string_view text) {
   return v.ok() ? std::move(*v) : json::value();
 }
 
-json::value Res(std::string_view type, std::string_view rid, std::optional<std::string_view> status = std::nullopt) {
+json::value Res(std::string_view type, std::string_view rid,
+                std::optional<std::string_view> status = std::nullopt) {
   json::object props;
   props["resourceId"] = rid;
   if (status) props["status"] = *status;
@@ -133,8 +135,18 @@ TEST_P(StoreConformanceTest, ReadOfMissingIsNotFound) {
 TEST_P(StoreConformanceTest, ArbitraryBytesInIdsAndPartitionKeysRoundTrip) {
   const std::vector<std::string> pks = {"", std::string("\0", 1), "pk", "\xff", "Sub/With'Quote"};
   const std::vector<std::string> ids = {
-      "plain", std::string("nul\0inside", 10), "nul", "\xff\xfe\x80", "", "\xc3\xbc\xc3\xb1/?&%=#",
-      "'; DROP TABLE documents; --", "X", "x", std::string(1000, 'z'), "100%", "a_b",
+      "plain",
+      std::string("nul\0inside", 10),
+      "nul",
+      "\xff\xfe\x80",
+      "",
+      "\xc3\xbc\xc3\xb1/?&%=#",
+      "'; DROP TABLE documents; --",
+      "X",
+      "x",
+      std::string(1000, 'z'),
+      "100%",
+      "a_b",
   };
   for (const auto& pk : pks) {
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -190,7 +202,8 @@ TEST_P(StoreConformanceTest, ArbitraryBytesInIdsAndPartitionKeysRoundTrip) {
   }
   // Deleting with binary keys works too.
   EXPECT_TRUE(IsOk(store_->Delete(kC, std::string("\0", 1), std::string("nul\0inside", 10))));
-  EXPECT_TRUE(HasCode(store_->Read(kC, std::string("\0", 1), std::string("nul\0inside", 10)), ErrorCode::kNotFound));
+  EXPECT_TRUE(
+      HasCode(store_->Read(kC, std::string("\0", 1), std::string("nul\0inside", 10)), ErrorCode::kNotFound));
   EXPECT_TRUE(IsOk(store_->Read(kC, std::string("\0", 1), "nul")));
 }
 
@@ -204,9 +217,15 @@ TEST_P(StoreConformanceTest, EtagAndTimestampChangeOnEveryWrite) {
     clock_.Advance(1s);
     Result<Document> r = Error::Internal("unset");
     switch (i % 3) {
-      case 0: r = store_->Replace(kC, "p", "x", J(R"({"n":1})")); break;
-      case 1: r = store_->Upsert(kC, "p", "x", J(R"({"n":2})")); break;
-      default: r = store_->Patch(kC, "p", "x", {{PatchOp::Kind::kIncrement, "/n", 1}}); break;
+      case 0:
+        r = store_->Replace(kC, "p", "x", J(R"({"n":1})"));
+        break;
+      case 1:
+        r = store_->Upsert(kC, "p", "x", J(R"({"n":2})"));
+        break;
+      default:
+        r = store_->Patch(kC, "p", "x", {{PatchOp::Kind::kIncrement, "/n", 1}});
+        break;
     }
     ASSERT_TRUE(IsOk(r));
     EXPECT_TRUE(etags.insert(r->etag).second) << "etag reused: " << r->etag;
@@ -225,7 +244,8 @@ TEST_P(StoreConformanceTest, ReplaceWithIfMatch) {
   EXPECT_TRUE(HasCode(store_->Replace(kC, "p", "x", J("{}"), "some-etag"), ErrorCode::kNotFound));
   auto d = store_->Create(kC, "p", "x", J(R"({"v":1})"));
   ASSERT_TRUE(IsOk(d));
-  EXPECT_TRUE(HasCode(store_->Replace(kC, "p", "x", J(R"({"v":2})"), "wrong"), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(
+      HasCode(store_->Replace(kC, "p", "x", J(R"({"v":2})"), "wrong"), ErrorCode::kPreconditionFailed));
   auto unchanged = store_->Read(kC, "p", "x");
   ASSERT_TRUE(IsOk(unchanged));
   EXPECT_EQ(unchanged->etag, d->etag);
@@ -235,7 +255,8 @@ TEST_P(StoreConformanceTest, ReplaceWithIfMatch) {
   ASSERT_TRUE(IsOk(r));
   EXPECT_NE(r->etag, d->etag);
   // The old etag no longer matches.
-  EXPECT_TRUE(HasCode(store_->Replace(kC, "p", "x", J(R"({"v":3})"), d->etag), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(
+      HasCode(store_->Replace(kC, "p", "x", J(R"({"v":3})"), d->etag), ErrorCode::kPreconditionFailed));
   // "*" matches any existing document; no if-match replaces unconditionally.
   EXPECT_TRUE(IsOk(store_->Replace(kC, "p", "x", J(R"({"v":4})"), "*")));
   auto last = store_->Replace(kC, "p", "x", J(R"({"v":5})"), std::nullopt, 60);
@@ -261,7 +282,8 @@ TEST_P(StoreConformanceTest, UpsertCreatesOrReplaces) {
   auto b = store_->Upsert(kC, "p", "x", J(R"({"v":2})"));
   ASSERT_TRUE(IsOk(b));
   EXPECT_NE(a->etag, b->etag);
-  EXPECT_TRUE(HasCode(store_->Upsert(kC, "p", "x", J(R"({"v":3})"), a->etag), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(
+      HasCode(store_->Upsert(kC, "p", "x", J(R"({"v":3})"), a->etag), ErrorCode::kPreconditionFailed));
   auto c = store_->Upsert(kC, "p", "x", J(R"({"v":3})"), b->etag, 30);
   ASSERT_TRUE(IsOk(c));
   EXPECT_EQ(c->ttl_seconds, 30);
@@ -297,15 +319,15 @@ TEST_P(StoreConformanceTest, DeleteWithIfMatch) {
 }
 
 TEST_P(StoreConformanceTest, PatchOperations) {
-  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "x",
-                                  J(R"({"a":1,"s":"x","o":{"k":"v"},"arr":[1,2,3],"f":1.5,"gone":true})"))));
+  ASSERT_TRUE(IsOk(
+      store_->Create(kC, "p", "x", J(R"({"a":1,"s":"x","o":{"k":"v"},"arr":[1,2,3],"f":1.5,"gone":true})"))));
   std::vector<PatchOp> ops = {
       {PatchOp::Kind::kSet, "/new", J(R"({"deep":[]})")},
       {PatchOp::Kind::kSet, "/s", "y"},
       {PatchOp::Kind::kAdd, "/o/k2", 2},
-      {PatchOp::Kind::kAdd, "/arr/1", 9},      // insert
-      {PatchOp::Kind::kAdd, "/arr/-", 4},      // append
-      {PatchOp::Kind::kSet, "/arr/0", 0},      // overwrite
+      {PatchOp::Kind::kAdd, "/arr/1", 9},  // insert
+      {PatchOp::Kind::kAdd, "/arr/-", 4},  // append
+      {PatchOp::Kind::kSet, "/arr/0", 0},  // overwrite
       {PatchOp::Kind::kRemove, "/gone", nullptr},
       {PatchOp::Kind::kReplace, "/o/k", "w"},
       {PatchOp::Kind::kIncrement, "/a", 41},
@@ -331,18 +353,15 @@ TEST_P(StoreConformanceTest, PatchErrorsAreInvalidArgumentAndChangeNothing) {
   std::string cont = Now(*store_);
   const std::vector<PatchOp> bad = {
       {PatchOp::Kind::kSet, "/missing/child", 1},  // parent absent
-      {PatchOp::Kind::kRemove, "/nope", nullptr},
-      {PatchOp::Kind::kReplace, "/nope", 1},
-      {PatchOp::Kind::kIncrement, "/nope", 1},
-      {PatchOp::Kind::kIncrement, "/s", 1},       // not a number
-      {PatchOp::Kind::kIncrement, "/a", "one"},   // delta not a number
-      {PatchOp::Kind::kIncrement, "/big", 1},     // overflow
-      {PatchOp::Kind::kSet, "no-slash", 1},       // bad pointer
-      {PatchOp::Kind::kSet, "/bad~2escape", 1},
-      {PatchOp::Kind::kSet, "", J("{}")},         // root
-      {PatchOp::Kind::kAdd, "/arr/5", 1},         // index out of range
-      {PatchOp::Kind::kAdd, "/arr/x", 1},         // not an index
-      {PatchOp::Kind::kSet, "/s/x", 1},           // parent is a string
+      {PatchOp::Kind::kRemove, "/nope", nullptr}, {PatchOp::Kind::kReplace, "/nope", 1},
+      {PatchOp::Kind::kIncrement, "/nope", 1},    {PatchOp::Kind::kIncrement, "/s", 1},  // not a number
+      {PatchOp::Kind::kIncrement, "/a", "one"},                                          // delta not a number
+      {PatchOp::Kind::kIncrement, "/big", 1},                                            // overflow
+      {PatchOp::Kind::kSet, "no-slash", 1},                                              // bad pointer
+      {PatchOp::Kind::kSet, "/bad~2escape", 1},   {PatchOp::Kind::kSet, "", J("{}")},    // root
+      {PatchOp::Kind::kAdd, "/arr/5", 1},                                                // index out of range
+      {PatchOp::Kind::kAdd, "/arr/x", 1},                                                // not an index
+      {PatchOp::Kind::kSet, "/s/x", 1},                                                  // parent is a string
   };
   for (const auto& op : bad) {
     // A good op first: the whole patch must still change nothing.
@@ -354,7 +373,8 @@ TEST_P(StoreConformanceTest, PatchErrorsAreInvalidArgumentAndChangeNothing) {
   EXPECT_EQ(read->etag, d->etag);
   EXPECT_EQ(read->body, d->body);
   EXPECT_TRUE(Drain(*store_, kC, cont).empty());
-  EXPECT_TRUE(HasCode(store_->Patch(kC, "p", "absent", {{PatchOp::Kind::kSet, "/a", 1}}), ErrorCode::kNotFound));
+  EXPECT_TRUE(
+      HasCode(store_->Patch(kC, "p", "absent", {{PatchOp::Kind::kSet, "/a", 1}}), ErrorCode::kNotFound));
 }
 
 TEST_P(StoreConformanceTest, PatchConditionsAndIfMatch) {
@@ -365,8 +385,9 @@ TEST_P(StoreConformanceTest, PatchConditionsAndIfMatch) {
   auto r = store_->Patch(kC, "p", "x", {set}, {{"/properties/activeOperationId", json::value("op1")}});
   ASSERT_TRUE(IsOk(r));
   // Condition on another value, and on absence.
-  EXPECT_TRUE(HasCode(store_->Patch(kC, "p", "x", {set}, {{"/properties/activeOperationId", json::value("op2")}}),
-                      ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(
+      HasCode(store_->Patch(kC, "p", "x", {set}, {{"/properties/activeOperationId", json::value("op2")}}),
+              ErrorCode::kPreconditionFailed));
   EXPECT_TRUE(HasCode(store_->Patch(kC, "p", "x", {set}, {{"/properties/activeOperationId", std::nullopt}}),
                       ErrorCode::kPreconditionFailed));
   EXPECT_TRUE(IsOk(store_->Patch(kC, "p", "x", {set}, {{"/properties/absent", std::nullopt}})));
@@ -460,7 +481,8 @@ TEST_P(StoreConformanceTest, BodiesRoundTripExactly) {
   EXPECT_EQ(r->body, body);
   // A large document.
   json::object big;
-  for (int i = 0; i < 2000; ++i) big["key" + std::to_string(i)] = std::string(500, static_cast<char>('a' + i % 26));
+  for (int i = 0; i < 2000; ++i)
+    big["key" + std::to_string(i)] = std::string(500, static_cast<char>('a' + i % 26));
   ASSERT_TRUE(IsOk(store_->Create(kC, "p", "big", big)));
   auto rb = store_->Read(kC, "p", "big");
   ASSERT_TRUE(IsOk(rb));
@@ -522,7 +544,8 @@ class QueryFixture {
   }
 };
 
-std::vector<std::string> QueryAll(Store& s, QueryOptions q, size_t page = 100, std::vector<std::string>* pks = nullptr) {
+std::vector<std::string> QueryAll(Store& s, QueryOptions q, size_t page = 100,
+                                  std::vector<std::string>* pks = nullptr) {
   q.max_items = page;
   std::vector<std::string> out;
   for (int guard = 0; guard < 1000; ++guard) {
@@ -600,11 +623,13 @@ TEST_P(StoreConformanceTest, QueryNonTerminal) {
   q.resource_type = std::string(kOpType);
   EXPECT_EQ(QueryAll(*store_, q, 1), (V{"op1", "op4"}));
   // The indexed fields follow every write.
-  ASSERT_TRUE(IsOk(store_->Patch(kC, "sub1", "op1", {{PatchOp::Kind::kSet, "/properties/status", "Succeeded"}})));
+  ASSERT_TRUE(
+      IsOk(store_->Patch(kC, "sub1", "op1", {{PatchOp::Kind::kSet, "/properties/status", "Succeeded"}})));
   ASSERT_TRUE(IsOk(store_->Replace(kC, "sub1", "op2", Res(kOpType, "op-2", "Provisioning"))));
   ASSERT_TRUE(IsOk(store_->Batch(kC, "sub1", {WriteOp::Upsert("op6", Res(kOpType, "op-6", "Accepted"))})));
   EXPECT_EQ(QueryAll(*store_, q), (V{"op2", "op4", "op6"}));
-  ASSERT_TRUE(IsOk(store_->Patch(kC, "sub1", "op4", {{PatchOp::Kind::kRemove, "/properties/status", nullptr}})));
+  ASSERT_TRUE(
+      IsOk(store_->Patch(kC, "sub1", "op4", {{PatchOp::Kind::kRemove, "/properties/status", nullptr}})));
   EXPECT_EQ(QueryAll(*store_, q), (V{"op2", "op6"}));
 }
 
@@ -748,14 +773,29 @@ TEST_P(StoreConformanceTest, BatchIsAtomicWhicheverOperationFails) {
         WriteOp::Create("new2", J("{}")),
     };
     switch (fail_at) {
-      case 0: v[0] = WriteOp::Create("a", J("{}")); break;
-      case 1: v[1].if_match = "bogus"; break;
-      case 2: v[2].if_match = "bogus"; break;
-      case 3: v[3].conditions[0].equals = json::value(99); break;
-      case 4: v[4] = WriteOp::Delete("zzz"); break;
-      case 5: v[5].if_match = "bogus"; break;
-      case 6: v[6] = WriteOp::Create("new1", J("{}")); break;  // created earlier in this batch
-      default: break;
+      case 0:
+        v[0] = WriteOp::Create("a", J("{}"));
+        break;
+      case 1:
+        v[1].if_match = "bogus";
+        break;
+      case 2:
+        v[2].if_match = "bogus";
+        break;
+      case 3:
+        v[3].conditions[0].equals = json::value(99);
+        break;
+      case 4:
+        v[4] = WriteOp::Delete("zzz");
+        break;
+      case 5:
+        v[5].if_match = "bogus";
+        break;
+      case 6:
+        v[6] = WriteOp::Create("new1", J("{}"));
+        break;  // created earlier in this batch
+      default:
+        break;
     }
     return v;
   };
@@ -768,7 +808,8 @@ TEST_P(StoreConformanceTest, BatchIsAtomicWhicheverOperationFails) {
     auto r = store_->Batch(kC, "p", ops(i));
     ASSERT_TRUE(HasCode(r, want[i])) << "failing op " << i;
     EXPECT_EQ(FailedBatchIndex(r.error()), static_cast<size_t>(i)) << r.error().message();
-    EXPECT_TRUE(r.error().message().find("operation " + std::to_string(i) + ": ") == 0) << r.error().message();
+    EXPECT_TRUE(r.error().message().find("operation " + std::to_string(i) + ": ") == 0)
+        << r.error().message();
     // Nothing of the batch is visible and the feed did not move.
     const std::vector<std::pair<std::string, const Document*>> before = {{"a", &*a}, {"b", &*b}, {"c", &*c}};
     for (const auto& [id, d] : before) {
@@ -827,14 +868,17 @@ TEST_P(StoreConformanceTest, BatchWithLeaseFence) {
   // Taken over by someone else: stale for the old holder, good for the new one.
   auto other = store_->AcquireLease(kLocks, "p", "owner-lock", "other", 10s);
   ASSERT_TRUE(IsOk(other));
-  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("c", J("{}"))}, &*lease), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("c", J("{}"))}, &*lease),
+                      ErrorCode::kPreconditionFailed));
   EXPECT_TRUE(HasCode(store_->Read(kC, "p", "c"), ErrorCode::kNotFound));
   EXPECT_TRUE(IsOk(store_->Batch(kC, "p", {WriteOp::Create("c", J("{}"))}, &*other)));
   // Released: stale.
   ASSERT_TRUE(IsOk(store_->ReleaseLease(*other)));
-  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("d", J("{}"))}, &*other), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("d", J("{}"))}, &*other),
+                      ErrorCode::kPreconditionFailed));
   Lease never{.container = std::string(kLocks), .partition_key = "p", .name = "never", .owner = "me"};
-  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("d", J("{}"))}, &never), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(HasCode(store_->Batch(kC, "p", {WriteOp::Create("d", J("{}"))}, &never),
+                      ErrorCode::kPreconditionFailed));
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -885,7 +929,8 @@ TEST_P(StoreConformanceTest, ExpiredDocumentsAreInvisibleAtOnce) {
 }
 
 TEST_P(StoreConformanceTest, PurgeExpiredRecordsExpiries) {
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(IsOk(store_->Create(kC, "p", "t" + std::to_string(i), J(R"({"i":1})"), 5)));
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(IsOk(store_->Create(kC, "p", "t" + std::to_string(i), J(R"({"i":1})"), 5)));
   ASSERT_TRUE(IsOk(store_->Create(kLocks, "p", "lock", J("{}"), 5)));
   ASSERT_TRUE(IsOk(store_->Create(kC, "p", "long", J("{}"), 500)));
   ASSERT_TRUE(IsOk(store_->Create(kC, "p", "forever", J("{}"))));
@@ -1067,7 +1112,8 @@ TEST_P(StoreConformanceTest, WaitForChangesDoesNotSpin) {
   EXPECT_FALSE(*w);
   EXPECT_GE(wall, 900ms);
   EXPECT_LT(used, 100ms) << "the waiting thread burnt "
-                         << std::chrono::duration_cast<std::chrono::milliseconds>(used).count() << " ms of CPU";
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(used).count()
+                         << " ms of CPU";
 }
 
 TEST_P(StoreConformanceTest, ChangeFeedIsCompleteWithConcurrentWritersAndReaders) {
@@ -1078,9 +1124,12 @@ TEST_P(StoreConformanceTest, ChangeFeedIsCompleteWithConcurrentWritersAndReaders
 
   auto key_of = [](const Change& c) {
     switch (c.kind) {
-      case Change::Kind::kCreate: return "c:" + c.document.etag;
-      case Change::Kind::kReplace: return "r:" + c.document.etag;
-      default: return "d:" + c.document.id;
+      case Change::Kind::kCreate:
+        return "c:" + c.document.etag;
+      case Change::Kind::kReplace:
+        return "r:" + c.document.etag;
+      default:
+        return "d:" + c.document.id;
     }
   };
   std::vector<std::vector<Change>> seen(kReaders);
@@ -1152,7 +1201,8 @@ TEST_P(StoreConformanceTest, ChangeFeedIsCompleteWithConcurrentWritersAndReaders
       per_writer[w].push_back(k);
     }
     EXPECT_EQ(keys, all);
-    for (int w = 0; w < kWriters; ++w) EXPECT_EQ(per_writer[w], committed[w]) << "reader " << r << " writer " << w;
+    for (int w = 0; w < kWriters; ++w)
+      EXPECT_EQ(per_writer[w], committed[w]) << "reader " << r << " writer " << w;
     if (r > 0) {
       for (size_t i = 0; i < seen[r].size(); ++i) EXPECT_EQ(seen[r][i].sequence, seen[0][i].sequence);
     }
@@ -1337,7 +1387,8 @@ TEST_P(StoreConformanceTest, ConcurrentLeaseAcquisitionHasOneWinner) {
     threads.emplace_back([&, t] {
       for (int round = 0; round < kRounds; ++round) {
         sync.arrive_and_wait();
-        auto l = store_->AcquireLease(kLocks, "p", "lease" + std::to_string(round), "pod" + std::to_string(t), 30s);
+        auto l = store_->AcquireLease(kLocks, "p", "lease" + std::to_string(round), "pod" + std::to_string(t),
+                                      30s);
         if (l.ok()) {
           wins[round].fetch_add(1);
         } else {
@@ -1366,7 +1417,8 @@ TEST_P(StoreConformanceTest, SecondHandleSeesWritesAndChanges) {
   // If-Match across handles.
   auto o = other->Replace(kC, "p", "x", J(R"({"v":2})"), d->etag);
   ASSERT_TRUE(IsOk(o));
-  EXPECT_TRUE(HasCode(store_->Replace(kC, "p", "x", J(R"({"v":3})"), d->etag), ErrorCode::kPreconditionFailed));
+  EXPECT_TRUE(
+      HasCode(store_->Replace(kC, "p", "x", J(R"({"v":3})"), d->etag), ErrorCode::kPreconditionFailed));
   // A waiter on one handle wakes on a commit through the other.
   std::string now = Now(*other);
   std::thread writer([&] {

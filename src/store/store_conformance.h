@@ -39,7 +39,9 @@ struct EngineFactory {
 };
 
 inline void PrintTo(const EngineFactory& f, std::ostream* os) { *os << f.name; }
-inline std::string EngineFactoryName(const ::testing::TestParamInfo<EngineFactory>& info) { return info.param.name; }
+inline std::string EngineFactoryName(const ::testing::TestParamInfo<EngineFactory>& info) {
+  return info.param.name;
+}
 
 class StoreConformanceTest : public ::testing::TestWithParam<EngineFactory> {
  protected:

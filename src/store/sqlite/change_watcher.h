@@ -25,7 +25,8 @@ class ChangeWatcher {
  public:
   // `conn` is a connection to the database at `db_path` owned by the watcher from now on.
   // `on_change` and `has_waiters` are called from the watcher's thread.
-  static Result<std::unique_ptr<ChangeWatcher>> Start(std::unique_ptr<Connection> conn, const std::string& db_path,
+  static Result<std::unique_ptr<ChangeWatcher>> Start(std::unique_ptr<Connection> conn,
+                                                      const std::string& db_path,
                                                       std::function<void()> on_change,
                                                       std::function<bool()> has_waiters);
   ~ChangeWatcher();  // stops and joins the thread

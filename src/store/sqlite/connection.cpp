@@ -37,10 +37,11 @@ Status Stmt::Run(std::string_view context) {
   return SqliteError(db_, rc, context);
 }
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, const std::string& vfs, int flags,
-                                                     std::chrono::milliseconds busy_timeout) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, const std::string& vfs,
+                                                     int flags, std::chrono::milliseconds busy_timeout) {
   sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs.empty() ? nullptr : vfs.c_str());
+  int rc =
+      sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs.empty() ? nullptr : vfs.c_str());
   if (rc != SQLITE_OK) {
     Error e = SqliteError(db, rc, "open " + path);
     sqlite3_close_v2(db);
@@ -60,8 +61,8 @@ Connection::~Connection() {
 
 Result<sqlite3_stmt*> Connection::PrepareText(const std::string& sql) {
   sqlite3_stmt* s = nullptr;
-  int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1), SQLITE_PREPARE_PERSISTENT, &s,
-                              nullptr);
+  int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size() + 1), SQLITE_PREPARE_PERSISTENT,
+                              &s, nullptr);
   if (rc != SQLITE_OK) return SqliteError(db_, rc, "prepare \"" + sql + "\"");
   return s;
 }

@@ -44,10 +44,16 @@ class Stmt {
   void BindInt(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
   void BindNull(int i) { sqlite3_bind_null(s_, i); }
   void BindOptText(int i, const std::optional<std::string>& v) {
-    if (v) BindText(i, std::string_view(*v)); else BindNull(i);
+    if (v)
+      BindText(i, std::string_view(*v));
+    else
+      BindNull(i);
   }
   void BindOptInt(int i, const std::optional<int64_t>& v) {
-    if (v) BindInt(i, *v); else BindNull(i);
+    if (v)
+      BindInt(i, *v);
+    else
+      BindNull(i);
   }
 
   // SQLITE_ROW, SQLITE_DONE or an error code.
@@ -62,11 +68,13 @@ class Stmt {
   }
   std::string_view Text(int col) const {
     const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s_, col));
-    return p == nullptr ? std::string_view() : std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, col)));
+    return p == nullptr ? std::string_view()
+                        : std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, col)));
   }
   std::string_view Blob(int col) const {
     const auto* p = static_cast<const char*>(sqlite3_column_blob(s_, col));
-    return p == nullptr ? std::string_view() : std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, col)));
+    return p == nullptr ? std::string_view()
+                        : std::string_view(p, static_cast<size_t>(sqlite3_column_bytes(s_, col)));
   }
 
   sqlite3* db() const { return db_; }

@@ -95,7 +95,8 @@ inline constexpr const char* kDeleteDoc =
 inline constexpr const char* kDeleteAnyDoc = "DELETE FROM documents WHERE container=?1 AND pk=?2 AND id=?3";
 // ?1 container ?2 kind ?3 pk ?4 id ?5 body ?6 etag ?7 ts ?8 ttl. The sequence is the rowid.
 inline constexpr const char* kInsertChange =
-    "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)";
+    "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+    "?8)";
 // ?1 container ?2 after sequence ?3 limit
 inline constexpr const char* kReadChanges =
     "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=?1 AND seq>?2 ORDER BY seq "
@@ -106,7 +107,8 @@ inline constexpr const char* kHasChanges = "SELECT 1 FROM changes WHERE containe
 // with kFirstPartition), then whether it holds a live document; inside one read transaction.
 inline constexpr const char* kBeginRead = "BEGIN";
 inline constexpr const char* kEndRead = "COMMIT";
-inline constexpr const char* kFirstPartition = "SELECT pk FROM documents WHERE container=?1 ORDER BY pk LIMIT 1";
+inline constexpr const char* kFirstPartition =
+    "SELECT pk FROM documents WHERE container=?1 ORDER BY pk LIMIT 1";
 inline constexpr const char* kNextPartition =
     "SELECT pk FROM documents WHERE container=?1 AND pk>?2 ORDER BY pk LIMIT 1";
 // ?1 container ?2 pk ?3 now
@@ -131,14 +133,15 @@ inline constexpr const char* kLeaseRenew =
     "AND owner IS NOT NULL AND expires_at>?7 RETURNING owner, fencing_token";
 // ?4 current etag
 inline constexpr const char* kLeaseRelease =
-    "UPDATE leases SET owner=NULL, etag=NULL, expires_at=0 WHERE container=?1 AND pk=?2 AND name=?3 AND etag=?4";
+    "UPDATE leases SET owner=NULL, etag=NULL, expires_at=0 WHERE container=?1 AND pk=?2 AND name=?3 AND "
+    "etag=?4";
 inline constexpr const char* kDataVersion = "PRAGMA data_version";
 
 // Query shapes (bits of a cache key), assembled by the engine; all share the parameter numbering
 // ?1 container ?2 pk ?3 resource_type ?4 resource_id ?5 prefix ?6 prefix upper bound ?7 now
 // ?8 after pk ?9 after id ?10 limit.
-inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8, kQueryPrefixUpper = 16,
-                     kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
+inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8,
+                     kQueryPrefixUpper = 16, kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
 
 // The text of query shape `shape` (a valid shape has kQueryPartition or kQueryType, and
 // kQueryPrefixUpper only with kQueryPrefix).

@@ -183,8 +183,8 @@ Document MakeDocument(std::string_view pk, std::string_view id, json::value body
   return d;
 }
 
-#define HCPRP_ASSIGN_STMT(var, conn, sql)      \
-  auto var##_prepared = (conn).Prepare(sql);   \
+#define HCPRP_ASSIGN_STMT(var, conn, sql)                  \
+  auto var##_prepared = (conn).Prepare(sql);               \
   if (!var##_prepared.ok()) return var##_prepared.error(); \
   Stmt var((conn).db(), *var##_prepared)
 
@@ -206,8 +206,8 @@ Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std
   return std::optional<StoredRow>(std::move(r));
 }
 
-void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::string_view id, const Version& v,
-                 const std::optional<int64_t>& expires_at) {
+void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::string_view id,
+                 const Version& v, const std::optional<int64_t>& expires_at) {
   s.BindText(1, container);
   s.BindBlob(2, pk);
   s.BindBlob(3, id);
@@ -270,7 +270,8 @@ Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, s
 }
 
 Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
-                    std::string_view body, std::string_view etag, int64_t ts, const std::optional<int64_t>& ttl) {
+                    std::string_view body, std::string_view etag, int64_t ts,
+                    const std::optional<int64_t>& ttl) {
   HCPRP_ASSIGN_STMT(s, tx.c, sql::kInsertChange);
   s.BindText(1, container);
   s.BindInt(2, kind);
@@ -318,8 +319,8 @@ Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::str
   if (!row.ok()) return row.error();
   if (!*row || !(*row)->Live(tx.now)) {
     if (absent_is_precondition) {
-      return Error::PreconditionFailed("if-match " + if_match.value_or("") + ": " + DocName(container, pk, id) +
-                                       " does not exist");
+      return Error::PreconditionFailed("if-match " + if_match.value_or("") + ": " +
+                                       DocName(container, pk, id) + " does not exist");
     }
     return Error::NotFound(DocName(container, pk, id) + " does not exist");
   }
@@ -358,11 +359,13 @@ Result<Document> CreateVersion(Tx& tx, std::string_view container, std::string_v
   if (!*inserted) {
     auto row = LoadRow(tx, container, pk, op.id);
     if (!row.ok()) return row.error();
-    if (*row && (*row)->Live(tx.now)) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
+    if (*row && (*row)->Live(tx.now))
+      return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
     if (*row) HCPRP_RETURN_IF_ERROR(ExpireRow(tx, container, pk, op.id, **row));
     inserted = InsertDoc(tx, container, pk, op.id, v);
     if (!inserted.ok()) return inserted.error();
-    if (!*inserted) return Error::Internal("insert of " + DocName(container, pk, op.id) + " conflicted twice");
+    if (!*inserted)
+      return Error::Internal("insert of " + DocName(container, pk, op.id) + " conflicted twice");
   }
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindCreate, pk, op.id, v));
   return MakeDocument(pk, op.id, std::move(op.body), v);
@@ -438,7 +441,8 @@ Result<Document> ApplyDelete(Tx& tx, std::string_view container, std::string_vie
   if (!deleted.ok()) return deleted.error();
   if (!*deleted) return Diagnose(tx, container, pk, op.id, op.if_match, false);
   const StoredRow& old = **deleted;
-  HCPRP_RETURN_IF_ERROR(InsertChange(tx, container, sql::kKindDelete, pk, op.id, old.body, old.etag, old.ts, old.ttl));
+  HCPRP_RETURN_IF_ERROR(
+      InsertChange(tx, container, sql::kKindDelete, pk, op.id, old.body, old.etag, old.ts, old.ttl));
   Document d;
   d.id = op.id;
   d.partition_key = std::string(pk);
@@ -481,12 +485,18 @@ Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view 
 Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
   switch (op.kind) {
-    case WriteOp::Kind::kCreate: return ApplyCreate(tx, container, pk, op);
-    case WriteOp::Kind::kReplace: return ApplyReplace(tx, container, pk, op);
-    case WriteOp::Kind::kUpsert: return ApplyUpsert(tx, container, pk, op);
-    case WriteOp::Kind::kDelete: return ApplyDelete(tx, container, pk, op);
-    case WriteOp::Kind::kPatch: return ApplyPatch(tx, container, pk, op);
-    case WriteOp::Kind::kRead: return ApplyRead(tx, container, pk, op);
+    case WriteOp::Kind::kCreate:
+      return ApplyCreate(tx, container, pk, op);
+    case WriteOp::Kind::kReplace:
+      return ApplyReplace(tx, container, pk, op);
+    case WriteOp::Kind::kUpsert:
+      return ApplyUpsert(tx, container, pk, op);
+    case WriteOp::Kind::kDelete:
+      return ApplyDelete(tx, container, pk, op);
+    case WriteOp::Kind::kPatch:
+      return ApplyPatch(tx, container, pk, op);
+    case WriteOp::Kind::kRead:
+      return ApplyRead(tx, container, pk, op);
   }
   return Error::InvalidArgument("unknown write operation kind");
 }
@@ -526,8 +536,9 @@ Status CheckFence(Tx& tx, const Lease& fence) {
   if (!*row || !(*row)->owner) return Error::PreconditionFailed("fence: " + what + " is not held");
   const LeaseRow& r = **row;
   if (*r.owner != fence.owner || r.fencing_token != fence.fencing_token) {
-    return Error::PreconditionFailed("fence: " + what + " fencing token " + std::to_string(fence.fencing_token) +
-                                     " is stale (now " + std::to_string(r.fencing_token) + ")");
+    return Error::PreconditionFailed("fence: " + what + " fencing token " +
+                                     std::to_string(fence.fencing_token) + " is stale (now " +
+                                     std::to_string(r.fencing_token) + ")");
   }
   if (r.expires_at <= tx.now) return Error::PreconditionFailed("fence: " + what + " has expired");
   return Status::Ok();
@@ -540,10 +551,14 @@ TimePoint FromMillis(int64_t ms) {
 
 Change::Kind KindFromInt(int64_t k) {
   switch (k) {
-    case sql::kKindCreate: return Change::Kind::kCreate;
-    case sql::kKindReplace: return Change::Kind::kReplace;
-    case sql::kKindDelete: return Change::Kind::kDelete;
-    default: return Change::Kind::kExpire;
+    case sql::kKindCreate:
+      return Change::Kind::kCreate;
+    case sql::kKindReplace:
+      return Change::Kind::kReplace;
+    case sql::kKindDelete:
+      return Change::Kind::kDelete;
+    default:
+      return Change::Kind::kExpire;
   }
 }
 
@@ -553,18 +568,20 @@ class SqliteStore final : public Store {
   ~SqliteStore() override;
 
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                          std::optional<int64_t> ttl_seconds) override {
+  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<int64_t> ttl_seconds) override {
     return WriteOne(container, pk, WriteOp::Create(std::string(id), std::move(body), ttl_seconds));
   }
-  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                           std::optional<std::string> if_match, std::optional<int64_t> ttl_seconds) override {
+  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
+                           json::value body, std::optional<std::string> if_match,
+                           std::optional<int64_t> ttl_seconds) override {
     WriteOp op = WriteOp::Replace(std::string(id), std::move(body), std::move(if_match));
     op.ttl_seconds = ttl_seconds;
     return WriteOne(container, pk, std::move(op));
   }
-  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id, json::value body,
-                          std::optional<std::string> if_match, std::optional<int64_t> ttl_seconds) override {
+  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<std::string> if_match,
+                          std::optional<int64_t> ttl_seconds) override {
     WriteOp op = WriteOp::Upsert(std::string(id), std::move(body), std::move(if_match));
     op.ttl_seconds = ttl_seconds;
     return WriteOne(container, pk, std::move(op));
@@ -578,8 +595,9 @@ class SqliteStore final : public Store {
   Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
                          std::vector<PatchOp> ops, std::vector<Condition> conditions,
                          std::optional<std::string> if_match) override {
-    return WriteOne(container, pk,
-                    WriteOp::Patch(std::string(id), std::move(ops), std::move(conditions), std::move(if_match)));
+    return WriteOne(
+        container, pk,
+        WriteOp::Patch(std::string(id), std::move(ops), std::move(conditions), std::move(if_match)));
   }
   Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                             const Lease* fence) override;
@@ -656,7 +674,8 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOption
   Status init = InitDatabase(**writer, target);
   if (!init.ok()) {
     if (init.error().code() != ErrorCode::kUnavailable) return init.error();
-    return Error::Unavailable(init.error().message() + " (still locked by another connection after the busy timeout of " +
+    return Error::Unavailable(init.error().message() +
+                              " (still locked by another connection after the busy timeout of " +
                               std::to_string(options.busy_timeout.count()) + " ms)");
   }
   std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(*writer)));
@@ -671,7 +690,8 @@ Status SqliteStore::InitDatabase(Connection& c, const Target& t) {
     if (!mode.ok()) return mode.error();
     if (*mode != "wal") return Error::IoError(where + ": cannot use WAL (journal mode is \"" + *mode + "\")");
   }
-  HCPRP_RETURN_IF_ERROR(c.Exec("PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384", where));
+  HCPRP_RETURN_IF_ERROR(
+      c.Exec("PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384", where));
   HCPRP_RETURN_IF_ERROR(c.Exec("BEGIN IMMEDIATE", where));
   auto check = [&]() -> Status {
     auto app = c.QueryInt("PRAGMA application_id", where);
@@ -706,7 +726,8 @@ Result<std::unique_ptr<Connection>> SqliteStore::OpenReader() {
   if (!c.ok()) return c.error();
   // 4 MiB of page cache per reader (up to kMaxReaders of them); the OS page cache is shared. No mmap:
   // with mmap an I/O error would be a SIGBUS instead of a failed call.
-  HCPRP_RETURN_IF_ERROR((*c)->Exec("PRAGMA query_only=1; PRAGMA cache_size=-4096", "open reader " + target_.path));
+  HCPRP_RETURN_IF_ERROR(
+      (*c)->Exec("PRAGMA query_only=1; PRAGMA cache_size=-4096", "open reader " + target_.path));
   return c;
 }
 
@@ -863,8 +884,8 @@ Result<Document> SqliteStore::Read(std::string_view container, std::string_view 
   });
 }
 
-Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                                       const Lease* fence) {
+Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk,
+                                       std::vector<WriteOp> ops, const Lease* fence) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   for (size_t i = 0; i < ops.size(); ++i) {
     Status st = ValidateOp(ops[i]);
@@ -1129,15 +1150,17 @@ Result<bool> SqliteStore::WaitForChanges(std::string_view container, std::string
   }
 }
 
-Result<Lease> SqliteStore::AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
-                                        std::string_view owner, std::chrono::milliseconds ttl) {
+Result<Lease> SqliteStore::AcquireLease(std::string_view container, std::string_view pk,
+                                        std::string_view name, std::string_view owner,
+                                        std::chrono::milliseconds ttl) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   if (ttl.count() <= 0) return Error::InvalidArgument("a lease ttl must be > 0");
   return WriteTx<Lease>("acquire lease", [&](Tx& tx) -> Result<Lease> {
     auto row = LoadLease(tx, container, pk, name);
     if (!row.ok()) return row.error();
     if (*row && (*row)->owner && (*row)->expires_at > tx.now) {
-      return Error::Conflict(LeaseName(container, pk, name) + " is held by \"" + Printable(*(*row)->owner) + "\"");
+      return Error::Conflict(LeaseName(container, pk, name) + " is held by \"" + Printable(*(*row)->owner) +
+                             "\"");
     }
     Lease l;
     l.container = std::string(container);
@@ -1179,7 +1202,8 @@ Result<Lease> SqliteStore::RenewLease(const Lease& lease, std::chrono::milliseco
     s.BindInt(7, tx.now);
     int rc = s.Step();
     if (rc == SQLITE_DONE) {
-      return Error::PreconditionFailed(what + " was lost (expired, taken over, released or renewed elsewhere)");
+      return Error::PreconditionFailed(what +
+                                       " was lost (expired, taken over, released or renewed elsewhere)");
     }
     if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "renew " + what);
     l.owner = std::string(s.Blob(0));
@@ -1244,8 +1268,8 @@ Result<size_t> SqliteStore::PurgeExpired() {
         HCPRP_ASSIGN_STMT(d, tx.c, sql::kDeleteByRowid);
         d.BindInt(1, e.rowid);
         HCPRP_RETURN_IF_ERROR(d.Run("purge " + DocName(e.container, e.pk, e.id)));
-        HCPRP_RETURN_IF_ERROR(InsertChange(tx, e.container, sql::kKindExpire, e.pk, e.id, e.row.body, e.row.etag,
-                                           e.row.ts, e.row.ttl));
+        HCPRP_RETURN_IF_ERROR(InsertChange(tx, e.container, sql::kKindExpire, e.pk, e.id, e.row.body,
+                                           e.row.etag, e.row.ts, e.row.ttl));
       }
       return rows.size();
     });

@@ -39,7 +39,8 @@ template <typename R>
 ::testing::AssertionResult HasCode(const R& r, ErrorCode code) {
   if (r.ok()) return ::testing::AssertionFailure() << "succeeded, expected " << ErrorCodeName(code);
   if (r.error().code() == code) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
+  return ::testing::AssertionFailure()
+         << "got " << r.error().ToString() << ", expected " << ErrorCodeName(code);
 }
 
 // Runs SQL on a plain sqlite3 connection (another "program" touching the file).
@@ -96,9 +97,9 @@ class SqliteStoreTest : public ::testing::Test {
 };
 
 TEST_F(SqliteStoreTest, BadUrls) {
-  for (std::string url : {"sqlite://relative.db", "sqlite:", "sqlite:///", "sqlite:///tmp/dir/", "sqlite:memory",
-                          "sqlite:///x.db?vfs=no-such-vfs", "sqlite:///x.db?journal=off", "sqlite:///bad%zzescape",
-                          "sqlite:///trailing%2"}) {
+  for (std::string url : {"sqlite://relative.db", "sqlite:", "sqlite:///", "sqlite:///tmp/dir/",
+                          "sqlite:memory", "sqlite:///x.db?vfs=no-such-vfs", "sqlite:///x.db?journal=off",
+                          "sqlite:///bad%zzescape", "sqlite:///trailing%2"}) {
     EXPECT_TRUE(HasCode(Open(url), ErrorCode::kInvalidArgument)) << url;
   }
 }
@@ -196,7 +197,8 @@ TEST_F(SqliteStoreTest, UsesWalAndSyncsOncePerTransaction) {
   EXPECT_EQ(vfs.syncs() - before, 1u);  // five writes, one transaction, one sync
 
   before = vfs.syncs();
-  for (int i = 0; i < 5; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", "s" + std::to_string(i), json::object{})));
+  for (int i = 0; i < 5; ++i)
+    ASSERT_TRUE(IsOk(store->Create("c", "p", "s" + std::to_string(i), json::object{})));
   EXPECT_EQ(vfs.syncs() - before, 5u);
 
   before = vfs.syncs();
@@ -212,7 +214,8 @@ TEST_F(SqliteStoreTest, CorruptStoredBodyIsCorruptionNotACrash) {
   ASSERT_TRUE(IsOk(store->Create("c", "p", "good", json::object{{"resourceType", "t"}})));
   {
     RawDb raw(path_);
-    ASSERT_EQ(raw.Exec("UPDATE documents SET body='{\"unterminated' WHERE id=CAST('bad' AS BLOB)"), SQLITE_OK);
+    ASSERT_EQ(raw.Exec("UPDATE documents SET body='{\"unterminated' WHERE id=CAST('bad' AS BLOB)"),
+              SQLITE_OK);
   }
   EXPECT_TRUE(HasCode(store->Read("c", "p", "bad"), ErrorCode::kCorruption));
   EXPECT_TRUE(HasCode(store->Patch("c", "p", "bad", {}), ErrorCode::kCorruption));
@@ -227,11 +230,13 @@ TEST_F(SqliteStoreTest, IoErrorFailsTheCallAndLosesNothingCommitted) {
   std::string url = url_ + "?vfs=" + vfs.name();
   auto store = OpenOk(url);
   ASSERT_NE(store, nullptr);
-  for (int i = 0; i < 20; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", "before" + std::to_string(i), json::object{})));
+  for (int i = 0; i < 20; ++i)
+    ASSERT_TRUE(IsOk(store->Create("c", "p", "before" + std::to_string(i), json::object{})));
 
   vfs.FailWrites(true);
   EXPECT_TRUE(HasCode(store->Create("c", "p", "lost", json::object{}), ErrorCode::kIoError));
-  EXPECT_TRUE(HasCode(store->Batch("c", "p", {WriteOp::Create("lost2", json::object{})}), ErrorCode::kIoError));
+  EXPECT_TRUE(
+      HasCode(store->Batch("c", "p", {WriteOp::Create("lost2", json::object{})}), ErrorCode::kIoError));
   vfs.ClearFaults();
   EXPECT_TRUE(HasCode(store->Read("c", "p", "lost"), ErrorCode::kNotFound));
   EXPECT_TRUE(IsOk(store->Read("c", "p", "before7")));
@@ -279,10 +284,9 @@ TEST_F(SqliteStoreTest, QueriesUseIndexes) {
     sqlite3_close(db);
     return out;
   };
-  std::vector<std::string> queries = {sql::kReadDoc,        sql::kLoadDoc,       sql::kReadChanges,
-                                      sql::kMaxSeq,         sql::kHasChanges,    sql::kSelectExpired,
-                                      sql::kFirstPartition, sql::kNextPartition, sql::kPartitionLive,
-                                      sql::kLeaseGet};
+  std::vector<std::string> queries = {
+      sql::kReadDoc,       sql::kLoadDoc,        sql::kReadChanges,   sql::kMaxSeq,        sql::kHasChanges,
+      sql::kSelectExpired, sql::kFirstPartition, sql::kNextPartition, sql::kPartitionLive, sql::kLeaseGet};
   for (int shape = 0; shape < sql::kQueryShapes; ++shape) {
     if (!(shape & (sql::kQueryPartition | sql::kQueryType))) continue;
     if ((shape & sql::kQueryPrefixUpper) && !(shape & sql::kQueryPrefix)) continue;
@@ -307,7 +311,8 @@ TEST_F(SqliteStoreTest, InMemoryStoresArePrivate) {
 TEST_F(SqliteStoreTest, ManyThreadsReadWhileWriting) {
   auto store = OpenOk(url_);
   ASSERT_NE(store, nullptr);
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE(IsOk(store->Create("c", "p", std::to_string(i), json::object{{"i", i}})));
+  for (int i = 0; i < 50; ++i)
+    ASSERT_TRUE(IsOk(store->Create("c", "p", std::to_string(i), json::object{{"i", i}})));
   std::atomic<bool> stop{false};
   std::vector<std::thread> readers;
   std::atomic<int> reads{0};
@@ -367,7 +372,8 @@ class Helper {
         buf_.erase(0, nl + 1);
         return line;
       }
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) return std::nullopt;
       pollfd p{fd_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;

@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
     auto t0 = std::chrono::steady_clock::now();
     auto w = s.WaitForChanges(container, now->continuation, std::chrono::milliseconds(std::atoi(argv[4])));
     if (!w.ok()) Fail(w.error().ToString());
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     Say("woke " + std::to_string(*w ? 1 : 0) + " " + std::to_string(ms));
     auto r = s.Create(argv[5], "p", "reply", json::object{});
     if (!r.ok()) Fail(r.error().ToString());

@@ -22,7 +22,9 @@ int Close(sqlite3_file* f) {
   int rc = Real(f)->pMethods->xClose(Real(f));
   return rc;
 }
-int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) { return Real(f)->pMethods->xRead(Real(f), buf, n, off); }
+int Read(sqlite3_file* f, void* buf, int n, sqlite3_int64 off) {
+  return Real(f)->pMethods->xRead(Real(f), buf, n, off);
+}
 int Write(sqlite3_file* f, const void* buf, int n, sqlite3_int64 off) {
   if (g_self->fail_writes_.load()) return SQLITE_IOERR_WRITE;
   g_self->writes_.fetch_add(1);
@@ -40,18 +42,28 @@ int Sync(sqlite3_file* f, int flags) {
 int FileSize(sqlite3_file* f, sqlite3_int64* size) { return Real(f)->pMethods->xFileSize(Real(f), size); }
 int Lock(sqlite3_file* f, int l) { return Real(f)->pMethods->xLock(Real(f), l); }
 int Unlock(sqlite3_file* f, int l) { return Real(f)->pMethods->xUnlock(Real(f), l); }
-int CheckReservedLock(sqlite3_file* f, int* out) { return Real(f)->pMethods->xCheckReservedLock(Real(f), out); }
-int FileControl(sqlite3_file* f, int op, void* arg) { return Real(f)->pMethods->xFileControl(Real(f), op, arg); }
+int CheckReservedLock(sqlite3_file* f, int* out) {
+  return Real(f)->pMethods->xCheckReservedLock(Real(f), out);
+}
+int FileControl(sqlite3_file* f, int op, void* arg) {
+  return Real(f)->pMethods->xFileControl(Real(f), op, arg);
+}
 int SectorSize(sqlite3_file* f) { return Real(f)->pMethods->xSectorSize(Real(f)); }
 int DeviceCharacteristics(sqlite3_file* f) { return Real(f)->pMethods->xDeviceCharacteristics(Real(f)); }
 int ShmMap(sqlite3_file* f, int pg, int sz, int extend, void volatile** p) {
   return Real(f)->pMethods->xShmMap(Real(f), pg, sz, extend, p);
 }
-int ShmLock(sqlite3_file* f, int offset, int n, int flags) { return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags); }
+int ShmLock(sqlite3_file* f, int offset, int n, int flags) {
+  return Real(f)->pMethods->xShmLock(Real(f), offset, n, flags);
+}
 void ShmBarrier(sqlite3_file* f) { Real(f)->pMethods->xShmBarrier(Real(f)); }
 int ShmUnmap(sqlite3_file* f, int del) { return Real(f)->pMethods->xShmUnmap(Real(f), del); }
-int Fetch(sqlite3_file* f, sqlite3_int64 off, int amt, void** pp) { return Real(f)->pMethods->xFetch(Real(f), off, amt, pp); }
-int Unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) { return Real(f)->pMethods->xUnfetch(Real(f), off, p); }
+int Fetch(sqlite3_file* f, sqlite3_int64 off, int amt, void** pp) {
+  return Real(f)->pMethods->xFetch(Real(f), off, amt, pp);
+}
+int Unfetch(sqlite3_file* f, sqlite3_int64 off, void* p) {
+  return Real(f)->pMethods->xUnfetch(Real(f), off, p);
+}
 
 sqlite3_io_methods MakeMethods(int version) {
   sqlite3_io_methods m;
@@ -98,8 +110,12 @@ int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* o
 }
 
 int Delete(sqlite3_vfs*, const char* name, int sync) { return g_real->xDelete(g_real, name, sync); }
-int Access(sqlite3_vfs*, const char* name, int flags, int* out) { return g_real->xAccess(g_real, name, flags, out); }
-int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) { return g_real->xFullPathname(g_real, name, n, out); }
+int Access(sqlite3_vfs*, const char* name, int flags, int* out) {
+  return g_real->xAccess(g_real, name, flags, out);
+}
+int FullPathname(sqlite3_vfs*, const char* name, int n, char* out) {
+  return g_real->xFullPathname(g_real, name, n, out);
+}
 void* DlOpen(sqlite3_vfs*, const char* name) { return g_real->xDlOpen(g_real, name); }
 void DlError(sqlite3_vfs*, int n, char* msg) { g_real->xDlError(g_real, n, msg); }
 void (*DlSym(sqlite3_vfs*, void* h, const char* sym))(void) { return g_real->xDlSym(g_real, h, sym); }
