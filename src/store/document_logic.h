@@ -68,4 +68,44 @@ std::string EncodeChangeContinuation(uint64_t sequence);
 // A new etag: 128 random bits as a UUID-shaped string. Thread-safe and cheap (a per-thread PRNG).
 std::string NewEtag();
 
+// A Store whose point writes are one-operation batches: an engine implements WriteOne (which must
+// have Batch's semantics for a single operation) and gets Create, Replace, Upsert, Delete and Patch.
+class PointWritesAsBatches : public Store {
+ public:
+  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<int64_t> ttl_seconds) final {
+    return WriteOne(container, pk, WriteOp::Create(std::string(id), std::move(body), ttl_seconds));
+  }
+  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
+                           json::value body, std::optional<std::string> if_match,
+                           std::optional<int64_t> ttl_seconds) final {
+    WriteOp op = WriteOp::Replace(std::string(id), std::move(body), std::move(if_match));
+    op.ttl_seconds = ttl_seconds;
+    return WriteOne(container, pk, std::move(op));
+  }
+  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
+                          json::value body, std::optional<std::string> if_match,
+                          std::optional<int64_t> ttl_seconds) final {
+    WriteOp op = WriteOp::Upsert(std::string(id), std::move(body), std::move(if_match));
+    op.ttl_seconds = ttl_seconds;
+    return WriteOne(container, pk, std::move(op));
+  }
+  Status Delete(std::string_view container, std::string_view pk, std::string_view id,
+                std::optional<std::string> if_match) final {
+    auto r = WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match)));
+    if (!r.ok()) return r.error();
+    return Status::Ok();
+  }
+  Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
+                         std::vector<PatchOp> ops, std::vector<Condition> conditions,
+                         std::optional<std::string> if_match) final {
+    return WriteOne(
+        container, pk,
+        WriteOp::Patch(std::string(id), std::move(ops), std::move(conditions), std::move(if_match)));
+  }
+
+ protected:
+  virtual Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) = 0;
+};
+
 }  // namespace hcprp::store::internal

@@ -534,43 +534,12 @@ int64_t MigrationLockKey(std::string_view schema) {
   return static_cast<int64_t>(h);
 }
 
-class PgStore final : public Store {
+class PgStore final : public internal::PointWritesAsBatches {
  public:
   static Result<std::unique_ptr<Store>> Open(PgTarget target, const OpenOptions& options);
   ~PgStore() override;
 
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<int64_t> ttl_seconds) override {
-    return WriteOne(container, pk, WriteOp::Create(std::string(id), std::move(body), ttl_seconds));
-  }
-  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
-                           json::value body, std::optional<std::string> if_match,
-                           std::optional<int64_t> ttl_seconds) override {
-    WriteOp op = WriteOp::Replace(std::string(id), std::move(body), std::move(if_match));
-    op.ttl_seconds = ttl_seconds;
-    return WriteOne(container, pk, std::move(op));
-  }
-  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<std::string> if_match,
-                          std::optional<int64_t> ttl_seconds) override {
-    WriteOp op = WriteOp::Upsert(std::string(id), std::move(body), std::move(if_match));
-    op.ttl_seconds = ttl_seconds;
-    return WriteOne(container, pk, std::move(op));
-  }
-  Status Delete(std::string_view container, std::string_view pk, std::string_view id,
-                std::optional<std::string> if_match) override {
-    auto r = WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match)));
-    if (!r.ok()) return r.error();
-    return Status::Ok();
-  }
-  Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
-                         std::vector<PatchOp> ops, std::vector<Condition> conditions,
-                         std::optional<std::string> if_match) override {
-    return WriteOne(
-        container, pk,
-        WriteOp::Patch(std::string(id), std::move(ops), std::move(conditions), std::move(if_match)));
-  }
   Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                             const Lease* fence) override;
   Result<QueryPage> Query(const QueryOptions& options) override;
@@ -605,7 +574,7 @@ class PgStore final : public Store {
   template <typename T, typename Body>
   Result<T> WriteTx(std::string_view what, Body&& body);
 
-  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op);
+  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
   Result<uint64_t> LastSeq(PgConnection& c, std::string_view container);
 
   void NotifyChanged();
