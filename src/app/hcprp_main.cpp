@@ -40,7 +40,8 @@ struct Config {
   int retry_after = 10;
   int threads = 8;
   std::string owner;
-  int lease_ttl_ms = 10000;
+  int lease_ttl_ms = 3000;
+  uint32_t shards = 8;
   int resync_seconds = 45;
   int gc_window_seconds = 3600;
   int64_t operation_ttl_seconds = 604800;
@@ -154,6 +155,7 @@ class Runner {
     backend::BackendOptions o;
     o.owner = config_.owner;
     o.lease_ttl = std::chrono::milliseconds(config_.lease_ttl_ms);
+    o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.create_request_builder = parts_.create_builder.get();
@@ -341,7 +343,12 @@ int Main(int argc, char** argv) {
   };
   auto backend_flags = [&](CLI::App* s) {
     s->add_option("--owner", c.owner, "Backend name in the lease (default: random)");
-    s->add_option("--lease-ttl-ms", c.lease_ttl_ms, "Backend lease TTL")->capture_default_str();
+    s->add_option("--lease-ttl-ms", c.lease_ttl_ms,
+                  "Shard lease TTL: a dead backend's subscriptions move to the others within about 4/3 of it")
+        ->capture_default_str();
+    s->add_option("--shards", c.shards, "Subscription shards split among backends (same on every backend)")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1024u));
     s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
     s->add_option("--gc-window-seconds", c.gc_window_seconds,
                   "Age before an orphaned Cluster Service object is deleted")

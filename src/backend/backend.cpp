@@ -135,10 +135,11 @@ Backend::Backend(BackendOptions options, store::Store* store, clusterservice::Cl
                                                           : &default_builder_),
       notifications_(options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier")) {
   if (ownership_ == nullptr) {
-    LeaderLeaseOptions lo;
+    ShardedLeaseOptions lo;
     lo.owner = options_.owner;
     lo.ttl = options_.lease_ttl;
-    owned_ownership_ = std::make_unique<LeaderLease>(lo, store_, clock_, logger_);
+    lo.shards = options_.shards;
+    owned_ownership_ = std::make_unique<ShardedLeases>(lo, store_, clock_, logger_);
     ownership_ = owned_ownership_.get();
   }
 }
@@ -317,7 +318,7 @@ Status Backend::ReconcileOnce() {
   if (!pumped.ok()) return pumped.error();
   resync_requested_ = true;
   Step(true);
-  if (!ownership_->Active()) return Error::Conflict("another backend owns the store");
+  if (!ownership_->Active()) return Error::Conflict("other backends own every shard of the store");
   notifications_.Deliver();
   return Status::Ok();
 }
@@ -366,6 +367,7 @@ size_t Backend::DeliverNotificationsOnce() { return notifications_.Deliver(); }
 BackendStats Backend::Stats() const {
   BackendStats s;
   s.active = ownership_->Active();
+  s.shards_held = ownership_->HeldShards();
   s.events_available = events_available_;
   s.in_flight = index_.Size();
   s.full_resyncs = counters_.full_resyncs;
@@ -471,6 +473,7 @@ Status Backend::RebuildIndex() {
     auto page = store_->Query(q);
     if (!page.ok()) return page.error();
     for (const store::Document& doc : page->documents) {
+      if (!ownership_->FenceFor(doc.partition_key)) continue;  // another backend's shard
       auto op = ParseOperation(doc);
       if (!op || arm::IsTerminalState(op->status)) continue;
       index_.Upsert(*op);
@@ -478,8 +481,15 @@ Status Backend::RebuildIndex() {
     if (page->continuation.empty()) break;
     q.continuation = page->continuation;
   }
-  // Entries the query no longer returns are dropped when their check re-reads them.
-  for (const OperationRecord& op : index_.All()) EnqueueCheck(op);
+  // Entries of shards given up leave the index; entries the query no longer returns are dropped
+  // when their check re-reads them.
+  for (const OperationRecord& op : index_.All()) {
+    if (!ownership_->FenceFor(op.partition_key)) {
+      index_.Remove(op.partition_key, op.id);
+      continue;
+    }
+    EnqueueCheck(op);
+  }
   return Status::Ok();
 }
 
@@ -510,7 +520,7 @@ void Backend::HandleChange(const store::Change& change) {
     }
     auto op = ParseOperation(doc);
     if (!op) return;
-    if (arm::IsTerminalState(op->status)) {
+    if (arm::IsTerminalState(op->status) || !ownership_->FenceFor(doc.partition_key)) {
       index_.Remove(doc.partition_key, doc.id);
       return;
     }
@@ -1106,6 +1116,7 @@ void Backend::RunSweeps(bool exhaustive) {
     }
   }
   for (auto& [pk, sweep] : due) {
+    if (!ownership_->FenceFor(pk)) continue;  // its shard's owner sweeps it
     bool failed = false;
     do {
       if (Status st = SweepPage(pk, &sweep); !st.ok()) {
@@ -1213,6 +1224,7 @@ void Backend::EnsureDeleteOperation(const store::Document& resource) {
 // Orphan collection
 
 void Backend::RunGc() {
+  if (!ownership_->Coordinator()) return;  // one backend collects for the whole store
   // Cluster Service first, documents second: a document is written before its cluster is created,
   // so every cluster listed here whose document exists is seen by the query below.
   auto clusters = cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters");
@@ -1259,7 +1271,7 @@ void Backend::RunGc() {
       created = stamp.ok() ? std::min(*stamp, first_seen) : first_seen;
     }
     if (now - created < options_.gc_window) continue;
-    if (!ownership_->Active()) return;
+    if (!ownership_->Coordinator()) return;
     Status d = cs_->Delete(href);
     if (d.ok()) {
       ++counters_.gc_deleted;

@@ -17,7 +17,10 @@
 // on the operation's status being what was read (a terminal operation never changes) and on the
 // resource's activeOperationId naming the operation (a superseded operation changes alone). A
 // Delete the Cluster Service confirms (404) deletes the resource document and its children's in
-// the same batch and ends their operations Succeeded. Every write carries the lease fence.
+// the same batch and ends their operations Succeeded. Every write carries the fence of the lease of
+// the partition's shard: several backends on one store split the subscriptions between them
+// (ownership.h) and each indexes, checks, sweeps and writes only the partitions it owns; the one
+// holding shard 0 also collects orphans.
 //
 // Credential operations (what "done" means, see also state_mapping.h):
 //   RequestCredential: the operation's internalId is the credential object the frontend's action
@@ -88,11 +91,13 @@ class DocumentCreateRequestBuilder final : public CreateRequestBuilder {
 };
 
 struct BackendOptions {
-  // This backend's name in the lease; empty gives "backend-<uuid>".
+  // This backend's name in the leases; empty gives "backend-<uuid>".
   std::string owner;
-  std::chrono::milliseconds lease_ttl{10000};
-  // Replaces the single fenced lease (e.g. by a per-shard ownership). Not owned; must outlive the
-  // backend. Null: a LeaderLease in the locks container.
+  // Shard leases (see ownership.h): a dead backend's shards move to the others within about
+  // lease_ttl + lease_ttl / 3.
+  std::chrono::milliseconds lease_ttl{3000};
+  uint32_t shards = 8;  // every backend of a store must use the same number
+  // Replaces the shard leases (tests). Not owned; must outlive the backend. Null: ShardedLeases.
   Ownership* ownership = nullptr;
 
   // Safety-net resync (Clock time).
@@ -130,7 +135,8 @@ struct BackendOptions {
 };
 
 struct BackendStats {
-  bool active = false;            // holds ownership
+  bool active = false;  // holds at least one shard
+  size_t shards_held = 0;
   bool events_available = false;  // the Cluster Service event stream works
   size_t in_flight = 0;           // indexed non-terminal operations
   uint64_t full_resyncs = 0;

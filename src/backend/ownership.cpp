@@ -1,73 +1,229 @@
 #include "backend/ownership.h"
 
+#include <algorithm>
+#include <numeric>
+
+#include "core/json.h"
+#include "core/time.h"
+
 namespace hcprp::backend {
+namespace {
 
-LeaderLease::LeaderLease(LeaderLeaseOptions options, store::Store* store, const Clock* clock, Logger logger)
-    : options_(std::move(options)), store_(store), clock_(clock), logger_(std::move(logger)) {}
+constexpr std::string_view kMemberPrefix = "member-";
+constexpr int64_t kMemberRecordTtlSeconds = 3600;  // garbage collection of records of dead members
 
-bool LeaderLease::HeldLocked() const {
-  return lease_.has_value() && !suspect_ && clock_->Now() < lease_->expires_at;
+std::vector<uint32_t> PreferenceOrder(std::string_view owner, uint32_t shards) {
+  // Start at a place that depends on the owner so that backends starting together try different
+  // shards first.
+  std::vector<uint32_t> order(shards);
+  uint32_t start = ShardedLeases::ShardOf(owner, shards);
+  for (uint32_t i = 0; i < shards; ++i) order[i] = (start + i) % shards;
+  return order;
 }
 
-bool LeaderLease::Tick() {
+}  // namespace
+
+ShardedLeases::ShardedLeases(ShardedLeaseOptions options, store::Store* store, const Clock* clock,
+                             Logger logger)
+    : options_([&] {
+        if (options.shards == 0) options.shards = 1;
+        return std::move(options);
+      }()),
+      store_(store),
+      clock_(clock),
+      logger_(std::move(logger)),
+      preference_(PreferenceOrder(options_.owner, options_.shards)),
+      shards_(options_.shards) {}
+
+uint32_t ShardedLeases::ShardOf(std::string_view partition_key, uint32_t shards) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : partition_key) {
+    h ^= static_cast<unsigned char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    h *= 1099511628211ull;
+  }
+  return shards <= 1 ? 0 : static_cast<uint32_t>(h % shards);
+}
+
+bool ShardedLeases::HeldLocked(const Shard& s, TimePoint now) const {
+  return s.lease.has_value() && !s.suspect && now < s.lease->expires_at;
+}
+
+void ShardedLeases::Heartbeat(TimePoint now) {
+  json::object body{{"kind", "backendMember"},
+                    {"owner", options_.owner},
+                    {"expiresAt", FormatRfc3339(now + options_.ttl, true)}};
+  auto written =
+      store_->Upsert(store::kLocks, options_.partition_key, std::string(kMemberPrefix) + options_.owner,
+                     json::value(std::move(body)), std::nullopt, kMemberRecordTtlSeconds);
+  if (!written.ok()) return;  // try again at the next tick; the count below keeps the last one
+  last_heartbeat_ = now;
+  store::QueryOptions q;
+  q.container = std::string(store::kLocks);
+  q.partition_key = options_.partition_key;
+  q.max_items = 500;
+  size_t live = 0;
+  bool self = false;
+  while (true) {
+    auto page = store_->Query(q);
+    if (!page.ok()) return;
+    for (const store::Document& d : page->documents) {
+      if (!d.id.starts_with(kMemberPrefix)) continue;
+      auto expires = ParseRfc3339(GetString(d.body.as_object(), "expiresAt").value_or(""));
+      if (!expires.ok() || *expires <= now) continue;
+      ++live;
+      if (d.id.substr(kMemberPrefix.size()) == options_.owner) self = true;
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
   std::lock_guard lock(mu_);
-  TimePoint now = clock_->Now();
-  if (lease_.has_value()) {
-    if (now >= lease_->expires_at) {
-      logger_.Warn("backend lease lapsed", {{"owner", options_.owner}});
-      lease_.reset();
-    } else if (suspect_ || now - last_renewal_ >= RenewInterval()) {
-      auto renewed = store_->RenewLease(*lease_, options_.ttl);
-      if (renewed.ok()) {
-        lease_ = std::move(renewed).value();
-        last_renewal_ = now;
-        suspect_ = false;
-        return false;
+  live_members_ = std::max<size_t>(1, live + (self ? 0 : 1));
+}
+
+void ShardedLeases::RenewDue(TimePoint now) {
+  for (uint32_t i = 0; i < options_.shards; ++i) {
+    std::optional<store::Lease> lease;
+    {
+      std::lock_guard lock(mu_);
+      Shard& s = shards_[i];
+      if (!s.lease.has_value()) continue;
+      if (now >= s.lease->expires_at) {
+        logger_.Warn("shard lease lapsed", {{"owner", options_.owner}, {"shard", static_cast<int64_t>(i)}});
+        s.lease.reset();
+        continue;
       }
-      if (renewed.error().Is(ErrorCode::kUnavailable) || renewed.error().Is(ErrorCode::kTimeout)) {
-        // Keep writing until the lease lapses by the clock; the store fences us if it does.
-        return false;
-      }
-      logger_.Warn("backend lease lost", {{"owner", options_.owner}, {"error", renewed.error().ToString()}});
-      lease_.reset();
-      suspect_ = false;
-      return false;
-    } else {
-      return false;
+      if (!s.suspect && now - s.last_renewal < RenewInterval()) continue;
+      lease = s.lease;
+    }
+    auto renewed = store_->RenewLease(*lease, options_.ttl);
+    std::lock_guard lock(mu_);
+    Shard& s = shards_[i];
+    if (!s.lease.has_value() || s.lease->fencing_token != lease->fencing_token) continue;
+    if (renewed.ok()) {
+      s.lease = std::move(renewed).value();
+      s.last_renewal = now;
+      s.suspect = false;
+    } else if (!renewed.error().Is(ErrorCode::kUnavailable) && !renewed.error().Is(ErrorCode::kTimeout)) {
+      // Unavailable: keep writing until the lease lapses by the clock; the store fences us if it does.
+      logger_.Warn("shard lease lost", {{"owner", options_.owner},
+                                        {"shard", static_cast<int64_t>(i)},
+                                        {"error", renewed.error().ToString()}});
+      s.lease.reset();
+      s.suspect = false;
     }
   }
-  auto acquired = store_->AcquireLease(store::kLocks, options_.partition_key, options_.name, options_.owner,
-                                       options_.ttl);
-  if (!acquired.ok()) return false;
-  lease_ = std::move(acquired).value();
-  last_renewal_ = now;
-  suspect_ = false;
-  logger_.Info("backend lease acquired",
-               {{"owner", options_.owner}, {"fence", static_cast<int64_t>(lease_->fencing_token)}});
-  return true;
 }
 
-bool LeaderLease::Active() const {
-  std::lock_guard lock(mu_);
-  return HeldLocked();
+bool ShardedLeases::Balance(TimePoint now) {
+  size_t held = 0;
+  size_t target = 0;
+  {
+    std::lock_guard lock(mu_);
+    for (const Shard& s : shards_) held += s.lease.has_value() ? 1 : 0;
+    target = (options_.shards + live_members_ - 1) / live_members_;
+  }
+  bool gained = false;
+  if (held > target) {
+    // Give up the surplus, last preferred first, so that a newcomer can take it at its next tick.
+    for (auto it = preference_.rbegin(); it != preference_.rend() && held > target; ++it) {
+      std::optional<store::Lease> lease;
+      {
+        std::lock_guard lock(mu_);
+        lease.swap(shards_[*it].lease);
+      }
+      if (!lease) continue;
+      (void)store_->ReleaseLease(*lease);
+      --held;
+      logger_.Info("shard lease released to balance",
+                   {{"owner", options_.owner}, {"shard", static_cast<int64_t>(*it)}});
+    }
+    return false;
+  }
+  for (uint32_t i : preference_) {
+    if (held >= target) break;
+    {
+      std::lock_guard lock(mu_);
+      if (shards_[i].lease.has_value()) continue;
+    }
+    auto acquired = store_->AcquireLease(store::kLocks, options_.partition_key, LeaseName(i), options_.owner,
+                                         options_.ttl);
+    if (!acquired.ok()) continue;  // held by another backend (kConflict) or the store is down
+    logger_.Info("shard lease acquired", {{"owner", options_.owner},
+                                          {"shard", static_cast<int64_t>(i)},
+                                          {"fence", static_cast<int64_t>(acquired->fencing_token)}});
+    std::lock_guard lock(mu_);
+    shards_[i].lease = std::move(acquired).value();
+    shards_[i].last_renewal = now;
+    shards_[i].suspect = false;
+    ++held;
+    gained = true;
+  }
+  return gained;
 }
 
-std::optional<store::Lease> LeaderLease::FenceFor(std::string_view) const {
-  std::lock_guard lock(mu_);
-  if (!HeldLocked()) return std::nullopt;
-  return lease_;
+bool ShardedLeases::Tick() {
+  std::lock_guard tick(tick_mu_);
+  TimePoint now = clock_->Now();
+  bool due =
+      !heartbeat_once_ || now - last_heartbeat_ >= RenewInterval() || now - last_balance_ >= RenewInterval();
+  if (!heartbeat_once_ || now - last_heartbeat_ >= RenewInterval()) {
+    heartbeat_once_ = true;
+    Heartbeat(now);
+  }
+  RenewDue(now);
+  // A backend that holds nothing has nothing else to do: it looks for work at every tick.
+  if (!due && HeldShards() > 0) return false;
+  last_balance_ = now;
+  return Balance(now);
 }
 
-void LeaderLease::FenceRefused(const store::Lease& lease) {
+bool ShardedLeases::Active() const { return HeldShards() > 0; }
+
+bool ShardedLeases::Coordinator() const {
   std::lock_guard lock(mu_);
-  if (lease_.has_value() && lease_->fencing_token == lease.fencing_token) suspect_ = true;
+  return HeldLocked(shards_[0], clock_->Now());
 }
 
-void LeaderLease::Release() {
+size_t ShardedLeases::HeldShards() const {
   std::lock_guard lock(mu_);
-  if (!lease_.has_value()) return;
-  (void)store_->ReleaseLease(*lease_);
-  lease_.reset();
+  TimePoint now = clock_->Now();
+  return static_cast<size_t>(
+      std::count_if(shards_.begin(), shards_.end(), [&](const Shard& s) { return HeldLocked(s, now); }));
+}
+
+size_t ShardedLeases::LiveMembers() const {
+  std::lock_guard lock(mu_);
+  return live_members_;
+}
+
+std::optional<store::Lease> ShardedLeases::FenceFor(std::string_view partition_key) const {
+  std::lock_guard lock(mu_);
+  const Shard& s = shards_[ShardOf(partition_key, options_.shards)];
+  if (!HeldLocked(s, clock_->Now())) return std::nullopt;
+  return s.lease;
+}
+
+void ShardedLeases::FenceRefused(const store::Lease& lease) {
+  std::lock_guard lock(mu_);
+  for (Shard& s : shards_) {
+    if (s.lease.has_value() && s.lease->name == lease.name && s.lease->fencing_token == lease.fencing_token)
+      s.suspect = true;
+  }
+}
+
+void ShardedLeases::Release() {
+  std::lock_guard tick(tick_mu_);
+  std::vector<store::Lease> held;
+  {
+    std::lock_guard lock(mu_);
+    for (Shard& s : shards_) {
+      if (s.lease.has_value()) held.push_back(*std::move(s.lease));
+      s.lease.reset();
+    }
+  }
+  for (const store::Lease& l : held) (void)store_->ReleaseLease(l);
+  (void)store_->Delete(store::kLocks, options_.partition_key, std::string(kMemberPrefix) + options_.owner);
+  heartbeat_once_ = false;
 }
 
 }  // namespace hcprp::backend

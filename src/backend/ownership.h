@@ -1,14 +1,21 @@
 // Which partitions (subscriptions) this backend may write, and the fence its writes carry.
 //
-// Today one backend owns everything through one fenced lease (LeaderLease). The interface is what
-// a later split of subscriptions among backends implements instead (one lease per shard).
+// The subscriptions are split into a fixed number of shards (a stable hash of the partition key).
+// Each shard has a fenced lease in the locks container; a backend writes to a partition only with
+// the lease of its shard. Live backends announce themselves with a member record (renewed with the
+// leases) and each holds about shards / live-members of them: one that holds more than its share
+// releases the surplus, one that holds less takes free or lapsed shards. When a backend dies its
+// leases lapse after the TTL and the others take its shards over; when it stops cleanly it releases
+// them and removes its member record, so the others take over at their next tick.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -20,54 +27,85 @@ class Ownership {
  public:
   virtual ~Ownership() = default;
 
-  // Acquires, renews or gives up ownership. Called by the backend's timer loop often enough to
-  // renew in time (RenewInterval()) and at the start of every ReconcileOnce(). Returns true when
+  // Acquires, renews, balances or gives up ownership. Called by the backend's lease loop every
+  // RenewInterval() and at the start of every step; cheap when nothing is due. Returns true when
   // this backend gained ownership it did not have before (the caller then resynchronises).
   virtual bool Tick() = 0;
   // True when this backend owns anything at all.
   virtual bool Active() const = 0;
+  // True for exactly one live backend (when leases are healthy): the one that does store-wide
+  // chores such as orphan collection.
+  virtual bool Coordinator() const = 0;
   // The lease to fence writes to `partition_key` with, or nullopt when this backend must not write
   // to it (not owned, or the lease lapsed by the Clock).
   virtual std::optional<store::Lease> FenceFor(std::string_view partition_key) const = 0;
-  // The store refused a write fenced with `lease`: stop writing until a renewal proves ownership.
+  // The store refused a write fenced with `lease`: stop writing under it until a renewal proves
+  // ownership.
   virtual void FenceRefused(const store::Lease& lease) = 0;
-  // Gives ownership up (Stop()); another backend can take over at once.
+  // Gives ownership up (Stop()); others can take over at once.
   virtual void Release() = 0;
   virtual std::chrono::milliseconds RenewInterval() const = 0;
+  // How many shards this backend holds (for stats).
+  virtual size_t HeldShards() const = 0;
 };
 
-struct LeaderLeaseOptions {
+struct ShardedLeaseOptions {
   std::string owner;                            // this backend's name; unique per process
+  uint32_t shards = 8;                          // >= 1; every backend of a store must agree
   std::string partition_key = "hcprp-backend";  // in the locks container
-  std::string name = "leader";
-  std::chrono::milliseconds ttl{10000};  // renewed every ttl/3
+  std::chrono::milliseconds ttl{3000};          // leases and member records; renewed every ttl/3
 };
 
-// One lease in the locks container for the whole store. Thread-safe.
-class LeaderLease final : public Ownership {
+// Thread-safe. Tick() calls are serialised; FenceFor() never waits for the store.
+class ShardedLeases final : public Ownership {
  public:
-  LeaderLease(LeaderLeaseOptions options, store::Store* store, const Clock* clock, Logger logger);
+  ShardedLeases(ShardedLeaseOptions options, store::Store* store, const Clock* clock, Logger logger);
+
+  // The shard of a partition key: FNV-1a of the lower-cased key, modulo `shards`.
+  static uint32_t ShardOf(std::string_view partition_key, uint32_t shards);
 
   bool Tick() override;
   bool Active() const override;
+  bool Coordinator() const override;
   std::optional<store::Lease> FenceFor(std::string_view partition_key) const override;
   void FenceRefused(const store::Lease& lease) override;
   void Release() override;
   std::chrono::milliseconds RenewInterval() const override { return options_.ttl / 3; }
+  size_t HeldShards() const override;
+  // Live members seen at the last heartbeat (this backend included).
+  size_t LiveMembers() const;
 
  private:
-  bool HeldLocked() const;  // REQUIRES mu_
+  struct Shard {
+    std::optional<store::Lease> lease;
+    TimePoint last_renewal{};
+    bool suspect = false;  // a fenced write was refused
+  };
+  bool HeldLocked(const Shard& s, TimePoint now) const;  // REQUIRES mu_
+  // Writes this backend's member record and counts the live ones. REQUIRES tick_mu_.
+  void Heartbeat(TimePoint now);
+  // Renews due leases and drops lapsed or lost ones. REQUIRES tick_mu_.
+  void RenewDue(TimePoint now);
+  // Releases the surplus over the fair share or takes free shards up to it; returns true when it
+  // took any. REQUIRES tick_mu_.
+  bool Balance(TimePoint now);
+  std::string LeaseName(uint32_t shard) const { return "shard-" + std::to_string(shard); }
 
   // Constant after construction.
-  const LeaderLeaseOptions options_;
+  const ShardedLeaseOptions options_;
   store::Store* const store_;
   const Clock* const clock_;
   const Logger logger_;
+  const std::vector<uint32_t> preference_;  // order in which this backend takes shards
 
-  mutable std::mutex mu_;
-  std::optional<store::Lease> lease_;  // guarded by mu_
-  TimePoint last_renewal_{};           // guarded by mu_
-  bool suspect_ = false;               // guarded by mu_: a fenced write was refused
+  std::mutex tick_mu_;           // one Tick()/Release() at a time; held across store calls
+  TimePoint last_heartbeat_{};   // guarded by tick_mu_
+  TimePoint last_balance_{};     // guarded by tick_mu_
+  bool heartbeat_once_ = false;  // guarded by tick_mu_
+
+  mutable std::mutex mu_;      // never held across store calls
+  std::vector<Shard> shards_;  // guarded by mu_
+  size_t live_members_ = 1;    // guarded by mu_
 };
 
 }  // namespace hcprp::backend
