@@ -218,6 +218,11 @@ int Program::PrintResource(const ArmResponse& r) {
   Table t({"NAME", "TYPE", "LOCATION", "STATE", "DETAIL"});
   t.AddResource(r.body.as_object());
   t.Print(out_);
+  Table conditions = Table::Conditions(r.body.as_object());
+  if (!conditions.empty()) {
+    out_ << "\n";
+    conditions.Print(out_);
+  }
   return 0;
 }
 

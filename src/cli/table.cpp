@@ -21,6 +21,22 @@ void Table::AddResource(const json::object& r) {
           std::string(GetString(r, "location").value_or("")), state, detail});
 }
 
+Table Table::Conditions(const json::object& r) {
+  Table t({"CONDITION", "STATUS", "REASON", "SINCE", "MESSAGE"});
+  const json::object* p = GetObject(r, "properties");
+  const json::object* status = p ? GetObject(*p, "status") : nullptr;
+  const json::array* conditions = status ? GetArray(*status, "conditions") : nullptr;
+  if (conditions == nullptr) return t;
+  for (const auto& v : *conditions) {
+    const json::object* c = v.if_object();
+    if (c == nullptr) continue;
+    auto field = [&](std::string_view name) { return std::string(GetString(*c, name).value_or("")); };
+    t.AddRow(
+        {field("type"), field("status"), field("reason"), field("lastTransitionTime"), field("message")});
+  }
+  return t;
+}
+
 void Table::Print(std::ostream& out) const {
   std::vector<size_t> width(headers_.size());
   for (size_t i = 0; i < headers_.size(); ++i) width[i] = headers_[i].size();

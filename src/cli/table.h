@@ -17,6 +17,11 @@ class Table {
   // (version, replicas, or the first non-ready condition).
   void AddResource(const json::object& resource);
   void Print(std::ostream& out) const;
+  bool empty() const { return rows_.empty(); }
+
+  // The conditions of an ARM resource (properties.status.conditions): type, status, reason, last
+  // transition time and message, one row each. Empty when the resource has none.
+  static Table Conditions(const json::object& resource);
 
  private:
   std::vector<std::string> headers_;

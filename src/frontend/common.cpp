@@ -1,4 +1,8 @@
 // Helpers shared by the handlers.
+#include <algorithm>
+#include <cctype>
+#include <vector>
+
 #include "api/api.h"
 #include "arm/headers.h"
 #include "arm/operation_status.h"
@@ -185,6 +189,111 @@ json::array ConditionsOf(std::string_view state, const std::string& when) {
   return c;
 }
 
+// One condition the Cluster Service's provisioning engine reported (clusterServiceStatus.conditions).
+struct EngineCondition {
+  std::string type, status, reason, message;
+  TimePoint since{};
+};
+
+std::vector<EngineCondition> EngineConditionsOf(const json::object& service_status) {
+  std::vector<EngineCondition> out;
+  const json::array* conditions = GetArray(service_status, "conditions");
+  if (conditions == nullptr) return out;
+  for (const json::value& v : *conditions) {
+    const json::object* c = v.if_object();
+    if (c == nullptr) continue;
+    EngineCondition e;
+    e.type = std::string(GetString(*c, "type").value_or(""));
+    e.status = std::string(GetString(*c, "status").value_or(""));
+    if (e.type.empty() || e.status.empty()) continue;
+    e.reason = std::string(GetString(*c, "reason").value_or(""));
+    e.message = std::string(GetString(*c, "message").value_or(""));
+    auto since = ParseRfc3339(GetString(*c, "lastTransitionTime").value_or(""));
+    if (since.ok()) e.since = *since;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// The API's reason pattern: ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most 1024 characters.
+std::string ApiReason(std::string_view reason, std::string_view fallback) {
+  auto word = [](char ch) { return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_'; };
+  bool ok = !reason.empty() && reason.size() <= 1024 && std::isalpha(static_cast<unsigned char>(reason[0])) &&
+            word(reason.back());
+  for (char ch : reason) ok = ok && (word(ch) || ch == ',' || ch == ':');
+  return std::string(ok ? reason : fallback);
+}
+
+// Reasons of a condition that is not True yet but on its way; any other reason of a False or
+// Unknown condition (Failed, DeletionFailed, IdentityNotFound, ...) degrades the resource.
+bool InProgress(const EngineCondition& c) {
+  return c.reason.empty() || c.reason == "Creating" || c.reason == "Deleting" || c.reason == "Deleted" ||
+         c.reason == "Pending";
+}
+
+// "VMReady: 1 of 2 ready, 1 Creating; MachinesReady: ..." for the given conditions.
+std::string Summary(const std::vector<const EngineCondition*>& conditions) {
+  constexpr size_t kMaxMessage = 32768;  // the API's maxLength
+  std::string s;
+  for (const EngineCondition* c : conditions) {
+    if (!s.empty()) s += "; ";
+    s += c->type + ": " + (c->message.empty() ? c->status + " " + c->reason : c->message);
+  }
+  if (s.size() > kMaxMessage) s.resize(kMaxMessage);
+  return s;
+}
+
+// The engine's conditions (per Azure service, MachinesReady, AzureIdentityValid) in the vocabulary the
+// API defines (ConditionType is Available, Progressing or Degraded, one condition of each): a
+// condition not True makes the resource unavailable; one on its way (Creating, Deleting) makes it
+// progressing, any other (Failed, IdentityNotFound, ...) degraded. Reason and lastTransitionTime come
+// from the engine's first such condition, the message names every one of them.
+json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std::string_view state,
+                                 const std::string& doc_time) {
+  std::vector<const EngineCondition*> not_true, progressing, degraded;
+  TimePoint latest{};
+  for (const EngineCondition& c : engine) {
+    latest = std::max(latest, c.since);
+    if (c.status == "True") continue;
+    not_true.push_back(&c);
+    (InProgress(c) ? progressing : degraded).push_back(&c);
+  }
+  auto earliest = [](const std::vector<const EngineCondition*>& cs) {
+    TimePoint t = cs.front()->since;
+    for (const EngineCondition* c : cs) t = std::min(t, c->since);
+    return FormatRfc3339(t, true);
+  };
+  const std::string settled = FormatRfc3339(latest, true);
+  const bool operation_running =
+      EqualsIgnoreCase(state, arm::kStateAccepted) || EqualsIgnoreCase(state, arm::kStateProvisioning) ||
+      EqualsIgnoreCase(state, arm::kStateUpdating) || EqualsIgnoreCase(state, arm::kStateDeleting);
+  json::array out;
+  if (not_true.empty()) {
+    out.push_back(Condition("Available", "True", "AsExpected", "The resource is available.", settled));
+  } else {
+    out.push_back(Condition("Available", "False", ApiReason(not_true.front()->reason, "NotReady"),
+                            Summary(not_true), earliest(not_true)));
+  }
+  if (!progressing.empty()) {
+    out.push_back(Condition("Progressing", "True", ApiReason(progressing.front()->reason, "Progressing"),
+                            Summary(progressing), earliest(progressing)));
+  } else if (operation_running) {
+    out.push_back(Condition("Progressing", "True", ApiReason(state, "Progressing"),
+                            "An operation is in progress.", doc_time));
+  } else {
+    out.push_back(Condition("Progressing", "False", "AsExpected", "No operation is in progress.", settled));
+  }
+  if (!degraded.empty()) {
+    out.push_back(Condition("Degraded", "True", ApiReason(degraded.front()->reason, "Degraded"),
+                            Summary(degraded), earliest(degraded)));
+  } else if (EqualsIgnoreCase(state, arm::kStateFailed)) {
+    out.push_back(Condition("Degraded", "True", "OperationFailed", "The last operation failed.", doc_time));
+  } else {
+    out.push_back(Condition("Degraded", "False", "AsExpected", "The resource is not degraded.", settled));
+  }
+  return out;
+}
+
 }  // namespace
 
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
@@ -196,7 +305,10 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
   }
   if (!observed.contains("status")) {
     std::string when = FormatRfc3339(TimePoint(std::chrono::milliseconds(r.timestamp_ms)), true);
-    observed["status"] = json::object{{"conditions", ConditionsOf(r.doc.provisioning_state, when)}};
+    std::vector<EngineCondition> engine = EngineConditionsOf(r.doc.service_status);
+    observed["status"] = json::object{
+        {"conditions", engine.empty() ? ConditionsOf(r.doc.provisioning_state, when)
+                                      : ConditionsFromEngine(engine, r.doc.provisioning_state, when)}};
   }
   return observed;
 }

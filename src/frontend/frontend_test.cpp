@@ -710,6 +710,89 @@ TEST_F(FrontendTest, ServiceSetValuesAppearInEveryResponse) {
   ExpectValidResource(result, kStable, "HcpOpenShiftCluster");
 }
 
+// The backend copies the provisioning engine's conditions into clusterServiceStatus; GET renders them
+// as the API's Available/Progressing/Degraded conditions, for every api-version that has the field.
+TEST_F(FrontendTest, EngineConditionsAppearInGet) {
+  const std::string path = ClusterPath("engine");
+  auto created = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  auto set_conditions = [&](std::string_view resource_path, const std::string& conditions) {
+    const std::string pk = arm::PartitionKey(kSub);
+    const std::string id = arm::ResourceDocumentId(resource_path);
+    ASSERT_TRUE(s.store
+                    ->Patch(store::kResources, pk, id,
+                            {{store::PatchOp::Kind::kSet, std::string(arm::kPathServiceStatus),
+                              json::object{{"conditions", ParseJson(conditions).value()}}}})
+                    .ok());
+  };
+  set_conditions(path, R"([
+      {"type":"ResourceGroupReady","status":"True","lastTransitionTime":"2026-01-02T03:04:05Z"},
+      {"type":"LoadBalancerReady","status":"False","reason":"Creating","message":"0 of 1 ready, 1 Creating",
+       "lastTransitionTime":"2026-01-02T03:04:06Z"},
+      {"type":"AzureIdentityValid","status":"True","lastTransitionTime":"2026-01-02T03:04:01Z"}])");
+  auto creating = s.Get(path + V());
+  ExpectValidResource(creating, kStable, "HcpOpenShiftCluster");
+  json::value c = BodyOf(creating);
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/0/type"), "Available");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/0/status"), "False");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/0/reason"), "Creating");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/1/type"), "Progressing");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/1/status"), "True");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/1/reason"), "Creating");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/1/message"),
+            "LoadBalancerReady: 0 of 1 ready, 1 Creating");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/1/lastTransitionTime"),
+            "2026-01-02T03:04:06.000000Z");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/2/type"), "Degraded");
+  EXPECT_EQ(*FindPointer(c, "/properties/status/conditions/2/status"), "False");
+  ExpectValidResource(s.Get(path + V(kPreview)), kPreview, "HcpOpenShiftCluster");
+  EXPECT_EQ(FindPointer(BodyOf(s.Get(path + V(kPreview))), "/properties/status"), nullptr);
+
+  s.FinishOperation(OperationIdOf(Header(created, "Azure-AsyncOperation")));
+  set_conditions(path, R"([
+      {"type":"LoadBalancerReady","status":"True","lastTransitionTime":"2026-01-02T03:05:00Z"},
+      {"type":"AzureIdentityValid","status":"False","reason":"IdentityNotFound",
+       "message":"The cluster's managed identity credentials are invalid: AADSTS700016",
+       "lastTransitionTime":"2026-01-02T03:06:00Z"}])");
+  auto degraded = s.Get(path + V());
+  ExpectValidResource(degraded, kStable, "HcpOpenShiftCluster");
+  json::value d = BodyOf(degraded);
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/0/status"), "False");
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/1/status"), "False");
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/2/type"), "Degraded");
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/2/status"), "True");
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/2/reason"), "IdentityNotFound");
+  EXPECT_EQ(*FindPointer(d, "/properties/status/conditions/2/message"),
+            "AzureIdentityValid: The cluster's managed identity credentials are invalid: AADSTS700016");
+
+  set_conditions(path, R"([
+      {"type":"LoadBalancerReady","status":"True","lastTransitionTime":"2026-01-02T03:05:00Z"},
+      {"type":"AzureIdentityValid","status":"True","lastTransitionTime":"2026-01-02T03:07:00Z"}])");
+  json::value ready = BodyOf(s.Get(path + V()));
+  EXPECT_EQ(*FindPointer(ready, "/properties/status/conditions/0/status"), "True");
+  EXPECT_EQ(*FindPointer(ready, "/properties/status/conditions/0/lastTransitionTime"),
+            "2026-01-02T03:07:00.000000Z");
+  EXPECT_EQ(*FindPointer(ready, "/properties/status/conditions/1/status"), "False");
+  EXPECT_EQ(*FindPointer(ready, "/properties/status/conditions/2/status"), "False");
+
+  // Node pools too; a reason outside the API's pattern is replaced.
+  const std::string np = path + "/nodePools/np1";
+  auto np_created = s.Put(np + V(), NodePoolBody());
+  ASSERT_EQ(np_created.result_int(), 201u) << np_created.body();
+  set_conditions(np, R"([
+      {"type":"VMReady","status":"False","reason":"Failed badly","message":"np1-0: quota exceeded",
+       "lastTransitionTime":"2026-01-02T03:08:00Z"},
+      {"type":"MachinesReady","status":"False","reason":"Creating","message":"0 of 2 machines ready",
+       "lastTransitionTime":"2026-01-02T03:08:00Z"}])");
+  auto pool = s.Get(np + V());
+  ExpectValidResource(pool, kStable, "NodePool");
+  json::value p = BodyOf(pool);
+  EXPECT_EQ(*FindPointer(p, "/properties/status/conditions/2/status"), "True");
+  EXPECT_EQ(*FindPointer(p, "/properties/status/conditions/2/reason"), "Degraded");
+  EXPECT_EQ(*FindPointer(p, "/properties/status/conditions/2/message"), "VMReady: np1-0: quota exceeded");
+  ExpectValidResource(s.Get(np + V(kPreview)), kPreview, "NodePool");
+}
+
 TEST_F(FrontendTest, ServiceSetValuesMissedAtCreateAreRecordedByTheNextUpdate) {
   const std::string path = ClusterPath("late");
   s.cs.FailWith(Error::Unavailable("down"));
