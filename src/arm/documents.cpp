@@ -161,6 +161,15 @@ Result<OperationRequest> ParseOperationRequest(std::string_view name) {
   return Error::InvalidArgument("unknown operation request '" + std::string(name) + "'");
 }
 
+std::string PendingNotificationId(std::string_view operation_id) {
+  return "notify-" + std::string(operation_id);
+}
+
+json::value PendingNotificationBody(std::string_view operation_id, std::string_view uri) {
+  return json::object{{"resourceType", kPendingNotificationDocType},
+                      {"properties", json::object{{"operationId", operation_id}, {"uri", uri}}}};
+}
+
 json::value OperationDocument::ToBody() const {
   json::object p;
   PutIfNotEmpty(p, "tenantId", tenant_id);

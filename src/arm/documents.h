@@ -127,6 +127,16 @@ struct OperationDocument {
   static Result<OperationDocument> FromBody(std::string id, const json::value& body);
 };
 
+// A notification owed to Azure-AsyncNotificationUri for an operation that ended. Written in the same
+// batch that ends the operation (by the backend, or by the frontend when a delete cancels one) and
+// deleted once the notification was delivered or given up, so that a backend that restarts, or the
+// one that takes the partition over, still delivers it. Id: PendingNotificationId(operation id).
+inline constexpr std::string_view kPendingNotificationDocType = "hcprp/pendingnotifications";
+inline constexpr int64_t kPendingNotificationTtlSeconds = 2 * 24 * 3600;
+std::string PendingNotificationId(std::string_view operation_id);
+// {"resourceType", "properties": {"operationId", "uri"}}
+json::value PendingNotificationBody(std::string_view operation_id, std::string_view uri);
+
 inline constexpr std::string_view kPathStatus = "/properties/status";
 inline constexpr std::string_view kPathError = "/properties/error";
 inline constexpr std::string_view kPathLastTransitionTime = "/properties/lastTransitionTime";

@@ -133,7 +133,14 @@ Backend::Backend(BackendOptions options, store::Store* store, clusterservice::Cl
       ownership_(options_.ownership),
       builder_(options_.create_request_builder != nullptr ? options_.create_request_builder
                                                           : &default_builder_),
-      notifications_(options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier")) {
+      notifications_(
+          options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier"),
+          [this](const std::string& pk, const std::string& id) {
+            Status s = store_->Delete(store::kResources, pk, id);
+            if (!s.ok() && !s.error().IsNotFound()) {
+              logger_.Warn("pending notification not removed", {{"id", id}, {"error", s.error().ToString()}});
+            }
+          }) {
   if (ownership_ == nullptr) {
     ShardedLeaseOptions lo;
     lo.owner = options_.owner;
@@ -404,6 +411,10 @@ void Backend::Step(bool exhaustive) {
   TimePoint now = clock_->Now();
 
   if (load_subscriptions_requested_.exchange(false)) {
+    if (Status s = LoadPendingNotifications(); !s.ok()) {
+      ++counters_.errors;
+      load_subscriptions_requested_ = true;
+    }
     if (Status s = LoadDeletedSubscriptions(); !s.ok()) {
       ++counters_.errors;
       load_subscriptions_requested_ = true;
@@ -493,6 +504,54 @@ Status Backend::RebuildIndex() {
   return Status::Ok();
 }
 
+void Backend::AppendPendingNotification(std::string_view op_id, std::string_view uri,
+                                        std::vector<WriteOp>* ops) {
+  if (uri.empty()) return;
+  ops->push_back(WriteOp::Create(arm::PendingNotificationId(op_id), arm::PendingNotificationBody(op_id, uri),
+                                 arm::kPendingNotificationTtlSeconds));
+}
+
+void Backend::QueuePendingNotification(const store::Document& seen) {
+  if (notifications_.Contains(seen.partition_key, seen.id)) return;
+  // Read it again: a change feed entry may be of a notification delivered (and removed) since.
+  auto fresh = store_->Read(store::kResources, seen.partition_key, seen.id);
+  if (!fresh.ok()) return;
+  const store::Document& pending = *fresh;
+  std::string op_id = PropertyString(pending.body, "operationId");
+  std::string uri = PropertyString(pending.body, "uri");
+  auto op = store_->Read(store::kResources, pending.partition_key, op_id);
+  if (!op.ok()) {
+    // Delivered meanwhile (the document is gone too), or the operation expired: nothing to send.
+    if (op.error().IsNotFound()) (void)store_->Delete(store::kResources, pending.partition_key, pending.id);
+    return;
+  }
+  if (uri.empty() ||
+      !notifications_.Enqueue(uri, OperationStatusResource(*op), pending.partition_key, pending.id))
+    return;
+  {
+    std::lock_guard lock(run_mu_);
+    notify_wake_ = true;
+  }
+  run_cv_.notify_all();
+}
+
+Status Backend::LoadPendingNotifications() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kPendingNotificationDocType);
+  q.max_items = kQueryPage;
+  while (true) {
+    auto page = store_->Query(q);
+    if (!page.ok()) return page.error();
+    for (const store::Document& doc : page->documents) {
+      if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
+    }
+    if (page->continuation.empty()) break;
+    q.continuation = page->continuation;
+  }
+  return Status::Ok();
+}
+
 Status Backend::LoadDeletedSubscriptions() {
   store::QueryOptions q;
   q.container = std::string(store::kResources);
@@ -513,6 +572,11 @@ Status Backend::LoadDeletedSubscriptions() {
 
 void Backend::HandleChange(const store::Change& change) {
   const store::Document& doc = change.document;
+  if (change.kind == store::Change::Kind::kCreate &&
+      ResourceTypeOf(doc.body) == arm::kPendingNotificationDocType) {
+    if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
+    return;
+  }
   if (IsOperationDocument(doc.body)) {
     if (change.kind == store::Change::Kind::kDelete || change.kind == store::Change::Kind::kExpire) {
       index_.Remove(doc.partition_key, doc.id);
@@ -568,8 +632,10 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
       continue;
     }
     ObjectKind kind = KindOfHref(event.href);
-    Transit(op.partition_key, op.id,
-            [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    Outcome o = Transit(op.partition_key, op.id,
+                        [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    // The store refused (down or restarting): the event is consumed, so check the status again later.
+    if (o == Outcome::kError) EnqueueCheck(op);
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
   }
 }
@@ -791,7 +857,7 @@ bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget
     std::lock_guard lock(state_mu_);
     delete_issued_.erase({op.partition_key, op.id});
   }
-  return true;
+  return o != Outcome::kError;  // a store failure: requeued, tried again on a later step
 }
 
 void Backend::RecoverCreate(const OperationRecord& op) {
@@ -937,6 +1003,7 @@ Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, c
     ops.push_back(
         WriteOp::Patch(std::string(op_id), std::move(patch), {Unchanged(doc->body, arm::kPathStatus)}));
     std::vector<size_t> ended = {0};  // batch positions of operations this batch ends
+    if (terminal) AppendPendingNotification(op_id, op->notification_uri, &ops);
 
     auto resource = FindResource(pk, op->external_id);
     if (!resource.ok()) {
@@ -987,6 +1054,7 @@ Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, c
                   ops.push_back(
                       WriteOp::Patch(child_op, std::move(cp), {Unchanged(cop->body, arm::kPathStatus)}));
                   ended.push_back(ops.size() - 1);
+                  AppendPendingNotification(child_op, rec->notification_uri, &ops);
                 }
               }
             }
@@ -1055,7 +1123,8 @@ void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations
     }
     std::string uri = PropertyString(d.body, "notificationUri");
     if (!uri.empty()) {
-      notifications_.Enqueue(uri, OperationStatusResource(d));
+      notifications_.Enqueue(uri, OperationStatusResource(d), d.partition_key,
+                             arm::PendingNotificationId(d.id));
       {
         std::lock_guard lock(run_mu_);
         notify_wake_ = true;
@@ -1197,6 +1266,7 @@ void Backend::EnsureDeleteOperation(const store::Document& resource) {
                         Set(arm::kPathLastTransitionTime, json::value(FormatRfc3339(now, true))),
                         Set(arm::kPathError, ErrorJson(arm::kCanceledCode, arm::kSupersededMessage))},
                        {Unchanged(active_doc->body, arm::kPathStatus)}));
+    AppendPendingNotification(active, active_op->notification_uri, &ops);
   }
   auto r = store_->Batch(store::kResources, pk, std::move(ops), &*fence);
   if (!r.ok()) {
@@ -1212,7 +1282,10 @@ void Backend::EnsureDeleteOperation(const store::Document& resource) {
   if (cancels) {
     index_.Remove(pk, active);
     std::string uri = PropertyString(r->documents[2].body, "notificationUri");
-    if (!uri.empty()) notifications_.Enqueue(uri, OperationStatusResource(r->documents[2]));
+    if (!uri.empty()) {
+      notifications_.Enqueue(uri, OperationStatusResource(r->documents[2]), pk,
+                             arm::PendingNotificationId(active));
+    }
   }
   if (auto created = ParseOperation(r->documents[0])) {
     index_.Upsert(*created);

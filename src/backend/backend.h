@@ -212,6 +212,12 @@ class Backend {
   void Step(bool exhaustive);
   Status RebuildIndex();
   Status LoadDeletedSubscriptions();
+  // Notifications owed from before this backend owned the partition (a restart, a takeover) or
+  // recorded by the frontend (operations a delete canceled).
+  Status LoadPendingNotifications();
+  void QueuePendingNotification(const store::Document& pending);
+  static void AppendPendingNotification(std::string_view op_id, std::string_view uri,
+                                        std::vector<store::WriteOp>* ops);
   void HandleChange(const store::Change& change);
   void ApplyEvent(const clusterservice::Event& event);
   // Copies the Cluster Service object's status.conditions (when it has some and they changed) into the

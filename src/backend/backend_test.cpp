@@ -490,6 +490,66 @@ TEST_F(BackendTest, NotificationsRetryWithBackoff) {
   EXPECT_EQ(notifier_.Attempts(), 3 + 5);
 }
 
+bool PendingNotificationExists(store::Store* store, const std::string& pk, const std::string& op) {
+  return store->Read(store::kResources, pk, arm::PendingNotificationId(op)).ok();
+}
+
+TEST_F(BackendTest, UndeliveredNotificationSurvivesTheBackend) {
+  Flow f = StartCreate("c1", "http://arm.example/cb");
+  {
+    auto a = MakeBackend();
+    notifier_.FailNext(100);
+    cs_.SetState(f.href, "ready");
+    Reconcile(*a);  // ends the operation; the first attempt fails
+    EXPECT_EQ(Op(f.op).status, arm::kStateSucceeded);
+    EXPECT_EQ(notifier_.Sent().size(), 0u);
+    EXPECT_TRUE(PendingNotificationExists(store_.get(), sub_, f.op));
+  }  // a dies with the notification undelivered
+  notifier_.FailNext(0);
+  auto b = MakeBackend();
+  Reconcile(*b);
+  ASSERT_EQ(notifier_.Sent().size(), 1u);
+  EXPECT_EQ(notifier_.Sent()[0].first, "http://arm.example/cb");
+  EXPECT_EQ(GetString(notifier_.Sent()[0].second, "status").value_or(""), "Succeeded");
+  EXPECT_FALSE(PendingNotificationExists(store_.get(), sub_, f.op));
+  // Delivered once: later passes (and the change feed entry of the pending document) send nothing.
+  clock_.Advance(1s);
+  Reconcile(*b);
+  Reconcile(*b);
+  EXPECT_EQ(notifier_.Sent().size(), 1u);
+}
+
+TEST_F(BackendTest, GivenUpNotificationLeavesNoPendingDocument) {
+  BackendOptions o = Options();
+  o.notifications.max_attempts = 2;
+  auto b = MakeBackend(o);
+  notifier_.FailNext(100);
+  Flow f = StartCreate("c1", "http://arm.example/cb");
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  clock_.Advance(10s);
+  b->DeliverNotificationsOnce();
+  EXPECT_EQ(b->Stats().notifications_dropped, 1u);
+  EXPECT_FALSE(PendingNotificationExists(store_.get(), sub_, f.op));
+}
+
+TEST_F(BackendTest, NotificationRecordedByTheFrontendIsDelivered) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  // What the frontend writes when a delete cancels an operation ARM wants to hear about.
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, ClusterId("c9"), "", arm::kStateCanceled,
+                                "http://arm.example/canceled");
+  ASSERT_TRUE(store_
+                  ->Create(store::kResources, sub_, arm::PendingNotificationId(op),
+                           arm::PendingNotificationBody(op, "http://arm.example/canceled"))
+                  .ok());
+  Reconcile(*b);
+  ASSERT_EQ(notifier_.Sent().size(), 1u);
+  EXPECT_EQ(notifier_.Sent()[0].first, "http://arm.example/canceled");
+  EXPECT_EQ(GetString(notifier_.Sent()[0].second, "status").value_or(""), "Canceled");
+  EXPECT_FALSE(PendingNotificationExists(store_.get(), sub_, op));
+}
+
 TEST_F(BackendTest, RecoversCreateWhoseFrontendCrashedBeforeTheClusterService) {
   auto b = MakeBackend();
   std::string rid = ClusterId("c1");

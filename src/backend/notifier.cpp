@@ -5,12 +5,33 @@
 namespace hcprp::backend {
 
 NotificationQueue::NotificationQueue(NotificationOptions options, Notifier* notifier, const Clock* clock,
-                                     Logger logger)
-    : options_(options), notifier_(notifier), clock_(clock), logger_(std::move(logger)) {}
+                                     Logger logger, DoneFn on_done)
+    : options_(options),
+      notifier_(notifier),
+      clock_(clock),
+      logger_(std::move(logger)),
+      on_done_(std::move(on_done)) {}
 
-void NotificationQueue::Enqueue(std::string uri, json::object body) {
+bool NotificationQueue::Enqueue(std::string uri, json::object body, std::string partition_key,
+                                std::string id) {
   std::lock_guard lock(mu_);
-  items_.push_back(Item{std::move(uri), std::move(body), 0, clock_->Now()});
+  if (!id.empty() && !keys_.emplace(partition_key, id).second) return false;
+  items_.push_back(
+      Item{std::move(uri), std::move(body), std::move(partition_key), std::move(id), 0, clock_->Now()});
+  return true;
+}
+
+bool NotificationQueue::Contains(const std::string& partition_key, const std::string& id) const {
+  std::lock_guard lock(mu_);
+  return keys_.count({partition_key, id}) > 0;
+}
+
+void NotificationQueue::Done(const Item& item) {
+  if (item.id.empty()) return;
+  // The document goes first: a reader that no longer finds the key queued finds no document either.
+  if (on_done_) on_done_(item.partition_key, item.id);
+  std::lock_guard lock(mu_);
+  keys_.erase({item.partition_key, item.id});
 }
 
 size_t NotificationQueue::Deliver() {
@@ -34,14 +55,19 @@ size_t NotificationQueue::Deliver() {
     ++item.attempts;
     if (s.ok()) {
       ++delivered;
+      Done(item);
       continue;
     }
-    std::lock_guard lock(mu_);
-    ++counters_.failed_attempts;
-    if (item.attempts >= options_.max_attempts) {
-      ++counters_.dropped;
+    bool give_up = item.attempts >= options_.max_attempts;
+    {
+      std::lock_guard lock(mu_);
+      ++counters_.failed_attempts;
+      if (give_up) ++counters_.dropped;
+    }
+    if (give_up) {
       logger_.Warn("notification dropped",
                    {{"uri", item.uri}, {"attempts", item.attempts}, {"error", s.error().ToString()}});
+      Done(item);
       continue;
     }
     auto backoff = options_.initial_backoff;

@@ -1,13 +1,17 @@
 // ARM asynchronous operation notifications: when an operation that carries a notificationUri ends,
 // its operation status resource is POSTed there. Delivery retries with exponential backoff for a
-// bounded number of attempts; progress is kept in memory only (a backend that dies loses the
-// notifications it had not delivered yet).
+// bounded number of attempts. A notification may carry the key of its pending-notification document
+// (arm::kPendingNotificationDocType, written with the batch that ended the operation): when it is
+// delivered or given up, the queue's `on_done` removes that document. A backend that dies before
+// then leaves the document behind and the next owner of the partition delivers it (at least once).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,9 +47,16 @@ struct NotificationCounters {
 // called by one thread at a time (the backend's notifier thread or a test).
 class NotificationQueue {
  public:
-  NotificationQueue(NotificationOptions options, Notifier* notifier, const Clock* clock, Logger logger);
+  // Called (from Deliver()) with the key of a keyed notification once it was delivered or given up.
+  using DoneFn = std::function<void(const std::string& partition_key, const std::string& id)>;
 
-  void Enqueue(std::string uri, json::object body);
+  NotificationQueue(NotificationOptions options, Notifier* notifier, const Clock* clock, Logger logger,
+                    DoneFn on_done = nullptr);
+
+  // A keyed notification (non-empty id) already queued is not queued twice; returns false then.
+  bool Enqueue(std::string uri, json::object body, std::string partition_key = "", std::string id = "");
+  // True while the keyed notification is queued or being delivered.
+  bool Contains(const std::string& partition_key, const std::string& id) const;
   // Attempts every notification that is due. Returns how many were delivered.
   size_t Deliver();
   // Time until the next attempt is due (zero if one is due now), or nullopt when empty.
@@ -57,19 +68,24 @@ class NotificationQueue {
   struct Item {
     std::string uri;
     json::object body;
+    std::string partition_key;
+    std::string id;  // empty: not keyed
     int attempts = 0;
     TimePoint due;
   };
+  void Done(const Item& item);  // EXCLUDES mu_
 
   // Constant after construction.
   const NotificationOptions options_;
   Notifier* const notifier_;
   const Clock* const clock_;
   const Logger logger_;
+  const DoneFn on_done_;
 
   mutable std::mutex mu_;
-  std::deque<Item> items_;         // guarded by mu_
-  NotificationCounters counters_;  // guarded by mu_
+  std::deque<Item> items_;                              // guarded by mu_
+  std::set<std::pair<std::string, std::string>> keys_;  // guarded by mu_: keyed items queued or in flight
+  NotificationCounters counters_;                       // guarded by mu_
 };
 
 }  // namespace hcprp::backend

@@ -8,7 +8,7 @@ namespace hcprp::frontend {
 namespace {
 
 // Patch that cancels a non-terminal operation, unless its status changed meanwhile.
-store::WriteOp CancelOp(const Env& env, const arm::OperationDocument& op) {
+store::WriteOp CancelPatch(const Env& env, const arm::OperationDocument& op) {
   arm::OperationError err{std::string(arm::kCanceledCode), std::string(arm::kSupersededMessage), "", {}};
   std::vector<store::PatchOp> ops = {
       {store::PatchOp::Kind::kSet, std::string(arm::kPathStatus), json::value(arm::kStateCanceled)},
@@ -18,6 +18,15 @@ store::WriteOp CancelOp(const Env& env, const arm::OperationDocument& op) {
   };
   return store::WriteOp::Patch(op.id, std::move(ops),
                                {{std::string(arm::kPathStatus), json::value(op.status)}});
+}
+
+// Cancels `op` and, when ARM asked to be notified of it, records the notification the backend owes.
+void AppendCancel(const Env& env, const arm::OperationDocument& op, std::vector<store::WriteOp>* writes) {
+  writes->push_back(CancelPatch(env, op));
+  if (op.notification_uri.empty()) return;
+  writes->push_back(store::WriteOp::Create(arm::PendingNotificationId(op.id),
+                                           arm::PendingNotificationBody(op.id, op.notification_uri),
+                                           arm::kPendingNotificationTtlSeconds));
 }
 
 // Writes that move one resource to Deleting with a new Delete operation (cancelling the active one).
@@ -33,7 +42,7 @@ Result<std::vector<store::WriteOp>> DeleteWrites(const Env& env, const LoadedRes
     *under_way = **active;
     return writes;
   }
-  if (active->has_value()) writes.push_back(CancelOp(env, **active));
+  if (active->has_value()) AppendCancel(env, **active, &writes);
   arm::OperationDocument op =
       NewOperation(env, arm::OperationRequest::kDelete, r.doc.resource_id, r.doc.internal_id, r.doc.location);
   if (expose && ctx != nullptr) Expose(*ctx, op);
@@ -122,7 +131,7 @@ Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
         if (!other.ok() || !EqualsIgnoreCase(other->external_id, target.doc.resource_id)) continue;
         if (other->request == arm::OperationRequest::kRequestCredential ||
             other->request == arm::OperationRequest::kRevokeCredentials) {
-          writes->push_back(CancelOp(env, *other));
+          AppendCancel(env, *other, &*writes);
         }
       }
       q.continuation = page->continuation;

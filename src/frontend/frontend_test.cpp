@@ -184,6 +184,21 @@ TEST_F(FrontendTest, PatchOfAbsentResourceIs404) {
   EXPECT_EQ(r.result_int(), 404u);
 }
 
+TEST_F(FrontendTest, DeleteRecordsTheNotificationOwedForTheOperationItCancels) {
+  const std::string cluster = ClusterPath("notified");
+  CreateCluster("notified");
+  auto np = s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody(),
+                  {{"Azure-AsyncNotificationUri", "http://arm.example/np1"}});
+  ASSERT_EQ(np.result_int(), 201u) << np.body();
+  std::string np_op = OperationIdOf(Header(np, "Azure-AsyncOperation"));
+  auto r = s.Delete(cluster + V());
+  ASSERT_EQ(r.result_int(), 202u) << r.body();
+  auto pending = s.store->Read(store::kResources, std::string(kSub), arm::PendingNotificationId(np_op));
+  ASSERT_TRUE(pending.ok()) << "no pending notification for the canceled node pool create";
+  EXPECT_EQ(*FindPointer(pending->body, "/properties/uri"), "http://arm.example/np1");
+  EXPECT_EQ(*FindPointer(pending->body, "/properties/operationId"), json::value(np_op));
+}
+
 TEST_F(FrontendTest, DeleteCancelsChildOperationsAndExposesOnlyItsOwn) {
   const std::string cluster = ClusterPath("del");
   CreateCluster("del");

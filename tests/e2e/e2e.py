@@ -298,7 +298,7 @@ class CsClient:
 class NotificationListener:
     """A local HTTP server that records the POSTs it receives."""
 
-    def __init__(self):
+    def __init__(self, port=0):
         received = self.received = []
         cond = self.cond = threading.Condition()
 
@@ -316,7 +316,7 @@ class NotificationListener:
             def log_message(self, *args):
                 pass
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -396,8 +396,8 @@ class Ctx:
         expect(r.returncode == 0, f"hcprp check exited {r.returncode}: {out} {r.stderr.decode()[-2000:]}")
         return json.loads(out.strip().splitlines()[-1])
 
-    def listener(self):
-        n = NotificationListener()
+    def listener(self, port=0):
+        n = NotificationListener(port)
         self.closers.append(n.close)
         return n
 

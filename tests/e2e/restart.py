@@ -2,7 +2,9 @@
 """The parts as separate processes (clusters-service, frontend, backend on one SQLite store): a backend
 killed with SIGKILL in the middle of an operation is replaced, and the operation still finishes."""
 
+import json
 import signal
+import socket
 import time
 
 from e2e import (Arm, CsClient, expect, expect_eq, run_tests, wait_until)
@@ -81,5 +83,30 @@ def test_backend_killed_mid_delete(ctx):
     ctx.check(store, cs_url)
 
 
+def test_notification_outlives_the_backend(ctx):
+    """The operation ends while ARM's notification endpoint is down; the backend dies before it could
+    deliver. The next backend delivers it (the owed notification is in the store)."""
+    cs_url, store, endpoint, backend = start_parts(ctx)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    arm = Arm(endpoint)
+    arm.register()
+    uri = f"http://127.0.0.1:{port}/arm-callback"
+    r = arm.call("PUT", arm.cluster_path("n1"), arm.cluster_body("n1"),
+                 headers={"Azure-AsyncNotificationUri": uri})
+    expect_eq(r.status, 201, f"create ({r!r})")
+    seen, _ = arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60, interval=0.1)
+    expect_eq(seen[-1], "Succeeded", "create")
+    backend.kill(signal.SIGKILL)  # its first attempts were refused: nobody listens yet
+    backend.p.wait(timeout=10)
+    listener = ctx.listener(port)
+    ctx.backend(store, cs_url, ["--lease-ttl-ms", "2000"])
+    got = listener.wait(lambda item: item["path"] == "/arm-callback", timeout=30)
+    expect_eq(json.loads(got["raw"]).get("status"), "Succeeded", "notified status")
+    ctx.check(store, cs_url)
+
+
 if __name__ == "__main__":
-    run_tests([test_backend_killed_mid_operation, test_backend_killed_mid_delete])
+    run_tests([test_backend_killed_mid_operation, test_backend_killed_mid_delete,
+               test_notification_outlives_the_backend])
