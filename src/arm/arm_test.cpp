@@ -157,6 +157,20 @@ TEST(CloudErrorTest, MapsInternalErrorsInOnePlace) {
   EXPECT_EQ(FromError(Error::NotFound("secret")).body.message.find("secret"), std::string::npos);
 }
 
+TEST(CloudErrorTest, UnavailableIs503ServiceUnavailableWithRetryAfter) {
+  CloudError e = FromError(Error::Unavailable("connect to PostgreSQL: connection refused"));
+  EXPECT_EQ(e.status, 503);
+  EXPECT_EQ(e.body.code, codes::kServiceUnavailable);
+  EXPECT_EQ(e.body.message.find("PostgreSQL"), std::string::npos);
+  EXPECT_TRUE(IsRetryableStatus(e.status));
+  EXPECT_EQ(DefaultRetryAfterSeconds(e.status), kUnavailableRetryAfterSeconds);
+  EXPECT_GT(kUnavailableRetryAfterSeconds, 0);
+  EXPECT_EQ(DefaultRetryAfterSeconds(FromError(Error::Throttled("x")).status), kThrottledRetryAfterSeconds);
+  for (int status : {200, 201, 202, 400, 404, 409, 412, 500, 504}) {
+    EXPECT_EQ(DefaultRetryAfterSeconds(status), 0) << status;
+  }
+}
+
 TEST(CloudErrorTest, BodyShape) {
   CloudError e(400, codes::kInvalidParameter, "bad", "t");
   auto j = e.ToJson();

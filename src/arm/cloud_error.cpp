@@ -94,4 +94,10 @@ CloudError FromError(const Error& error) {
 
 bool IsRetryableStatus(int status) { return status == 429 || status == 503; }
 
+int DefaultRetryAfterSeconds(int status) {
+  if (status == 503) return kUnavailableRetryAfterSeconds;
+  if (status == 429) return kThrottledRetryAfterSeconds;
+  return 0;
+}
+
 }  // namespace hcprp::arm

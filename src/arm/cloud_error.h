@@ -83,4 +83,16 @@ CloudError FromError(const Error& error);
 // Whether a response with this status should carry Retry-After (429, 503).
 bool IsRetryableStatus(int status);
 
+// Retry-After (seconds) of a 503 that names no better value: the store or the Cluster Service is
+// down or restarting. A PostgreSQL restart takes a few seconds; ARM and SDK clients retry after it.
+inline constexpr int kUnavailableRetryAfterSeconds = 5;
+// Retry-After (seconds) of a 429 that names no better value.
+inline constexpr int kThrottledRetryAfterSeconds = 10;
+
+// The Retry-After every answer with this status carries unless its handler set one: the values
+// above for 503 and 429, 0 (no header) for any other status. The frontend applies it to every
+// response in one place, so each 503 (store unavailable, Cluster Service unavailable, readiness)
+// and 429 tells the client when to come back.
+int DefaultRetryAfterSeconds(int status);
+
 }  // namespace hcprp::arm

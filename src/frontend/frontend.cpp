@@ -354,6 +354,11 @@ Response Frontend::Handle(Request&& request) {
     res = ErrorReply(CloudError::Internal());
   }
 
+  // A 503 (store or Cluster Service unavailable) or 429 tells the client when to retry.
+  if (int retry_after = arm::DefaultRetryAfterSeconds(res.result_int());
+      retry_after > 0 && res.find(arm::headers::kRetryAfter) == res.end()) {
+    res.set(arm::headers::kRetryAfter, std::to_string(retry_after));
+  }
   AddCorrelationHeaders(request, ctx, client_request_id, res);
   res.keep_alive(request.keep_alive());
   res.prepare_payload();

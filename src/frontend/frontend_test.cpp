@@ -6,9 +6,11 @@
 #include <thread>
 
 #include "api/api.h"
+#include "arm/cloud_error.h"
 #include "arm/paging.h"
 #include "core/time.h"
 #include "frontend/testing/scenario.h"
+#include "store/fault_injecting_store.h"
 
 namespace hcprp::frontend::testing {
 namespace {
@@ -439,6 +441,48 @@ TEST_F(FrontendTest, DeleteWhileClusterServiceIsDownKeepsOneDeleteOperation) {
   int deletes = 0;
   for (const auto& call : s.cs.Calls()) deletes += call == "Delete " + href ? 1 : 0;
   EXPECT_EQ(deletes, 2);  // each DELETE tried once; neither reached the service
+}
+
+// The store is down (a PostgreSQL restart): reads and writes answer 503 ServiceUnavailable with
+// Retry-After and a body that does not leak the store's message; when it is back, the same frontend
+// answers again.
+TEST_F(FrontendTest, StoreUnavailableIs503WithRetryAfterAndRecovers) {
+  const std::string path = ClusterPath("outage");
+  CreateCluster("outage");
+  auto created = s.Put(ClusterPath("pending") + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  const std::string status_target = TargetOf(Header(created, "Azure-AsyncOperation"));
+
+  store::FaultInjectingStore faulty(*s.store);
+  auto fe = Frontend::Create({}, &faulty, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+  const std::string before = s.DumpStore();
+  faulty.FailAllCalls(Error::Unavailable("connect to PostgreSQL: connection refused"));
+
+  auto expect_unavailable = [&](const Response& r, const std::string& what) {
+    EXPECT_EQ(r.result_int(), 503u) << what << ": " << r.body();
+    EXPECT_EQ(Header(r, "Retry-After"), std::to_string(arm::kUnavailableRetryAfterSeconds)) << what;
+    EXPECT_EQ(ErrorCodeOf(r), "ServiceUnavailable") << what;
+    EXPECT_EQ(Header(r, "x-ms-error-code"), "ServiceUnavailable") << what;
+    EXPECT_EQ(r.body().find("PostgreSQL"), std::string::npos) << what;
+    EXPECT_FALSE(Header(r, "x-ms-request-id").empty()) << what;
+  };
+  expect_unavailable(s.Get(path + V()), "GET cluster");
+  expect_unavailable(s.Get(status_target), "GET operation status");
+  expect_unavailable(s.Put(ClusterPath("during") + V(), ClusterBody()), "PUT new cluster");
+  expect_unavailable(s.Patch(path + V(), R"({"tags":{"a":"b"}})"), "PATCH cluster");
+  expect_unavailable(s.Delete(path + V()), "DELETE cluster");
+  expect_unavailable(s.Get("/readyz"), "readiness probe");
+  EXPECT_EQ(s.Get("/healthz").result_int(), 200u);  // liveness does not depend on the store
+  EXPECT_EQ(Header(s.Get("/healthz"), "Retry-After"), "");
+
+  faulty.ClearFaults();
+  EXPECT_EQ(s.DumpStore(), before);  // nothing half-written
+  EXPECT_EQ(s.Get(path + V()).result_int(), 200u);
+  EXPECT_EQ(s.Get(status_target).result_int(), 200u);
+  auto after = s.Put(ClusterPath("during") + V(), ClusterBody());
+  EXPECT_EQ(after.result_int(), 201u) << after.body();
 }
 
 // --- Seed 002 ETag tables, row by row ------------------------------------------------------------
