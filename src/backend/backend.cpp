@@ -1296,66 +1296,120 @@ void Backend::EnsureDeleteOperation(const store::Document& resource) {
 // ---------------------------------------------------------------------------------------------
 // Orphan collection
 
-void Backend::RunGc() {
-  if (!ownership_->Coordinator()) return;  // one backend collects for the whole store
-  // Cluster Service first, documents second: a document is written before its cluster is created,
-  // so every cluster listed here whose document exists is seen by the query below.
-  auto clusters = cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters");
-  if (!clusters.ok()) return;
-  std::unordered_set<std::string> known;
-  for (std::string& href : index_.InternalIds()) known.insert(std::move(href));
+namespace {
+
+// The href of a listed Cluster Service object ("" when it has neither href nor id).
+std::string HrefOfListed(const json::object& o, std::string_view collection) {
+  std::string href(GetString(o, "href").value_or(""));
+  if (href.empty()) {
+    auto id = GetString(o, "id");
+    if (id) href = std::string(collection) + "/" + std::string(*id);
+  }
+  return href;
+}
+
+std::string StateOfListed(const json::object& o) {
+  std::string state(GetString(o, "state").value_or(""));
+  if (const json::object* st = GetObject(o, "status"))
+    state = std::string(GetString(*st, "state").value_or(state));
+  return state;
+}
+
+}  // namespace
+
+Status Backend::KnownInternalIds(std::string_view doc_type, std::unordered_set<std::string>* known) {
   store::QueryOptions q;
   q.container = std::string(store::kResources);
-  q.resource_type = std::string(arm::kClusterDocType);
+  q.resource_type = std::string(doc_type);
   q.max_items = kQueryPage;
   while (true) {
     auto page = store_->Query(q);
-    if (!page.ok()) return;  // never collect on partial knowledge
+    if (!page.ok()) return page.error();
     for (const store::Document& d : page->documents) {
       std::string href = PropertyString(d.body, "internalId");
-      if (!href.empty()) known.insert(std::move(href));
+      if (!href.empty()) known->insert(std::move(href));
     }
-    if (page->continuation.empty()) break;
+    if (page->continuation.empty()) return Status::Ok();
     q.continuation = page->continuation;
   }
+}
+
+bool Backend::CollectIfOrphan(const json::object& listed, std::string_view collection,
+                              const std::unordered_set<std::string>& known, TimePoint now,
+                              std::set<std::string>* seen) {
+  std::string href = HrefOfListed(listed, collection);
+  if (href.empty()) return true;
+  seen->insert(href);
+  if (known.count(href) > 0 || StateOfListed(listed) == "uninstalling") return true;
+  TimePoint created;
+  auto stamp = ParseRfc3339(GetString(listed, "creation_timestamp").value_or(""));
+  {
+    std::lock_guard lock(state_mu_);
+    TimePoint first_seen = gc_first_seen_.try_emplace(href, now).first->second;
+    created = stamp.ok() ? std::min(*stamp, first_seen) : first_seen;
+  }
+  if (now - created < options_.gc_window) return true;
+  if (!ownership_->Coordinator()) return false;
+  Status d = cs_->Delete(href);
+  if (d.ok()) {
+    ++counters_.gc_deleted;
+    logger_.Info("deleted orphan", {{"internalId", href}});
+  } else if (!d.error().IsNotFound()) {
+    ++counters_.errors;
+  }
+  return true;
+}
+
+void Backend::RunGc() {
+  if (!ownership_->Coordinator()) return;  // one backend collects for the whole store
+  // Cluster Service first, documents second: a document is written before its Cluster Service
+  // object is created, so every object listed here whose document exists is seen by the query.
+  const std::string clusters_href = std::string(clusterservice::kApiPrefix) + "/clusters";
+  auto clusters = cs_->List(clusters_href);
+  if (!clusters.ok()) return;
+  std::unordered_set<std::string> known;
+  for (std::string& href : index_.InternalIds()) known.insert(std::move(href));
+  if (!KnownInternalIds(arm::kClusterDocType, &known).ok()) return;  // never collect on partial knowledge
 
   TimePoint now = clock_->Now();
-  std::set<std::string> listed;
+  std::set<std::string> seen;
+  std::vector<std::string> kept_clusters;
   for (const json::value& item : *clusters) {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
-    std::string href(GetString(*o, "href").value_or(""));
-    if (href.empty()) {
-      auto id = GetString(*o, "id");
-      if (!id) continue;
-      href = std::string(clusterservice::kApiPrefix) + "/clusters/" + std::string(*id);
-    }
-    listed.insert(href);
-    if (known.count(href) > 0) continue;
-    std::string state(GetString(*o, "state").value_or(""));
-    if (const json::object* st = GetObject(*o, "status"))
-      state = std::string(GetString(*st, "state").value_or(state));
-    if (state == "uninstalling") continue;
-    TimePoint created;
-    auto stamp = ParseRfc3339(GetString(*o, "creation_timestamp").value_or(""));
-    {
+    if (!CollectIfOrphan(*o, clusters_href, known, now, &seen)) return;
+    std::string href = HrefOfListed(*o, clusters_href);
+    if (known.count(href) > 0) kept_clusters.push_back(std::move(href));
+  }
+
+  // Node pools of the clusters that have a document: one whose own document is gone is an orphan
+  // too (its cluster's deletion would take it, but the cluster lives on).
+  std::vector<std::pair<std::string, json::array>> pools;
+  for (const std::string& cluster : kept_clusters) {
+    std::string collection = cluster + "/node_pools";
+    auto listed = cs_->List(collection);
+    if (listed.ok()) pools.emplace_back(std::move(collection), std::move(listed).value());
+  }
+  if (!pools.empty()) {
+    if (KnownInternalIds(arm::kNodePoolDocType, &known).ok()) {
+      for (const auto& [collection, items] : pools) {
+        for (const json::value& item : items) {
+          const json::object* o = item.if_object();
+          if (o != nullptr && !CollectIfOrphan(*o, collection, known, now, &seen)) return;
+        }
+      }
+    } else {
+      // The node pool documents could not be read: collect nothing, keep their first sightings.
       std::lock_guard lock(state_mu_);
-      TimePoint first_seen = gc_first_seen_.try_emplace(href, now).first->second;
-      created = stamp.ok() ? std::min(*stamp, first_seen) : first_seen;
-    }
-    if (now - created < options_.gc_window) continue;
-    if (!ownership_->Coordinator()) return;
-    Status d = cs_->Delete(href);
-    if (d.ok()) {
-      ++counters_.gc_deleted;
-      logger_.Info("deleted orphan cluster", {{"internalId", href}});
-    } else if (!d.error().IsNotFound()) {
-      ++counters_.errors;
+      for (const auto& [href, first] : gc_first_seen_) {
+        if (href.find("/node_pools/") != std::string::npos) seen.insert(href);
+      }
     }
   }
+
   std::lock_guard lock(state_mu_);
   for (auto it = gc_first_seen_.begin(); it != gc_first_seen_.end();) {
-    it = listed.count(it->first) > 0 ? std::next(it) : gc_first_seen_.erase(it);
+    it = seen.count(it->first) > 0 ? std::next(it) : gc_first_seen_.erase(it);
   }
 }
 

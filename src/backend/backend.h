@@ -120,8 +120,8 @@ struct BackendOptions {
   Duration create_recovery_grace = std::chrono::minutes(2);
   CreateRequestBuilder* create_request_builder = nullptr;  // not owned; null: the default builder
 
-  // Orphan collection: a Cluster Service cluster no resource document points at, older than the
-  // window, is deleted.
+  // Orphan collection: a Cluster Service cluster, or a node pool of a cluster that has a document,
+  // that no resource document points at and older than the window is deleted.
   bool gc_enabled = true;
   Duration gc_window = std::chrono::hours(1);
   Duration gc_interval = std::chrono::minutes(10);
@@ -252,6 +252,14 @@ class Backend {
   void EnsureDeleteOperation(const store::Document& resource);
 
   void RunGc();
+  // Adds the internalIds of every resource document of `doc_type` to `known`.
+  Status KnownInternalIds(std::string_view doc_type, std::unordered_set<std::string>* known);
+  // Deletes a listed Cluster Service object that no document knows once it is older than the window
+  // (first sightings are remembered); records its href in `seen`. False when this backend stopped
+  // being the coordinator.
+  bool CollectIfOrphan(const json::object& listed, std::string_view collection,
+                       const std::unordered_set<std::string>& known, TimePoint now,
+                       std::set<std::string>* seen);
 
   void FeedLoop();
   void EventLoop();

@@ -537,8 +537,8 @@ TEST_F(BackendTest, NotificationRecordedByTheFrontendIsDelivered) {
   auto b = MakeBackend();
   Reconcile(*b);
   // What the frontend writes when a delete cancels an operation ARM wants to hear about.
-  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, ClusterId("c9"), "", arm::kStateCanceled,
-                                "http://arm.example/canceled");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, ClusterId("c9"), "",
+                                arm::kStateCanceled, "http://arm.example/canceled");
   ASSERT_TRUE(store_
                   ->Create(store::kResources, sub_, arm::PendingNotificationId(op),
                            arm::PendingNotificationBody(op, "http://arm.example/canceled"))
@@ -709,6 +709,53 @@ TEST_F(BackendTest, OrphanClusterCollectedAfterTheWindowOnly) {
   EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
   EXPECT_EQ(cs_.StateOf(kept.href), "ready");
   EXPECT_EQ(b->Stats().gc_deleted, 1u);
+}
+
+TEST_F(BackendTest, OrphanNodePoolCollectedAfterTheWindowOnly) {
+  BackendOptions o = Options();
+  o.gc_enabled = true;
+  o.gc_window = 1h;
+  auto b = MakeBackend(o);
+  Flow cluster = Existing("c1", sub_);
+  const std::string pools = cluster.href + "/node_pools";
+  std::string kept = cs_.AddObject(pools, "ready");
+  PutResource(sub_, cluster.resource_id + "/nodePools/np1", arm::kNodePoolDocType, kept, arm::kStateSucceeded,
+              std::nullopt);
+  std::string orphan = cs_.AddObject(pools, "ready");  // its document is gone
+  Reconcile(*b);
+  clock_.Advance(30min);
+  Reconcile(*b);
+  EXPECT_EQ(cs_.StateOf(orphan), "ready");
+  clock_.Advance(31min);
+  Reconcile(*b);
+  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  EXPECT_EQ(cs_.StateOf(kept), "ready");
+  EXPECT_EQ(cs_.StateOf(cluster.href), "ready");
+  EXPECT_EQ(b->Stats().gc_deleted, 1u);
+}
+
+TEST_F(BackendTest, OnlyTheCoordinatorCollectsOrphans) {
+  BackendOptions o = Options();
+  o.gc_enabled = true;
+  o.gc_window = 10s;
+  o.gc_interval = 1s;
+  o.owner = "a";
+  auto a = MakeBackend(o);
+  o.owner = "b";
+  auto b = MakeBackend(o);
+  std::string orphan = cs_.AddObject(kClusters, "ready");
+  int both_active = 0;
+  for (int i = 0; i < 20; ++i) {  // both keep their leases: a tick every second
+    (void)a->ReconcileOnce();
+    (void)b->ReconcileOnce();
+    both_active += a->Stats().active && b->Stats().active ? 1 : 0;
+    clock_.Advance(1s);
+  }
+  EXPECT_GE(both_active, 10) << "the shards were not split";
+  EXPECT_EQ(a->Stats().shards_held + b->Stats().shards_held, o.shards);
+  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  EXPECT_EQ(a->Stats().gc_deleted + b->Stats().gc_deleted, 1u);
+  EXPECT_EQ(cs_.deletes(), 1);
 }
 
 TEST_F(BackendTest, TerminalOperationsNeverChange) {
