@@ -336,6 +336,30 @@ TEST_F(PgStoreTest, OtherContainersDoNotWaitForASlowTransaction) {
 }
 
 // A server of its own: this test stops and restarts it.
+// The value libpq uses for a connection option ("" when unset).
+std::string ConnOption(PgConnection& c, std::string_view key) {
+  std::string value;
+  PQconninfoOption* options = PQconninfo(c.raw());
+  for (PQconninfoOption* o = options; o != nullptr && o->keyword != nullptr; ++o) {
+    if (key == o->keyword && o->val != nullptr) value = o->val;
+  }
+  PQconninfoFree(options);
+  return value;
+}
+
+TEST_F(PgStoreTest, ConnectionsCarryKeepalivesThatTheUrlCanOverride) {
+  auto c = PgConnection::Connect(server_->Url(), "", 5);
+  ASSERT_TRUE(IsOk(c));
+  EXPECT_EQ(ConnOption(**c, "keepalives"), "1");
+  EXPECT_EQ(ConnOption(**c, "keepalives_idle"), "10");
+  EXPECT_EQ(ConnOption(**c, "tcp_user_timeout"), "20000");
+  auto tuned = PgConnection::Connect(server_->Url() + "?tcp_user_timeout=5000&keepalives_idle=30", "", 5);
+  ASSERT_TRUE(IsOk(tuned));
+  EXPECT_EQ(ConnOption(**tuned, "tcp_user_timeout"), "5000");
+  EXPECT_EQ(ConnOption(**tuned, "keepalives_idle"), "30");
+  EXPECT_EQ(ConnOption(**tuned, "keepalives_count"), "3");
+}
+
 TEST(PgRestartTest, CallsFailWhileTheServerIsDownAndSucceedAfterItReturns) {
   auto server = PgTestServer::Start();
   ASSERT_TRUE(IsOk(server)) << "cannot start the PostgreSQL test server";
