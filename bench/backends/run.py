@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Backend scale-out benchmark: do two backends finish about twice the operations of one?
+
+For each backend count (default 1 and 2), on one throwaway PostgreSQL server (tests/e2e_pg/pg.py), a
+fresh schema and a fresh Cluster Service simulator (instant profile: every object is ready at once):
+
+ 1. with no backend running, create N clusters through one frontend (PUT, --threads in parallel),
+    spread over --subscriptions subscriptions, so that N Create operations wait in Accepted;
+ 2. start the backends together (default settings: 8 shards, 3 s leases) and time how long until
+    every operation is Succeeded (counted in PostgreSQL every 100 ms).
+
+Throughput = N / drain time. The drain includes the backends' start (lease balancing, first resync),
+the same for every count. Prints one line per count and the ratio against one backend.
+
+Usage: python3 bench/backends/run.py --hcprp build/hcprp [--n 2000] [--counts 1,2]
+"""
+
+import argparse
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e_pg"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+
+import pg  # noqa: E402
+from e2e import Arm  # noqa: E402
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def spawn(argv, logfile):
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=open(logfile, "ab"), stdin=subprocess.DEVNULL,
+                            text=True, start_new_session=True)
+
+
+def wait_line(p, marker, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"process exited before printing {marker!r}")
+        if marker in line:
+            return line.strip()
+    raise RuntimeError(f"timed out waiting for {marker!r}")
+
+
+def url_in(line):
+    return next(w for w in line.split() if w.startswith("http://")).rstrip(".,")
+
+
+def succeeded(pgs, schema):
+    out = pgs.psql(f"SELECT count(*) FROM {schema}.documents WHERE resource_type = "
+                   f"convert_to('microsoft.redhatopenshift/hcpoperationsstatus', 'UTF8') AND NOT non_terminal")
+    return int(out.strip() or 0)
+
+
+def run_one(args, pgs, count, workdir):
+    schema = f"bench_{count}"
+    store = pgs.url(schema=schema)
+    procs = []
+    try:
+        cs = spawn([args.hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
+                    os.path.join(workdir, f"cs{count}"), "--profile", "instant"], os.path.join(workdir, "cs.log"))
+        procs.append(cs)
+        cs_url = url_in(wait_line(cs, "listening on"))
+        fe = spawn([args.hcprp, "frontend", "--store", store, "--clusters-service", cs_url, "--listen",
+                    "127.0.0.1:0"], os.path.join(workdir, "fe.log"))
+        procs.append(fe)
+        endpoint = url_in(wait_line(fe, "listening on"))
+        subs = [Arm(endpoint, subscription=f"be0c0de0-0000-4000-8000-{i:012d}") for i in range(args.subscriptions)]
+        for a in subs:
+            a.register()
+
+        def create(i):
+            a = subs[i % len(subs)]
+            r = a.call("PUT", a.cluster_path(f"c{i}"), a.cluster_body(f"c{i}"), timeout=60)
+            if r.status != 201:
+                raise RuntimeError(f"create c{i}: {r!r}")
+
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(args.threads) as ex:
+            list(ex.map(create, range(args.n)))
+        log(f"{count} backend(s): {args.n} creates accepted in {time.monotonic() - t0:.1f}s")
+
+        start = time.monotonic()
+        for b in range(count):
+            p = spawn([args.hcprp, "backend", "--store", store, "--clusters-service", cs_url, "--owner",
+                       f"bench-{count}-{b}"], os.path.join(workdir, f"be{count}-{b}.log"))
+            procs.append(p)
+        while True:
+            done = succeeded(pgs, schema)
+            if done >= args.n:
+                break
+            if time.monotonic() - start > args.timeout:
+                raise RuntimeError(f"only {done} of {args.n} succeeded after {args.timeout}s")
+            time.sleep(0.1)
+        took = time.monotonic() - start
+        rate = args.n / took
+        log(f"result: backends={count} n={args.n} drain={took:.2f}s throughput={rate:.0f} ops/s")
+        return rate
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hcprp", required=True)
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--counts", default="1,2")
+    ap.add_argument("--subscriptions", type=int, default=64)
+    ap.add_argument("--threads", type=int, default=16)
+    ap.add_argument("--timeout", type=float, default=600)
+    args = ap.parse_args()
+    args.hcprp = os.path.abspath(args.hcprp)
+    if pg.find_binaries() is None:
+        sys.exit("PostgreSQL server binaries not found (apt-get install postgresql)")
+    workdir = tempfile.mkdtemp(prefix="hcprp-bench-backends-")
+    rates = {}
+    try:
+        with pg.PgServer() as pgs:
+            for count in [int(c) for c in args.counts.split(",")]:
+                rates[count] = run_one(args, pgs, count, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    base = rates.get(1)
+    for count, rate in rates.items():
+        ratio = f" ({rate / base:.2f}x one backend)" if base else ""
+        print(f"backends={count}: {rate:.0f} operations/s{ratio}")
+
+
+if __name__ == "__main__":
+    main()
