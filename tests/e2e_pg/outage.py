@@ -10,6 +10,8 @@ The backend runs with a resync interval longer than the test, so the operations 
 outages finish only if its change feed (LISTEN/NOTIFY and the feed read) picked them up after the
 reconnection.
 
+A second test does the same with every part in one `hcprp serve` process.
+
 Exits 77 (skipped) when the PostgreSQL server binaries are absent.
 """
 
@@ -180,6 +182,33 @@ def test_postgres_restarted_under_load(ctx):
     ctx.check(store, cs_url)
 
 
+def test_serve_recovers_after_restart(ctx):
+    """`hcprp serve --store postgresql://...` (every part in one process): an operation accepted before
+    the outage ends after it, and the process answers again without a restart."""
+    server = pg.PgServer()
+    ctx.closers.append(server.close)
+    store = server.url()
+    endpoint, cs_url, _ = ctx.serve(profile="demo", time_scale="0.3", extra=["--store", store])
+    arm = Arm(endpoint)
+    arm.register()
+    r = arm.call("PUT", arm.cluster_path("s1"), arm.cluster_body("s1"))
+    expect_eq(r.status, 201, f"create ({r!r})")
+    status_url = r.header("Azure-AsyncOperation")
+    server.stop(mode="immediate")
+    expect_unavailable(arm.call("GET", status_url, timeout=20), "GET operation status (serve)")
+    expect_unavailable(arm.call("PUT", arm.cluster_path("s2"), arm.cluster_body("s2"), timeout=20),
+                       "PUT cluster (serve)")
+    time.sleep(3)  # the simulated cluster moves on while the store is down
+    server.start()
+    seen, final = arm.poll_operation(status_url, timeout=120, interval=0.2)
+    expect_eq(seen[-1], "Succeeded", f"create accepted before the outage ({final})")
+    r = arm.call("PUT", arm.cluster_path("s2"), arm.cluster_body("s2"))
+    expect_eq(r.status, 201, f"create after the outage ({r!r})")
+    seen, _ = arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=120, interval=0.2)
+    expect_eq(seen[-1], "Succeeded", "create after the outage")
+    ctx.check(store, cs_url)
+
+
 if __name__ == "__main__":
     pg.skip_unless_available()
-    run_tests([test_postgres_restarted_under_load])
+    run_tests([test_postgres_restarted_under_load, test_serve_recovers_after_restart])
