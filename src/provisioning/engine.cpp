@@ -148,6 +148,7 @@ struct Engine::Obj {
   std::vector<std::string> machines;  // unit keys
   int64_t next_index = 0;
   int64_t orphaned = 0;
+  bool waits_for_control_plane = false;  // its cluster queues it when the control plane is ready
   std::map<std::string, std::pair<std::string, TimePoint>> cond_since;  // type -> (status/reason, since)
   json::array conditions;
 };
@@ -604,8 +605,9 @@ void Engine::ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) {
 void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
   const TimePoint now = options_.clock->Now();
   if (obj.op == Operation::kDelete) {
-    for (const auto& [h, o] : objs_) {
-      if (o.cluster == obj.href && o.href != obj.href) return;  // children first
+    const std::string prefix = obj.href + "/";
+    if (auto it = objs_.lower_bound(prefix); it != objs_.end() && it->first.rfind(prefix, 0) == 0) {
+      return;  // children first
     }
     if (!obj.cp_unit.empty()) {
       Unit& u = units_.at(obj.cp_unit);
@@ -637,12 +639,13 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
   std::string code, message;
   if (u.Done()) {
     const std::string target = obj.failure_state.empty() ? "ready" : obj.failure_state;
-    if (obj.cs_state == target) return;
     MoveLocked(obj, target, out);
-    // The node pools waited for the control plane: queue them once the cluster is ready.
-    for (const auto& [h, o] : objs_) {
-      if (o.cluster == obj.href && o.href != obj.href)
-        out.push_back(Pending{"", "", "", "", false, {}, "o:" + h});
+    // The node pools that waited for the control plane go on once the cluster has moved.
+    const std::string prefix = obj.href + "/";
+    for (auto it = objs_.lower_bound(prefix); it != objs_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
+      if (!it->second.waits_for_control_plane) continue;
+      it->second.waits_for_control_plane = false;
+      out.push_back(Pending{"", "", "", "", false, {}, "o:" + it->first});
     }
   } else if (u.AnyFailed(&code, &message)) {
     MoveLocked(obj, "error", out, code, message);
@@ -690,7 +693,8 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   auto c = objs_.find(obj.cluster);
   if (c == objs_.end() || c->second.cp_unit.empty() || !units_.count(c->second.cp_unit) ||
       !units_.at(c->second.cp_unit).Done() || c->second.op == Operation::kDelete) {
-    return;  // the cluster queues its node pools when its control plane is ready
+    obj.waits_for_control_plane = true;  // the cluster queues it when its control plane is ready
+    return;
   }
   const Obj& cluster = c->second;
   if (obj.cs_state == "pending") MoveLocked(obj, "installing", out);

@@ -309,6 +309,35 @@ TEST_F(EngineTest, RestartMidProvisioningResumesFromFuturesWithoutDuplicates) {
   std::filesystem::remove_all(dir);
 }
 
+// A crash can come before the engine's first snapshot of an object (the simulator commits every object
+// at once, the engine flushes every second): the restarted simulator tells the engine about every object
+// it holds, and the engine finishes them, adopting the Azure operations already running.
+TEST_F(EngineTest, ObjectsMissingFromTheEngineSnapshotAreFinishedAfterARestart) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  const std::string np = CreatePool(c, "np1", 2);
+  ASSERT_TRUE(RunUntil([&] { return GetString(Condition(np, "VMReady"), "reason") == "Creating"; }, 1h));
+  // Down, and up without the engine's snapshot (the simulated Azure kept its running operations).
+  handler_.reset();
+  service_.reset();
+  engine_.reset();  // flushes
+  ASSERT_TRUE(std::filesystem::remove(dir + "/engine.json"));
+  Open(profile_, data_dir_);
+  EXPECT_EQ(State(np), "installing");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  EXPECT_EQ(State(c), "ready");
+  EXPECT_EQ(EngineResources(), 4u + 2u * 6u);
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1) << "an operation was started twice";
+  // The engine knows the cluster again: deleting it removes everything.
+  Call(Verb::delete_, c);
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "gone"; }, 2h));
+  EXPECT_EQ(EngineResources(), 0u) << ToJson(azure_->List(""));
+  std::filesystem::remove_all(dir);
+}
+
 class IdentityLossTest : public EngineTest {
  protected:
   // Creates a ready cluster with a node pool of 3, breaks identities with `breakage`, deletes the
@@ -377,6 +406,51 @@ TEST_F(IdentityLossTest, ClusterWithAnIdentityStrippedOfPermissionsIsDeletedWith
         EXPECT_EQ(last_status_, 200u);
       },
       "AuthorizationFailed");
+}
+
+// Seed 003 for a node pool alone: its machines cannot be deleted with the customer's identities gone;
+// after the orphan threshold they are skipped and the node pool deletion ends. The cluster's deletion
+// later removes what they left behind with the managed resource group.
+TEST_F(EngineTest, NodePoolWithDeletedIdentitiesIsDeletedAfterTheThreshold) {
+  Open(LatencyProfile::kDemo);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np", 3);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  ASSERT_EQ(EngineResources(), 4u + 3u * 6u);
+  for (const auto& id : {kCapz, kCpo, kSmi}) {
+    Control(Verb::post, "/control/azure/identities/delete", ToJson(json::object{{"resource_id", id}}));
+    ASSERT_EQ(last_status_, 200u);
+  }
+  const TimePoint t0 = clock_.Now();
+  Call(Verb::delete_, np);
+  ASSERT_EQ(last_status_, 204u);
+  bool saw_deletion_failed = false;
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        if (GetString(Condition(np, "VMExtensionReady"), "reason") == "DeletionFailed")
+          saw_deletion_failed = true;
+        return State(np) == "gone";
+      },
+      2h));
+  const Duration took = clock_.Now() - t0;
+  EXPECT_TRUE(saw_deletion_failed);
+  EXPECT_GE(took, std::chrono::minutes(10));
+  EXPECT_LE(took, std::chrono::minutes(12)) << "took " << took.count();
+  EXPECT_EQ(engine_->metrics().orphaned_machines, 3);
+  EXPECT_EQ(engine_->machine_count(), 0u);
+  EXPECT_EQ(State(c), "ready");
+  EXPECT_EQ(GetString(Condition(c, "AzureIdentityValid"), "status"), "False");
+  // The orphaned machines' resources are still in the managed resource group.
+  EXPECT_EQ(EngineResources(), 4u + 3u * 6u);
+
+  Call(Verb::delete_, c);
+  ASSERT_EQ(last_status_, 204u);
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "gone"; }, 2h));
+  EXPECT_EQ(service_->object_count(), 0u);
+  EXPECT_EQ(engine_->object_count(), 0u);
+  EXPECT_EQ(EngineResources(), 0u) << ToJson(azure_->List(""));
+  EXPECT_EQ(azure_->operations_in_flight(), 0u);
+  EXPECT_GE(engine_->metrics().first_party_group_deletions, 1);
 }
 
 TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {

@@ -292,6 +292,13 @@ Status Service::Load() {
   }
   last_sequence_ = snap->last_sequence;
   first_retained_ = last_sequence_;  // history starts empty: only "after = last" can resume
+  // A provisioner that moves objects itself (the provisioning engine) persists its own state on its own
+  // schedule and may have lost the latest objects in a crash: it hears again of every object without a
+  // planned step, as if the object had just entered its state. (A timed provisioner answers the same
+  // nullopt it answered then.)
+  for (auto& [href, rec] : records_) {
+    if (!rec.has_next && rec.kind != kCredential) PlanLocked(rec);
+  }
   for (const auto& [href, rec] : records_) ScheduleLocked(rec);
   return Status::Ok();
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The provisioning engine behind `hcprp serve --provisioner engine`, through the ARM API and hcpctl:
-a cluster and node pool reach Succeeded with conditions; seed 003 (the customer deletes the cluster's
+a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl show; seed 003 (the customer deletes the cluster's
 managed identities, or strips one of its permissions, then deletes the cluster): the deletion ends
 Succeeded after the orphan threshold, with nothing left in the simulated Azure or the simulator."""
 
@@ -99,6 +99,35 @@ def stored_conditions(ctx, condition_type):
     return None
 
 
+# Conditions of a resource whose engine conditions are all True.
+READY = {"Available": ("True", "AsExpected"), "Progressing": ("False", "AsExpected"),
+         "Degraded": ("False", "AsExpected")}
+
+
+def arm_conditions(body):
+    """properties.status.conditions of an ARM resource as {type: (status, reason)}, checked for the fields
+    the API requires."""
+    conds = (body.get("properties", {}).get("status") or {}).get("conditions") or []
+    for c in conds:
+        for field in ("type", "status", "reason", "message", "lastTransitionTime"):
+            expect(field in c, f"condition without {field}: {c}")
+    return {c["type"]: (c["status"], c["reason"]) for c in conds}
+
+
+def watch_arm(arm, path, until_state, timeout):
+    """ARM GETs of `path` every 20 ms until provisioningState is `until_state`; returns every body seen."""
+    seen = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        r = arm.call("GET", path)
+        if r.status == 200:
+            seen.append(r.body)
+            if r.body["properties"].get("provisioningState") == until_state:
+                return seen
+        time.sleep(0.02)
+    raise e2e.TestFailure(f"{path} never reached {until_state}: last {seen[-1:] if seen else None}")
+
+
 def identities_of(cs, name):
     ids = sorted({r["id"] for r in all_resources(cs)
                   if r.get("type", "").lower() == "microsoft.managedidentity/userassignedidentities"
@@ -137,18 +166,16 @@ def test_cluster_and_nodepool_succeed_with_conditions(ctx):
     pools = cs.call("GET", href + "/node_pools").body.get("items", [])
     expect_eq(len(pools), 1, "node pools")
     expect("MachinesReady" in conditions_of(pools[0]), f"node pool conditions: {pools[0].get('status')}")
-    # ARM GET renders conditions (computed from provisioningState until the frontend renders the synced ones).
-    r = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG).call("GET", Arm(
-        endpoint, subscription=SUBSCRIPTION, resource_group=RG).cluster_path("ok"))
-    expect_eq(r.status, 200, f"ARM GET ({r!r})")
-    arm_conds = r.body["properties"].get("status", {}).get("conditions")
-    expect(arm_conds, f"no conditions in ARM GET: {r.body}")
     # The backend copies the engine's conditions into the resource document (clusterServiceStatus).
     synced = wait_until(lambda: stored_conditions(ctx, "AzureIdentityValid"), 10,
                         what="conditions in the stored resource document")
     expect('"status":"True"' in synced.replace(" ", ""), f"stored conditions: {synced[:500]}")
-    if not any(c.get("type") == "AzureIdentityValid" for c in arm_conds):
-        print("note: the frontend does not render the synced conditions yet (computed ones only)")
+    # ARM GET renders them once everything is ready.
+    arm = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG)
+    for path in (arm.cluster_path("ok"), arm.nodepool_path("ok", "np1")):
+        r = arm.call("GET", path)
+        expect_eq(r.status, 200, f"ARM GET {path} ({r!r})")
+        expect_eq(arm_conditions(r.body), READY, f"conditions of {path} after create")
     delete_and_expect_clean(ctx, endpoint, cs, "ok", href, budget=90)
 
 
@@ -204,6 +231,75 @@ def test_deletion_resumes_after_kill(ctx):
     expect_eq(ctx.check().get("violations", []), [], "hcprp check violations")
 
 
+def test_arm_conditions_move_through_creating_to_ready(ctx):
+    """Through ARM GET (and hcpctl show) while the engine creates a cluster and a node pool at full demo
+    timing: the engine's Creating conditions show as Progressing, then everything is Available."""
+    endpoint, cs_url, _ = ctx.serve(profile="demo", time_scale="1", extra=("--provisioner", "engine"))
+    arm = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG)
+    arm.register()
+    for path, body in ((arm.cluster_path("watch"), arm.cluster_body("watch")),
+                       (arm.nodepool_path("watch", "np1"), arm.nodepool_body("watch", replicas=2))):
+        r = arm.call("PUT", path, body)
+        expect_eq(r.status, 201, f"PUT {path} ({r!r})")
+        seen = watch_arm(arm, path, "Succeeded", timeout=60)
+        creating = [arm_conditions(b) for b in seen if arm_conditions(b).get("Progressing") == ("True", "Creating")]
+        expect(creating, f"{path}: Progressing/Creating never seen in {[arm_conditions(b) for b in seen]}")
+        expect_eq(creating[0].get("Available"), ("False", "Creating"), f"{path}: Available while creating")
+        final = wait_until(lambda: (lambda b: b if arm_conditions(b) == READY else None)(
+            arm.call("GET", path).body), 10, what=f"{path} conditions ready")
+        expect(final, "final conditions")
+        # The preview api-version has no status on clusters and node pools.
+        preview = arm.call("GET", path, api_version="2024-06-10-preview")
+        expect_eq(preview.status, 200, f"preview GET ({preview!r})")
+        expect("status" not in preview.body["properties"], f"status in a preview body: {preview.body}")
+    for args in (("cluster", "show", "watch"), ("nodepool", "show", "np1", "--cluster", "watch")):
+        rc, out, err = hcpctl(endpoint, *args)
+        expect_eq(rc, 0, f"hcpctl {' '.join(args)}: {err}")
+        lines = out.splitlines()
+        header = [i for i, line in enumerate(lines) if line.split()[:3] == ["CONDITION", "STATUS", "REASON"]]
+        expect(header, f"no conditions table in hcpctl {' '.join(args)}: {out}")
+        rows = {line.split()[0]: line.split()[1:3] for line in lines[header[0] + 1:] if line.strip()}
+        expect_eq(rows.get("Available"), ["True", "AsExpected"], f"Available row of hcpctl {' '.join(args)}")
+        expect_eq(sorted(rows), ["Available", "Degraded", "Progressing"], "condition rows")
+    ctx.check()
+
+
+def test_nodepool_deleted_with_deleted_identities(ctx):
+    """Seed 003 for a node pool: the customer deletes the identities, then just the node pool; its machines
+    are orphaned after the threshold and the delete ends Succeeded. Deleting the cluster afterwards leaves
+    nothing in the simulated Azure."""
+    endpoint, cs = serve(ctx)
+    href = create_cluster_and_pool(ctx, endpoint, cs, "npgone")
+    for rid in identities_of(cs, "npgone"):
+        r = cs.call("POST", "/control/azure/identities/delete", {"resource_id": rid})
+        expect(r.status in (200, 204), f"identity delete {rid} ({r!r})")
+    arm = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG)
+    before = cs.call("GET", "/control/azure/metrics").body.get("orphaned_machines", 0)
+    r = arm.call("DELETE", arm.nodepool_path("npgone", "np1"))
+    expect_eq(r.status, 202, f"node pool DELETE ({r!r})")
+    start = time.monotonic()
+    # While the deletions fail, the node pool shows it through ARM.
+    degraded = wait_until(lambda: (lambda b: b if arm_conditions(b).get("Degraded", ("",))[0] == "True" else None)(
+        arm.call("GET", arm.nodepool_path("npgone", "np1")).body), 20, interval=0.05,
+        what="the node pool Degraded while its deletions fail")
+    expect_eq(degraded["properties"]["provisioningState"], "Deleting", "state while deletions fail")
+    seen, final = arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=90, interval=0.2)
+    took = time.monotonic() - start
+    expect_eq(seen[-1], "Succeeded", f"node pool deletion ({final})")
+    threshold = float(ORPHAN_THRESHOLD) * float(SCALE)
+    expect(took >= threshold - 0.5, f"node pool deleted in {took:.1f}s, before the {threshold}s threshold")
+    print(f"node pool deletion with deleted identities took {took:.1f}s (threshold {threshold}s)")
+    expect_eq(arm.call("GET", arm.nodepool_path("npgone", "np1")).status, 404, "ARM GET of the deleted node pool")
+    m = cs.call("GET", "/control/azure/metrics").body
+    expect_eq(m.get("orphaned_machines", 0) - before, 2, f"orphaned machines: {m}")
+    # The cluster itself is still there; its machines' resources wait in the managed resource group.
+    expect_eq(arm.call("GET", arm.cluster_path("npgone")).status, 200, "ARM GET of the cluster")
+    vms = [x for x in engine_resources(cs) if x.get("type", "").lower() == "microsoft.compute/virtualmachines"]
+    expect_eq(len(vms), 2, "orphaned virtual machines before the cluster deletion")
+    delete_and_expect_clean(ctx, endpoint, cs, "npgone", href, budget=90)
+
+
 if __name__ == "__main__":
-    run_tests([test_cluster_and_nodepool_succeed_with_conditions, test_deleted_identities_do_not_block_deletion,
-               test_identity_without_permissions_does_not_block_deletion, test_deletion_resumes_after_kill])
+    run_tests([test_cluster_and_nodepool_succeed_with_conditions, test_arm_conditions_move_through_creating_to_ready,
+               test_deleted_identities_do_not_block_deletion, test_identity_without_permissions_does_not_block_deletion,
+               test_nodepool_deleted_with_deleted_identities, test_deletion_resumes_after_kill])
