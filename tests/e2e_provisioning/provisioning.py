@@ -4,6 +4,7 @@ a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl 
 managed identities, or strips one of its permissions, then deletes the cluster): the deletion ends
 Succeeded after the orphan threshold, with nothing left in the simulated Azure or the simulator."""
 
+import json
 import os
 import sqlite3
 import subprocess
@@ -128,6 +129,28 @@ def watch_arm(arm, path, until_state, timeout):
     raise e2e.TestFailure(f"{path} never reached {until_state}: last {seen[-1:] if seen else None}")
 
 
+def stored_engine_conditions(ctx, resource_id):
+    """properties.clusterServiceStatus.conditions of the stored resource document of `resource_id` as
+    {type: status}, or None when the document or its conditions are missing."""
+    db = sqlite3.connect(ctx.db, timeout=5)
+    try:
+        for row in db.execute("SELECT * FROM documents"):
+            for col in row:
+                if not isinstance(col, str) or '"clusterServiceStatus"' not in col:
+                    continue
+                try:
+                    props = json.loads(col).get("properties", {})
+                except ValueError:
+                    continue
+                if props.get("resourceId", "").lower() != resource_id.lower():
+                    continue
+                conds = (props.get("clusterServiceStatus") or {}).get("conditions")
+                return {c["type"]: c["status"] for c in conds} if conds else None
+    finally:
+        db.close()
+    return None
+
+
 def identities_of(cs, name):
     ids = sorted({r["id"] for r in all_resources(cs)
                   if r.get("type", "").lower() == "microsoft.managedidentity/userassignedidentities"
@@ -170,9 +193,12 @@ def test_cluster_and_nodepool_succeed_with_conditions(ctx):
     synced = wait_until(lambda: stored_conditions(ctx, "AzureIdentityValid"), 10,
                         what="conditions in the stored resource document")
     expect('"status":"True"' in synced.replace(" ", ""), f"stored conditions: {synced[:500]}")
-    # ARM GET renders them once everything is ready.
+    # ARM GET renders them once everything is ready: the backend synced the engine's final conditions
+    # (every one True) when the operations ended, not only those seen while they ran.
     arm = Arm(endpoint, subscription=SUBSCRIPTION, resource_group=RG)
     for path in (arm.cluster_path("ok"), arm.nodepool_path("ok", "np1")):
+        final = stored_engine_conditions(ctx, path)
+        expect(final and set(final.values()) == {"True"}, f"stored conditions of {path} after create: {final}")
         r = arm.call("GET", path)
         expect_eq(r.status, 200, f"ARM GET {path} ({r!r})")
         expect_eq(arm_conditions(r.body), READY, f"conditions of {path} after create")
