@@ -177,7 +177,8 @@ class Stack:
         self.store = "sqlite://" + os.path.join(self.dir, "hcprp.db")
         cs = self.spawn("clusters-service", [hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
                                              os.path.join(self.dir, "cs"), "--profile", "demo",
-                                             "--time-scale", "1000", "--log-level", "warn"])
+                                             "--time-scale", "1000", "--provisioner", "timed",
+                                             "--log-level", "warn"])
         self.cs_url = cs.wait_line(url_after("listening on"))
         backend_cs = self.cs_url
         if polling:

@@ -34,7 +34,7 @@ struct Config {
   std::string cs_listen = "127.0.0.1:0";
   std::string profile = "demo";
   std::string time_scale = "1";
-  std::string provisioner = "timed";  // timed or engine
+  std::string provisioner = "engine";  // engine or timed
   double orphan_threshold_seconds = 600;
   std::string log_level = "info";
   int retry_after = 10;
@@ -360,7 +360,7 @@ int Main(int argc, char** argv) {
     s->add_option("--time-scale", c.time_scale, "Multiplies every simulated duration")->capture_default_str();
     s->add_option(
          "--provisioner", c.provisioner,
-         "timed (state machine with profile durations) or engine (provisioning engine + simulated Azure)")
+         "engine (provisioning engine + simulated Azure) or timed (state machine with profile durations)")
         ->check(CLI::IsMember({"timed", "engine"}))
         ->capture_default_str();
     s->add_option("--orphan-threshold-seconds", c.orphan_threshold_seconds,
