@@ -2,9 +2,10 @@
 """PostgreSQL restarted under load: the Cluster Service simulator, a frontend and a backend as separate
 processes on a throwaway PostgreSQL server. While clusters are being created, the server is stopped
 (first a fast shutdown, later an immediate one, as after a crash). While it is down the frontend
-answers reads and writes at once with 503 ServiceUnavailable and Retry-After; when it is back the
-same processes answer and work again without a restart, every operation accepted before, during
-or after the outages finishes, and `hcprp check` finds the invariants intact.
+answers reads and writes (GET, list, operation status, PUT, PATCH, DELETE) at once with
+503 ServiceUnavailable and Retry-After; when it is back the same processes answer and work again
+without a restart, every operation accepted before, during or after the outages finishes, and
+`hcprp check` finds the invariants intact.
 
 The backend runs with a resync interval longer than the test, so the operations accepted around the
 outages finish only if its change feed (LISTEN/NOTIFY and the feed read) picked them up after the
@@ -103,6 +104,7 @@ def outage(server, arm, load, mode, known, status_url):
                            f"PATCH cluster ({mode})")
         expect_unavailable(arm.call("GET", f"{arm.rg_path()}/providers/Microsoft.RedHatOpenShift/"
                                     "hcpOpenShiftClusters", timeout=20), f"LIST clusters ({mode})")
+        expect_unavailable(arm.call("DELETE", arm.cluster_path(known), timeout=20), f"DELETE cluster ({mode})")
         time.sleep(0.5)
     # Let the load run into the outage for a while, then bring the server back.
     wait_until(lambda: any(a[2] == 503 for a in load.answers[before:]), timeout=20,
