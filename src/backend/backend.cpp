@@ -480,18 +480,11 @@ Status Backend::RebuildIndex() {
   q.resource_type = std::string(arm::kOperationDocType);
   q.non_terminal_only = true;
   q.max_items = kQueryPage;
-  while (true) {
-    auto page = store_->Query(q);
-    if (!page.ok()) return page.error();
-    for (const store::Document& doc : page->documents) {
-      if (!ownership_->FenceFor(doc.partition_key)) continue;  // another backend's shard
-      auto op = ParseOperation(doc);
-      if (!op || arm::IsTerminalState(op->status)) continue;
-      index_.Upsert(*op);
-    }
-    if (page->continuation.empty()) break;
-    q.continuation = page->continuation;
-  }
+  HCPRP_RETURN_IF_ERROR(store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (!ownership_->FenceFor(doc.partition_key)) return;  // another backend's shard
+    auto op = ParseOperation(doc);
+    if (op && !arm::IsTerminalState(op->status)) index_.Upsert(*op);
+  }));
   // Entries of shards given up leave the index; entries the query no longer returns are dropped
   // when their check re-reads them.
   for (const OperationRecord& op : index_.All()) {
@@ -540,16 +533,9 @@ Status Backend::LoadPendingNotifications() {
   q.container = std::string(store::kResources);
   q.resource_type = std::string(arm::kPendingNotificationDocType);
   q.max_items = kQueryPage;
-  while (true) {
-    auto page = store_->Query(q);
-    if (!page.ok()) return page.error();
-    for (const store::Document& doc : page->documents) {
-      if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
-    }
-    if (page->continuation.empty()) break;
-    q.continuation = page->continuation;
-  }
-  return Status::Ok();
+  return store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
+  });
 }
 
 Status Backend::LoadDeletedSubscriptions() {
@@ -557,17 +543,10 @@ Status Backend::LoadDeletedSubscriptions() {
   q.container = std::string(store::kResources);
   q.resource_type = std::string(arm::kSubscriptionDocType);
   q.max_items = kQueryPage;
-  while (true) {
-    auto page = store_->Query(q);
-    if (!page.ok()) return page.error();
-    for (const store::Document& doc : page->documents) {
-      if (EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted"))
-        OnSubscriptionDeleted(doc.partition_key);
-    }
-    if (page->continuation.empty()) break;
-    q.continuation = page->continuation;
-  }
-  return Status::Ok();
+  return store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted"))
+      OnSubscriptionDeleted(doc.partition_key);
+  });
 }
 
 void Backend::HandleChange(const store::Change& change) {
@@ -1322,16 +1301,10 @@ Status Backend::KnownInternalIds(std::string_view doc_type, std::unordered_set<s
   q.container = std::string(store::kResources);
   q.resource_type = std::string(doc_type);
   q.max_items = kQueryPage;
-  while (true) {
-    auto page = store_->Query(q);
-    if (!page.ok()) return page.error();
-    for (const store::Document& d : page->documents) {
-      std::string href = PropertyString(d.body, "internalId");
-      if (!href.empty()) known->insert(std::move(href));
-    }
-    if (page->continuation.empty()) return Status::Ok();
-    q.continuation = page->continuation;
-  }
+  return store::ForEachDocument(*store_, q, [&](const store::Document& d) {
+    std::string href = PropertyString(d.body, "internalId");
+    if (!href.empty()) known->insert(std::move(href));
+  });
 }
 
 bool Backend::CollectIfOrphan(const json::object& listed, std::string_view collection,

@@ -50,6 +50,16 @@ namespace {
 constexpr std::string_view kBatchPrefix = "operation ";
 }  // namespace
 
+Status ForEachDocument(Store& store, QueryOptions options, const std::function<void(const Document&)>& fn) {
+  while (true) {
+    auto page = store.Query(options);
+    if (!page.ok()) return page.error();
+    for (const Document& d : page->documents) fn(d);
+    if (page->continuation.empty()) return Status::Ok();
+    options.continuation = std::move(page->continuation);
+  }
+}
+
 Error BatchOperationError(size_t index, const Error& cause) {
   return Error(cause.code(), std::string(kBatchPrefix) + std::to_string(index) + ": " + cause.message());
 }

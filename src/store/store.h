@@ -51,6 +51,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -272,6 +273,10 @@ class Store {
   // transactions of bounded size. Returns how many.
   virtual Result<size_t> PurgeExpired() = 0;
 };
+
+// Runs `options` page by page and calls `fn` for every document. Stops at the first failed page and
+// returns its error (the documents of earlier pages were seen).
+Status ForEachDocument(Store& store, QueryOptions options, const std::function<void(const Document&)>& fn);
 
 struct OpenOptions {
   const Clock* clock = nullptr;  // required; not owned, outlives the store
