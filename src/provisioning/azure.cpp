@@ -187,7 +187,9 @@ void SimulatedAzure::SettleLocked(TimePoint now) {
   }
 }
 
-std::optional<AzureCall> SimulatedAzure::CheckCallerLocked(std::string_view caller, std::string_view action,
+std::optional<AzureCall> SimulatedAzure::CheckCallerLocked(std::string_view caller,
+                                                           std::optional<ResourceType> type,
+                                                           std::string_view verb,
                                                            const std::string& scope) const {
   if (caller == kFirstParty) return std::nullopt;
   const std::string key = Lower(caller);
@@ -195,6 +197,7 @@ std::optional<AzureCall> SimulatedAzure::CheckCallerLocked(std::string_view call
   const bool missing = it == resources_.end() || it->second.type != ResourceType::kManagedIdentity;
   if (!missing && it->second.permissions) return std::nullopt;
   const std::string client_id = UuidV5(kIdentityNamespace, key);
+  const std::string action = type ? std::string(ArmType(*type)) + "/" + std::string(verb) : std::string(verb);
   if (missing) {
     AzureCall c;
     c.outcome = AzureCall::Outcome::kFailed;
@@ -250,7 +253,7 @@ AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
-  if (auto denied = CheckCallerLocked(caller, std::string(ArmType(type)) + "/write", id)) return *denied;
+  if (auto denied = CheckCallerLocked(caller, type, "write", id)) return *denied;
   if (auto f = DrawFaultLocked(type, "create", "throttle")) {
     AzureCall c;
     c.outcome = AzureCall::Outcome::kThrottled;
@@ -323,7 +326,7 @@ AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string
   const std::string key = Lower(id);
   auto it = resources_.find(key);
   ResourceType type = it != resources_.end() ? it->second.type : ResourceType::kResourceGroup;
-  if (auto denied = CheckCallerLocked(caller, std::string(ArmType(type)) + "/delete", id)) return *denied;
+  if (auto denied = CheckCallerLocked(caller, type, "delete", id)) return *denied;
   if (it == resources_.end()) return AzureCall{.http_status = 204};
   if (auto f = DrawFaultLocked(type, "delete", "throttle")) {
     AzureCall c;
@@ -374,7 +377,8 @@ AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token
     return c;
   }
   const Operation& op = it->second;
-  if (auto denied = CheckCallerLocked(caller, "Microsoft.Resources/operations/read", op.key)) return *denied;
+  if (auto denied = CheckCallerLocked(caller, std::nullopt, "Microsoft.Resources/operations/read", op.key))
+    return *denied;
   if (!op.settled) return PendingLocked(op, now);
   AzureCall c;
   c.token = token;
@@ -528,7 +532,7 @@ int64_t SimulatedAzure::MaxCreateStarts() const {
 
 std::map<std::string, int64_t> SimulatedAzure::CreateDurationsMs() const {
   std::lock_guard lock(mu_);
-  return create_duration_ms_;
+  return std::map<std::string, int64_t>(create_duration_ms_.begin(), create_duration_ms_.end());
 }
 
 Status SimulatedAzure::Flush() {

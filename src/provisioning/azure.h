@@ -20,6 +20,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "core/clock.h"
@@ -153,8 +154,9 @@ class SimulatedAzure {
   Status Load();
 
   void SettleLocked(TimePoint now);
-  std::optional<AzureCall> CheckCallerLocked(std::string_view caller, std::string_view action,
-                                             const std::string& scope) const;
+  // `action` is "<ArmType(type)>/<verb>", or `verb` alone when type is nullopt (built only for errors).
+  std::optional<AzureCall> CheckCallerLocked(std::string_view caller, std::optional<ResourceType> type,
+                                             std::string_view verb, const std::string& scope) const;
   std::optional<AzureFault> DrawFaultLocked(ResourceType type, std::string_view op, std::string_view kind);
   Duration SampleLocked(ResourceType type, bool is_delete);
   Duration Scaled(Duration d) const;
@@ -164,12 +166,12 @@ class SimulatedAzure {
 
   mutable std::mutex mu_;
   // Guarded by mu_.
-  std::map<std::string, Resource> resources_;          // by lower-cased ID
-  std::map<std::string, Operation> operations_;        // by token
-  std::multimap<TimePoint, std::string> due_;          // unsettled operations by completion
-  std::map<std::string, int64_t> create_starts_;       // lower-cased ID -> count
-  std::map<std::string, int64_t> create_duration_ms_;  // lower-cased ID -> last drawn create
-  std::map<std::string, bool> deleted_identities_;     // tombstones for Ensure*
+  std::map<std::string, Resource> resources_;                    // by lower-cased ID
+  std::map<std::string, Operation> operations_;                  // by token
+  std::multimap<TimePoint, std::string> due_;                    // unsettled operations by completion
+  std::unordered_map<std::string, int64_t> create_starts_;       // lower-cased ID -> count
+  std::unordered_map<std::string, int64_t> create_duration_ms_;  // lower-cased ID -> last drawn create
+  std::map<std::string, bool> deleted_identities_;               // tombstones for Ensure*
   std::vector<AzureFault> faults_;
   int64_t next_fault_id_ = 1;
   uint64_t next_token_ = 1;

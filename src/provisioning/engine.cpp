@@ -66,6 +66,10 @@ std::string ParentOf(std::string_view href) {
 
 constexpr std::string_view kRoleNamespace = "3f2a9c1e-5b7d-4e8f-9a6b-1c2d3e4f5a6b";
 
+// How much later than due a worker may take a piece of work (real time, not scaled): the dispatcher
+// wakes once for all the timers within it.
+constexpr Duration kTimerSlack = std::chrono::milliseconds(1);
+
 // The services of a machine, in creation order.
 constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       ResourceType::kNetworkInterface,
                                              ResourceType::kDisk,           ResourceType::kVirtualMachine,
@@ -183,6 +187,7 @@ void Engine::Attach(StateSink* sink) { sink_ = sink; }
 void Engine::Start() {
   if (started_.exchange(true)) return;
   for (int i = 0; i < options_.concurrency; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
 }
 
 void Engine::Stop() {
@@ -191,13 +196,25 @@ void Engine::Stop() {
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
   }
-  cv_.notify_all();
+  timer_cv_.notify_all();
+  ready_cv_.notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
+  if (dispatcher_.joinable()) dispatcher_.join();
+  {
+    // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
+    std::lock_guard lock(mu_);
+    const TimePoint now = options_.clock->Now();
+    std::deque<std::string> left;
+    left.swap(ready_);
+    in_ready_.clear();
+    for (const auto& key : left) EnqueueLocked(key, now);
+  }
   (void)Flush();
   {
     std::lock_guard lock(mu_);
     stopping_ = false;  // RunDueForTest stays usable
+    dispatcher_wakes_ = TimePoint::max();
   }
   started_ = false;
 }
@@ -210,7 +227,10 @@ void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
   if (it != queued_.end() && it->second <= at) return;
   queued_[key] = at;
   timers_.emplace(at, key);
-  cv_.notify_one();
+  if (at + kTimerSlack < dispatcher_wakes_) {
+    dispatcher_wakes_ = at;
+    timer_cv_.notify_one();
+  }
 }
 
 std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
@@ -397,7 +417,10 @@ void Engine::ReconcileUnit(const std::string& key) {
   // Credential outcome seen in this reconcile: +1 valid, -1 invalid.
   int creds_seen = 0;
   std::string creds_reason, creds_message;
-  const std::vector<Svc> before = u.svcs;
+  // What the conditions show of each service, to tell whether this reconcile changed any.
+  std::vector<std::pair<SvcState, std::string>> before;
+  before.reserve(u.svcs.size());
+  for (const auto& s : u.svcs) before.emplace_back(s.state, s.err_message);
 
   for (size_t guard = 0; guard < u.svcs.size() * 3 + 3 && !(u.deleting && u.orphaned); ++guard) {
     int idx = -1;
@@ -475,7 +498,9 @@ void Engine::ReconcileUnit(const std::string& key) {
         ++stored;
       }
       if (s.state != prev) s.since = now;
-      next = now + std::max(r.retry_after, Duration(std::chrono::milliseconds(1)));
+      // Retry-After counts from the answer, not from the start of this reconcile (earlier calls took
+      // time): counted from `now`, the poll comes before the operation is done and wastes a round.
+      next = options_.clock->Now() + std::max(r.retry_after, Duration(std::chrono::milliseconds(1)));
       break;
     }
     if (r.outcome == AzureCall::Outcome::kThrottled) {
@@ -483,7 +508,7 @@ void Engine::ReconcileUnit(const std::string& key) {
       s.err_status = 429;
       s.err_code = r.code;
       s.err_message = r.message;
-      next = now + std::max(r.retry_after, Duration(std::chrono::milliseconds(1)));
+      next = options_.clock->Now() + std::max(r.retry_after, Duration(std::chrono::milliseconds(1)));
       break;
     }
     // Failed.
@@ -533,7 +558,7 @@ void Engine::ReconcileUnit(const std::string& key) {
 
   bool changed = u.orphaned;
   for (size_t i = 0; i < u.svcs.size() && !changed; ++i) {
-    changed = u.svcs[i].state != before[i].state || u.svcs[i].err_message != before[i].err_message;
+    changed = u.svcs[i].state != before[i].first || u.svcs[i].err_message != before[i].second;
   }
   std::lock_guard lock(mu_);
   metrics_.calls += calls;
@@ -559,6 +584,7 @@ void Engine::ReconcileUnit(const std::string& key) {
     options_.logger->Warn("skipping cleanup of the control plane because of invalid Azure identity",
                           {{"cluster", u.cluster}});
   }
+  bool creds_changed_any = false;
   auto c = objs_.find(u.cluster);
   if (c != objs_.end()) {
     Obj& cl = c->second;
@@ -579,11 +605,25 @@ void Engine::ReconcileUnit(const std::string& key) {
       creds_changed = true;
     }
     changed = changed || creds_changed;
+    creds_changed_any = creds_changed;
     // The cluster's AzureIdentityValid condition follows what its machines see.
     if (creds_changed && u.cluster != u.owner) EnqueueLocked("o:" + u.cluster, now);
   }
   if (next) EnqueueLocked("u:" + key, *next);
-  if (changed) EnqueueLocked("o:" + u.owner, now);
+  if (changed) {
+    // The last machine of a node pool to finish finishes the pool: roll up now. Progress only changes
+    // conditions, which many machines' progress share.
+    bool finishes_owner = creds_changed_any || it->second.control_plane;
+    if (!finishes_owner && it->second.Done()) {
+      auto o = objs_.find(u.owner);
+      finishes_owner = o == objs_.end() || std::all_of(o->second.machines.begin(), o->second.machines.end(),
+                                                       [&](const std::string& k) {
+                                                         auto m = units_.find(k);
+                                                         return m == units_.end() || m->second.Done();
+                                                       });
+    }
+    EnqueueLocked("o:" + u.owner, finishes_owner ? now : now + Scaled(options_.rollup_interval));
+  }
 }
 
 void Engine::ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) {
@@ -657,18 +697,14 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
 void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   const TimePoint now = options_.clock->Now();
   auto remove_finished = [&] {
-    std::vector<std::string> keep;
-    for (const auto& k : obj.machines) {
+    std::erase_if(obj.machines, [&](const std::string& k) {
       auto it = units_.find(k);
-      if (it == units_.end()) continue;
-      if (it->second.deleting && it->second.Done()) {
-        if (it->second.orphaned) obj.orphaned++;
-        units_.erase(it);
-        continue;
-      }
-      keep.push_back(k);
-    }
-    obj.machines = std::move(keep);
+      if (it == units_.end()) return true;
+      if (!it->second.deleting || !it->second.Done()) return false;
+      if (it->second.orphaned) obj.orphaned++;
+      units_.erase(it);
+      return true;
+    });
   };
   if (obj.op == Operation::kDelete) {
     for (const auto& k : obj.machines) {
@@ -700,20 +736,20 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   if (obj.cs_state == "pending") MoveLocked(obj, "installing", out);
   if (obj.cs_state == "pending_update") MoveLocked(obj, "updating", out);
   remove_finished();
-  std::vector<std::string> active;
-  for (const auto& k : obj.machines) {
-    if (!units_.at(k).deleting) active.push_back(k);
+  std::vector<size_t> active;  // indexes into obj.machines
+  for (size_t i = 0; i < obj.machines.size(); ++i) {
+    if (!units_.at(obj.machines[i]).deleting) active.push_back(i);
   }
   while (static_cast<int64_t>(active.size()) < obj.desired) {
     Unit u = MakeMachineLocked(obj, cluster, obj.next_index++);
     const std::string k = u.key;
     units_[k] = std::move(u);
     obj.machines.push_back(k);
-    active.push_back(k);
+    active.push_back(obj.machines.size() - 1);
     EnqueueLocked("u:" + k, now);
   }
   while (static_cast<int64_t>(active.size()) > obj.desired) {
-    Unit& u = units_.at(active.back());
+    Unit& u = units_.at(obj.machines[active.back()]);
     u.deleting = true;
     EnqueueLocked("u:" + u.key, now);
     active.pop_back();
@@ -816,41 +852,70 @@ void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
   out.push_back(Pending{obj.href, "", "", "", true, obj.conditions, ""});
 }
 
+void Engine::DispatchLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    dispatcher_wakes_ = TimePoint::min();
+    const TimePoint now = options_.clock->Now();
+    size_t moved = 0;
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      auto node = timers_.extract(timers_.begin());
+      const std::string& key = node.mapped();
+      auto q = queued_.find(key);
+      if (q == queued_.end() || q->second != node.key()) continue;  // superseded by an earlier queueing
+      queued_.erase(q);
+      if (!in_ready_.insert(key).second) continue;
+      ready_.push_back(std::move(node.mapped()));
+      ++moved;
+    }
+    if (moved >= workers_.size()) {
+      ready_cv_.notify_all();
+    } else {
+      for (size_t i = 0; i < moved; ++i) ready_cv_.notify_one();
+    }
+    // Never sleep long: a FakeClock moves without notifying anyone. Timers due within the slack of the
+    // first one go together: one wake-up per batch, not per timer.
+    TimePoint wake = now + std::chrono::milliseconds(50);
+    if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
+    dispatcher_wakes_ = wake;
+    timer_cv_.wait_for(lock, wake - now);
+  }
+}
+
 void Engine::WorkerLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    const TimePoint now = options_.clock->Now();
-    if (!timers_.empty() && timers_.begin()->first <= now) {
-      auto [at, key] = *timers_.begin();
-      timers_.erase(timers_.begin());
-      auto q = queued_.find(key);
-      if (q == queued_.end() || q->second != at) continue;  // superseded by an earlier queueing
-      queued_.erase(q);
-      if (running_.count(key)) {
-        rerun_.insert(key);
-        continue;
-      }
-      running_.insert(key);
-      if (key.rfind("u:", 0) == 0) {
-        lock.unlock();
-        ReconcileUnit(key.substr(2));
-        lock.lock();
-      } else {
-        std::vector<Pending> out;
-        auto it = objs_.find(key.substr(2));
-        if (it != objs_.end()) ReconcileObjectLocked(it->second, out);
-        lock.unlock();
-        Apply(out);
-        lock.lock();
-      }
-      running_.erase(key);
-      if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
+    if (ready_.empty()) {
+      ready_cv_.wait(lock);
       continue;
     }
-    Duration wait = std::chrono::milliseconds(50);
-    if (!timers_.empty()) wait = std::min(wait, timers_.begin()->first - now);
-    cv_.wait_for(lock, wait);
+    std::string key = std::move(ready_.front());
+    ready_.pop_front();
+    in_ready_.erase(key);
+    RunKey(lock, key);
   }
+}
+
+void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) {
+  if (running_.count(key)) {
+    rerun_.insert(key);
+    return;
+  }
+  running_.insert(key);
+  if (key.rfind("u:", 0) == 0) {
+    lock.unlock();
+    ReconcileUnit(key.substr(2));
+    lock.lock();
+  } else {
+    std::vector<Pending> out;
+    auto it = objs_.find(key.substr(2));
+    if (it != objs_.end()) ReconcileObjectLocked(it->second, out);
+    lock.unlock();
+    Apply(out);
+    lock.lock();
+  }
+  running_.erase(key);
+  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
 }
 
 size_t Engine::RunDueForTest(int max_rounds) {

@@ -25,6 +25,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -33,6 +34,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/clock.h"
@@ -81,6 +84,10 @@ struct EngineOptions {
   Duration backoff_base = std::chrono::seconds(5);
   Duration backoff_max = std::chrono::minutes(2);
   int concurrency = 10;  // reconcile workers
+  // A node pool's or cluster's roll-up after one of its machines made progress (not finished) waits
+  // this long (scaled), so that the progress of many machines is rolled up once; a machine that
+  // finished, and every state change of the object itself, is rolled up at once.
+  Duration rollup_interval = std::chrono::seconds(2);
   // Credential issue / revocation times answered to the simulator.
   Duration credential_issue_time = std::chrono::seconds(10);
   Duration revocation_time = std::chrono::seconds(60);
@@ -160,6 +167,10 @@ class Engine final : public simulator::Provisioner {
   json::object UnitJsonLocked(const Unit& u) const;
   Duration Scaled(Duration d) const;
   void WorkerLoop();
+  // Moves due timers to ready_ and sleeps until the next one (one thread, so that workers wait on
+  // ready work only and a timer wakes one worker, not all of them).
+  void DispatchLoop();
+  void RunKey(std::unique_lock<std::mutex>& lock, const std::string& key);
 
   const EngineOptions options_;
   StateSink* sink_ = nullptr;
@@ -167,17 +178,22 @@ class Engine final : public simulator::Provisioner {
   // Lock order: the simulator's lock (Next() is called under it), then mu_, then the SimulatedAzure's.
   // mu_ is never held while calling the sink.
   mutable std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable timer_cv_;  // the dispatcher's: a timer earlier than it sleeps until
+  std::condition_variable ready_cv_;  // the workers': ready_ is not empty
   // Guarded by mu_.
-  std::map<std::string, Obj> objs_;    // by href
-  std::map<std::string, Unit> units_;  // by unit key
+  std::map<std::string, Obj> objs_;              // by href (ordered: a cluster's children follow it)
+  std::unordered_map<std::string, Unit> units_;  // by unit key
   std::multimap<TimePoint, std::string> timers_;
-  std::map<std::string, TimePoint> queued_;  // key -> earliest due time queued
-  std::set<std::string> running_;
-  std::set<std::string> rerun_;  // keys that came due while running
+  std::unordered_map<std::string, TimePoint> queued_;  // key -> earliest due time queued
+  std::deque<std::string> ready_;                      // due keys, in due order
+  std::unordered_set<std::string> in_ready_;
+  std::unordered_set<std::string> running_;
+  std::unordered_set<std::string> rerun_;          // keys that came due while running
+  TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
   EngineMetrics metrics_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::thread dispatcher_;
   std::atomic<bool> started_{false};
 };
 
