@@ -93,7 +93,8 @@ def run_one(args, pgs, count, workdir):
         start = time.monotonic()
         for b in range(count):
             p = spawn([args.hcprp, "backend", "--store", store, "--clusters-service", cs_url, "--owner",
-                       f"bench-{count}-{b}"], os.path.join(workdir, f"be{count}-{b}.log"))
+                       f"bench-{count}-{b}", *args.backend_args.split()],
+                      os.path.join(workdir, f"be{count}-{b}.log"))
             procs.append(p)
         while True:
             done = succeeded(pgs, schema)
@@ -124,6 +125,8 @@ def main():
     ap.add_argument("--subscriptions", type=int, default=64)
     ap.add_argument("--threads", type=int, default=16)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--backend-args", default="", help="extra arguments of every backend, e.g. "
+                    "'--check-concurrency 1'")
     args = ap.parse_args()
     args.hcprp = os.path.abspath(args.hcprp)
     if pg.find_binaries() is None:

@@ -43,6 +43,7 @@ struct Config {
   int lease_ttl_ms = 3000;
   uint32_t shards = 8;
   int resync_seconds = 45;
+  size_t check_concurrency = 4;
   int gc_window_seconds = 3600;
   int64_t operation_ttl_seconds = 604800;
   bool json_output = false;
@@ -157,6 +158,7 @@ class Runner {
     o.lease_ttl = std::chrono::milliseconds(config_.lease_ttl_ms);
     o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
+    o.check_concurrency = config_.check_concurrency;
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.create_request_builder = parts_.create_builder.get();
     auto b = backend::Backend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
@@ -350,6 +352,10 @@ int Main(int argc, char** argv) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 1024u));
     s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
+    s->add_option("--check-concurrency", c.check_concurrency,
+                  "Operations a backend checks against the Cluster Service at once")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{1}, size_t{64}));
     s->add_option("--gc-window-seconds", c.gc_window_seconds,
                   "Age before an orphaned Cluster Service object is deleted")
         ->capture_default_str();

@@ -457,7 +457,8 @@ void Backend::Step(bool exhaustive) {
   }
 
   ApplyDeadlines();
-  size_t delete_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_cs_deletes_per_step;
+  std::atomic<size_t> delete_budget{exhaustive ? std::numeric_limits<size_t>::max()
+                                               : options_.max_cs_deletes_per_step};
   size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;
   DrainChecks(check_budget, &delete_budget);
   RunSweeps(exhaustive);
@@ -660,27 +661,53 @@ void Backend::EnqueueCheck(const OperationRecord& op) {
   run_cv_.notify_all();
 }
 
-bool Backend::DrainChecks(size_t max_checks, size_t* cs_delete_budget) {
-  size_t done = 0;
-  while (done < max_checks) {
-    std::pair<std::string, std::string> key;
-    {
-      std::lock_guard lock(queue_mu_);
-      if (queue_.empty()) return true;
-      key = queue_.front();
-      queue_.pop_front();
-      queued_.erase(key);
+bool Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget) {
+  // Checks wait on the Cluster Service and on durable commits: several run at once (operations of
+  // one partition never do, see ApplyMutex()).
+  std::atomic<size_t> started{0};
+  std::atomic<bool> stopped{false};  // budget spent or queue empty
+  std::atomic<bool> emptied{false};
+  auto work = [&] {
+    while (!stopped) {
+      if (started.fetch_add(1) >= max_checks) {
+        stopped = true;
+        return;
+      }
+      std::pair<std::string, std::string> key;
+      {
+        std::lock_guard lock(queue_mu_);
+        if (queue_.empty()) {
+          emptied = true;
+          stopped = true;
+          return;
+        }
+        key = queue_.front();
+        queue_.pop_front();
+        queued_.erase(key);
+      }
+      auto op = index_.Find(key.first, key.second);
+      if (!op) continue;
+      if (!CheckOperation(*op, cs_delete_budget)) {
+        std::lock_guard lock(queue_mu_);
+        if (queued_.insert(key).second) queue_.push_back(key);
+        stopped = true;
+        return;
+      }
     }
-    auto op = index_.Find(key.first, key.second);
-    if (!op) continue;
-    if (!CheckOperation(*op, cs_delete_budget)) {
-      std::lock_guard lock(queue_mu_);
-      if (queued_.insert(key).second) queue_.push_back(key);
-      return false;
-    }
-    ++done;
+  };
+  size_t queued;
+  {
+    std::lock_guard lock(queue_mu_);
+    queued = queue_.size();
   }
-  return false;
+  size_t helpers =
+      std::min<size_t>(options_.check_concurrency > 0 ? options_.check_concurrency - 1 : 0, queued / 2);
+  std::vector<std::thread> threads;
+  threads.reserve(helpers);
+  for (size_t i = 0; i < helpers; ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  return emptied;
 }
 
 std::optional<Duration> Backend::DeadlineOf(Request request) const {
@@ -720,7 +747,7 @@ void Backend::ApplyDeadlines() {
 // ---------------------------------------------------------------------------------------------
 // Checking one operation against the Cluster Service
 
-bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget) {
+bool Backend::CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget) {
   if (!ownership_->FenceFor(op.partition_key)) return true;
   ++counters_.checks;
   TimePoint now = clock_->Now();
@@ -805,8 +832,10 @@ bool Backend::CheckOperation(const OperationRecord& op, size_t* cs_delete_budget
         issued = delete_issued_.count({op.partition_key, op.id}) > 0;
       }
       if (!issued) {
-        if (*cs_delete_budget == 0) return false;
-        --*cs_delete_budget;
+        size_t left = cs_delete_budget->load();
+        do {
+          if (left == 0) return false;
+        } while (!cs_delete_budget->compare_exchange_weak(left, left - 1));
         ++counters_.cs_deletes;
         Status d = cs_->Delete(href);
         if (!d.ok() && !d.error().IsNotFound()) {
@@ -891,7 +920,7 @@ void Backend::RecoverCreate(const OperationRecord& op) {
     }
   }
 
-  std::lock_guard lock(apply_mu_);
+  std::lock_guard lock(ApplyMutex(op.partition_key));
   auto fence = ownership_->FenceFor(op.partition_key);
   if (!fence) return;
   auto current = store_->Read(store::kResources, op.partition_key, op.id);
@@ -952,7 +981,7 @@ Result<std::optional<store::Document>> Backend::FindResource(std::string_view pk
 }
 
 Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, const Decider& decide) {
-  std::lock_guard lock(apply_mu_);
+  std::lock_guard lock(ApplyMutex(pk));
   for (int attempt = 0; attempt < kMaxWriteAttempts; ++attempt) {
     auto fence = ownership_->FenceFor(pk);
     if (!fence) return Outcome::kNotOwner;
@@ -1221,7 +1250,7 @@ void Backend::EnsureDeleteOperation(const store::Document& resource) {
     if (index_.Upsert(*active_op)) EnqueueCheck(*active_op);
     return;
   }
-  std::lock_guard lock(apply_mu_);
+  std::lock_guard lock(ApplyMutex(pk));
   auto fence = ownership_->FenceFor(pk);
   if (!fence) return;
   TimePoint now = clock_->Now();

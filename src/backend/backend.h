@@ -35,6 +35,7 @@
 // are safe from any thread, also while started.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -126,6 +127,9 @@ struct BackendOptions {
   Duration gc_window = std::chrono::hours(1);
   Duration gc_interval = std::chrono::minutes(10);
 
+  // Queued checks run on up to this many threads at once (each waits on the Cluster Service and
+  // on durable commits).
+  size_t check_concurrency = 4;
   // Work bounds of one timer step (ReconcileOnce has none).
   size_t max_checks_per_step = 500;
   size_t max_cs_deletes_per_step = 50;
@@ -227,9 +231,9 @@ class Backend {
 
   void EnqueueCheck(const OperationRecord& op);
   // Checks queued operations; returns false when the budget ran out first.
-  bool DrainChecks(size_t max_checks, size_t* cs_delete_budget);
+  bool DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget);
   // Returns false when it needs a CS delete but the budget is spent (re-queue it).
-  bool CheckOperation(const OperationRecord& op, size_t* cs_delete_budget);
+  bool CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget);
   void RecoverCreate(const OperationRecord& op);
   void ApplyDeadlines();
   std::optional<Duration> DeadlineOf(Request request) const;
@@ -288,8 +292,13 @@ class Backend {
   std::atomic<bool> resync_requested_{true};
   std::atomic<bool> load_subscriptions_requested_{true};
 
-  std::mutex pass_mu_;   // one Step() at a time
-  std::mutex apply_mu_;  // one Transit() at a time
+  std::mutex pass_mu_;  // one Step() at a time
+  // Writes to one partition (Transit(), create recovery, implicit deletes) run one at a time;
+  // different partitions' may run at once.
+  std::mutex& ApplyMutex(std::string_view pk) {
+    return apply_mu_[std::hash<std::string_view>{}(pk) % apply_mu_.size()];
+  }
+  std::array<std::mutex, 32> apply_mu_;
 
   std::mutex feed_mu_;
   std::string feed_continuation_;  // guarded by feed_mu_
