@@ -394,6 +394,7 @@ BackendStats Backend::Stats() const {
   s.fence_refusals = counters_.fence_refusals;
   s.write_conflicts = counters_.write_conflicts;
   s.errors = counters_.errors;
+  s.idle_condition_syncs = counters_.idle_condition_syncs;
   NotificationCounters n = notifications_.Counters();
   s.notifications_sent = n.sent;
   s.notification_failures = n.failed_attempts;
@@ -586,7 +587,10 @@ void Backend::HandleChange(const store::Change& change) {
 void Backend::ApplyEvent(const clusterservice::Event& event) {
   ++counters_.events_received;
   std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
-  if (ops.empty()) return;
+  if (ops.empty()) {
+    SyncIdleConditions(event);
+    return;
+  }
   ++counters_.events_applied;
   // The event carries the whole object; its status (state, provision error) sits under "status"
   // (older services put the error fields at the top level).
@@ -621,11 +625,65 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
 }
 
 void Backend::SyncConditions(const OperationRecord& op, const std::string& href, const json::object& status) {
+  SyncConditionsOf(op.partition_key, op.external_id, href, status);
+}
+
+namespace {
+
+// The ARM resource ID of a cluster from the "azure" block of its Cluster Service object ("" if absent).
+std::string ClusterResourceIdOf(const json::object& cs_cluster) {
+  const json::object* az = GetObject(cs_cluster, "azure");
+  if (az == nullptr) return "";
+  auto sub = GetString(*az, "subscription_id");
+  auto rg = GetString(*az, "resource_group_name");
+  auto name = GetString(*az, "resource_name");
+  if (!sub || !rg || !name || sub->empty() || rg->empty() || name->empty()) return "";
+  return "/subscriptions/" + std::string(*sub) + "/resourceGroups/" + std::string(*rg) +
+         "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/" + std::string(*name);
+}
+
+}  // namespace
+
+void Backend::SyncIdleConditions(const clusterservice::Event& event) {
+  if (event.state == "deleted") return;
+  const json::object* status = GetObject(event.object, "status");
+  if (status == nullptr || !status->contains("conditions")) return;
+  std::string resource_id;
+  switch (KindOfHref(event.href)) {
+    case ObjectKind::kCluster:
+      resource_id = ClusterResourceIdOf(event.object);
+      break;
+    case ObjectKind::kNodePool: {
+      // The node pool names itself; its cluster's object says where the cluster lives in ARM.
+      const json::object* az = GetObject(event.object, "azure");
+      std::string name(az ? GetString(*az, "resource_name").value_or("") : "");
+      if (name.empty()) name = std::string(GetString(event.object, "name").value_or(""));
+      size_t cut = event.href.find("/node_pools/");
+      if (name.empty() || cut == std::string::npos) return;
+      auto cluster = cs_->Get(event.href.substr(0, cut));
+      if (!cluster.ok()) return;
+      std::string cluster_id = ClusterResourceIdOf(*cluster);
+      if (cluster_id.empty()) return;
+      resource_id = cluster_id + "/nodePools/" + name;
+      break;
+    }
+    default:
+      return;
+  }
+  if (resource_id.empty()) return;
+  std::string pk = SubscriptionOfResourceId(resource_id);
+  if (pk.empty() || !ownership_->FenceFor(pk)) return;
+  ++counters_.idle_condition_syncs;
+  SyncConditionsOf(pk, resource_id, event.href, *status);
+}
+
+void Backend::SyncConditionsOf(const std::string& pk, const std::string& resource_id, const std::string& href,
+                               const json::object& status) {
   auto it = status.find("conditions");
   if (it == status.end() || !it->value().is_array()) return;
-  auto fence = ownership_->FenceFor(op.partition_key);
+  auto fence = ownership_->FenceFor(pk);
   if (!fence) return;
-  auto resource = FindResource(op.partition_key, op.external_id);
+  auto resource = FindResource(pk, resource_id);
   if (!resource.ok() || !resource->has_value()) return;
   const store::Document& res = **resource;
   if (PropertyString(res.body, "internalId") != href) return;
@@ -637,7 +695,7 @@ void Backend::SyncConditions(const OperationRecord& op, const std::string& href,
     return;
   service_status["conditions"] = it->value();
   auto r = store_->Batch(
-      store::kResources, op.partition_key,
+      store::kResources, pk,
       {WriteOp::Patch(res.id, {Set(arm::kPathServiceStatus, json::value(std::move(service_status)))},
                       {Unchanged(res.body, arm::kPathServiceStatus)})},
       &*fence);

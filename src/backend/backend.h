@@ -160,6 +160,7 @@ struct BackendStats {
   uint64_t fence_refusals = 0;
   uint64_t write_conflicts = 0;
   uint64_t errors = 0;
+  uint64_t idle_condition_syncs = 0;  // events of objects without an operation whose conditions were read
   uint64_t notifications_sent = 0;
   uint64_t notification_failures = 0;
   uint64_t notifications_dropped = 0;
@@ -199,7 +200,7 @@ class Backend {
     std::atomic<uint64_t> full_resyncs{0}, feed_changes{0}, events_received{0}, events_applied{0}, checks{0},
         cs_creates{0}, cs_deletes{0}, transitions{0}, terminal{0}, deadline_failures{0}, recovered_creates{0},
         implicit_deletes{0}, resources_deleted{0}, gc_deleted{0}, fence_refusals{0}, write_conflicts{0},
-        errors{0};
+        errors{0}, idle_condition_syncs{0};
   };
   enum class Outcome { kApplied, kNoChange, kGone, kNotOwner, kError };
   struct Sweep {
@@ -228,6 +229,12 @@ class Backend {
   // resource document of `op` (arm::kPathServiceStatus), for the frontend to render. Best effort: a
   // refused or failed write is left to the next event or status read. Never changes the operation.
   void SyncConditions(const OperationRecord& op, const std::string& href, const json::object& status);
+  void SyncConditionsOf(const std::string& pk, const std::string& resource_id, const std::string& href,
+                        const json::object& status);
+  // An event of a cluster or node pool with no operation in flight (an identity deleted while the
+  // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
+  // and syncs its conditions the same way.
+  void SyncIdleConditions(const clusterservice::Event& event);
 
   void EnqueueCheck(const OperationRecord& op);
   // Checks queued operations; returns false when the budget ran out first.

@@ -758,6 +758,42 @@ TEST_F(BackendTest, OnlyTheCoordinatorCollectsOrphans) {
   EXPECT_EQ(cs_.deletes(), 1);
 }
 
+TEST_F(BackendTest, ConditionsOfIdleResourcesFollowTheirEvents) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  Flow cluster = Existing("idle", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "idle"}});
+  std::string pool_href = cs_.AddObject(cluster.href + "/node_pools", "ready");
+  cs_.SetField(pool_href, "azure", json::object{{"resource_name", "np1"}});
+  const std::string pool_id = cluster.resource_id + "/nodePools/np1";
+  PutResource(sub_, pool_id, arm::kNodePoolDocType, pool_href, arm::kStateSucceeded, std::nullopt);
+  auto skip = b->PumpEventsOnce(0ms);  // (the creations)
+  ASSERT_TRUE(skip.ok());
+
+  json::array lost{json::object{{"type", "AzureIdentityValid"},
+                                {"status", "False"},
+                                {"reason", "IdentityNotFound"},
+                                {"message", "identity deleted"}}};
+  cs_.SetConditions(cluster.href, lost);
+  cs_.SetConditions(pool_href, lost);
+  auto n = b->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  auto stored = [&](const std::string& rid) -> json::value {
+    auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(rid));
+    if (!d.ok()) return nullptr;
+    const json::value* c = FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/conditions");
+    return c ? *c : json::value(nullptr);
+  };
+  EXPECT_EQ(stored(cluster.resource_id), json::value(lost));
+  EXPECT_EQ(stored(pool_id), json::value(lost));
+  EXPECT_EQ(b->Stats().idle_condition_syncs, 2u);
+  // Nothing else changed: no operation was created or moved.
+  EXPECT_EQ(Resource(cluster.resource_id)->provisioning_state, arm::kStateSucceeded);
+}
+
 TEST_F(BackendTest, TerminalOperationsNeverChange) {
   auto b = MakeBackend();
   Flow f = StartCreate("c1");

@@ -35,7 +35,11 @@ void FakeClusterService::PublishLocked(const std::string& href, const Object* o)
     json::object status{{"state", o->state}};
     if (!o->error_code.empty()) status["provision_error_code"] = o->error_code;
     if (!o->error_message.empty()) status["provision_error_message"] = o->error_message;
-    e.object = json::object{{"kind", o->kind}, {"href", href}, {"status", std::move(status)}};
+    if (!o->conditions.empty()) status["conditions"] = o->conditions;
+    e.object = o->fields;
+    e.object["kind"] = o->kind;
+    e.object["href"] = href;
+    e.object["status"] = std::move(status);
   } else {
     e.state = "deleted";
   }
@@ -223,6 +227,14 @@ size_t FakeClusterService::RemoveUninstalling() {
   }
   for (const auto& h : doomed) Remove(h);
   return doomed.size();
+}
+
+void FakeClusterService::SetConditions(std::string_view href, json::array conditions) {
+  std::lock_guard lock(mu_);
+  auto it = objects_.find(std::string(href));
+  if (it == objects_.end()) return;
+  it->second.conditions = std::move(conditions);
+  PublishLocked(it->first, &it->second);
 }
 
 void FakeClusterService::SetField(std::string_view href, std::string_view key, json::value value) {

@@ -42,6 +42,8 @@ class FakeClusterService final : public clusterservice::Client {
   // Finishes every deletion in progress (objects in "uninstalling").
   size_t RemoveUninstalling();
   void SetField(std::string_view href, std::string_view key, json::value value);
+  // Replaces the object's status.conditions and publishes the change (state unchanged).
+  void SetConditions(std::string_view href, json::array conditions);
   bool Exists(std::string_view href) const;
   std::string StateOf(std::string_view href) const;
   void SetEventsEnabled(bool enabled);
@@ -60,6 +62,7 @@ class FakeClusterService final : public clusterservice::Client {
     std::string state;
     std::string error_code;
     std::string error_message;
+    json::array conditions;  // status.conditions, in events
   };
   void PublishLocked(const std::string& href, const Object* o);  // REQUIRES mu_
   std::string NewHrefLocked(std::string_view collection);        // REQUIRES mu_

@@ -140,8 +140,8 @@ TEST_F(ShardedLeasesTest, AStaleFenceIsRefusedByTheStoreAfterTakeover) {
   Run({b.get()}, 1);
   ASSERT_TRUE(b->FenceFor("sub").has_value());
   EXPECT_GT(b->FenceFor("sub")->fencing_token, old_fence->fencing_token);
-  auto r = store_->Batch(store::kResources, "sub",
-                         {store::WriteOp::Create("d", json::object{{"x", 1}})}, &*old_fence);
+  auto r = store_->Batch(store::kResources, "sub", {store::WriteOp::Create("d", json::object{{"x", 1}})},
+                         &*old_fence);
   ASSERT_FALSE(r.ok());
   EXPECT_TRUE(r.error().IsPreconditionFailed());
   a->FenceRefused(*old_fence);
