@@ -206,7 +206,8 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   api::DecodeOptions opts;
   opts.name = id.Name();
   if (parent) {
-    if (const auto* v = FindPointer(json::value(parent->doc.resource), "/properties/version/id");
+    const json::value parent_resource(parent->doc.resource);  // outlives the pointer into it
+    if (const auto* v = FindPointer(parent_resource, "/properties/version/id");
         v != nullptr && v->is_string()) {
       opts.default_version_id = std::string(v->as_string());
     }
