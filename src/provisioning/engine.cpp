@@ -155,6 +155,7 @@ struct Engine::Obj {
   bool waits_for_control_plane = false;  // its cluster queues it when the control plane is ready
   std::map<std::string, std::pair<std::string, TimePoint>> cond_since;  // type -> (status/reason, since)
   json::array conditions;
+  TimePoint validated_at{};  // when validating ends (not persisted: a restart validates again)
 };
 
 struct Engine::Pending {
@@ -626,8 +627,22 @@ void Engine::ReconcileUnit(const std::string& key) {
   }
 }
 
+bool Engine::ValidatingLocked(Obj& obj) {
+  if (obj.cs_state != "validating" && obj.cs_state != "validating_update") {
+    obj.validated_at = TimePoint{};
+    return false;
+  }
+  if (options_.validation_time <= Duration::zero()) return false;
+  const TimePoint now = options_.clock->Now();
+  if (obj.validated_at == TimePoint{}) obj.validated_at = now + Scaled(options_.validation_time);
+  if (now >= obj.validated_at) return false;
+  EnqueueLocked("o:" + obj.href, obj.validated_at);
+  return true;
+}
+
 void Engine::ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) {
   metrics_.reconciles++;
+  if (obj.op != Operation::kDelete && ValidatingLocked(obj)) return;
   if (obj.kind == simulator::kCluster) return ReconcileClusterLocked(obj, out);
   if (obj.kind == simulator::kNodePool) return ReconcilePoolLocked(obj, out);
   // External auths need nothing in Azure.

@@ -80,6 +80,9 @@ struct EngineOptions {
   std::string data_dir;             // engine.json; empty: nothing persists
   double time_scale = 1.0;          // scales the durations below
   Duration client_timeout = std::chrono::seconds(2);
+  // How long a new or changed object stays in validating / validating_update (the Cluster Service's
+  // checks before anything is provisioned) before the engine starts on it.
+  Duration validation_time = Duration::zero();
   Duration orphan_threshold = std::chrono::minutes(10);
   Duration backoff_base = std::chrono::seconds(5);
   Duration backoff_max = std::chrono::minutes(2);
@@ -157,6 +160,8 @@ class Engine final : public simulator::Provisioner {
   void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out);
   void ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out);
   void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out);
+  // True while obj is still being validated (it is queued again for when validation ends).
+  bool ValidatingLocked(Obj& obj);
   void MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>& out, const std::string& code = "",
                   const std::string& message = "");
   void Apply(std::vector<Pending>& out);

@@ -94,6 +94,18 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
     eo.data_dir = ctx.data_dir;
     eo.time_scale = ctx.time_scale;
     eo.orphan_threshold = options.orphan_threshold;
+    // As the timed provisioner's validating step: none, about a second, about half a minute.
+    switch (ctx.profile) {
+      case simulator::Profile::kInstant:
+        eo.validation_time = Duration::zero();
+        break;
+      case simulator::Profile::kDemo:
+        eo.validation_time = std::chrono::seconds(1);
+        break;
+      case simulator::Profile::kRealistic:
+        eo.validation_time = std::chrono::seconds(30);
+        break;
+    }
     eo.concurrency = options.concurrency;
     auto engine = Engine::Open(eo);
     if (!engine.ok()) return engine.error();

@@ -59,7 +59,7 @@ class RecordingSink final : public StateSink {
 
 class EngineTest : public ::testing::Test {
  protected:
-  void Open(LatencyProfile profile, std::string data_dir = "") {
+  void Open(LatencyProfile profile, std::string data_dir = "", Duration validation_time = Duration::zero()) {
     data_dir_ = data_dir;
     AzureOptions ao;
     ao.clock = &clock_;
@@ -73,6 +73,7 @@ class EngineTest : public ::testing::Test {
     eo.clock = &clock_;
     eo.azure = azure_.get();
     eo.data_dir = data_dir;
+    eo.validation_time = validation_time;
     auto e = Engine::Open(eo);
     ASSERT_TRUE(e.ok()) << e.error().ToString();
     engine_ = std::move(*e);
@@ -213,6 +214,19 @@ TEST_F(EngineTest, ClusterAndNodePoolReachReadyThroughCreatingConditions) {
   EXPECT_EQ(last_status_, 200u);
   EXPECT_EQ(GetArray(view, "azure_resources")->size(), 4u + 3u * 6u);
   EXPECT_EQ(GetArray(GetArray(view, "node_pools")->at(0).as_object(), "machines")->size(), 3u);
+}
+
+TEST_F(EngineTest, NewObjectsStayValidatingForTheValidationTime) {
+  Open(LatencyProfile::kDemo, "", std::chrono::seconds(30));
+  const TimePoint t0 = clock_.Now();
+  const std::string c = CreateCluster("c1");
+  engine_->RunDueForTest();
+  EXPECT_EQ(State(c), "validating");
+  EXPECT_EQ(EngineResources(), 0u);  // nothing provisioned while validating
+  ASSERT_TRUE(RunUntil([&] { return State(c) != "validating"; }, 1h));
+  EXPECT_GE(clock_.Now() - t0, std::chrono::seconds(30));
+  EXPECT_LT(clock_.Now() - t0, std::chrono::seconds(31));
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
 }
 
 TEST_F(EngineTest, ScalingFromZeroTo200StartsEveryMachineAtOnce) {
