@@ -56,6 +56,29 @@ def url_in(line):
     return next(w for w in line.split() if w.startswith("http://")).rstrip(".,")
 
 
+def cpu_seconds(pid):
+    """utime + stime of a process (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def postgres_cpu():
+    """CPU seconds of every process of the postgres user (the throwaway server and its backends)."""
+    total = 0.0
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if os.stat(f"/proc/{d}").st_uid == pg.pwd.getpwnam(pg.SERVER_USER).pw_uid:
+                    total += cpu_seconds(d)
+            except (OSError, KeyError):
+                continue
+    return total
+
+
 def succeeded(pgs, schema):
     out = pgs.psql(f"SELECT count(*) FROM {schema}.documents WHERE resource_type = "
                    f"convert_to('microsoft.redhatopenshift/hcpoperationsstatus', 'UTF8') AND NOT non_terminal")
@@ -68,7 +91,8 @@ def run_one(args, pgs, count, workdir):
     procs = []
     try:
         cs = spawn([args.hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
-                    os.path.join(workdir, f"cs{count}"), "--profile", "instant"], os.path.join(workdir, "cs.log"))
+                    os.path.join(workdir, f"cs{count}"), "--profile", "instant", "--provisioner", "timed"],
+                   os.path.join(workdir, "cs.log"))
         procs.append(cs)
         cs_url = url_in(wait_line(cs, "listening on"))
         fe = spawn([args.hcprp, "frontend", "--store", store, "--clusters-service", cs_url, "--listen",
@@ -91,11 +115,14 @@ def run_one(args, pgs, count, workdir):
         log(f"{count} backend(s): {args.n} creates accepted in {time.monotonic() - t0:.1f}s")
 
         start = time.monotonic()
+        cs_cpu0, pg_cpu0 = cpu_seconds(cs.pid), postgres_cpu()
+        backends = []
         for b in range(count):
             p = spawn([args.hcprp, "backend", "--store", store, "--clusters-service", cs_url, "--owner",
                        f"bench-{count}-{b}", *args.backend_args.split()],
                       os.path.join(workdir, f"be{count}-{b}.log"))
             procs.append(p)
+            backends.append(p)
         while True:
             done = succeeded(pgs, schema)
             if done >= args.n:
@@ -105,7 +132,10 @@ def run_one(args, pgs, count, workdir):
             time.sleep(0.1)
         took = time.monotonic() - start
         rate = args.n / took
-        log(f"result: backends={count} n={args.n} drain={took:.2f}s throughput={rate:.0f} ops/s")
+        be_cpu = sum(cpu_seconds(p.pid) for p in backends)
+        log(f"result: backends={count} n={args.n} drain={took:.2f}s throughput={rate:.0f} ops/s; CPU seconds "
+            f"during the drain: backends {be_cpu:.1f}, Cluster Service simulator {cpu_seconds(cs.pid) - cs_cpu0:.1f}, "
+            f"PostgreSQL {postgres_cpu() - pg_cpu0:.1f} (of {took * os.cpu_count():.1f} available)")
         return rate
     finally:
         for p in procs:
