@@ -616,6 +616,15 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
       continue;
     }
     ObjectKind kind = KindOfHref(event.href);
+    if (op.request == Request::kUpdate) {
+      // An update starts from a ready object, so a "ready" (or "error") still in the event stream
+      // from before the update would end it at once: an update ends only on a fresh status read.
+      auto t = Decide(op.request, kind, obs);
+      if (t && arm::IsTerminalState(t->status)) {
+        EnqueueCheck(op);
+        continue;
+      }
+    }
     Outcome o = Transit(op.partition_key, op.id,
                         [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
     // The store refused (down or restarting): the event is consumed, so check the status again later.

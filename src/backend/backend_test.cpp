@@ -339,6 +339,26 @@ TEST_F(BackendTest, UpdateGoesThroughUpdatingToSucceeded) {
   EXPECT_FALSE(Resource(f.resource_id)->active_operation_id.has_value());
 }
 
+TEST_F(BackendTest, StaleReadyEventDoesNotEndAnUpdate) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  Flow f = Existing("c1", sub_);
+  cs_.SetState(f.href, "ready");  // the last event of the creation, not yet read by the backend
+  std::string op =
+      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  ASSERT_TRUE(b->PumpChangesOnce().ok());  // the update is indexed
+  cs_.SetState(f.href, "updating");        // what the update's PATCH did meanwhile
+  auto n = b->PumpEventsOnce(0ms);         // delivers the stale "ready", then "updating"
+  ASSERT_TRUE(n.ok());
+  EXPECT_NE(Op(op).status, arm::kStateSucceeded);
+  Reconcile(*b);  // the check reads the current status
+  EXPECT_EQ(Op(op).status, arm::kStateUpdating);
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+}
+
 TEST_F(BackendTest, NodePoolErrorIsInternalServerError) {
   auto b = MakeBackend();
   Flow c = Existing("c1", sub_);
