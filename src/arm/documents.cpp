@@ -184,6 +184,7 @@ json::value OperationDocument::ToBody() const {
   p["lastTransitionTime"] = FormatRfc3339(last_transition_time, true);
   p["status"] = status;
   if (error) p["error"] = error->ToJson();
+  if (awaiting_cluster_service) p["awaitingClusterService"] = true;
   json::object body;
   body["resourceType"] = kOperationDocType;
   body["properties"] = std::move(p);
@@ -219,6 +220,7 @@ Result<OperationDocument> OperationDocument::FromBody(std::string id, const json
   d.status = StringOr(*p, "status");
   if (d.status.empty()) return Error::Corruption("operation document without status");
   if (const auto* e = GetObject(*p, "error")) d.error = OperationError::FromJson(*e);
+  d.awaiting_cluster_service = GetBool(*p, "awaitingClusterService").value_or(false);
   return d;
 }
 

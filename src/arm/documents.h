@@ -119,6 +119,9 @@ struct OperationDocument {
   TimePoint last_transition_time{};
   std::string status;  // see provisioning states
   std::optional<OperationError> error;
+  // An update whose Cluster Service request the frontend has not confirmed yet: until then the
+  // Cluster Service state says nothing about it (a "ready" is the state before the update).
+  bool awaiting_cluster_service = false;
 
   bool exposed() const { return !operation_id.empty(); }
 
@@ -138,6 +141,7 @@ std::string PendingNotificationId(std::string_view operation_id);
 json::value PendingNotificationBody(std::string_view operation_id, std::string_view uri);
 
 inline constexpr std::string_view kPathStatus = "/properties/status";
+inline constexpr std::string_view kPathAwaitingClusterService = "/properties/awaitingClusterService";
 inline constexpr std::string_view kPathError = "/properties/error";
 inline constexpr std::string_view kPathLastTransitionTime = "/properties/lastTransitionTime";
 inline constexpr std::string_view kPathOperationInternalId = "/properties/internalId";

@@ -823,6 +823,9 @@ bool Backend::CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_
     return true;  // ApplyDeadlines ends it
   }
 
+  if (op.awaiting_cluster_service && op.start_time && now - *op.start_time < options_.create_recovery_grace) {
+    return true;  // the frontend has not confirmed the update's Cluster Service request yet
+  }
   std::string href = op.internal_id;
   if (href.empty()) {
     if (op.request == Request::kCreate) {

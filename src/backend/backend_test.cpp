@@ -359,6 +359,53 @@ TEST_F(BackendTest, StaleReadyEventDoesNotEndAnUpdate) {
   EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
 }
 
+TEST_F(BackendTest, UnconfirmedUpdateWaitsForTheFrontend) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  Flow f = Existing("c1", sub_);  // ready: the frontend has not sent the update yet
+  std::string op =
+      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
+  ASSERT_TRUE(store_
+                  ->Patch(store::kResources, sub_, op,
+                          {store::PatchOp{store::PatchOp::Kind::kSet,
+                                          std::string(arm::kPathAwaitingClusterService), json::value(true)}})
+                  .ok());
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateAccepted);  // "ready" is the state before the update
+  // The frontend's request reached the Cluster Service, and it confirms.
+  cs_.SetState(f.href, "updating");
+  ASSERT_TRUE(
+      store_
+          ->Patch(store::kResources, sub_, op,
+                  {store::PatchOp{store::PatchOp::Kind::kRemove,
+                                  std::string(arm::kPathAwaitingClusterService), json::value(nullptr)}})
+          .ok());
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateUpdating);
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+}
+
+TEST_F(BackendTest, UpdateNeverConfirmedIsJudgedAfterTheGrace) {
+  auto b = MakeBackend();
+  Flow f = Existing("c1", sub_);
+  std::string op =
+      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
+  ASSERT_TRUE(store_
+                  ->Patch(store::kResources, sub_, op,
+                          {store::PatchOp{store::PatchOp::Kind::kSet,
+                                          std::string(arm::kPathAwaitingClusterService), json::value(true)}})
+                  .ok());
+  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateAccepted);
+  clock_.Advance(2min);  // the frontend died before confirming: the state decides after the grace
+  Reconcile(*b);
+  EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+}
+
 TEST_F(BackendTest, NodePoolErrorIsInternalServerError) {
   auto b = MakeBackend();
   Flow c = Existing("c1", sub_);

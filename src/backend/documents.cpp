@@ -47,6 +47,7 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
   r.external_id = op->external_id;
   r.internal_id = op->internal_id;
   r.notification_uri = op->notification_uri;
+  r.awaiting_cluster_service = op->awaiting_cluster_service;
   if (FindPointer(doc.body, "/properties/startTime") != nullptr) r.start_time = op->start_time;
   return r;
 }

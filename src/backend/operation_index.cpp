@@ -31,8 +31,10 @@ bool OperationIndex::Upsert(const OperationRecord& op) {
   bool fresh = it == by_key_.end();
   if (!fresh) {
     if (it->second.internal_id == op.internal_id) {
+      // Still news when the frontend just confirmed an update's Cluster Service request.
+      bool confirmed = it->second.awaiting_cluster_service && !op.awaiting_cluster_service;
       it->second = op;
-      return false;
+      return confirmed;
     }
     if (!it->second.internal_id.empty()) EraseLink(by_internal_id_, it->second.internal_id, key);
     it->second = op;

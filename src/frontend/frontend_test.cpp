@@ -161,6 +161,8 @@ TEST_F(FrontendTest, PutUpdateIs200AndPatchIs202) {
   auto op = s.Operation(OperationIdOf(Header(r, "Azure-AsyncOperation")));
   ASSERT_TRUE(op);
   EXPECT_EQ(op->request, arm::OperationRequest::kUpdate);
+  // The Cluster Service took the update: the backend may judge the operation by its state now.
+  EXPECT_FALSE(op->awaiting_cluster_service);
   s.FinishOperation(op->id);
 
   r = s.Patch(path + V(), R"({"tags":{"team":"blue"}})");

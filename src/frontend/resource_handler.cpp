@@ -343,6 +343,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
 
   auto op = NewOperation(env, arm::OperationRequest::kUpdate, existing.doc.resource_id,
                          existing.doc.internal_id, existing.doc.location);
+  op.awaiting_cluster_service = true;  // until the Cluster Service took the update (below)
   Expose(ctx, op);
   arm::ResourceDocument doc = existing.doc;
   doc.active_operation_id = op.id;
@@ -384,6 +385,20 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
       return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(cs.error().message())));
     }
     return Outcome::Done(Fail(env, ctx, cs.error()));
+  }
+  // The backend may judge the operation by the Cluster Service's state from now on.
+  {
+    auto confirmed = env.store->Batch(
+        store::kResources, pk,
+        {store::WriteOp::Patch(op.id,
+                               {{store::PatchOp::Kind::kRemove, std::string(arm::kPathAwaitingClusterService),
+                                 json::value(nullptr)}})});
+    if (!confirmed.ok() && !confirmed.error().IsNotFound()) {
+      // The backend judges it after its recovery grace instead.
+      env.logger.Warn(
+          "update confirmation not recorded",
+          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", confirmed.error().ToString()}});
+    }
   }
   // Values the Cluster Service assigned that the document lacks (its create was finished by the
   // backend, which records only the internal ID) are recorded now.
