@@ -215,6 +215,20 @@ class BackendTest : public ::testing::Test {
     return op.id;
   }
 
+  // An update the frontend recorded but has not yet confirmed to the Cluster Service.
+  std::string PutUnconfirmedUpdate(const Flow& f) {
+    std::string op =
+        PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
+    EXPECT_TRUE(
+        store_
+            ->Patch(store::kResources, sub_, op,
+                    {store::PatchOp{store::PatchOp::Kind::kSet, std::string(arm::kPathAwaitingClusterService),
+                                    json::value(true)}})
+            .ok());
+    PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+    return op;
+  }
+
   // A create the frontend finished: resource + Accepted operation + a Cluster Service object.
   Flow StartCreate(std::string_view name, std::string notification_uri = "") {
     Flow f;
@@ -363,14 +377,7 @@ TEST_F(BackendTest, UnconfirmedUpdateWaitsForTheFrontend) {
   auto b = MakeBackend();
   Reconcile(*b);
   Flow f = Existing("c1", sub_);  // ready: the frontend has not sent the update yet
-  std::string op =
-      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
-  ASSERT_TRUE(store_
-                  ->Patch(store::kResources, sub_, op,
-                          {store::PatchOp{store::PatchOp::Kind::kSet,
-                                          std::string(arm::kPathAwaitingClusterService), json::value(true)}})
-                  .ok());
-  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  std::string op = PutUnconfirmedUpdate(f);
   Reconcile(*b);
   EXPECT_EQ(Op(op).status, arm::kStateAccepted);  // "ready" is the state before the update
   // The frontend's request reached the Cluster Service, and it confirms.
@@ -391,14 +398,7 @@ TEST_F(BackendTest, UnconfirmedUpdateWaitsForTheFrontend) {
 TEST_F(BackendTest, UpdateNeverConfirmedIsJudgedAfterTheGrace) {
   auto b = MakeBackend();
   Flow f = Existing("c1", sub_);
-  std::string op =
-      PutOperation(sub_, arm::OperationRequest::kUpdate, f.resource_id, f.href, arm::kStateAccepted);
-  ASSERT_TRUE(store_
-                  ->Patch(store::kResources, sub_, op,
-                          {store::PatchOp{store::PatchOp::Kind::kSet,
-                                          std::string(arm::kPathAwaitingClusterService), json::value(true)}})
-                  .ok());
-  PutResource(sub_, f.resource_id, arm::kClusterDocType, f.href, arm::kStateAccepted, op);
+  std::string op = PutUnconfirmedUpdate(f);
   Reconcile(*b);
   EXPECT_EQ(Op(op).status, arm::kStateAccepted);
   clock_.Advance(2min);  // the frontend died before confirming: the state decides after the grace
