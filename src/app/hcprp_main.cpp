@@ -44,6 +44,7 @@ struct Config {
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
+  int create_recovery_seconds = 120;
   int gc_window_seconds = 3600;
   int64_t operation_ttl_seconds = 604800;
   bool json_output = false;
@@ -159,6 +160,7 @@ class Runner {
     o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.check_concurrency = config_.check_concurrency;
+    o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.create_request_builder = parts_.create_builder.get();
     auto b = backend::Backend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
@@ -356,6 +358,11 @@ int Main(int argc, char** argv) {
                   "Operations a backend checks against the Cluster Service at once")
         ->capture_default_str()
         ->check(CLI::Range(size_t{1}, size_t{64}));
+    s->add_option("--create-recovery-seconds", c.create_recovery_seconds,
+                  "Age after which a create whose frontend never recorded the Cluster Service object is "
+                  "finished by the backend (the Cluster Service POST is idempotent)")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 86400));
     s->add_option("--gc-window-seconds", c.gc_window_seconds,
                   "Age before an orphaned Cluster Service object is deleted")
         ->capture_default_str();
