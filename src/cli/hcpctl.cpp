@@ -289,8 +289,10 @@ int Program::Finish(ArmClient& client, const Result<ArmResponse>& started,
       if (!first.body.is_null()) out_ << json::serialize(first.body) << "\n";
     } else {
       out_ << "Accepted (HTTP " << first.status << ").";
-      if (!async.empty())
-        out_ << " Follow it with: hcpctl operation show " << async.substr(async.rfind('/') + 1);
+      if (!async.empty()) {
+        std::string id = async.substr(0, async.find('?'));  // the status URL ends in /{id}?api-version=...
+        out_ << " Follow it with: hcpctl operation show " << id.substr(id.rfind('/') + 1);
+      }
       out_ << "\n";
     }
     return 0;

@@ -3,6 +3,7 @@
 
 import json
 import socket
+import re
 import subprocess
 
 from e2e import Arm, expect, expect_eq, run_tests
@@ -84,5 +85,21 @@ def test_unreachable_endpoint(ctx):
     expect_eq(rc, 3, f"list against an unreachable endpoint (stderr {err!r})")
 
 
+def test_no_wait_names_the_operation_to_follow(ctx):
+    endpoint, _, _ = ctx.serve(profile="demo", time_scale="0.3")
+    rc, out, err = hcpctl(endpoint, "subscription", "register")
+    expect_eq(rc, 0, f"register ({err})")
+    rc, out, err = hcpctl(endpoint, "cluster", "create", "nw", "--no-wait")
+    expect_eq(rc, 0, f"create --no-wait ({out} {err})")
+    words = out.split("hcpctl operation show ")
+    expect(len(words) == 2, f"--no-wait output without the command to follow it: {out!r}")
+    op_id = words[1].split()[0]
+    expect(re.fullmatch(r"[0-9a-f-]{36}", op_id), f"--no-wait names {op_id!r}, not an operation ID")
+    rc, out, err = hcpctl(endpoint, "operation", "show", op_id)
+    expect_eq(rc, 0, f"operation show {op_id} ({out} {err})")
+    expect(op_id in out, f"operation show output does not name {op_id}: {out!r}")
+
+
 if __name__ == "__main__":
-    run_tests([test_cluster_nodepool_delete, test_invalid_body, test_unreachable_endpoint])
+    run_tests([test_cluster_nodepool_delete, test_invalid_body, test_unreachable_endpoint,
+               test_no_wait_names_the_operation_to_follow])
