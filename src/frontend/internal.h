@@ -96,8 +96,9 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
 // The read-only values a response carries beyond what the client sent: the Cluster Service's
 // (api.url, console.url, dns.baseDomain, platform.issuerUrl; recorded when the Cluster Service
 // answered a create or update, or synced by the backend into clusterServiceStatus) and
-// status.conditions derived from the provisioning state, their lastTransitionTime being the last
-// write of the resource document (every state change is one).
+// status.conditions: the provisioning engine's conditions from clusterServiceStatus folded into
+// Available/Progressing/Degraded when the backend synced some, else derived from the provisioning
+// state, their lastTransitionTime being the last write of the resource document.
 // `recorded` is the resource's api::Resource::observed.
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded);
 
