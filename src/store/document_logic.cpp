@@ -257,6 +257,27 @@ IndexedFields ExtractIndexedFields(const json::value& body) {
   return f;
 }
 
+Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now) {
+  Version v;
+  v.body = json::serialize(body);
+  v.etag = NewEtag();
+  v.ts = now;
+  v.ttl = ttl;
+  v.fields = ExtractIndexedFields(body);
+  return v;
+}
+
+Document MakeDocument(std::string_view pk, std::string_view id, json::value body, const Version& v) {
+  Document d;
+  d.id = std::string(id);
+  d.partition_key = std::string(pk);
+  d.body = std::move(body);
+  d.etag = v.etag;
+  d.timestamp_ms = v.ts;
+  d.ttl_seconds = v.ttl;
+  return d;
+}
+
 std::optional<std::string> PrefixUpperBound(std::string_view prefix) {
   std::string s(prefix);
   while (!s.empty()) {

@@ -50,6 +50,31 @@ struct IndexedFields {
 IndexedFields ExtractIndexedFields(const json::value& body);
 bool IsTerminalStatus(std::string_view status);  // case-insensitive
 
+// The stored row of a document, live or expired (timestamps in milliseconds).
+struct StoredRow {
+  std::string body;
+  std::string etag;
+  int64_t ts = 0;
+  std::optional<int64_t> ttl;
+  std::optional<int64_t> expires_at;
+  bool Live(int64_t now) const { return !expires_at || *expires_at > now; }
+};
+
+// A new version of a document about to be written: serialised body, fresh etag, indexed fields.
+struct Version {
+  std::string body;
+  std::string etag;
+  int64_t ts = 0;
+  std::optional<int64_t> ttl;
+  IndexedFields fields;
+  std::optional<int64_t> ExpiresAt() const {
+    return ttl ? std::optional<int64_t>(ts + *ttl * 1000) : std::nullopt;
+  }
+};
+Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now);
+// The Document a write returns: `body` with the version's etag, timestamp and ttl.
+Document MakeDocument(std::string_view pk, std::string_view id, json::value body, const Version& v);
+
 // The exclusive upper bound of the strings that start with `prefix` (bytewise), or nullopt when
 // there is none (the prefix is empty or all 0xFF).
 std::optional<std::string> PrefixUpperBound(std::string_view prefix);

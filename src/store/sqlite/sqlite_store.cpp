@@ -15,6 +15,10 @@ namespace hcprp::store::sqlite {
 namespace {
 
 using internal::IndexedFields;
+using internal::MakeDocument;
+using internal::MakeVersion;
+using internal::StoredRow;
+using internal::Version;
 
 constexpr size_t kMaxReaders = 32;
 constexpr int64_t kPurgeChunk = 512;
@@ -139,49 +143,6 @@ struct Tx {
   int64_t now;
   bool feed_changed = false;
 };
-
-// The stored row of a document, live or expired.
-struct StoredRow {
-  std::string body;
-  std::string etag;
-  int64_t ts = 0;
-  std::optional<int64_t> ttl;
-  std::optional<int64_t> expires_at;
-  bool Live(int64_t now) const { return !expires_at || *expires_at > now; }
-};
-
-// A new version of a document about to be written.
-struct Version {
-  std::string body;
-  std::string etag;
-  int64_t ts = 0;
-  std::optional<int64_t> ttl;
-  IndexedFields fields;
-  std::optional<int64_t> ExpiresAt() const {
-    return ttl ? std::optional<int64_t>(ts + *ttl * 1000) : std::nullopt;
-  }
-};
-
-Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now) {
-  Version v;
-  v.body = json::serialize(body);
-  v.etag = internal::NewEtag();
-  v.ts = now;
-  v.ttl = ttl;
-  v.fields = internal::ExtractIndexedFields(body);
-  return v;
-}
-
-Document MakeDocument(std::string_view pk, std::string_view id, json::value body, const Version& v) {
-  Document d;
-  d.id = std::string(id);
-  d.partition_key = std::string(pk);
-  d.body = std::move(body);
-  d.etag = v.etag;
-  d.timestamp_ms = v.ts;
-  d.ttl_seconds = v.ttl;
-  return d;
-}
 
 #define HCPRP_ASSIGN_STMT(var, conn, sql)                  \
   auto var##_prepared = (conn).Prepare(sql);               \
