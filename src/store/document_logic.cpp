@@ -257,6 +257,47 @@ IndexedFields ExtractIndexedFields(const json::value& body) {
   return f;
 }
 
+Status CheckContainer(std::string_view container) {
+  if (container.empty()) return Error::InvalidArgument("the container name is empty");
+  return Status::Ok();
+}
+
+Status ValidateOp(const WriteOp& op) {
+  switch (op.kind) {
+    case WriteOp::Kind::kCreate:
+      if (!op.conditions.empty()) return Error::InvalidArgument("a create cannot have conditions");
+      if (op.if_match) return Error::InvalidArgument("a create cannot have if-match");
+      [[fallthrough]];
+    case WriteOp::Kind::kReplace:
+    case WriteOp::Kind::kUpsert:
+      HCPRP_RETURN_IF_ERROR(ValidateBody(op.body));
+      return ValidateTtl(op.ttl_seconds);
+    case WriteOp::Kind::kDelete:
+    case WriteOp::Kind::kPatch:
+    case WriteOp::Kind::kRead:
+      return Status::Ok();
+  }
+  return Error::InvalidArgument("unknown write operation kind");
+}
+
+Status ValidateBatch(std::string_view container, const std::vector<WriteOp>& ops) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Status st = ValidateOp(ops[i]);
+    if (!st.ok()) return BatchOperationError(i, st.error());
+  }
+  return Status::Ok();
+}
+
+Status ValidateQuery(const QueryOptions& o) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(o.container));
+  if (!o.partition_key && !o.resource_type) {
+    return Error::InvalidArgument("a query across partitions needs a resource type");
+  }
+  if (o.max_items == 0) return Error::InvalidArgument("max_items must be > 0");
+  return Status::Ok();
+}
+
 Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now) {
   Version v;
   v.body = json::serialize(body);

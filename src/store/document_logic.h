@@ -40,6 +40,13 @@ inline constexpr size_t kMaxBodyDepth = 512;
 Status ValidateTtl(const std::optional<int64_t>& ttl_seconds);
 inline constexpr int64_t kMaxTtlSeconds = int64_t{100} * 365 * 24 * 3600;
 
+// Argument checks every engine makes before touching its database.
+Status CheckContainer(std::string_view container);  // kInvalidArgument when empty
+Status ValidateOp(const WriteOp& op);               // bodies, ttls, what a create may carry
+// The container and every operation; an operation's error names its index (BatchOperationError).
+Status ValidateBatch(std::string_view container, const std::vector<WriteOp>& ops);
+Status ValidateQuery(const QueryOptions& options);  // container, partition or type, max_items
+
 // The well-known fields the store indexes (see store.h), extracted from a body on write.
 struct IndexedFields {
   std::optional<std::string> resource_type;  // lower-cased /resourceType

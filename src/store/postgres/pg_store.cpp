@@ -21,10 +21,12 @@
 namespace hcprp::store::postgres {
 namespace {
 
+using internal::CheckContainer;
 using internal::IndexedFields;
 using internal::MakeDocument;
 using internal::MakeVersion;
 using internal::StoredRow;
+using internal::ValidateOp;
 using internal::Version;
 using namespace std::chrono_literals;
 
@@ -71,11 +73,6 @@ Result<json::value> ParseBody(std::string_view text) {
   parser.write(text.data(), text.size(), ec);
   if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
   return parser.release();
-}
-
-Status CheckContainer(std::string_view container) {
-  if (container.empty()) return Error::InvalidArgument("the container name is empty");
-  return Status::Ok();
 }
 
 int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
@@ -220,24 +217,6 @@ Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::str
 // The etag a conditional statement must require (nullptr: any live document).
 const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
   return (if_match && *if_match != "*") ? &*if_match : nullptr;
-}
-
-Status ValidateOp(const WriteOp& op) {
-  switch (op.kind) {
-    case WriteOp::Kind::kCreate:
-      if (!op.conditions.empty()) return Error::InvalidArgument("a create cannot have conditions");
-      if (op.if_match) return Error::InvalidArgument("a create cannot have if-match");
-      [[fallthrough]];
-    case WriteOp::Kind::kReplace:
-    case WriteOp::Kind::kUpsert:
-      HCPRP_RETURN_IF_ERROR(internal::ValidateBody(op.body));
-      return internal::ValidateTtl(op.ttl_seconds);
-    case WriteOp::Kind::kDelete:
-    case WriteOp::Kind::kPatch:
-    case WriteOp::Kind::kRead:
-      return Status::Ok();
-  }
-  return Error::InvalidArgument("unknown write operation kind");
 }
 
 // Inserts version `v` where no live document exists (an expired one is recorded as expired first)
@@ -818,11 +797,7 @@ Result<Document> PgStore::Read(std::string_view container, std::string_view pk, 
 
 Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                                    const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Status st = ValidateOp(ops[i]);
-    if (!st.ok()) return BatchOperationError(i, st.error());
-  }
+  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
   return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
     if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
     BatchResult out;
@@ -837,11 +812,7 @@ Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view 
 }
 
 Result<QueryPage> PgStore::Query(const QueryOptions& o) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(o.container));
-  if (!o.partition_key && !o.resource_type) {
-    return Error::InvalidArgument("a query across partitions needs a resource type");
-  }
-  if (o.max_items == 0) return Error::InvalidArgument("max_items must be > 0");
+  HCPRP_RETURN_IF_ERROR(internal::ValidateQuery(o));
   int shape = 0;
   if (o.partition_key) shape |= sql::kQueryPartition;
   std::optional<std::string> type, rid, prefix, upper;

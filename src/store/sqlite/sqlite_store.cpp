@@ -14,10 +14,12 @@
 namespace hcprp::store::sqlite {
 namespace {
 
+using internal::CheckContainer;
 using internal::IndexedFields;
 using internal::MakeDocument;
 using internal::MakeVersion;
 using internal::StoredRow;
+using internal::ValidateOp;
 using internal::Version;
 
 constexpr size_t kMaxReaders = 32;
@@ -130,11 +132,6 @@ Result<json::value> ParseBody(std::string_view text) {
   parser.write(text.data(), text.size(), ec);
   if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
   return parser.release();
-}
-
-Status CheckContainer(std::string_view container) {
-  if (container.empty()) return Error::InvalidArgument("the container name is empty");
-  return Status::Ok();
 }
 
 // A write transaction in progress on the writer connection.
@@ -292,24 +289,6 @@ Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::str
 // The etag a fast-path statement must require (nullptr: any live document).
 const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
   return (if_match && *if_match != "*") ? &*if_match : nullptr;
-}
-
-Status ValidateOp(const WriteOp& op) {
-  switch (op.kind) {
-    case WriteOp::Kind::kCreate:
-      if (!op.conditions.empty()) return Error::InvalidArgument("a create cannot have conditions");
-      if (op.if_match) return Error::InvalidArgument("a create cannot have if-match");
-      [[fallthrough]];
-    case WriteOp::Kind::kReplace:
-    case WriteOp::Kind::kUpsert:
-      HCPRP_RETURN_IF_ERROR(internal::ValidateBody(op.body));
-      return internal::ValidateTtl(op.ttl_seconds);
-    case WriteOp::Kind::kDelete:
-    case WriteOp::Kind::kPatch:
-    case WriteOp::Kind::kRead:
-      return Status::Ok();
-  }
-  return Error::InvalidArgument("unknown write operation kind");
 }
 
 // Inserts version `v` of op.id (absent or expired) and records the create.
@@ -816,11 +795,7 @@ Result<Document> SqliteStore::Read(std::string_view container, std::string_view 
 
 Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk,
                                        std::vector<WriteOp> ops, const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Status st = ValidateOp(ops[i]);
-    if (!st.ok()) return BatchOperationError(i, st.error());
-  }
+  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
   return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
     if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
     BatchResult out;
@@ -835,11 +810,7 @@ Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_v
 }
 
 Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(o.container));
-  if (!o.partition_key && !o.resource_type) {
-    return Error::InvalidArgument("a query across partitions needs a resource type");
-  }
-  if (o.max_items == 0) return Error::InvalidArgument("max_items must be > 0");
+  HCPRP_RETURN_IF_ERROR(internal::ValidateQuery(o));
   int shape = 0;
   if (o.partition_key) shape |= sql::kQueryPartition;
   std::string type, rid, prefix;
