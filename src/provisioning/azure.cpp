@@ -248,21 +248,54 @@ AzureCall SimulatedAzure::PendingLocked(const Operation& op, TimePoint now) cons
   return c;
 }
 
+AzureCall SimulatedAzure::ThrottledCall(const AzureFault& f) const {
+  AzureCall c;
+  c.outcome = AzureCall::Outcome::kThrottled;
+  c.http_status = 429;
+  c.code = "TooManyRequests";
+  c.message = f.message.empty() ? "Too many requests" : f.message;
+  c.retry_after = Scaled(f.retry_after);
+  return c;
+}
+
+AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::string_view caller,
+                                      ResourceType type, const std::string& key, Resource& r, bool is_delete,
+                                      TimePoint now) {
+  Operation op;
+  op.token = "op-" + std::to_string(next_token_++);
+  op.key = key;
+  op.is_delete = is_delete;
+  op.started = now;
+  const Duration d = SampleLocked(type, is_delete);
+  op.done_at = now + d;
+  if (auto f = DrawFaultLocked(type, is_delete ? "delete" : "create", "fail")) {
+    op.failed = true;
+    op.code = f->code;
+    op.message = f->message;
+  }
+  r.state = is_delete ? "Deleting" : "Creating";
+  r.active_op = op.token;
+  if (!is_delete) {
+    create_starts_[key]++;
+    create_duration_ms_[key] = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  }
+  due_.emplace(op.done_at, op.token);
+  AzureCall c = PendingLocked(op, now);
+  operations_.emplace(op.token, std::move(op));
+  if (d == Duration::zero()) {
+    lock.unlock();
+    return Poll(caller, c.token);  // settles at once
+  }
+  return c;
+}
+
 AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type, const std::string& id) {
   std::unique_lock lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
   if (auto denied = CheckCallerLocked(caller, type, "write", id)) return *denied;
-  if (auto f = DrawFaultLocked(type, "create", "throttle")) {
-    AzureCall c;
-    c.outcome = AzureCall::Outcome::kThrottled;
-    c.http_status = 429;
-    c.code = "TooManyRequests";
-    c.message = f->message.empty() ? "Too many requests" : f->message;
-    c.retry_after = Scaled(f->retry_after);
-    return c;
-  }
+  if (auto f = DrawFaultLocked(type, "create", "throttle")) return ThrottledCall(*f);
   if (type != ResourceType::kResourceGroup) {
     auto rg = resources_.find(ResourceGroupOf(key));
     if (rg == resources_.end() || rg->second.state == "Deleting") {
@@ -294,29 +327,7 @@ AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type
     r.type = type;
     r.created = now;
   }
-  Operation op;
-  op.token = "op-" + std::to_string(next_token_++);
-  op.key = key;
-  op.started = now;
-  const Duration d = SampleLocked(type, false);
-  op.done_at = now + d;
-  if (auto f = DrawFaultLocked(type, "create", "fail")) {
-    op.failed = true;
-    op.code = f->code;
-    op.message = f->message;
-  }
-  r.state = "Creating";
-  r.active_op = op.token;
-  create_starts_[key]++;
-  create_duration_ms_[key] = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  due_.emplace(op.done_at, op.token);
-  AzureCall c = PendingLocked(op, now);
-  operations_.emplace(op.token, std::move(op));
-  if (d == Duration::zero()) {
-    lock.unlock();
-    return Poll(caller, c.token);
-  }
-  return c;
+  return StartLocked(lock, caller, type, key, r, false, now);
 }
 
 AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string& id) {
@@ -328,39 +339,10 @@ AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string
   ResourceType type = it != resources_.end() ? it->second.type : ResourceType::kResourceGroup;
   if (auto denied = CheckCallerLocked(caller, type, "delete", id)) return *denied;
   if (it == resources_.end()) return AzureCall{.http_status = 204};
-  if (auto f = DrawFaultLocked(type, "delete", "throttle")) {
-    AzureCall c;
-    c.outcome = AzureCall::Outcome::kThrottled;
-    c.http_status = 429;
-    c.code = "TooManyRequests";
-    c.message = f->message.empty() ? "Too many requests" : f->message;
-    c.retry_after = Scaled(f->retry_after);
-    return c;
-  }
+  if (auto f = DrawFaultLocked(type, "delete", "throttle")) return ThrottledCall(*f);
   Resource& r = it->second;
   if (r.state == "Deleting") return PendingLocked(operations_.at(r.active_op), now);
-  Operation op;
-  op.token = "op-" + std::to_string(next_token_++);
-  op.key = key;
-  op.is_delete = true;
-  op.started = now;
-  const Duration d = SampleLocked(type, true);
-  op.done_at = now + d;
-  if (auto f = DrawFaultLocked(type, "delete", "fail")) {
-    op.failed = true;
-    op.code = f->code;
-    op.message = f->message;
-  }
-  r.state = "Deleting";
-  r.active_op = op.token;
-  due_.emplace(op.done_at, op.token);
-  AzureCall c = PendingLocked(op, now);
-  operations_.emplace(op.token, std::move(op));
-  if (d == Duration::zero()) {
-    lock.unlock();
-    return Poll(caller, c.token);
-  }
-  return c;
+  return StartLocked(lock, caller, type, key, r, true, now);
 }
 
 AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token) {

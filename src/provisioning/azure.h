@@ -161,6 +161,11 @@ class SimulatedAzure {
   Duration SampleLocked(ResourceType type, bool is_delete);
   Duration Scaled(Duration d) const;
   AzureCall PendingLocked(const Operation& op, TimePoint now) const;
+  AzureCall ThrottledCall(const AzureFault& f) const;
+  // Starts r's create or delete as a long-running operation (a fault may make it fail); an
+  // operation drawn with no latency is polled to its end at once (unlocking `lock`). REQUIRES mu_.
+  AzureCall StartLocked(std::unique_lock<std::mutex>& lock, std::string_view caller, ResourceType type,
+                        const std::string& key, Resource& r, bool is_delete, TimePoint now);
 
   const AzureOptions options_;
 
