@@ -9,20 +9,26 @@ fresh schema and a fresh Cluster Service simulator (instant profile: every objec
  2. start the backends together (default settings: 8 shards, 3 s leases) and time how long until
     every operation is Succeeded (counted in PostgreSQL every 100 ms).
 
-Throughput = N / drain time. The drain includes the backends' start (lease balancing, first resync),
-the same for every count. Prints one line per count and the ratio against one backend.
+Throughput = operations finished per second between 10% and 90% of N done, so that the backends'
+start (lease balancing, first resync) does not count; the overall rate (N / drain time) is printed
+beside it. While draining, the store's PostgreSQL sessions are sampled (pg_stat_activity) and the
+average number of active sessions per wait event printed ("CPU": running). Prints one line per count and the ratio of the
+steady rates against one backend.
 
 Usage: python3 bench/backends/run.py --hcprp build/hcprp [--n 2000] [--counts 1,2]
 """
 
 import argparse
+import collections
 import concurrent.futures
+import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e_pg"))
@@ -79,22 +85,66 @@ def postgres_cpu():
     return total
 
 
-def succeeded(pgs, schema):
-    out = pgs.psql(f"SELECT count(*) FROM {schema}.documents WHERE resource_type = "
-                   f"convert_to('microsoft.redhatopenshift/hcpoperationsstatus', 'UTF8') AND NOT non_terminal")
-    return int(out.strip() or 0)
+class Psql:
+    """One psql session kept open (spawning psql per sample would cost more CPU than it measures)."""
+
+    def __init__(self, pgs):
+        argv = [os.path.join(pgs.bin, "psql"), "-X", "-q", "-A", "-t", "-h", "127.0.0.1", "-p", str(pgs.port),
+                "-U", "postgres", "-d", pgs.database]
+        if pgs.as_root:
+            argv = ["runuser", "-u", pg.SERVER_USER, "--", *argv]
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=pgs.dir)
+
+    def query(self, sql):
+        self.p.stdin.write(sql.rstrip(";") + ";\n\\echo --end--\n")
+        self.p.stdin.flush()
+        lines = []
+        while True:
+            line = self.p.stdout.readline()
+            if not line:
+                raise RuntimeError("psql exited")
+            if line.strip() == "--end--":
+                return lines
+            lines.append(line.strip())
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+
+
+def sample(session, schema):
+    """(operations Succeeded, wait events of the store's other sessions) in one query."""
+    lines = session.query(f"SELECT count(*)::text FROM {schema}.documents WHERE resource_type = "
+                   f"convert_to('microsoft.redhatopenshift/hcpoperationsstatus', 'UTF8') AND NOT non_terminal "
+                   f"UNION ALL SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity "
+                   f"WHERE state = 'active' AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
+    return int(lines[0] if lines else 0), lines[1:]
+
+
+def steady_rate(samples, n):
+    """Operations per second between 10% and 90% of n done (the backends' start excluded)."""
+    lo = next((t, d) for t, d in samples if d >= n * 0.1)
+    hi = next((t, d) for t, d in samples if d >= n * 0.9)
+    return (hi[1] - lo[1]) / (hi[0] - lo[0]) if hi[0] > lo[0] else float("nan")
 
 
 def run_one(args, pgs, count, workdir):
     schema = f"bench_{count}"
     store = pgs.url(schema=schema)
     procs = []
+    session = Psql(pgs)
     try:
         cs = spawn([args.hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
                     os.path.join(workdir, f"cs{count}"), "--profile", "instant", "--provisioner", "timed"],
                    os.path.join(workdir, "cs.log"))
         procs.append(cs)
         cs_url = url_in(wait_line(cs, "listening on"))
+        if args.cs_latency_ms > 0:
+            # A Cluster Service across a network: every read waits that long (the simulator's HTTP faults).
+            req = urllib.request.Request(cs_url + "/control/faults/http", method="PUT",
+                                         data=json.dumps({"delay_ms": args.cs_latency_ms,
+                                                          "methods": ["GET"]}).encode())
+            urllib.request.urlopen(req, timeout=10).read()
         fe = spawn([args.hcprp, "frontend", "--store", store, "--clusters-service", cs_url, "--listen",
                     "127.0.0.1:0"], os.path.join(workdir, "fe.log"))
         procs.append(fe)
@@ -123,21 +173,34 @@ def run_one(args, pgs, count, workdir):
                       os.path.join(workdir, f"be{count}-{b}.log"))
             procs.append(p)
             backends.append(p)
+        samples, waits, polls = [], collections.Counter(), 0
         while True:
-            done = succeeded(pgs, schema)
+            done, active = sample(session, schema)
+            samples.append((time.monotonic() - start, done))
+            if done > 0:
+                waits.update(active)
+                polls += 1
             if done >= args.n:
                 break
             if time.monotonic() - start > args.timeout:
                 raise RuntimeError(f"only {done} of {args.n} succeeded after {args.timeout}s")
-            time.sleep(0.1)
+            time.sleep(0.05)
         took = time.monotonic() - start
-        rate = args.n / took
+        rate = steady_rate(samples, args.n)
+        if os.environ.get("BENCH_TRACE"):
+            print([(round(t, 1), d) for t, d in samples[::10]])
+        first = next(t for t, d in samples if d > 0)
         be_cpu = sum(cpu_seconds(p.pid) for p in backends)
-        log(f"result: backends={count} n={args.n} drain={took:.2f}s throughput={rate:.0f} ops/s; CPU seconds "
+        top = ", ".join(f"{w} {c / polls:.2f}" for w, c in waits.most_common(6))
+        log(f"result: backends={count} n={args.n} drain={took:.2f}s (first done at {first:.2f}s) steady throughput "
+            f"(10%-90% done)={rate:.0f} ops/s, overall {args.n / took:.0f} ops/s; CPU seconds "
             f"during the drain: backends {be_cpu:.1f}, Cluster Service simulator {cpu_seconds(cs.pid) - cs_cpu0:.1f}, "
             f"PostgreSQL {postgres_cpu() - pg_cpu0:.1f} (of {took * os.cpu_count():.1f} available)")
+        log(f"  PostgreSQL sessions active while draining, average {sum(waits.values()) / polls:.2f} by wait "
+            f"event: {top}")
         return rate
     finally:
+        session.close()
         for p in procs:
             p.terminate()
         for p in procs:
@@ -157,6 +220,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--backend-args", default="", help="extra arguments of every backend, e.g. "
                     "'--check-concurrency 1'")
+    ap.add_argument("--cs-latency-ms", type=int, default=0,
+                    help="delay every Cluster Service read by this much (a remote Cluster Service)")
+    ap.add_argument("--keep", action="store_true", help="keep the processes' logs (the folder is printed)")
     args = ap.parse_args()
     args.hcprp = os.path.abspath(args.hcprp)
     if pg.find_binaries() is None:
@@ -168,7 +234,10 @@ def main():
             for count in [int(c) for c in args.counts.split(",")]:
                 rates[count] = run_one(args, pgs, count, workdir)
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.keep:
+            log(f"logs kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     base = rates.get(1)
     for count, rate in rates.items():
         ratio = f" ({rate / base:.2f}x one backend)" if base else ""

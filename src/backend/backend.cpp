@@ -180,6 +180,7 @@ Status Backend::Start() {
   threads_.emplace_back([this] { TimerLoop(); });
   threads_.emplace_back([this] { LeaseLoop(); });
   threads_.emplace_back([this] { NotifierLoop(); });
+  if (options_.gc_enabled) threads_.emplace_back([this] { GcLoop(); });
   return Status::Ok();
 }
 
@@ -296,6 +297,18 @@ void Backend::LeaseLoop() {
     std::unique_lock lock(run_mu_);
     if (stopping_) return;
     run_cv_.wait_for(lock, ownership_->RenewInterval(), [this] { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+void Backend::GcLoop() {
+  // Apart from the timer loop: a pass lists every Cluster Service object, which must not hold up
+  // the checks of operations.
+  while (true) {
+    MaybeRunGc(false);
+    std::unique_lock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.wait_for(lock, options_.tick, [this] { return stopping_; });
     if (stopping_) return;
   }
 }
@@ -461,19 +474,28 @@ void Backend::Step(bool exhaustive) {
   std::atomic<size_t> delete_budget{exhaustive ? std::numeric_limits<size_t>::max()
                                                : options_.max_cs_deletes_per_step};
   size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;
-  DrainChecks(check_budget, &delete_budget);
+  Drained drained = DrainChecks(check_budget, &delete_budget);
   RunSweeps(exhaustive);
-  if (exhaustive) DrainChecks(check_budget, &delete_budget);
-
-  if (options_.gc_enabled) {
-    bool gc = exhaustive;
-    {
-      std::lock_guard lock(state_mu_);
-      if (now >= next_gc_) gc = true;
-      if (gc) next_gc_ = now + options_.gc_interval;
-    }
-    if (gc) RunGc();
+  if (exhaustive) drained = DrainChecks(check_budget, &delete_budget);
+  if (drained == Drained::kBudgetSpent) {
+    // More checks are due now: the timer loop runs the next step without waiting for its tick.
+    std::lock_guard lock(run_mu_);
+    wake_ = true;
   }
+
+  if (exhaustive) MaybeRunGc(true);  // a running backend collects on its own thread (GcLoop)
+}
+
+void Backend::MaybeRunGc(bool force) {
+  if (!options_.gc_enabled) return;
+  std::lock_guard pass(gc_mu_);
+  TimePoint now = clock_->Now();
+  {
+    std::lock_guard lock(state_mu_);
+    if (!force && now < next_gc_) return;
+    next_gc_ = now + options_.gc_interval;
+  }
+  RunGc();
 }
 
 Status Backend::RebuildIndex() {
@@ -728,12 +750,13 @@ void Backend::EnqueueCheck(const OperationRecord& op) {
   run_cv_.notify_all();
 }
 
-bool Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget) {
+Backend::Drained Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget) {
   // Checks wait on the Cluster Service and on durable commits: several run at once (operations of
   // one partition never do, see ApplyMutex()).
   std::atomic<size_t> started{0};
-  std::atomic<bool> stopped{false};  // budget spent or queue empty
+  std::atomic<bool> stopped{false};  // budget spent, queue empty or a check stalled
   std::atomic<bool> emptied{false};
+  std::atomic<bool> stalled{false};
   auto work = [&] {
     while (!stopped) {
       if (started.fetch_add(1) >= max_checks) {
@@ -757,6 +780,7 @@ bool Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budg
       if (!CheckOperation(*op, cs_delete_budget)) {
         std::lock_guard lock(queue_mu_);
         if (queued_.insert(key).second) queue_.push_back(key);
+        stalled = true;
         stopped = true;
         return;
       }
@@ -774,7 +798,8 @@ bool Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budg
   for (size_t i = 0; i < helpers; ++i) threads.emplace_back(work);
   work();
   for (std::thread& t : threads) t.join();
-  return emptied;
+  if (stalled) return Drained::kStalled;
+  return emptied ? Drained::kEmptied : Drained::kBudgetSpent;
 }
 
 std::optional<Duration> Backend::DeadlineOf(Request request) const {

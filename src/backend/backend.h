@@ -178,7 +178,8 @@ class Backend {
   Backend(const Backend&) = delete;
   Backend& operator=(const Backend&) = delete;
 
-  // Starts the threads: change-feed follower, event follower, timer loop, notifier.
+  // Starts the threads: change-feed follower, event follower, timer loop, lease renewal, notifier
+  // and (gc_enabled) orphan collection.
   Status Start();
   // Stops and joins them and releases ownership. Idempotent.
   void Stop();
@@ -237,8 +238,13 @@ class Backend {
   void SyncIdleConditions(const clusterservice::Event& event);
 
   void EnqueueCheck(const OperationRecord& op);
-  // Checks queued operations; returns false when the budget ran out first.
-  bool DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget);
+  // How a drain of the check queue ended.
+  enum class Drained {
+    kEmptied,      // nothing left
+    kBudgetSpent,  // max_checks started: the rest is due at once, after the step's other work
+    kStalled,      // a check must wait (store failure, Cluster Service delete budget): next tick
+  };
+  Drained DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget);
   // Returns false when it needs a CS delete but the budget is spent (re-queue it).
   bool CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget);
   void RecoverCreate(const OperationRecord& op);
@@ -263,6 +269,8 @@ class Backend {
   void EnsureDeleteOperation(const store::Document& resource);
 
   void RunGc();
+  // Runs RunGc when the gc interval has passed since the last pass (or `force`).
+  void MaybeRunGc(bool force);
   // Adds the internalIds of every resource document of `doc_type` to `known`.
   Status KnownInternalIds(std::string_view doc_type, std::unordered_set<std::string>* known);
   // Deletes a listed Cluster Service object that no document knows once it is older than the window
@@ -279,6 +287,7 @@ class Backend {
   // lease lapse.
   void LeaseLoop();
   void NotifierLoop();
+  void GcLoop();
   void WaitFor(std::chrono::milliseconds d);  // real time, ends early on Stop()
 
   // Constant after construction.
@@ -300,6 +309,7 @@ class Backend {
   std::atomic<bool> load_subscriptions_requested_{true};
 
   std::mutex pass_mu_;  // one Step() at a time
+  std::mutex gc_mu_;    // one RunGc() at a time
   // Writes to one partition (Transit(), create recovery, implicit deletes) run one at a time;
   // different partitions' may run at once.
   std::mutex& ApplyMutex(std::string_view pk) {

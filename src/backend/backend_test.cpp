@@ -991,6 +991,30 @@ TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
 }
 
+TEST_F(BackendTest, QueueLongerThanOneStepDrainsWithoutWaitingForTicks) {
+  std::vector<Flow> flows;
+  for (int i = 0; i < 12; ++i) {
+    flows.push_back(StartCreate("c" + std::to_string(i)));
+    cs_.SetState(flows.back().href, "ready");
+  }
+  BackendOptions o = Options();
+  o.resync_interval = 1h;
+  o.poll_interval = 1h;
+  o.tick = 1h;
+  o.lease_ttl = 1h;  // no renewal wakes the timer loop either
+  o.max_checks_per_step = 2;
+  o.check_concurrency = 1;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return std::all_of(flows.begin(), flows.end(),
+                           [&](const Flow& f) { return Op(f.op).status == arm::kStateSucceeded; });
+      },
+      10s));
+  b->Stop();
+}
+
 TEST_F(BackendTest, PollsWhenTheClusterServiceHasNoEventStream) {
   cs_.SetEventsEnabled(false);
   BackendOptions o = Options();
