@@ -134,7 +134,7 @@ int64_t GetInt8(const PGresult* r, int row, int col) {
 
 class Raw {
  public:
-  Raw(const std::string& url, const std::string& schema) : channel_("hcprp_feed_" + schema) {
+  Raw(const std::string& url, const std::string& schema) {
     std::string options = "-c search_path=" + schema;
     const char* keys[] = {"dbname", "options", nullptr};
     const char* values[] = {url.c_str(), options.c_str(), nullptr};
@@ -184,8 +184,7 @@ class Raw {
     a.Bytes(d.etag, kText);
     a.Int(ts);
     a.Null(kInt8);
-    a.Bytes(channel_, kText);
-    Command(sql::kAppendChange, a);
+    Command(sql::kInsertChange, a);
   }
   void Insert(const Doc& d, int64_t ts) {
     Args a;
@@ -203,26 +202,7 @@ class Raw {
   void CreateBatch(const std::vector<Doc>& docs, int64_t ts) {
     Command(sql::kBegin, Args());
     for (const auto& d : docs) Insert(d, ts);
-    Args reserve;
-    reserve.Bytes(kContainer);
-    reserve.Int(static_cast<int64_t>(docs.size()));
-    reserve.Bytes(channel_, kText);
-    PGresult* r = Run(sql::kReserveSequences, reserve, PGRES_TUPLES_OK);
-    int64_t seq = GetInt8(r, 0, 0) - static_cast<int64_t>(docs.size());
-    PQclear(r);
-    for (const auto& d : docs) {
-      Args a;
-      a.Bytes(kContainer);
-      a.Int(++seq);
-      a.Int(sql::kKindCreate, kInt2);
-      a.Bytes(kPk);
-      a.Bytes(d.id);
-      a.Bytes(d.body);
-      a.Bytes(d.etag, kText);
-      a.Int(ts);
-      a.Null(kInt8);
-      Command(sql::kInsertChange, a);
-    }
+    for (const auto& d : docs) AppendChange(d, sql::kKindCreate, ts);
     Command(sql::kCommit, Args());
   }
   void ReplaceIfMatch(const Doc& d, const std::string& if_match, int64_t ts) {
@@ -255,6 +235,10 @@ class Raw {
   };
   size_t ReadChanges(int64_t after, int limit, std::vector<ChangeRow>& out) {
     out.clear();
+    Args n;
+    n.Bytes(kContainer);
+    n.Int(sql::kNumberChunk);
+    PQclear(Run(sql::kNumberChanges, n, PGRES_TUPLES_OK));
     Args a;
     a.Bytes(kContainer);
     a.Int(after);
@@ -272,7 +256,6 @@ class Raw {
 
  private:
   PGconn* c_ = nullptr;
-  std::string channel_;
   std::vector<const char*> prepared_;
 };
 

@@ -70,6 +70,41 @@ CREATE TABLE leases (
   PRIMARY KEY (container, pk, name)
 );
 )sql"},
+      // The change feed numbered by its readers (see pg_store.h): writers insert their changes with
+      // no sequence number (seq NULL, serial from a sequence) and never wait on each other;
+      // number_changes() gives the committed, unnumbered changes of a container the next numbers in
+      // serial order, under the container's feed_counters row lock.
+      {2, R"sql(
+ALTER TABLE changes DROP CONSTRAINT changes_pkey;
+ALTER TABLE changes ALTER COLUMN seq DROP NOT NULL;
+CREATE SEQUENCE change_serials;
+ALTER TABLE changes ADD COLUMN serial bigint;
+ALTER TABLE changes ALTER COLUMN serial SET DEFAULT nextval('change_serials');
+CREATE UNIQUE INDEX changes_numbered ON changes (container, seq) WHERE seq IS NOT NULL;
+CREATE INDEX changes_unnumbered ON changes (container, serial) WHERE seq IS NULL;
+CREATE FUNCTION number_changes(target bytea, max_rows bigint) RETURNS bigint LANGUAGE plpgsql AS $fn$
+DECLARE
+  base_seq bigint;
+  numbered bigint;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM changes WHERE container = target AND seq IS NULL) THEN
+    RETURN coalesce((SELECT last_seq FROM feed_counters WHERE container = target), 0);
+  END IF;
+  -- One numberer per container at a time; the statements below run on snapshots taken after the lock.
+  INSERT INTO feed_counters AS f (container, last_seq) VALUES (target, 0)
+    ON CONFLICT (container) DO UPDATE SET last_seq = f.last_seq RETURNING f.last_seq INTO base_seq;
+  WITH p AS (SELECT serial, base_seq + row_number() OVER (ORDER BY serial) AS next_seq FROM changes
+             WHERE container = target AND seq IS NULL ORDER BY serial LIMIT max_rows)
+  UPDATE changes ch SET seq = p.next_seq FROM p
+    WHERE ch.container = target AND ch.seq IS NULL AND ch.serial = p.serial;
+  GET DIAGNOSTICS numbered = ROW_COUNT;
+  IF numbered > 0 THEN
+    UPDATE feed_counters SET last_seq = base_seq + numbered WHERE container = target;
+  END IF;
+  RETURN base_seq + numbered;
+END
+$fn$;
+)sql"},
   };
   return kMigrations;
 }
@@ -112,39 +147,28 @@ inline constexpr Statement kDeleteDoc{
 inline constexpr Statement kDeleteAnyDoc{"h_delete_any",
                                          "DELETE FROM documents WHERE container=$1 AND pk=$2 AND id=$3"};
 
-// The change feed. The per-container counter row is the serialisation point: a transaction takes
-// its sequence numbers by updating that row as its last statement before COMMIT and holds the row
-// lock until it commits, so sequence order is commit order (see pg_store.h). The counter statement
-// also queues the NOTIFY that wakes waiters when the transaction commits.
-//
-// One change: $1 container $2 kind $3 pk $4 id $5 body $6 etag $7 ts $8 ttl $9 notify channel.
-inline constexpr Statement kAppendChange{
-    "h_append1",
-    "WITH s AS (INSERT INTO feed_counters AS f (container, last_seq) VALUES ($1, 1) "
-    "ON CONFLICT (container) DO UPDATE SET last_seq=f.last_seq+1 RETURNING f.last_seq, pg_notify($9, '')) "
-    "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts, ttl) "
-    "SELECT $1, s.last_seq, $2, $3, $4, $5, $6, $7, $8 FROM s"};
-// Several changes: reserve $2 numbers ($1 container $3 notify channel); returns the last one.
-inline constexpr Statement kReserveSequences{
-    "h_reserve",
-    "INSERT INTO feed_counters AS f (container, last_seq) VALUES ($1, $2) "
-    "ON CONFLICT (container) DO UPDATE SET last_seq=f.last_seq+$2 RETURNING f.last_seq, pg_notify($3, '')"};
-// $1 container $2 seq $3 kind $4 pk $5 id $6 body $7 etag $8 ts $9 ttl
+// The change feed (see pg_store.h). A writer inserts its changes unnumbered as the last work before
+// COMMIT: $1 container $2 kind $3 pk $4 id $5 body $6 etag $7 ts $8 ttl.
 inline constexpr Statement kInsertChange{
     "h_change",
-    "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts, ttl) "
-    "VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
-// $1 container $2 after sequence $3 limit. The numbers of a container are consecutive (a
-// transaction inserts exactly the numbers it reserved; a rollback returns them), so the next $3
-// changes are exactly those in ($2, $2 + $3]: the bounded range keeps the scan at $3 rows however
+    "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"};
+// A reader numbers what has been committed since: $1 container $2 at most that many. Returns the
+// container's last sequence number (0 when none).
+inline constexpr int kNumberChunk = 5000;
+inline constexpr Statement kNumberChanges{"h_number", "SELECT number_changes($1, $2)"};
+// $1 container $2 after sequence $3 limit. The numbers of a container are consecutive, so the next
+// $3 changes are exactly those in ($2, $2 + $3]: the bounded range keeps the scan at $3 rows however
 // long the feed is.
 inline constexpr Statement kReadChanges{
     "h_changes",
     "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=$1 AND seq>$2 AND seq<=$2+$3 "
     "ORDER BY seq LIMIT $3"};
-// $1 container. The last committed sequence (0 when none).
-inline constexpr Statement kLastSeq{
-    "h_last", "SELECT coalesce((SELECT last_seq FROM feed_counters WHERE container=$1), 0)"};
+// $1 container. The last numbered sequence (0 when none) and whether committed changes wait for
+// their numbers.
+inline constexpr Statement kFeedState{
+    "h_feed_state",
+    "SELECT coalesce((SELECT last_seq FROM feed_counters WHERE container=$1), 0), "
+    "EXISTS (SELECT 1 FROM changes WHERE container=$1 AND seq IS NULL)"};
 
 // $1 container $2 after pk (only in Next) $3 now $4 limit
 inline constexpr Statement kListPartitionsFirst{

@@ -399,33 +399,16 @@ Status CheckFence(Tx& tx, const Lease& fence) {
   return Status::Ok();
 }
 
-// Numbers and inserts the transaction's changes: the serialisation point of the change feed (see
-// pg_store.h). Runs as the last work before COMMIT.
-Status FlushChanges(Tx& tx, const std::string& channel) {
+// Inserts the transaction's changes, unnumbered (readers number them once committed, see
+// pg_store.h). Runs as the last work before COMMIT, after every document lock was taken.
+Status FlushChanges(Tx& tx) {
   for (auto& [container, list] : tx.changes) {
-    std::string what = "record changes of " + Printable(container);
-    if (list.size() == 1) {
-      const PendingChange& c = list.front();
+    for (const PendingChange& c : list) {
       Params p;
       p.Bytea(container).Int2(c.kind).Bytea(c.pk).Bytea(c.id).Bytea(c.body).Text(c.etag).Int8(c.ts).OptInt8(
           c.ttl);
-      p.Text(channel);
-      auto r = tx.c.Exec(sql::kAppendChange, p, what);
+      auto r = tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container));
       if (!r.ok()) return r.error();
-      continue;
-    }
-    Params p;
-    p.Bytea(container).Int8(static_cast<int64_t>(list.size())).Text(channel);
-    auto r = tx.c.Exec(sql::kReserveSequences, p, what);
-    if (!r.ok()) return r.error();
-    int64_t seq = r->Int8(0, 0) - static_cast<int64_t>(list.size());
-    for (const PendingChange& c : list) {
-      Params q;
-      q.Bytea(container).Int8(++seq).Int2(c.kind).Bytea(c.pk).Bytea(c.id).Bytea(c.body).Text(c.etag).Int8(
-          c.ts);
-      q.OptInt8(c.ttl);
-      auto ins = tx.c.Exec(sql::kInsertChange, q, what);
-      if (!ins.ok()) return ins.error();
     }
   }
   return Status::Ok();
@@ -515,9 +498,13 @@ class PgStore final : public internal::PointWritesAsBatches {
   Result<T> WriteTx(std::string_view what, Body&& body);
 
   Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
-  Result<uint64_t> LastSeq(PgConnection& c, std::string_view container);
+  // Numbers the container's committed, unnumbered changes (a chunk); returns its last sequence.
+  Result<uint64_t> NumberChanges(PgConnection& c, std::string_view container);
 
   void NotifyChanged();
+  // Has the notifier thread send a NOTIFY to the other processes (coalesced).
+  void AnnounceCommit();
+  void NotifierLoop();
   void EnsureListener();
   void ListenLoop();
   void SweepLoop();
@@ -537,6 +524,12 @@ class PgStore final : public internal::PointWritesAsBatches {
   std::mutex notify_mu_;
   std::condition_variable notify_cv_;
   uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+
+  std::mutex announce_mu_;
+  std::condition_variable announce_cv_;
+  bool announce_due_ = false;  // guarded by announce_mu_
+  bool announce_stop_ = false;  // guarded by announce_mu_
+  std::thread notifier_;        // guarded by announce_mu_; started by the first commit with changes
 
   std::mutex listener_mu_;
   std::thread listener_;         // guarded by listener_mu_; started by the first wait
@@ -618,6 +611,12 @@ Status PgStore::Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& o
 }
 
 PgStore::~PgStore() {
+  {
+    std::lock_guard lk(announce_mu_);
+    announce_stop_ = true;
+  }
+  announce_cv_.notify_all();
+  if (notifier_.joinable()) notifier_.join();
   {
     std::lock_guard lk(sweeper_mu_);
     sweeper_stop_ = true;
@@ -735,7 +734,7 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
     Tx tx{*c, clock_->NowMillis(), {}};
     Result<T> r = body(tx);
     if (r.ok()) {
-      Status flushed = FlushChanges(tx, channel_);
+      Status flushed = FlushChanges(tx);
       if (!flushed.ok()) r = flushed.error();
     }
     if (!r.ok()) {
@@ -754,8 +753,54 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
       return commit.error();
     }
     Release(std::move(c));
-    if (!tx.changes.empty()) NotifyChanged();
+    if (!tx.changes.empty()) {
+      NotifyChanged();
+      AnnounceCommit();
+    }
     return r;
+  }
+}
+
+void PgStore::AnnounceCommit() {
+  std::lock_guard lk(announce_mu_);
+  if (announce_stop_) return;
+  announce_due_ = true;
+  if (!notifier_.joinable()) {
+    notifier_ = std::thread([this] { NotifierLoop(); });
+  } else {
+    announce_cv_.notify_one();
+  }
+}
+
+void PgStore::NotifierLoop() {
+  // Its own connection, committing asynchronously: a notification needs no WAL flush, so the
+  // server's lock on the notification queue is held for microseconds, not for a disk write, and
+  // writers never wait for it. Commits that arrive while a NOTIFY is in flight share the next one.
+  // A process that dies between a commit and its NOTIFY leaves the other processes' waiters to
+  // their periodic re-check.
+  std::unique_ptr<PgConnection> conn;
+  auto backoff = 50ms;
+  std::unique_lock lk(announce_mu_);
+  while (true) {
+    announce_cv_.wait(lk, [&] { return announce_due_ || announce_stop_; });
+    if (announce_stop_) return;
+    announce_due_ = false;
+    lk.unlock();
+    if (!conn) {
+      auto c = PgConnection::Connect(target_.libpq_url, conn_options_ + " -c synchronous_commit=off",
+                                     kConnectTimeoutSeconds);
+      if (c.ok()) conn = std::move(*c);
+    }
+    bool sent = conn && conn->ExecSql("NOTIFY " + channel_, "notify").ok();
+    lk.lock();
+    if (sent) {
+      backoff = 50ms;
+      continue;
+    }
+    conn.reset();
+    announce_due_ = true;  // the server is away: try again after a pause (or at the next commit)
+    announce_cv_.wait_for(lk, backoff, [&] { return announce_stop_; });
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 2s);
   }
 }
 
@@ -908,10 +953,10 @@ Result<QueryPage> PgStore::ListPartitions(std::string_view container, size_t max
   });
 }
 
-Result<uint64_t> PgStore::LastSeq(PgConnection& c, std::string_view container) {
+Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container) {
   Params p;
-  p.Bytea(container);
-  auto r = c.Exec(sql::kLastSeq, p, "change feed position of " + Printable(container));
+  p.Bytea(container).Int8(sql::kNumberChunk);
+  auto r = c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container));
   if (!r.ok()) return r.error();
   return static_cast<uint64_t>(r->Int8(0, 0));
 }
@@ -923,14 +968,9 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
   auto position = internal::DecodeChangeContinuation(continuation);
   if (!position.ok()) return position.error();
   return WithConn([&](PgConnection& c) -> Result<ChangePage> {
-    uint64_t after = 0;
-    if (*position) {
-      after = **position;
-    } else {
-      auto last = LastSeq(c, container);
-      if (!last.ok()) return last.error();
-      after = *last;
-    }
+    auto last = NumberChanges(c, container);
+    if (!last.ok()) return last.error();
+    uint64_t after = *position ? **position : *last;
     Params p;
     p.Bytea(container)
         .Int8(static_cast<int64_t>(after))
@@ -1017,7 +1057,7 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
   if (*position) {
     after = **position;
   } else {
-    auto last = WithConn([&](PgConnection& c) { return LastSeq(c, container); });
+    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container); });
     if (!last.ok()) return last.error();
     after = *last;
   }
@@ -1027,9 +1067,15 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
       std::lock_guard lk(notify_mu_);
       generation = generation_;
     }
-    auto last = WithConn([&](PgConnection& c) { return LastSeq(c, container); });
-    if (!last.ok()) return last.error();
-    if (*last > after) return true;
+    auto state = WithConn([&](PgConnection& c) -> Result<bool> {
+      Params p;
+      p.Bytea(container);
+      auto r = c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container));
+      if (!r.ok()) return r.error();
+      return static_cast<uint64_t>(r->Int8(0, 0)) > after || r->Bool(0, 1);
+    });
+    if (!state.ok()) return state.error();
+    if (*state) return true;
     std::unique_lock lk(notify_mu_);
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;

@@ -27,33 +27,42 @@
 // the server rolls back for a deadlock or a serialisation failure is rerun (at most 3 times).
 // Reads and queries are single statements outside a transaction.
 //
-// Change feed without gaps (method (a): serialised appends). Each container has a counter row in
-// feed_counters. A writing transaction buffers its changes in memory and, as its last statement
-// before COMMIT, increments the counter of its container by the number of changes (an UPSERT that
-// takes the row lock) and inserts the changes numbered from the old value + 1. The row lock is held
-// until the transaction ends, so the next writer of that container gets its numbers only after this
-// one has committed (or rolled back, which also rolls back the counter: numbers stay consecutive).
-// Hence sequence order is commit order, and a reader whose snapshot sees change N also sees every
-// change below N: PostgreSQL removes a transaction from the running set before it releases its
-// locks. A reader never skips a change and never has to wait for a gap. The cost: commits of one
-// container are serialised (the lock is held for the last statement and the commit's WAL flush);
-// commits to different containers, and all reads, run in parallel. PurgeExpired locks the counters
-// of several containers in sorted order, after its document locks, as every writer does, so no
-// deadlock cycle exists.
+// Change feed without gaps: numbered by the readers, after commit. A writing transaction inserts its
+// changes as its last work before COMMIT with no sequence number (seq NULL) and a `serial` from a
+// PostgreSQL sequence; writers take no shared lock, so commits to one container run in parallel and
+// share WAL flushes. A serial is not a feed position: a transaction that took a lower serial may
+// commit after one with a higher serial. Readers therefore number: ReadChanges first calls
+// number_changes(container) (a PL/pgSQL function of migration 2), which, when committed unnumbered
+// changes exist, locks the container's feed_counters row and, on a snapshot taken after that lock,
+// gives them the next consecutive numbers in serial order, in one transaction. Consequences:
+//  - a number is given only to a committed change and only once, under the lock, and numbers are
+//    consecutive (a rolled-back transaction's rows never become visible, so they leave no gap): a
+//    reader at position N has seen every change numbered up to N, and a change that commits late
+//    (a slow transaction) simply gets a later number. Nothing is skipped and no reader waits on a gap;
+//  - the changes of one document keep their order: its writers are serialised by the document's row
+//    lock, and a writer inserts its change after taking that lock, so the later change has the higher
+//    serial and becomes visible only after the earlier one;
+//  - the cost moves to the readers: one short transaction (a WAL flush) per batch of newly committed
+//    changes, under the counter lock, which only numberers take. When nothing is pending the call
+//    is a read-only probe of a partial index.
+// The numbering is durable (a synchronous commit): a reader's continuation never refers to a number
+// that a crash could hand to another change.
 //
-// Waiting: the counter statement also runs pg_notify('hcprp_feed_<schema>', ''), which PostgreSQL
-// delivers on commit (never for a rolled-back transaction). The first WaitForChanges starts a
+// Waiting: after a commit with changes, the store wakes its own waiters at once and has a notifier
+// thread send NOTIFY hcprp_feed_<schema> on its own connection, which commits asynchronously (no
+// WAL flush, so PostgreSQL's notification-queue lock is held briefly and never by a writer);
+// commits made while a NOTIFY is in flight share the next one. The first WaitForChanges starts a
 // listener thread with its own connection (LISTEN) that blocks in poll() on the socket and a wake
-// pipe; every notification, and every commit through this Store, wakes the waiters, which re-check
-// the counter. If the listener's connection breaks it reconnects (backing off) and wakes everyone
-// to re-check; waiters also re-check every 5 s as a safety net.
+// pipe; every notification wakes the waiters, which check whether the container has changes beyond
+// their position, numbered or not. If the listener's connection breaks it reconnects (backing off)
+// and wakes everyone to re-check; waiters also re-check every 5 s as a safety net (this also covers
+// a writer process that died between its commit and its NOTIFY).
 //
-// Citus (sharding by subscription): every table's primary key starts with the container and
-// includes the partition key, so documents, changes and leases can be distributed by `pk`
-// (create_distributed_table('documents', 'pk'), colocated), and every transaction of a point
-// write, batch or lease touches one partition key. feed_counters is per container, not per
-// partition: on Citus it is a reference table, which makes every write a two-shard-group
-// transaction and keeps the per-container serialisation of commits. See docs/postgresql.md.
+// Citus (sharding by subscription): every table is keyed by container and includes the partition
+// key, so documents, changes and leases can be distributed by `pk` (create_distributed_table
+// ('documents', 'pk'), colocated), and every transaction of a point write, batch or lease touches
+// one partition key; writers no longer touch feed_counters. Numbering is a multi-shard update run
+// by readers. See docs/postgresql.md.
 #pragma once
 
 #include <memory>

@@ -1,6 +1,6 @@
 // PostgreSQL-specific behaviour: URLs, schema migrations (idempotent, concurrent, newer schema
 // refused), a server restart under an open store, and the change feed when a slow transaction
-// holds its sequence number while faster ones try to commit.
+// that wrote its change first commits after faster ones.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -126,6 +126,34 @@ TEST_F(PgStoreTest, MigrationsAreRecordedOnceAndReopeningAppliesNothing) {
   EXPECT_TRUE(IsOk(again->Read("resources", "p", "x")));
 }
 
+TEST_F(PgStoreTest, FeedWrittenBeforeTheReaderNumberedFeedContinuesAfterTheUpgrade) {
+  // A store at schema version 1, whose writers numbered their own changes (feed_counters).
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(IsOk(c->ExecSql("CREATE SCHEMA " + schema_, "schema")));
+  ASSERT_TRUE(IsOk(c->ExecSql(sql::Migrations().front().sql, "migration 1")));
+  ASSERT_TRUE(IsOk(c->ExecSql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+                              "applied_at timestamptz NOT NULL DEFAULT now()); "
+                              "INSERT INTO schema_migrations(version) VALUES (1); "
+                              "INSERT INTO documents(container, pk, id, body, etag, ts) VALUES "
+                              "('resources', 'p', 'old', '{\"i\":0}', 'e-old', 1); "
+                              "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts) VALUES "
+                              "('resources', 1, 0, 'p', 'old', '{\"i\":0}', 'e-old', 1); "
+                              "INSERT INTO feed_counters VALUES ('resources', 1)",
+                              "version 1 data")));
+  auto s = Open();  // applies the later migrations
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_migrations"), sql::Migrations().back().version);
+  ASSERT_TRUE(IsOk(s->Create("resources", "p", "new", Body(1))));
+  auto page = s->ReadChanges("resources", internal::EncodeChangeContinuation(0), 10);
+  ASSERT_TRUE(IsOk(page));
+  ASSERT_EQ(page->changes.size(), 2u);
+  EXPECT_EQ(page->changes[0].document.id, "old");
+  EXPECT_EQ(page->changes[0].sequence, 1u);
+  EXPECT_EQ(page->changes[1].document.id, "new");
+  EXPECT_EQ(page->changes[1].sequence, 2u);
+}
+
 TEST_F(PgStoreTest, ConcurrentOpenersMigrateOnce) {
   constexpr int kOpeners = 8;
   std::barrier sync(kOpeners);
@@ -226,8 +254,8 @@ class SlowWriter {
   SlowWriter(std::unique_ptr<PgConnection> c, std::string schema)
       : c_(std::move(c)), schema_(std::move(schema)) {}
 
-  // BEGIN; insert a document and append its change, taking the next sequence number (and the
-  // container's counter lock) -- everything a create does short of COMMIT.
+  // BEGIN; insert a document and its (unnumbered) change -- everything a create does short of
+  // COMMIT. Its change's serial is lower than those of every writer that starts after it.
   Status BeginCreate(std::string_view container, std::string_view pk, std::string_view id, int64_t now) {
     HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kBegin, Params(), "begin"));
     std::string body = json::serialize(Body(0));
@@ -237,14 +265,15 @@ class SlowWriter {
     d.OptInt8(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).Bool(false);
     HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kInsertDoc, d, "insert"));
     Params ch;
-    std::string channel = "hcprp_feed_" + schema_;
     ch.Bytea(container).Int2(sql::kKindCreate).Bytea(pk).Bytea(id).Bytea(body).Text(etag_).Int8(now);
-    ch.OptInt8(std::nullopt).Text(channel);
-    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kAppendChange, ch, "append"));
+    ch.OptInt8(std::nullopt);
+    HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kInsertChange, ch, "append"));
     return Status::Ok();
   }
+  // COMMIT, then NOTIFY the other processes, as the engine does.
   Status Commit() {
     HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kCommit, Params(), "commit"));
+    HCPRP_RETURN_IF_ERROR(c_->ExecSql("NOTIFY hcprp_feed_" + schema_, "notify"));
     return Status::Ok();
   }
   Status Rollback() {
@@ -259,7 +288,7 @@ class SlowWriter {
   std::string etag_;
 };
 
-TEST_F(PgStoreTest, SlowTransactionHoldingASequenceIsNeverSkipped) {
+TEST_F(PgStoreTest, SlowTransactionCommittingAfterAFasterOneIsNeverSkipped) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   ASSERT_TRUE(IsOk(store->Create("resources", "sub", "before", Body(0))));
@@ -268,60 +297,108 @@ TEST_F(PgStoreTest, SlowTransactionHoldingASequenceIsNeverSkipped) {
   ASSERT_EQ(start->changes.size(), 1u);
   std::string cont = start->continuation;
 
-  // T1 takes its sequence number and stays open.
+  // T1 writes its change first (the lower serial) and stays open.
   SlowWriter t1(Raw(), schema_);
   ASSERT_TRUE(IsOk(t1.BeginCreate("resources", "sub", "slow", clock_.NowMillis())));
-  // T2, a faster writer of the same container, runs its whole transaction meanwhile.
+  // T2, a faster writer of the same container, commits meanwhile without waiting for T1.
   auto t2 =
       std::async(std::launch::async, [&] { return store->Create("resources", "sub", "fast", Body(2)); });
-  // T2 cannot commit a later number while T1 holds the earlier one: it waits at the counter.
-  EXPECT_EQ(t2.wait_for(300ms), std::future_status::timeout);
-  // A reader meanwhile sees neither (T1's change is uncommitted, T2's not yet numbered).
-  auto mid = store->ReadChanges("resources", cont, 100);
-  ASSERT_TRUE(IsOk(mid));
-  EXPECT_TRUE(mid->changes.empty());
-  EXPECT_FALSE(*store->WaitForChanges("resources", cont, 50ms));
-
-  // A waiter is woken by T1's commit (NOTIFY is delivered on commit).
-  auto waiter = std::async(std::launch::async, [&] { return store->WaitForChanges("resources", cont, 20s); });
-  ASSERT_TRUE(IsOk(t1.Commit()));
   ASSERT_EQ(t2.wait_for(20s), std::future_status::ready);
   auto fast = t2.get();
   ASSERT_TRUE(IsOk(fast));
+  // A reader sees T2's change at once, numbered right after the last one.
+  auto mid = store->ReadChanges("resources", cont, 100);
+  ASSERT_TRUE(IsOk(mid));
+  ASSERT_EQ(mid->changes.size(), 1u);
+  EXPECT_EQ(mid->changes[0].document.id, "fast");
+  EXPECT_EQ(mid->changes[0].document.etag, fast->etag);
+  EXPECT_EQ(mid->changes[0].sequence, start->changes[0].sequence + 1);
+  cont = mid->continuation;
+  EXPECT_FALSE(*store->WaitForChanges("resources", cont, 50ms));
+
+  // A waiter of another handle (another process) is woken by T1's commit and NOTIFY.
+  auto other = Open();
+  ASSERT_NE(other, nullptr);
+  auto waiter = std::async(std::launch::async, [&] { return other->WaitForChanges("resources", cont, 20s); });
+  std::this_thread::sleep_for(100ms);  // let it start waiting
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(IsOk(t1.Commit()));
   ASSERT_EQ(waiter.wait_for(20s), std::future_status::ready);
   auto woke = waiter.get();
   ASSERT_TRUE(IsOk(woke));
   EXPECT_TRUE(*woke);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s) << "woken by the safety re-check, not by NOTIFY";
 
-  // Both, in commit order, with consecutive numbers: T1 first, never skipped.
+  // T1's change comes next, with the next number: committed later, delivered later, never skipped.
   auto after = store->ReadChanges("resources", cont, 100);
   ASSERT_TRUE(IsOk(after));
-  ASSERT_EQ(after->changes.size(), 2u);
+  ASSERT_EQ(after->changes.size(), 1u);
   EXPECT_EQ(after->changes[0].document.id, "slow");
   EXPECT_EQ(after->changes[0].document.etag, t1.etag());
-  EXPECT_EQ(after->changes[1].document.id, "fast");
-  EXPECT_EQ(after->changes[1].document.etag, fast->etag);
-  EXPECT_EQ(after->changes[0].sequence, start->changes[0].sequence + 1);
-  EXPECT_EQ(after->changes[1].sequence, after->changes[0].sequence + 1);
+  EXPECT_EQ(after->changes[0].sequence, mid->changes[0].sequence + 1);
 }
 
-TEST_F(PgStoreTest, RolledBackSequenceLeavesNoGap) {
+TEST_F(PgStoreTest, RolledBackTransactionLeavesNoGap) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   SlowWriter t1(Raw(), schema_);
   ASSERT_TRUE(IsOk(t1.BeginCreate("resources", "sub", "aborted", clock_.NowMillis())));
-  auto t2 =
-      std::async(std::launch::async, [&] { return store->Create("resources", "sub", "kept", Body(1)); });
-  EXPECT_EQ(t2.wait_for(200ms), std::future_status::timeout);
+  ASSERT_TRUE(IsOk(store->Create("resources", "sub", "kept", Body(1))));
   ASSERT_TRUE(IsOk(t1.Rollback()));
-  ASSERT_EQ(t2.wait_for(20s), std::future_status::ready);
-  ASSERT_TRUE(IsOk(t2.get()));
+  ASSERT_TRUE(IsOk(store->Create("resources", "sub", "later", Body(2))));
   auto all = store->ReadChanges("resources", "", 100);
   ASSERT_TRUE(IsOk(all));
-  ASSERT_EQ(all->changes.size(), 1u);
-  EXPECT_EQ(all->changes[0].document.id, "kept");
-  EXPECT_EQ(all->changes[0].sequence, 1u);
+  auto from_start = store->ReadChanges("resources", internal::EncodeChangeContinuation(0), 100);
+  ASSERT_TRUE(IsOk(from_start));
+  ASSERT_EQ(from_start->changes.size(), 2u);
+  EXPECT_EQ(from_start->changes[0].document.id, "kept");
+  EXPECT_EQ(from_start->changes[0].sequence, 1u);
+  EXPECT_EQ(from_start->changes[1].document.id, "later");
+  EXPECT_EQ(from_start->changes[1].sequence, 2u);
   EXPECT_TRUE(HasCode(store->Read("resources", "sub", "aborted"), ErrorCode::kNotFound));
+}
+
+TEST_F(PgStoreTest, ChangesOfOneDocumentKeepTheirOrderAcrossTransactions) {
+  // T1 takes a low serial with a change of "a", then waits for "b"'s row lock held by T2, which
+  // changed "b" and commits first; T1's later change of "b" must come after T2's.
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("resources", "sub", "b", Body(0))));
+  auto start = store->ReadChanges("resources", "", 100);
+  ASSERT_TRUE(IsOk(start));
+  auto t1c = Raw();
+  ASSERT_TRUE(IsOk(t1c->ExecSql("BEGIN", "t1")));
+  ASSERT_TRUE(IsOk(t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                                "('resources', 0, 'sub', 'a', '{}', 'e1', 1)",
+                                "t1 change a")));
+  auto t2c = Raw();
+  ASSERT_TRUE(IsOk(t2c->ExecSql("BEGIN", "t2")));
+  ASSERT_TRUE(IsOk(t2c->ExecSql("SELECT 1 FROM documents WHERE id = 'b' FOR UPDATE", "t2 lock b")));
+  ASSERT_TRUE(IsOk(t2c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                                "('resources', 1, 'sub', 'b', '{}', 'from-t2', 2)",
+                                "t2 change b")));
+  // T1 now wants b: it waits for T2 (as the engine's FOR UPDATE would), then records its change.
+  auto t1 = std::async(std::launch::async, [&]() -> Status {
+    HCPRP_RETURN_IF_ERROR(t1c->ExecSql("SELECT 1 FROM documents WHERE id = 'b' FOR UPDATE", "t1 lock b"));
+    HCPRP_RETURN_IF_ERROR(t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                                       "('resources', 1, 'sub', 'b', '{}', 'from-t1', 3)",
+                                       "t1 change b"));
+    auto committed = t1c->ExecSql("COMMIT", "t1 commit");
+    if (!committed.ok()) return committed.error();
+    return Status::Ok();
+  });
+  EXPECT_EQ(t1.wait_for(200ms), std::future_status::timeout);
+  ASSERT_TRUE(IsOk(t2c->ExecSql("COMMIT", "t2 commit")));
+  ASSERT_EQ(t1.wait_for(20s), std::future_status::ready);
+  ASSERT_TRUE(IsOk(t1.get()));
+  auto page = store->ReadChanges("resources", start->continuation, 100);
+  ASSERT_TRUE(IsOk(page));
+  std::vector<std::string> b_etags;
+  for (const auto& c : page->changes) {
+    if (c.document.id == "b") b_etags.push_back(c.document.etag);
+  }
+  EXPECT_EQ(b_etags, (std::vector<std::string>{"from-t2", "from-t1"}));
+  EXPECT_EQ(page->changes.size(), 3u);
 }
 
 TEST_F(PgStoreTest, OtherContainersDoNotWaitForASlowTransaction) {
