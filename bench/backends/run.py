@@ -164,6 +164,7 @@ def run_one(args, pgs, count, workdir):
             list(ex.map(create, range(args.n)))
         log(f"{count} backend(s): {args.n} creates accepted in {time.monotonic() - t0:.1f}s")
 
+        wal0 = [float(v) for v in session.query("SELECT wal_bytes || ' ' || wal_sync FROM pg_stat_wal")[0].split()]
         start = time.monotonic()
         cs_cpu0, pg_cpu0 = cpu_seconds(cs.pid), postgres_cpu()
         backends = []
@@ -196,6 +197,9 @@ def run_one(args, pgs, count, workdir):
             f"(10%-90% done)={rate:.0f} ops/s, overall {args.n / took:.0f} ops/s; CPU seconds "
             f"during the drain: backends {be_cpu:.1f}, Cluster Service simulator {cpu_seconds(cs.pid) - cs_cpu0:.1f}, "
             f"PostgreSQL {postgres_cpu() - pg_cpu0:.1f} (of {took * os.cpu_count():.1f} available)")
+        wal1 = [float(v) for v in session.query("SELECT wal_bytes || ' ' || wal_sync FROM pg_stat_wal")[0].split()]
+        log(f"  WAL per operation: {(wal1[0] - wal0[0]) / args.n / 1024:.1f} KiB, "
+            f"{(wal1[1] - wal0[1]) / args.n:.2f} flushes")
         log(f"  PostgreSQL sessions active while draining, average {sum(waits.values()) / polls:.2f} by wait "
             f"event: {top}")
         return rate

@@ -73,7 +73,7 @@ CREATE TABLE leases (
       // The change feed numbered by its readers (see pg_store.h): writers insert their changes with
       // no sequence number (seq NULL, serial from a sequence) and never wait on each other;
       // number_changes() gives the committed, unnumbered changes of a container the next numbers in
-      // serial order, under the container's feed_counters row lock.
+      // serial order, under a per-container advisory lock, and records the last one in feed_counters.
       {2, R"sql(
 ALTER TABLE changes DROP CONSTRAINT changes_pkey;
 ALTER TABLE changes ALTER COLUMN seq DROP NOT NULL;
@@ -90,16 +90,19 @@ BEGIN
   IF NOT EXISTS (SELECT 1 FROM changes WHERE container = target AND seq IS NULL) THEN
     RETURN coalesce((SELECT last_seq FROM feed_counters WHERE container = target), 0);
   END IF;
-  -- One numberer per container at a time; the statements below run on snapshots taken after the lock.
-  INSERT INTO feed_counters AS f (container, last_seq) VALUES (target, 0)
-    ON CONFLICT (container) DO UPDATE SET last_seq = f.last_seq RETURNING f.last_seq INTO base_seq;
+  -- One numberer per container at a time. An advisory lock takes no transaction ID, so a numberer
+  -- that finds everything numbered once it has the lock commits without a WAL flush. The statements
+  -- below run on snapshots taken after the lock: they see the previous numberer's work.
+  PERFORM pg_advisory_xact_lock(hashtextextended(current_schema() || ':' || encode(target, 'hex'), 1879));
+  base_seq := coalesce((SELECT last_seq FROM feed_counters WHERE container = target), 0);
   WITH p AS (SELECT serial, base_seq + row_number() OVER (ORDER BY serial) AS next_seq FROM changes
              WHERE container = target AND seq IS NULL ORDER BY serial LIMIT max_rows)
   UPDATE changes ch SET seq = p.next_seq FROM p
     WHERE ch.container = target AND ch.seq IS NULL AND ch.serial = p.serial;
   GET DIAGNOSTICS numbered = ROW_COUNT;
   IF numbered > 0 THEN
-    UPDATE feed_counters SET last_seq = base_seq + numbered WHERE container = target;
+    INSERT INTO feed_counters AS f (container, last_seq) VALUES (target, base_seq + numbered)
+      ON CONFLICT (container) DO UPDATE SET last_seq = excluded.last_seq;
   END IF;
   RETURN base_seq + numbered;
 END
@@ -149,9 +152,9 @@ inline constexpr Statement kDeleteAnyDoc{"h_delete_any",
 
 // The change feed (see pg_store.h). A writer inserts its changes unnumbered as the last work before
 // COMMIT: $1 container $2 kind $3 pk $4 id $5 body $6 etag $7 ts $8 ttl.
-inline constexpr Statement kInsertChange{
-    "h_change",
-    "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) VALUES($1, $2, $3, $4, $5, $6, $7, $8)"};
+inline constexpr Statement kInsertChange{"h_change",
+                                         "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) "
+                                         "VALUES($1, $2, $3, $4, $5, $6, $7, $8)"};
 // A reader numbers what has been committed since: $1 container $2 at most that many. Returns the
 // container's last sequence number (0 when none).
 inline constexpr int kNumberChunk = 5000;

@@ -527,7 +527,7 @@ class PgStore final : public internal::PointWritesAsBatches {
 
   std::mutex announce_mu_;
   std::condition_variable announce_cv_;
-  bool announce_due_ = false;  // guarded by announce_mu_
+  bool announce_due_ = false;   // guarded by announce_mu_
   bool announce_stop_ = false;  // guarded by announce_mu_
   std::thread notifier_;        // guarded by announce_mu_; started by the first commit with changes
 

@@ -33,7 +33,7 @@
 // share WAL flushes. A serial is not a feed position: a transaction that took a lower serial may
 // commit after one with a higher serial. Readers therefore number: ReadChanges first calls
 // number_changes(container) (a PL/pgSQL function of migration 2), which, when committed unnumbered
-// changes exist, locks the container's feed_counters row and, on a snapshot taken after that lock,
+// changes exist, takes the container's advisory lock and, on a snapshot taken after that lock,
 // gives them the next consecutive numbers in serial order, in one transaction. Consequences:
 //  - a number is given only to a committed change and only once, under the lock, and numbers are
 //    consecutive (a rolled-back transaction's rows never become visible, so they leave no gap): a
@@ -43,7 +43,8 @@
 //    lock, and a writer inserts its change after taking that lock, so the later change has the higher
 //    serial and becomes visible only after the earlier one;
 //  - the cost moves to the readers: one short transaction (a WAL flush) per batch of newly committed
-//    changes, under the counter lock, which only numberers take. When nothing is pending the call
+//    changes, under that lock, which only numberers take (one that finds nothing left
+//    once it has the lock commits read-only, without a flush). When nothing is pending the call
 //    is a read-only probe of a partial index.
 // The numbering is durable (a synchronous commit): a reader's continuation never refers to a number
 // that a crash could hand to another change.

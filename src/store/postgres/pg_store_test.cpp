@@ -132,15 +132,16 @@ TEST_F(PgStoreTest, FeedWrittenBeforeTheReaderNumberedFeedContinuesAfterTheUpgra
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(IsOk(c->ExecSql("CREATE SCHEMA " + schema_, "schema")));
   ASSERT_TRUE(IsOk(c->ExecSql(sql::Migrations().front().sql, "migration 1")));
-  ASSERT_TRUE(IsOk(c->ExecSql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
-                              "applied_at timestamptz NOT NULL DEFAULT now()); "
-                              "INSERT INTO schema_migrations(version) VALUES (1); "
-                              "INSERT INTO documents(container, pk, id, body, etag, ts) VALUES "
-                              "('resources', 'p', 'old', '{\"i\":0}', 'e-old', 1); "
-                              "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts) VALUES "
-                              "('resources', 1, 0, 'p', 'old', '{\"i\":0}', 'e-old', 1); "
-                              "INSERT INTO feed_counters VALUES ('resources', 1)",
-                              "version 1 data")));
+  ASSERT_TRUE(
+      IsOk(c->ExecSql("CREATE TABLE schema_migrations (version integer PRIMARY KEY, "
+                      "applied_at timestamptz NOT NULL DEFAULT now()); "
+                      "INSERT INTO schema_migrations(version) VALUES (1); "
+                      "INSERT INTO documents(container, pk, id, body, etag, ts) VALUES "
+                      "('resources', 'p', 'old', '{\"i\":0}', 'e-old', 1); "
+                      "INSERT INTO changes(container, seq, kind, pk, id, body, etag, ts) VALUES "
+                      "('resources', 1, 0, 'p', 'old', '{\"i\":0}', 'e-old', 1); "
+                      "INSERT INTO feed_counters VALUES ('resources', 1)",
+                      "version 1 data")));
   auto s = Open();  // applies the later migrations
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(QueryInt("SELECT max(version) FROM schema_migrations"), sql::Migrations().back().version);
@@ -368,21 +369,24 @@ TEST_F(PgStoreTest, ChangesOfOneDocumentKeepTheirOrderAcrossTransactions) {
   ASSERT_TRUE(IsOk(start));
   auto t1c = Raw();
   ASSERT_TRUE(IsOk(t1c->ExecSql("BEGIN", "t1")));
-  ASSERT_TRUE(IsOk(t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
-                                "('resources', 0, 'sub', 'a', '{}', 'e1', 1)",
-                                "t1 change a")));
+  ASSERT_TRUE(
+      IsOk(t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                        "('resources', 0, 'sub', 'a', '{}', 'e1', 1)",
+                        "t1 change a")));
   auto t2c = Raw();
   ASSERT_TRUE(IsOk(t2c->ExecSql("BEGIN", "t2")));
   ASSERT_TRUE(IsOk(t2c->ExecSql("SELECT 1 FROM documents WHERE id = 'b' FOR UPDATE", "t2 lock b")));
-  ASSERT_TRUE(IsOk(t2c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
-                                "('resources', 1, 'sub', 'b', '{}', 'from-t2', 2)",
-                                "t2 change b")));
+  ASSERT_TRUE(
+      IsOk(t2c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                        "('resources', 1, 'sub', 'b', '{}', 'from-t2', 2)",
+                        "t2 change b")));
   // T1 now wants b: it waits for T2 (as the engine's FOR UPDATE would), then records its change.
   auto t1 = std::async(std::launch::async, [&]() -> Status {
     HCPRP_RETURN_IF_ERROR(t1c->ExecSql("SELECT 1 FROM documents WHERE id = 'b' FOR UPDATE", "t1 lock b"));
-    HCPRP_RETURN_IF_ERROR(t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
-                                       "('resources', 1, 'sub', 'b', '{}', 'from-t1', 3)",
-                                       "t1 change b"));
+    HCPRP_RETURN_IF_ERROR(
+        t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
+                     "('resources', 1, 'sub', 'b', '{}', 'from-t1', 3)",
+                     "t1 change b"));
     auto committed = t1c->ExecSql("COMMIT", "t1 commit");
     if (!committed.ok()) return committed.error();
     return Status::Ok();
