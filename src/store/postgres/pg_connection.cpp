@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace hcprp::store::postgres {
@@ -125,7 +126,65 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& u
 
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
+bool PgConnection::WaitSocket(short events, std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    int wait_ms = -1;
+    if (query_timeout_.count() > 0) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return false;
+      wait_ms = static_cast<int>(left.count());
+    }
+    pollfd p{.fd = PQsocket(conn_), .events = events, .revents = 0};
+    if (p.fd < 0) return true;  // libpq reports the broken connection
+    int n = poll(&p, 1, wait_ms);
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;
+  }
+}
+
+PGresult* PgConnection::Await(int sent) {
+  if (sent == 0) return nullptr;
+  auto deadline = std::chrono::steady_clock::now() + query_timeout_;
+  auto expire = [&]() -> PGresult* {
+    timed_out_ = true;
+    return nullptr;
+  };
+  while (true) {  // send what libpq still buffers
+    int f = PQflush(conn_);
+    if (f < 0) return nullptr;
+    if (f == 0) break;
+    if (!WaitSocket(POLLIN | POLLOUT, deadline)) return expire();
+    if (PQconsumeInput(conn_) == 0) return nullptr;
+  }
+  PGresult* kept = nullptr;
+  while (true) {
+    while (PQisBusy(conn_) != 0) {
+      if (!WaitSocket(POLLIN, deadline)) {
+        PQclear(kept);
+        return expire();
+      }
+      if (PQconsumeInput(conn_) == 0) {
+        PQclear(kept);
+        return nullptr;
+      }
+    }
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) return kept;
+    if (kept != nullptr && PQresultStatus(kept) == PGRES_FATAL_ERROR) {
+      PQclear(r);
+    } else {
+      PQclear(kept);
+      kept = r;
+    }
+  }
+}
+
 Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
+  if (r == nullptr && timed_out_) {
+    last_sqlstate_ = "08000";
+    return Error::Unavailable(std::string(context) + ": PostgreSQL did not answer within " +
+                              std::to_string(query_timeout_.count()) + " ms");
+  }
   ExecStatusType st = r != nullptr ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
     last_sqlstate_.clear();
@@ -140,17 +199,18 @@ Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
 
 Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::string_view context) {
   if (!prepared_.contains(st.name)) {
-    PGresult* r = PQprepare(conn_, st.name, st.sql, p.size(), p.types());
+    PGresult* r = Await(PQsendPrepare(conn_, st.name, st.sql, p.size(), p.types()));
     auto checked = Check(r, context);
     if (!checked.ok()) return checked.error();
     prepared_.insert(st.name);
   }
-  return Check(PQexecPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(), /*binary=*/1),
-               context);
+  return Check(
+      Await(PQsendQueryPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(), /*binary=*/1)),
+      context);
 }
 
 Result<PgResult> PgConnection::ExecSql(const std::string& sql, std::string_view context) {
-  return Check(PQexec(conn_, sql.c_str()), context);
+  return Check(Await(PQsendQuery(conn_, sql.c_str())), context);
 }
 
 bool PgConnection::LooksDead() {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <chrono>
 #include <unordered_set>
 #include <vector>
 
@@ -102,10 +103,16 @@ class PgConnection {
   // Runs SQL text without parameters (may hold several statements; text results).
   Result<PgResult> ExecSql(const std::string& sql, std::string_view context);
 
+  // How long a call waits for the server's answer (0: for ever). A call that gets none in time fails
+  // with kUnavailable and leaves the connection broken (its state is unknown): a server that
+  // accepts connections but stops answering fails calls instead of hanging them.
+  void set_query_timeout(std::chrono::milliseconds t) { query_timeout_ = t; }
   // The SQLSTATE of the last failed call ("" after a success).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
-  // The connection is unusable (the server went away).
-  bool broken() const { return PQstatus(conn_) == CONNECTION_BAD; }
+  // The connection is unusable (the server went away, or a call ran out of time).
+  bool broken() const { return timed_out_ || PQstatus(conn_) == CONNECTION_BAD; }
+  // A call ran out of time (the server may be stuck: a new connection would not do better).
+  bool timed_out() const { return timed_out_; }
   // An idle connection that the server has written to (a termination notice, EOF) is dead: checked
   // without blocking before the pool hands it out again.
   bool LooksDead();
@@ -113,9 +120,17 @@ class PgConnection {
 
  private:
   explicit PgConnection(PGconn* c) : conn_(c) {}
+  // Waits for the answer to a query sent with PQsend*() (`sent` is its return value) within the
+  // query timeout; returns what PQexec would have (the first error, else the last result), null on
+  // failure or timeout.
+  PGresult* Await(int sent);
+  // Waits until the socket is ready for `events` or the deadline passes (false).
+  bool WaitSocket(short events, std::chrono::steady_clock::time_point deadline);
   Result<PgResult> Check(PGresult* r, std::string_view context);
 
   PGconn* conn_;
+  std::chrono::milliseconds query_timeout_{0};
+  bool timed_out_ = false;
   std::unordered_set<const char*> prepared_;  // statement names prepared on this connection
   std::string last_sqlstate_;
 };

@@ -551,14 +551,18 @@ PgStore::PgStore(PgTarget target, const OpenOptions& options)
       channel_("hcprp_feed_" + target_.schema) {}
 
 Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {
-  return PgConnection::Connect(target_.libpq_url, conn_options_, kConnectTimeoutSeconds);
+  auto c = PgConnection::Connect(target_.libpq_url, conn_options_, kConnectTimeoutSeconds);
+  if (c.ok()) (*c)->set_query_timeout(target_.query_timeout);
+  return c;
 }
 
 Result<std::unique_ptr<Store>> PgStore::Open(PgTarget target, const OpenOptions& options) {
   std::unique_ptr<PgStore> s(new PgStore(std::move(target), options));
   auto c = s->Connect();
   if (!c.ok()) return c.error();
+  (*c)->set_query_timeout(std::chrono::milliseconds(0));  // a migration may rewrite a large table
   HCPRP_RETURN_IF_ERROR(Migrate(**c, s->target_, options));
+  (*c)->set_query_timeout(s->target_.query_timeout);
   {
     std::lock_guard lk(s->pool_mu_);
     s->open_ = 1;
@@ -704,7 +708,7 @@ auto PgStore::WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>())) {
     auto c = Acquire(reused);
     if (!c.ok()) return c.error();
     auto r = f(**c);
-    bool broken = (*c)->broken();
+    bool broken = (*c)->broken() && !(*c)->timed_out();  // a stuck server: a new connection won't help
     Release(std::move(*c));
     if (!r.ok() && broken && reused && attempt == 0) {
       DropIdle();  // the server went away: the other idle connections are dead too
@@ -723,7 +727,7 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
     std::unique_ptr<PgConnection> c = std::move(*acquired);
     auto begin = c->Exec(sql::kBegin, Params(), std::string(what) + ": begin transaction");
     if (!begin.ok()) {
-      bool broken = c->broken();
+      bool broken = c->broken() && !c->timed_out();
       Release(std::move(c));
       if (broken && reused && attempt == 0) {
         DropIdle();
@@ -789,7 +793,10 @@ void PgStore::NotifierLoop() {
     if (!conn) {
       auto c = PgConnection::Connect(target_.libpq_url, conn_options_ + " -c synchronous_commit=off",
                                      kConnectTimeoutSeconds);
-      if (c.ok()) conn = std::move(*c);
+      if (c.ok()) {
+        conn = std::move(*c);
+        conn->set_query_timeout(target_.query_timeout);
+      }
     }
     bool sent = conn && conn->ExecSql("NOTIFY " + channel_, "notify").ok();
     lk.lock();
@@ -1207,7 +1214,16 @@ Result<PgTarget> ParsePostgresUrl(std::string_view url) {
     size_t amp = query.find('&');
     std::string_view kv = query.substr(0, amp);
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    if (kv.substr(0, 7) == "schema=") {
+    if (kv.substr(0, 17) == "query_timeout_ms=") {
+      std::string_view v = kv.substr(17);
+      int64_t ms = -1;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ms);
+      if (ec != std::errc() || end != v.data() + v.size() || ms < 0 || ms > 86'400'000) {
+        return Error::InvalidArgument("PostgreSQL store URL: query_timeout_ms \"" + Printable(v) +
+                                      "\" must be a number of milliseconds from 0 to 86400000");
+      }
+      t.query_timeout = std::chrono::milliseconds(ms);
+    } else if (kv.substr(0, 7) == "schema=") {
       t.schema = std::string(kv.substr(7));
       if (!ValidSchemaName(t.schema)) {
         return Error::InvalidArgument("PostgreSQL store URL: schema \"" + Printable(t.schema) +

@@ -1,10 +1,13 @@
 // The PostgreSQL engine of the store (see store.h for the semantics; docs/postgresql.md for
 // operating it).
 //
-// URL: postgresql://user[:password]@host[:port]/db[?schema=NAME&<libpq parameters>]. `schema`
-// (default "hcprp"; [a-z0-9_], at most 40 characters) names the PostgreSQL schema that holds the
-// store's tables; several stores can share a database in different schemas. Other parameters go
-// to libpq unchanged.
+// URL: postgresql://user[:password]@host[:port]/db[?schema=NAME&query_timeout_ms=N&<libpq
+// parameters>]. `schema` (default "hcprp"; [a-z0-9_], at most 40 characters) names the PostgreSQL
+// schema that holds the store's tables; several stores can share a database in different schemas.
+// `query_timeout_ms` (default 10000; 0: none) is how long a call waits for the server's answer: a
+// server that accepts connections but stops answering makes calls fail with kUnavailable (and
+// their connections dropped) instead of hanging; schema migrations at open have no limit. Other
+// parameters go to libpq unchanged.
 //
 // Connections: a pool (at most kMaxConnections, opened on demand). An idle connection that the
 // server wrote to (a termination notice after a restart) is dropped before it is handed out; a
@@ -66,6 +69,7 @@
 // by readers. See docs/postgresql.md.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string_view>
 
@@ -87,6 +91,7 @@ Result<std::unique_ptr<Store>> OpenPostgresStore(std::string_view url, const Ope
 struct PgTarget {
   std::string libpq_url;
   std::string schema;
+  std::chrono::milliseconds query_timeout{10000};
 };
 Result<PgTarget> ParsePostgresUrl(std::string_view url);
 

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <atomic>
 #include <barrier>
 #include <chrono>
@@ -99,6 +101,24 @@ TEST(PgUrlTest, ParsesSchemaAndKeepsLibpqParameters) {
   EXPECT_TRUE(HasCode(OpenStore("postgresql://u@h/db?schema=x;drop", {.clock = &clock}),
                       ErrorCode::kInvalidArgument));
   EXPECT_TRUE(HasCode(OpenStore("postgresql://u@h/db", {}), ErrorCode::kInvalidArgument));  // no clock
+}
+
+TEST(PgUrlTest, ParsesTheQueryTimeout) {
+  auto d = ParsePostgresUrl("postgresql://u@h/db");
+  ASSERT_TRUE(IsOk(d));
+  EXPECT_EQ(d->query_timeout, 10000ms);
+  auto t = ParsePostgresUrl("postgresql://u@h/db?query_timeout_ms=250&sslmode=disable");
+  ASSERT_TRUE(IsOk(t));
+  EXPECT_EQ(t->query_timeout, 250ms);
+  EXPECT_EQ(t->libpq_url, "postgresql://u@h/db?sslmode=disable");
+  auto none = ParsePostgresUrl("postgresql://u@h/db?query_timeout_ms=0");
+  ASSERT_TRUE(IsOk(none));
+  EXPECT_EQ(none->query_timeout, 0ms);
+  for (const char* bad : {"-1", "", "10s", "99999999999"}) {
+    EXPECT_TRUE(HasCode(ParsePostgresUrl(std::string("postgresql://u@h/db?query_timeout_ms=") + bad),
+                        ErrorCode::kInvalidArgument))
+        << bad;
+  }
 }
 
 TEST(PgUrlTest, UnreachableServerIsUnavailable) {
@@ -439,6 +459,30 @@ TEST_F(PgStoreTest, ConnectionsCarryKeepalivesThatTheUrlCanOverride) {
   EXPECT_EQ(ConnOption(**tuned, "tcp_user_timeout"), "5000");
   EXPECT_EQ(ConnOption(**tuned, "keepalives_idle"), "30");
   EXPECT_EQ(ConnOption(**tuned, "keepalives_count"), "3");
+}
+
+TEST_F(PgStoreTest, ServerThatStopsAnsweringFailsTheCallInsteadOfHangingIt) {
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  c->set_query_timeout(300ms);
+  auto pid = c->ExecSql("SELECT pg_backend_pid()", "pid");
+  ASSERT_TRUE(IsOk(pid));
+  pid_t server_process = static_cast<pid_t>(std::stol(pid->String(0, 0)));
+  // The server process serving this connection freezes: the kernel still accepts its traffic, but
+  // nothing answers (what keepalives cannot detect).
+  ASSERT_EQ(kill(server_process, SIGSTOP), 0);
+  auto t0 = std::chrono::steady_clock::now();
+  auto r = c->ExecSql("SELECT 1", "probe");
+  auto took = std::chrono::steady_clock::now() - t0;
+  kill(server_process, SIGCONT);
+  EXPECT_TRUE(HasCode(r, ErrorCode::kUnavailable));
+  if (!r.ok()) {
+    EXPECT_NE(r.error().message().find("did not answer within 300 ms"), std::string::npos);
+  }
+  EXPECT_GE(took, 250ms);
+  EXPECT_LT(took, 5s);
+  EXPECT_TRUE(c->broken());  // never reused: its protocol state is unknown
+  EXPECT_TRUE(c->timed_out());
 }
 
 TEST(PgRestartTest, CallsFailWhileTheServerIsDownAndSucceedAfterItReturns) {
