@@ -204,9 +204,9 @@ Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::s
     if (!checked.ok()) return checked.error();
     prepared_.insert(st.name);
   }
-  return Check(
-      Await(PQsendQueryPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(), /*binary=*/1)),
-      context);
+  return Check(Await(PQsendQueryPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(),
+                                         /*binary=*/1)),
+               context);
 }
 
 Result<PgResult> PgConnection::ExecSql(const std::string& sql, std::string_view context) {

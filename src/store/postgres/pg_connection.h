@@ -6,13 +6,13 @@
 #include <libpq-fe.h>
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <chrono>
 #include <unordered_set>
 #include <vector>
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <charconv>
 #include <condition_variable>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -498,8 +499,9 @@ class PgStore final : public internal::PointWritesAsBatches {
   Result<T> WriteTx(std::string_view what, Body&& body);
 
   Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
-  // Numbers the container's committed, unnumbered changes (a chunk); returns its last sequence.
-  Result<uint64_t> NumberChanges(PgConnection& c, std::string_view container);
+  // Numbers the container's committed, unnumbered changes (a chunk of them, or all for a reader that
+  // starts at "now"); returns its last sequence.
+  Result<uint64_t> NumberChanges(PgConnection& c, std::string_view container, bool all = false);
 
   void NotifyChanged();
   // Has the notifier thread send a NOTIFY to the other processes (coalesced).
@@ -960,9 +962,9 @@ Result<QueryPage> PgStore::ListPartitions(std::string_view container, size_t max
   });
 }
 
-Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container) {
+Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container, bool all) {
   Params p;
-  p.Bytea(container).Int8(sql::kNumberChunk);
+  p.Bytea(container).Int8(all ? std::numeric_limits<int64_t>::max() : sql::kNumberChunk);
   auto r = c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container));
   if (!r.ok()) return r.error();
   return static_cast<uint64_t>(r->Int8(0, 0));
@@ -975,7 +977,7 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
   auto position = internal::DecodeChangeContinuation(continuation);
   if (!position.ok()) return position.error();
   return WithConn([&](PgConnection& c) -> Result<ChangePage> {
-    auto last = NumberChanges(c, container);
+    auto last = NumberChanges(c, container, /*all=*/!*position);
     if (!last.ok()) return last.error();
     uint64_t after = *position ? **position : *last;
     Params p;
@@ -1064,7 +1066,7 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
   if (*position) {
     after = **position;
   } else {
-    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container); });
+    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); });
     if (!last.ok()) return last.error();
     after = *last;
   }

@@ -379,6 +379,27 @@ TEST_F(PgStoreTest, RolledBackTransactionLeavesNoGap) {
   EXPECT_TRUE(HasCode(store->Read("resources", "sub", "aborted"), ErrorCode::kNotFound));
 }
 
+TEST_F(PgStoreTest, NowIsAfterABacklogLongerThanOneNumberingChunk) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  ASSERT_TRUE(
+      IsOk(c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) SELECT 'resources', "
+                      "0, 'p', convert_to('x' || g, 'UTF8'), '{}', 'e', 1 FROM generate_series(1, " +
+                          std::to_string(sql::kNumberChunk + 10) + ") g",
+                      "backlog")));
+  auto now = store->ReadChanges("resources", kChangeFeedNow, 10);
+  ASSERT_TRUE(IsOk(now));
+  EXPECT_TRUE(now->changes.empty());
+  ASSERT_TRUE(IsOk(store->Create("resources", "p", "after-now", Body(1))));
+  auto next = store->ReadChanges("resources", now->continuation, 100);
+  ASSERT_TRUE(IsOk(next));
+  ASSERT_EQ(next->changes.size(), 1u);
+  EXPECT_EQ(next->changes[0].document.id, "after-now");
+  EXPECT_EQ(next->changes[0].sequence, static_cast<uint64_t>(sql::kNumberChunk + 11));
+}
+
 TEST_F(PgStoreTest, ChangesOfOneDocumentKeepTheirOrderAcrossTransactions) {
   // T1 takes a low serial with a change of "a", then waits for "b"'s row lock held by T2, which
   // changed "b" and commits first; T1's later change of "b" must come after T2's.
