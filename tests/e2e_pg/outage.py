@@ -11,7 +11,9 @@ The backend runs with a resync interval longer than the test, so the operations 
 outages finish only if its change feed (LISTEN/NOTIFY and the feed read) picked them up after the
 reconnection.
 
-A second test does the same with every part in one `hcprp serve` process.
+A second test does the same with every part in one `hcprp serve` process. A third freezes the server
+(SIGSTOP: connections stay open, nothing answers): the frontend answers 503 within its query and connect
+timeouts instead of hanging, and answers normally once the server runs again.
 
 Exits 77 (skipped) when the PostgreSQL server binaries are absent.
 """
@@ -214,6 +216,40 @@ def test_serve_recovers_after_restart(ctx):
     ctx.check(store, cs_url)
 
 
+def test_frozen_server_fails_calls_instead_of_hanging(ctx):
+    server = pg.PgServer()
+    ctx.closers.append(server.thaw)  # before close: a frozen server cannot be stopped
+    ctx.closers.append(server.close)
+    store = server.url() + "?query_timeout_ms=1000"
+    cs_url, _ = ctx.clusters_service(profile="demo", time_scale="0.3")
+    endpoint, _ = ctx.frontend(store, cs_url)
+    arm = Arm(endpoint)
+    arm.register()
+    r = arm.call("PUT", arm.cluster_path("f1"), arm.cluster_body("f1"))
+    expect_eq(r.status, 201, f"create ({r!r})")
+    status_url = r.header("Azure-AsyncOperation")
+    server.freeze()
+    try:
+        for what, call in [("GET cluster", lambda: arm.call("GET", arm.cluster_path("f1"), timeout=30)),
+                           ("GET operation status", lambda: arm.call("GET", status_url, timeout=30)),
+                           ("PUT cluster", lambda: arm.call("PUT", arm.cluster_path("f2"), arm.cluster_body("f2"),
+                                                            timeout=30))]:
+            t0 = time.monotonic()
+            answer = call()
+            took = time.monotonic() - t0
+            expect_unavailable(answer, f"{what} (server frozen)")
+            # One query timeout (1 s) on a pooled connection, or the connect timeout (5 s) on a new one.
+            expect(took < 8, f"{what} took {took:.1f}s while the server was frozen")
+            print(f"frozen server: {what} answered 503 after {took:.2f}s", flush=True)
+    finally:
+        server.thaw()
+    wait_until(lambda: arm.call("GET", arm.cluster_path("f1"), timeout=20).status == 200, timeout=30,
+               interval=0.2, what="the frontend to answer GET again after the server ran again")
+    r = arm.call("PUT", arm.cluster_path("f3"), arm.cluster_body("f3"))
+    expect_eq(r.status, 201, f"create after the freeze ({r!r})")
+
+
 if __name__ == "__main__":
     pg.skip_unless_available()
-    run_tests([test_postgres_restarted_under_load, test_serve_recovers_after_restart])
+    run_tests([test_postgres_restarted_under_load, test_serve_recovers_after_restart,
+               test_frozen_server_fails_calls_instead_of_hanging])

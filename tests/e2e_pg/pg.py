@@ -21,6 +21,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -125,6 +126,30 @@ class PgServer:
     def _server_options(self):
         return (f"-c listen_addresses=127.0.0.1 -p {self.port} -c unix_socket_directories={self.dir} "
                 f"-c fsync=on -c max_connections={self.max_connections}")
+
+    def processes(self):
+        """PIDs of the server: the postmaster and every process it started."""
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            postmaster = int(f.readline())
+        pids = [postmaster]
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as f:
+                        if int(f.read().rsplit(")", 1)[1].split()[1]) == postmaster:
+                            pids.append(int(d))
+                except (OSError, IndexError, ValueError):
+                    continue
+        return pids
+
+    def freeze(self):
+        """SIGSTOPs every server process: connections stay open, nothing answers (a stuck server)."""
+        for pid in self.processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self):
+        for pid in self.processes():
+            os.kill(pid, signal.SIGCONT)
 
     def stop(self, mode="fast", timeout=60):
         """Stops the server: "fast" terminates sessions and checkpoints, "immediate" aborts like a crash
