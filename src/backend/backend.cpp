@@ -296,7 +296,7 @@ void Backend::LeaseLoop() {
     }
     std::unique_lock lock(run_mu_);
     if (stopping_) return;
-    run_cv_.wait_for(lock, ownership_->RenewInterval(), [this] { return stopping_; });
+    run_cv_.wait_for(lock, ownership_->NextTickIn(), [this] { return stopping_; });
     if (stopping_) return;
   }
 }

@@ -11,6 +11,9 @@ namespace {
 
 constexpr std::string_view kMemberPrefix = "member-";
 constexpr int64_t kMemberRecordTtlSeconds = 3600;  // garbage collection of records of dead members
+// After another member's record expires, how long to wait before trying its shards: its leases were
+// renewed just before its record was, so they expire a few milliseconds earlier.
+constexpr std::chrono::milliseconds kLapseMargin{100};
 
 std::vector<uint32_t> PreferenceOrder(std::string_view owner, uint32_t shards) {
   // Start at a place that depends on the owner so that backends starting together try different
@@ -63,6 +66,7 @@ void ShardedLeases::Heartbeat(TimePoint now) {
   q.max_items = 500;
   size_t live = 0;
   bool self = false;
+  std::optional<TimePoint> next_expiry;
   while (true) {
     auto page = store_->Query(q);
     if (!page.ok()) return;
@@ -71,13 +75,18 @@ void ShardedLeases::Heartbeat(TimePoint now) {
       auto expires = ParseRfc3339(GetString(d.body.as_object(), "expiresAt").value_or(""));
       if (!expires.ok() || *expires <= now) continue;
       ++live;
-      if (d.id.substr(kMemberPrefix.size()) == options_.owner) self = true;
+      if (d.id.substr(kMemberPrefix.size()) == options_.owner) {
+        self = true;
+      } else if (!next_expiry || *expires < *next_expiry) {
+        next_expiry = *expires;
+      }
     }
     if (page->continuation.empty()) break;
     q.continuation = page->continuation;
   }
   std::lock_guard lock(mu_);
   live_members_ = std::max<size_t>(1, live + (self ? 0 : 1));
+  next_member_expiry_ = next_expiry;
 }
 
 void ShardedLeases::RenewDue(TimePoint now) {
@@ -164,17 +173,33 @@ bool ShardedLeases::Balance(TimePoint now) {
 bool ShardedLeases::Tick() {
   std::lock_guard tick(tick_mu_);
   TimePoint now = clock_->Now();
-  bool due =
-      !heartbeat_once_ || now - last_heartbeat_ >= RenewInterval() || now - last_balance_ >= RenewInterval();
-  if (!heartbeat_once_ || now - last_heartbeat_ >= RenewInterval()) {
+  bool member_lapsed = false;
+  {
+    std::lock_guard lock(mu_);
+    member_lapsed = next_member_expiry_.has_value() && now >= *next_member_expiry_ + kLapseMargin;
+  }
+  bool heartbeat = !heartbeat_once_ || now - last_heartbeat_ >= RenewInterval() || member_lapsed;
+  bool due = heartbeat || now - last_balance_ >= RenewInterval();
+  // Leases first, then the member record: the record then never expires before this backend's
+  // leases do, and whoever sees it lapse may take the shards at once.
+  RenewDue(now);
+  if (heartbeat) {
     heartbeat_once_ = true;
     Heartbeat(now);
   }
-  RenewDue(now);
   // A backend that holds nothing has nothing else to do: it looks for work at every tick.
   if (!due && HeldShards() > 0) return false;
   last_balance_ = now;
   return Balance(now);
+}
+
+std::chrono::milliseconds ShardedLeases::NextTickIn() const {
+  std::lock_guard lock(mu_);
+  if (!next_member_expiry_) return RenewInterval();
+  auto until =
+      std::chrono::ceil<std::chrono::milliseconds>(*next_member_expiry_ + kLapseMargin - clock_->Now());
+  if (until.count() <= 0) return RenewInterval();  // already acted on at a tick, or the heartbeat failed
+  return std::min(RenewInterval(), until);
 }
 
 bool ShardedLeases::Active() const { return HeldShards() > 0; }

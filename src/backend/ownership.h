@@ -5,8 +5,11 @@
 // the lease of its shard. Live backends announce themselves with a member record (renewed with the
 // leases) and each holds about shards / live-members of them: one that holds more than its share
 // releases the surplus, one that holds less takes free or lapsed shards. When a backend dies its
-// leases lapse after the TTL and the others take its shards over; when it stops cleanly it releases
-// them and removes its member record, so the others take over at their next tick.
+// leases lapse after the TTL and the others take its shards over: a backend renews its leases
+// before its member record, so the record expires last, and the others tick just after the
+// earliest record they saw expires (NextTickIn) instead of waiting for their next renewal. When it
+// stops cleanly it releases them and removes its member record, so the others take over at their
+// next tick.
 #pragma once
 
 #include <chrono>
@@ -45,6 +48,9 @@ class Ownership {
   // Gives ownership up (Stop()); others can take over at once.
   virtual void Release() = 0;
   virtual std::chrono::milliseconds RenewInterval() const = 0;
+  // How long the lease loop may wait before the next Tick(): at most RenewInterval(), less when
+  // something is due sooner (another backend's ownership lapsing).
+  virtual std::chrono::milliseconds NextTickIn() const { return RenewInterval(); }
   // How many shards this backend holds (for stats).
   virtual size_t HeldShards() const = 0;
 };
@@ -71,6 +77,9 @@ class ShardedLeases final : public Ownership {
   void FenceRefused(const store::Lease& lease) override;
   void Release() override;
   std::chrono::milliseconds RenewInterval() const override { return options_.ttl / 3; }
+  // Wakes the lease loop just after the earliest live member record of another backend expires, so
+  // that the shards of a backend that died are taken within about one TTL of its last renewal.
+  std::chrono::milliseconds NextTickIn() const override;
   size_t HeldShards() const override;
   // Live members seen at the last heartbeat (this backend included).
   size_t LiveMembers() const;
@@ -103,9 +112,10 @@ class ShardedLeases final : public Ownership {
   TimePoint last_balance_{};     // guarded by tick_mu_
   bool heartbeat_once_ = false;  // guarded by tick_mu_
 
-  mutable std::mutex mu_;      // never held across store calls
-  std::vector<Shard> shards_;  // guarded by mu_
-  size_t live_members_ = 1;    // guarded by mu_
+  mutable std::mutex mu_;                        // never held across store calls
+  std::vector<Shard> shards_;                    // guarded by mu_
+  size_t live_members_ = 1;                      // guarded by mu_
+  std::optional<TimePoint> next_member_expiry_;  // guarded by mu_; earliest of the other live members
 };
 
 }  // namespace hcprp::backend

@@ -75,6 +75,34 @@ TEST_F(ShardedLeasesTest, ALoneBackendOwnsEverything) {
   EXPECT_EQ(Writers({a.get()}, 200).size(), 200u);
 }
 
+TEST_F(ShardedLeasesTest, DeadBackendsShardsAreTakenAsSoonAsItsRecordLapses) {
+  auto a = Make("a");
+  auto b = Make("b");
+  // Out of phase: a ticks on the second, b half a second later.
+  for (int i = 0; i < 4; ++i) {
+    a->Tick();
+    clock_.Advance(500ms);
+    b->Tick();
+    clock_.Advance(500ms);
+  }
+  ASSERT_EQ(a->HeldShards(), 4u);
+  ASSERT_EQ(b->HeldShards(), 4u);
+  // b dies after its tick at 3.5 s; a keeps ticking on the second.
+  for (int i = 0; i < 3; ++i) {
+    a->Tick();
+    EXPECT_EQ(a->HeldShards(), 4u);
+    if (i < 2) clock_.Advance(1000ms);
+  }
+  // At 6 s a's next regular tick would be at 7 s; b's record lapses at 6.5 s.
+  auto wait = a->NextTickIn();
+  EXPECT_LT(wait, 1000ms);
+  EXPECT_GE(wait, 500ms);
+  clock_.Advance(wait);
+  EXPECT_TRUE(a->Tick());
+  EXPECT_EQ(a->HeldShards(), 8u);
+  EXPECT_EQ(a->NextTickIn(), a->RenewInterval());  // nobody else left to watch
+}
+
 TEST_F(ShardedLeasesTest, TwoBackendsSplitTheShardsAndNeverShareAPartition) {
   auto a = Make("a");
   auto b = Make("b");
