@@ -41,6 +41,7 @@ struct Config {
   int threads = 8;
   std::string owner;
   int lease_ttl_ms = 3000;
+  double change_retention_hours = 168;
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
@@ -131,6 +132,8 @@ class Runner {
     store::OpenOptions o;
     o.clock = &clock_;
     o.purge_interval = std::chrono::seconds(60);
+    o.change_retention =
+        std::chrono::seconds(static_cast<int64_t>(std::max(config_.change_retention_hours, 0.0) * 3600));
     auto s = store::OpenStore(*url, o);
     if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
     parts_.store = std::move(s).value();
@@ -336,6 +339,10 @@ int Main(int argc, char** argv) {
     auto* o = s->add_option("--store", c.store_url,
                             "Store URL: sqlite:///abs/file.db or postgresql://user@host:port/db");
     if (required) o->required();
+    s->add_option(
+         "--change-retention-hours", c.change_retention_hours,
+         "Hours the store's change feed keeps a change (0: for ever); a reader away longer resynchronises")
+        ->capture_default_str();
   };
   auto frontend_flags = [&](CLI::App* s) {
     s->add_option("--listen", c.listen, "Frontend HOST:PORT")->capture_default_str();
@@ -348,7 +355,7 @@ int Main(int argc, char** argv) {
   auto backend_flags = [&](CLI::App* s) {
     s->add_option("--owner", c.owner, "Backend name in the lease (default: random)");
     s->add_option("--lease-ttl-ms", c.lease_ttl_ms,
-                  "Shard lease TTL: a dead backend's subscriptions move to the others within about 4/3 of it")
+                  "Shard lease TTL: a dead backend's subscriptions move to the others within it")
         ->capture_default_str();
     s->add_option("--shards", c.shards, "Subscription shards split among backends (same on every backend)")
         ->capture_default_str()

@@ -86,6 +86,7 @@ CloudError FromError(const Error& error) {
       return {409, codes::kCanceled, "The request was canceled."};
     case ErrorCode::kIoError:
     case ErrorCode::kCorruption:
+    case ErrorCode::kOutOfRange:
     case ErrorCode::kInternal:
       break;
   }

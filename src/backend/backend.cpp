@@ -348,6 +348,22 @@ Result<size_t> Backend::PumpChangesOnce() {
   size_t total = 0;
   while (true) {
     auto page = store_->ReadChanges(store::kResources, feed_continuation_, kFeedPage);
+    if (!page.ok() && page.error().Is(ErrorCode::kOutOfRange)) {
+      // Retention removed changes this backend had not read (it was away longer than the store
+      // keeps them): start again from now and rebuild the index from the documents.
+      logger_.Warn("change feed position expired: resynchronising", {{"error", page.error().ToString()}});
+      auto head = store_->ReadChanges(store::kResources, store::kChangeFeedNow, 1);
+      if (!head.ok()) return head.error();
+      feed_continuation_ =
+          head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+      resync_requested_ = true;
+      {
+        std::lock_guard run(run_mu_);
+        wake_ = true;
+      }
+      run_cv_.notify_all();
+      continue;
+    }
     if (!page.ok()) return page.error();
     for (const store::Change& c : page->changes) HandleChange(c);
     total += page->changes.size();

@@ -991,6 +991,24 @@ TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
 }
 
+TEST_F(BackendTest, FeedPositionRemovedByRetentionResynchronises) {
+  auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_, .change_retention = 10min});
+  ASSERT_TRUE(s.ok()) << s.error().ToString();
+  store_ = std::move(s).value();
+  PutSubscription(sub_, "Registered");
+  auto b = MakeBackend();
+  Reconcile(*b);
+  Flow f = StartCreate("c1");  // changes the backend has not read yet...
+  clock_.Advance(11min);
+  ASSERT_TRUE(store_->PurgeExpired().ok());  // ...are removed from the feed
+  auto pumped = b->PumpChangesOnce();
+  ASSERT_TRUE(pumped.ok()) << pumped.error().ToString();
+  ASSERT_TRUE(b->PumpChangesOnce().ok());  // positioned again
+  cs_.SetState(f.href, "ready");
+  Reconcile(*b);  // the resync finds the operation
+  EXPECT_EQ(Op(f.op).status, arm::kStateSucceeded);
+}
+
 TEST_F(BackendTest, QueueLongerThanOneStepDrainsWithoutWaitingForTicks) {
   std::vector<Flow> flows;
   for (int i = 0; i < 12; ++i) {

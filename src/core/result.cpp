@@ -26,6 +26,8 @@ std::string_view ErrorCodeName(ErrorCode code) {
       return "Throttled";
     case ErrorCode::kCanceled:
       return "Canceled";
+    case ErrorCode::kOutOfRange:
+      return "OutOfRange";
     case ErrorCode::kInternal:
       return "Internal";
   }

@@ -22,6 +22,7 @@ enum class ErrorCode {
   kCorruption,
   kThrottled,
   kCanceled,
+  kOutOfRange,  // a position that is no longer valid (a change feed continuation past its retention)
   kInternal,
 };
 
@@ -44,6 +45,7 @@ class Error {
   static Error Corruption(std::string m) { return {ErrorCode::kCorruption, std::move(m)}; }
   static Error Throttled(std::string m) { return {ErrorCode::kThrottled, std::move(m)}; }
   static Error Canceled(std::string m) { return {ErrorCode::kCanceled, std::move(m)}; }
+  static Error OutOfRange(std::string m) { return {ErrorCode::kOutOfRange, std::move(m)}; }
   static Error Internal(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
 
   ErrorCode code() const { return code_; }

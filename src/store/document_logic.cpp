@@ -408,6 +408,12 @@ Result<std::optional<uint64_t>> DecodeChangeContinuation(std::string_view token)
 
 std::string EncodeChangeContinuation(uint64_t sequence) { return std::to_string(sequence); }
 
+Error FeedPositionExpired(std::string_view container) {
+  return Error::OutOfRange("the change feed of " + std::string(container) +
+                           " no longer holds the changes after this position (removed by retention); "
+                           "start again from \"now\" after a full resynchronisation");
+}
+
 std::string NewEtag() {
   thread_local std::mt19937_64 rng([] {
     std::random_device rd;

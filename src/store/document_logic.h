@@ -96,6 +96,8 @@ Result<std::string> DecodePartitionContinuation(std::string_view token);
 // Change feed positions: "" -> 0, "now" -> nullopt (the caller resolves it), decimal sequence.
 Result<std::optional<uint64_t>> DecodeChangeContinuation(std::string_view token);
 std::string EncodeChangeContinuation(uint64_t sequence);
+// The error of a read whose position is behind changes that retention removed (kOutOfRange).
+Error FeedPositionExpired(std::string_view container);
 
 // A new etag: 128 random bits as a UUID-shaped string. Thread-safe and cheap (a per-thread PRNG).
 std::string NewEtag();

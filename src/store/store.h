@@ -16,7 +16,10 @@
 //    each sees the effect of the ones before it.
 //  - The change feed of a container lists every committed create, replace (patches included) and
 //    delete (purges included, as kExpire) in commit order; a continuation token resumes it; nothing
-//    is skipped when writers commit concurrently, in this process or in another one.
+//    is skipped when writers commit concurrently, in this process or in another one. With
+//    OpenOptions::change_retention, PurgeExpired() also removes old changes; a read from a
+//    position behind removed changes fails with kOutOfRange (the reader resynchronises and starts
+//    again from kChangeFeedNow); an empty continuation reads from the oldest change kept.
 //  - Leases give mutual exclusion with expiry and a fencing number that only grows. Leases live in
 //    their own namespace (container, partition key, name); they are not documents and do not appear
 //    in queries or in the change feed.
@@ -42,8 +45,9 @@
 // connections to the same file (another Store, another process) are noticed with inotify on the
 // database directory (the -wal file), confirmed by PRAGMA data_version; off Linux, data_version is
 // polled every 50 ms while someone waits. A failed write (I/O error, busy, bad input) rolls its
-// transaction back; no mmap is used, so an I/O error is a failed call, never a SIGBUS. The change
-// feed keeps every change (no retention yet). "sqlite::memory:" is one private connection.
+// transaction back; no mmap is used, so an I/O error is a failed call, never a SIGBUS. Retention
+// removes the oldest changes and records per container the last sequence removed (feed_trims).
+// "sqlite::memory:" is one private connection.
 //
 // Also here: fault_injecting_store.h (a Store decorator that fails, delays or "crashes" calls, for
 // tests) and store_conformance.h (the test suite every engine passes).
@@ -270,7 +274,8 @@ class Store {
   virtual Status ReleaseLease(const Lease& lease) = 0;
 
   // Removes expired documents of every container (each recorded in the change feed as kExpire), in
-  // transactions of bounded size. Returns how many.
+  // transactions of bounded size, then the changes older than OpenOptions::change_retention.
+  // Returns how many documents.
   virtual Result<size_t> PurgeExpired() = 0;
 };
 
@@ -284,6 +289,9 @@ struct OpenOptions {
   std::chrono::milliseconds busy_timeout{5000};
   // A background sweeper that calls PurgeExpired() at this interval; zero disables it.
   std::chrono::milliseconds purge_interval{0};
+  // PurgeExpired() also removes changes written longer ago than this (by the Clock); zero keeps
+  // every change.
+  std::chrono::seconds change_retention{0};
 };
 
 // Opens the engine named by the URL:

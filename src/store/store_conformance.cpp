@@ -959,6 +959,51 @@ TEST_P(StoreConformanceTest, PurgeExpiredRecordsExpiries) {
   EXPECT_TRUE(IsOk(store_->Read(kC, "p", "forever")));
 }
 
+TEST_P(StoreConformanceTest, RetentionRemovesOldChangesAndFailsPositionsBehindThem) {
+  store_.reset();
+  OpenOptions o;
+  o.change_retention = 60s;
+  store_ = OpenAnother(o);
+  ASSERT_NE(store_, nullptr);
+  std::string before = Now(*store_);
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "old", J("{}"))));
+  auto read_old = store_->ReadChanges(kC, before, 10);
+  ASSERT_TRUE(IsOk(read_old));
+  ASSERT_EQ(read_old->changes.size(), 1u);
+  std::string after_old = read_old->continuation;
+  clock_.Advance(30s);
+  EXPECT_TRUE(IsOk(store_->PurgeExpired()));
+  std::string from = before;
+  EXPECT_EQ(Drain(*store_, kC, from).size(), 1u);  // not old enough yet
+  clock_.Advance(31s);
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "new", J("{}"))));
+  ASSERT_TRUE(IsOk(store_->PurgeExpired()));
+
+  // A reader that had not seen "old" is told so; one that had goes on; an empty continuation reads
+  // what is kept; documents are untouched.
+  EXPECT_TRUE(HasCode(store_->ReadChanges(kC, before, 10), ErrorCode::kOutOfRange));
+  auto next = store_->ReadChanges(kC, after_old, 10);
+  ASSERT_TRUE(IsOk(next));
+  ASSERT_EQ(next->changes.size(), 1u);
+  EXPECT_EQ(next->changes[0].document.id, "new");
+  auto kept = store_->ReadChanges(kC, "", 10);
+  ASSERT_TRUE(IsOk(kept));
+  ASSERT_EQ(kept->changes.size(), 1u);
+  EXPECT_EQ(kept->changes[0].document.id, "new");
+  EXPECT_TRUE(IsOk(store_->Read(kC, "p", "old")));
+
+  // "now" stays after everything, also once every change of the container is gone.
+  clock_.Advance(61s);
+  ASSERT_TRUE(IsOk(store_->PurgeExpired()));
+  std::string now = Now(*store_);
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "later", J("{}"))));
+  auto later = store_->ReadChanges(kC, now, 10);
+  ASSERT_TRUE(IsOk(later));
+  ASSERT_EQ(later->changes.size(), 1u);
+  EXPECT_EQ(later->changes[0].document.id, "later");
+  EXPECT_GT(later->changes[0].sequence, next->changes[0].sequence);
+}
+
 TEST_P(StoreConformanceTest, PurgeHandlesMoreThanOneChunk) {
   std::vector<WriteOp> ops;
   for (int i = 0; i < 1300; ++i) ops.push_back(WriteOp::Create("t" + std::to_string(i), J("{}"), 1));

@@ -177,6 +177,18 @@ inline constexpr Statement kFeedState{
     "SELECT coalesce((SELECT last_seq FROM feed_counters WHERE container=$1), 0), "
     "EXISTS (SELECT 1 FROM changes WHERE container=$1 AND seq IS NULL)"};
 
+// Retention. Containers whose feed has unnumbered changes (numbered before a trim, so that none is
+// removed unseen):
+inline constexpr Statement kPendingContainers{"h_pending",
+                                              "SELECT DISTINCT container FROM changes WHERE seq IS NULL"};
+inline constexpr Statement kFeedContainers{"h_feeds", "SELECT container FROM feed_counters"};
+// $1 container $2 cutoff ts $3 limit: removes those of the container's oldest $3 numbered changes
+// written before the cutoff. The numbers stay consecutive, so a reader sees a removed range as a gap.
+inline constexpr Statement kTrimChanges{"h_trim",
+                                        "DELETE FROM changes WHERE container=$1 AND seq IS NOT NULL AND "
+                                        "ts<$2 AND seq IN (SELECT seq FROM changes "
+                                        "WHERE container=$1 AND seq IS NOT NULL ORDER BY seq LIMIT $3)"};
+
 // $1 container $2 after pk (only in Next) $3 now $4 limit
 inline constexpr Statement kListPartitionsFirst{
     "h_parts1",

@@ -499,6 +499,8 @@ class PgStore final : public internal::PointWritesAsBatches {
   Result<T> WriteTx(std::string_view what, Body&& body);
 
   Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
+  // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
+  Status TrimChanges();
   // Numbers the container's committed, unnumbered changes (a chunk of them, or all for a reader that
   // starts at "now"); returns its last sequence.
   Result<uint64_t> NumberChanges(PgConnection& c, std::string_view container, bool all = false);
@@ -979,7 +981,8 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
   return WithConn([&](PgConnection& c) -> Result<ChangePage> {
     auto last = NumberChanges(c, container, /*all=*/!*position);
     if (!last.ok()) return last.error();
-    uint64_t after = *position ? **position : *last;
+    const uint64_t start = *position ? **position : *last;
+    uint64_t after = start;
     Params p;
     p.Bytea(container)
         .Int8(static_cast<int64_t>(after))
@@ -1003,6 +1006,10 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
       after = ch.sequence;
       page.changes.push_back(std::move(ch));
     }
+    // Numbers are consecutive: a read that does not start right after the position (or finds
+    // nothing below the last number) met changes removed by retention.
+    bool gap = page.changes.empty() ? *last > start : page.changes.front().sequence != start + 1;
+    if (gap && !continuation.empty()) return internal::FeedPositionExpired(container);
     page.continuation = internal::EncodeChangeContinuation(after);
     return page;
   });
@@ -1182,8 +1189,45 @@ Result<size_t> PgStore::PurgeExpired() {
     });
     if (!n.ok()) return n.error();
     total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) return total;
+    if (*n < static_cast<size_t>(kPurgeChunk)) break;
   }
+  HCPRP_RETURN_IF_ERROR(TrimChanges());
+  return total;
+}
+
+Status PgStore::TrimChanges() {
+  if (options_.change_retention.count() <= 0) return Status::Ok();
+  const int64_t cutoff =
+      clock_->NowMillis() -
+      std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count();
+  auto containers = WithConn([&](PgConnection& c) -> Result<std::vector<std::string>> {
+    auto pending = c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes");
+    if (!pending.ok()) return pending.error();
+    for (int i = 0; i < pending->rows(); ++i) {
+      auto numbered = NumberChanges(c, pending->Bytes(i, 0), /*all=*/true);
+      if (!numbered.ok()) return numbered.error();
+    }
+    auto feeds = c.Exec(sql::kFeedContainers, Params(), "list change feeds");
+    if (!feeds.ok()) return feeds.error();
+    std::vector<std::string> out;
+    for (int i = 0; i < feeds->rows(); ++i) out.push_back(feeds->String(i, 0));
+    return out;
+  });
+  if (!containers.ok()) return containers.error();
+  for (const std::string& container : *containers) {
+    while (true) {
+      auto removed = WithConn([&](PgConnection& c) -> Result<int> {
+        Params p;
+        p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk);
+        auto r = c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container));
+        if (!r.ok()) return r.error();
+        return r->affected();
+      });
+      if (!removed.ok()) return removed.error();
+      if (*removed < kPurgeChunk) break;
+    }
+  }
+  return Status::Ok();
 }
 
 void PgStore::SweepLoop() {

@@ -50,7 +50,9 @@
 //    once it has the lock commits read-only, without a flush). When nothing is pending the call
 //    is a read-only probe of a partial index.
 // The numbering is durable (a synchronous commit): a reader's continuation never refers to a number
-// that a crash could hand to another change.
+// that a crash could hand to another change. Retention (OpenOptions::change_retention) removes the
+// oldest numbered changes; since numbers are consecutive, a read that does not start right after
+// its position has lost changes to it (kOutOfRange).
 //
 // Waiting: after a commit with changes, the store wakes its own waiters at once and has a notifier
 // thread send NOTIFY hcprp_feed_<schema> on its own connection, which commits asynchronously (no

@@ -13,7 +13,7 @@ namespace hcprp::store::sqlite::sql {
 // 'hcpr': marks a database file as an hcprp store (PRAGMA application_id).
 inline constexpr int kApplicationId = 0x68637072;
 // PRAGMA user_version of the schema below.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: feed_trims
 
 inline constexpr const char* kSchema = R"sql(
 CREATE TABLE IF NOT EXISTS documents (
@@ -51,6 +51,10 @@ CREATE TABLE IF NOT EXISTS changes (
   ttl INTEGER
 );
 CREATE INDEX IF NOT EXISTS changes_by_container ON changes(container, seq);
+CREATE TABLE IF NOT EXISTS feed_trims (
+  container TEXT PRIMARY KEY,
+  trimmed_through INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS leases (
   container TEXT NOT NULL,
   pk BLOB NOT NULL,
@@ -101,7 +105,21 @@ inline constexpr const char* kInsertChange =
 inline constexpr const char* kReadChanges =
     "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=?1 AND seq>?2 ORDER BY seq "
     "LIMIT ?3";
-inline constexpr const char* kMaxSeq = "SELECT coalesce(max(seq), 0) FROM changes WHERE container=?1";
+// The feed's end: its last change, or the last one trimmed when none is left.
+inline constexpr const char* kMaxSeq =
+    "SELECT max(coalesce((SELECT max(seq) FROM changes WHERE container=?1), 0), "
+    "coalesce((SELECT trimmed_through FROM feed_trims WHERE container=?1), 0))";
+// ?1 container. The last sequence removed by retention (0: none).
+inline constexpr const char* kTrimmedThrough =
+    "SELECT coalesce((SELECT trimmed_through FROM feed_trims WHERE container=?1), 0)";
+// ?1 cutoff ts ?2 limit. Retention: removes those of the oldest ?2 changes written before the cutoff.
+inline constexpr const char* kTrimChanges =
+    "DELETE FROM changes WHERE seq IN (SELECT seq FROM changes ORDER BY seq LIMIT ?2) AND ts<?1 "
+    "RETURNING container, seq";
+// ?1 container ?2 sequence
+inline constexpr const char* kRecordTrim =
+    "INSERT INTO feed_trims(container, trimmed_through) VALUES(?1, ?2) ON CONFLICT(container) DO UPDATE SET "
+    "trimmed_through=max(trimmed_through, excluded.trimmed_through)";
 inline constexpr const char* kHasChanges = "SELECT 1 FROM changes WHERE container=?1 AND seq>?2 LIMIT 1";
 // ListPartitions is a skip-scan over documents_key: the next partition key after ?2 (the first one
 // with kFirstPartition), then whether it holds a live document; inside one read transaction.

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -541,6 +542,8 @@ class SqliteStore final : public internal::PointWritesAsBatches {
 
   Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
   Result<uint64_t> MaxSeq(Connection& c, std::string_view container);
+  // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
+  Status TrimChanges();
   Result<bool> HasChangesAfter(std::string_view container, uint64_t seq);
 
   void NotifyChanged();
@@ -984,6 +987,16 @@ Result<ChangePage> SqliteStore::ReadChanges(std::string_view container, std::str
       after = ch.sequence;
       page.changes.push_back(std::move(ch));
     }
+    if (*position && !continuation.empty()) {
+      // Checked after the read: a trim that removed changes after the position before the read
+      // is seen (one that ran after it is reported too, which costs the reader a resync only).
+      HCPRP_ASSIGN_STMT(t, c, sql::kTrimmedThrough);
+      t.BindText(1, container);
+      int rc = t.Step();
+      if (rc != SQLITE_ROW)
+        return SqliteError(c.db(), rc, "change feed retention of " + std::string(container));
+      if (static_cast<uint64_t>(t.Int(0)) > **position) return internal::FeedPositionExpired(container);
+    }
     page.continuation = internal::EncodeChangeContinuation(after);
     return page;
   });
@@ -1176,7 +1189,43 @@ Result<size_t> SqliteStore::PurgeExpired() {
     });
     if (!n.ok()) return n.error();
     total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) return total;
+    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+  }
+  HCPRP_RETURN_IF_ERROR(TrimChanges());
+  return total;
+}
+
+Status SqliteStore::TrimChanges() {
+  if (options_.change_retention.count() <= 0) return Status::Ok();
+  while (true) {
+    auto n = WriteTx<size_t>("trim the change feed", [&](Tx& tx) -> Result<size_t> {
+      std::map<std::string, int64_t> last;  // by container
+      size_t removed = 0;
+      {
+        HCPRP_ASSIGN_STMT(s, tx.c, sql::kTrimChanges);
+        s.BindInt(
+            1, tx.now -
+                   std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count());
+        s.BindInt(2, kPurgeChunk);
+        while (true) {
+          int rc = s.Step();
+          if (rc == SQLITE_DONE) break;
+          if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "trim the change feed");
+          int64_t& l = last[std::string(s.Text(0))];
+          l = std::max(l, s.Int(1));
+          ++removed;
+        }
+      }
+      for (const auto& [container, seq] : last) {
+        HCPRP_ASSIGN_STMT(r, tx.c, sql::kRecordTrim);
+        r.BindText(1, container);
+        r.BindInt(2, seq);
+        HCPRP_RETURN_IF_ERROR(r.Run("record the trim of " + container));
+      }
+      return removed;
+    });
+    if (!n.ok()) return n.error();
+    if (*n < static_cast<size_t>(kPurgeChunk)) return Status::Ok();
   }
 }
 
