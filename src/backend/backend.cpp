@@ -23,6 +23,13 @@ constexpr size_t kFeedPage = 500;
 constexpr size_t kQueryPage = 1000;
 constexpr int kMaxWriteAttempts = 4;
 
+// The resources feed's current end: the continuation that reads only what commits from now on.
+Result<std::string> FeedHead(store::Store& store) {
+  auto head = store.ReadChanges(store::kResources, store::kChangeFeedNow, 1);
+  if (!head.ok()) return head.error();
+  return head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+}
+
 PatchOp Set(std::string_view path, json::value v) {
   return PatchOp{PatchOp::Kind::kSet, std::string(path), std::move(v)};
 }
@@ -161,12 +168,27 @@ Result<std::unique_ptr<Backend>> Backend::Create(BackendOptions options, store::
   if (options.owner.empty()) options.owner = "backend-" + NewUuidV4();
   if (options.notifications.max_attempts < 1) options.notifications.max_attempts = 1;
   // Start the change feed after everything committed so far; the first resync reads the rest.
-  auto head = store->ReadChanges(store::kResources, store::kChangeFeedNow, 1);
+  auto head = FeedHead(*store);
   if (!head.ok()) return head.error();
   std::unique_ptr<Backend> b(new Backend(std::move(options), store, cs, clock, std::move(logger), notifier));
-  b->feed_continuation_ =
-      head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+  b->feed_continuation_ = std::move(head).value();
   return b;
+}
+
+void Backend::WakeTimerLoop() {
+  {
+    std::lock_guard lock(run_mu_);
+    wake_ = true;
+  }
+  run_cv_.notify_all();
+}
+
+void Backend::WakeNotifierLoop() {
+  {
+    std::lock_guard lock(run_mu_);
+    notify_wake_ = true;
+  }
+  run_cv_.notify_all();
 }
 
 Backend::~Backend() { Stop(); }
@@ -288,11 +310,7 @@ void Backend::LeaseLoop() {
     if (ownership_->Tick()) {
       resync_requested_ = true;
       load_subscriptions_requested_ = true;
-      {
-        std::lock_guard lock(run_mu_);
-        wake_ = true;
-      }
-      run_cv_.notify_all();
+      WakeTimerLoop();
     }
     std::unique_lock lock(run_mu_);
     if (stopping_) return;
@@ -352,16 +370,11 @@ Result<size_t> Backend::PumpChangesOnce() {
       // Retention removed changes this backend had not read (it was away longer than the store
       // keeps them): start again from now and rebuild the index from the documents.
       logger_.Warn("change feed position expired: resynchronising", {{"error", page.error().ToString()}});
-      auto head = store_->ReadChanges(store::kResources, store::kChangeFeedNow, 1);
+      auto head = FeedHead(*store_);
       if (!head.ok()) return head.error();
-      feed_continuation_ =
-          head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+      feed_continuation_ = std::move(head).value();
       resync_requested_ = true;
-      {
-        std::lock_guard run(run_mu_);
-        wake_ = true;
-      }
-      run_cv_.notify_all();
+      WakeTimerLoop();
       continue;
     }
     if (!page.ok()) return page.error();
@@ -494,9 +507,7 @@ void Backend::Step(bool exhaustive) {
   RunSweeps(exhaustive);
   if (exhaustive) drained = DrainChecks(check_budget, &delete_budget);
   if (drained == Drained::kBudgetSpent) {
-    // More checks are due now: the timer loop runs the next step without waiting for its tick.
-    std::lock_guard lock(run_mu_);
-    wake_ = true;
+    WakeTimerLoop();  // more checks are due now: the next step need not wait for the tick
   }
 
   if (exhaustive) MaybeRunGc(true);  // a running backend collects on its own thread (GcLoop)
@@ -561,11 +572,7 @@ void Backend::QueuePendingNotification(const store::Document& seen) {
   if (uri.empty() ||
       !notifications_.Enqueue(uri, OperationStatusResource(*op), pending.partition_key, pending.id))
     return;
-  {
-    std::lock_guard lock(run_mu_);
-    notify_wake_ = true;
-  }
-  run_cv_.notify_all();
+  WakeNotifierLoop();
 }
 
 Status Backend::LoadPendingNotifications() {
@@ -614,11 +621,7 @@ void Backend::HandleChange(const store::Change& change) {
       change.kind != store::Change::Kind::kExpire &&
       EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) {
     OnSubscriptionDeleted(doc.partition_key);
-    {
-      std::lock_guard lock(run_mu_);
-      wake_ = true;
-    }
-    run_cv_.notify_all();
+    WakeTimerLoop();
   }
 }
 
@@ -759,11 +762,7 @@ void Backend::EnqueueCheck(const OperationRecord& op) {
     if (!queued_.insert(key).second) return;
     queue_.push_back(std::move(key));
   }
-  {
-    std::lock_guard lock(run_mu_);
-    wake_ = true;
-  }
-  run_cv_.notify_all();
+  WakeTimerLoop();
 }
 
 Backend::Drained Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget) {
@@ -1244,11 +1243,7 @@ void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations
     if (!uri.empty()) {
       notifications_.Enqueue(uri, OperationStatusResource(d), d.partition_key,
                              arm::PendingNotificationId(d.id));
-      {
-        std::lock_guard lock(run_mu_);
-        notify_wake_ = true;
-      }
-      run_cv_.notify_all();
+      WakeNotifierLoop();
     }
   }
   counters_.resources_deleted += deleted_resources.size();

@@ -237,6 +237,10 @@ class Backend {
   // and syncs its conditions the same way.
   void SyncIdleConditions(const clusterservice::Event& event);
 
+  // Wake the timer loop (a step is due now) or the notifier loop (a notification is queued).
+  void WakeTimerLoop();
+  void WakeNotifierLoop();
+
   void EnqueueCheck(const OperationRecord& op);
   // How a drain of the check queue ended.
   enum class Drained {

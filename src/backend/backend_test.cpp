@@ -266,6 +266,16 @@ class BackendTest : public ::testing::Test {
     Status s = b.ReconcileOnce();
     ASSERT_TRUE(s.ok()) << s.error().ToString();
   }
+  // Reconciles now, 30 min later (the orphan is kept) and 61 min later (it is being deleted).
+  void ExpectCollectedAfterTheWindowOnly(Backend& b, const std::string& orphan) {
+    Reconcile(b);
+    clock_.Advance(30min);
+    Reconcile(b);
+    EXPECT_EQ(cs_.StateOf(orphan), "ready");
+    clock_.Advance(31min);
+    Reconcile(b);
+    EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  }
 
   FakeClock clock_;
   std::unique_ptr<store::Store> store_;
@@ -767,13 +777,7 @@ TEST_F(BackendTest, OrphanClusterCollectedAfterTheWindowOnly) {
   auto b = MakeBackend(o);
   Flow kept = Existing("c1", sub_);
   std::string orphan = cs_.AddObject(kClusters, "ready");
-  Reconcile(*b);
-  clock_.Advance(30min);
-  Reconcile(*b);
-  EXPECT_EQ(cs_.StateOf(orphan), "ready");
-  clock_.Advance(31min);
-  Reconcile(*b);
-  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  ExpectCollectedAfterTheWindowOnly(*b, orphan);  // a 1 h window
   EXPECT_EQ(cs_.StateOf(kept.href), "ready");
   EXPECT_EQ(b->Stats().gc_deleted, 1u);
 }
@@ -789,13 +793,7 @@ TEST_F(BackendTest, OrphanNodePoolCollectedAfterTheWindowOnly) {
   PutResource(sub_, cluster.resource_id + "/nodePools/np1", arm::kNodePoolDocType, kept, arm::kStateSucceeded,
               std::nullopt);
   std::string orphan = cs_.AddObject(pools, "ready");  // its document is gone
-  Reconcile(*b);
-  clock_.Advance(30min);
-  Reconcile(*b);
-  EXPECT_EQ(cs_.StateOf(orphan), "ready");
-  clock_.Advance(31min);
-  Reconcile(*b);
-  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  ExpectCollectedAfterTheWindowOnly(*b, orphan);       // a 1 h window
   EXPECT_EQ(cs_.StateOf(kept), "ready");
   EXPECT_EQ(cs_.StateOf(cluster.href), "ready");
   EXPECT_EQ(b->Stats().gc_deleted, 1u);
