@@ -2,6 +2,7 @@
 // the configuration, builds the clock, store, Cluster Service client, frontend, backend and simulator,
 // and wires them together. Nothing else in hcprp creates these parts.
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
@@ -39,6 +40,7 @@ struct Config {
   std::string log_level = "info";
   int retry_after = 10;
   int threads = 8;
+  size_t max_connections = 10'000;
   std::string owner;
   int lease_ttl_ms = 3000;
   double change_retention_hours = 168;
@@ -173,6 +175,19 @@ class Runner {
     return parts_.backend->Start();
   }
 
+  // The connection cap, lowered to leave the store, the Cluster Service client and the logs some
+  // descriptors when the process may open fewer than the cap plus those.
+  size_t ConnectionCap(size_t wanted) {
+    constexpr rlim_t kReserved = 256;
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return wanted;
+    size_t usable = limit.rlim_cur > kReserved ? static_cast<size_t>(limit.rlim_cur - kReserved) : 1;
+    if (wanted <= usable) return wanted;
+    logger_.Warn("connection cap lowered to the descriptor limit",
+                 {{"max_connections", static_cast<int64_t>(wanted)}, {"cap", static_cast<int64_t>(usable)}});
+    return usable;
+  }
+
   Status StartFrontend() {
     frontend::FrontendOptions o;
     o.retry_after_seconds = config_.retry_after;
@@ -188,14 +203,11 @@ class Runner {
     so.threads = config_.threads;
     so.io_threads = 2;
     so.max_body_bytes = o.max_body_bytes;
-    so.on_too_large = [max = o.max_body_bytes](const http::Request&) {
-      arm::CloudError e(413, "RequestEntityTooLarge",
-                        "The request body exceeds the maximum size of " + std::to_string(max) + " bytes.");
-      auto res = http::JsonResponse(http::StatusCode::payload_too_large, e.ToJsonString());
-      res.set("x-ms-error-code", "RequestEntityTooLarge");
-      res.set("x-ms-request-id", NewUuidV4());
-      return res;
+    so.on_too_large = [max = o.max_body_bytes](const http::Request& header_only) {
+      return frontend::TooLargeResponse(header_only, max);
     };
+    so.max_connections = ConnectionCap(config_.max_connections);
+    so.on_overloaded = frontend::OverloadedResponse;
     auto* fe = parts_.frontend.get();
     auto s = http::Server::Start(so, [fe](http::Request&& r) { return fe->Handle(std::move(r)); });
     if (!s.ok())
@@ -349,6 +361,9 @@ int Main(int argc, char** argv) {
     s->add_option("--retry-after", c.retry_after, "Retry-After seconds on accepted operations")
         ->capture_default_str();
     s->add_option("--threads", c.threads, "Request handler threads")->capture_default_str();
+    s->add_option("--max-connections", c.max_connections,
+                  "Open connections at most; more are answered 503 and closed")
+        ->capture_default_str();
     s->add_option("--operation-ttl", c.operation_ttl_seconds, "Seconds operation status stays readable")
         ->capture_default_str();
   };

@@ -331,6 +331,16 @@ Response TooLargeResponse(const Request& header_only, size_t max_body) {
   return res;
 }
 
+Response OverloadedResponse() {
+  Response res = ErrorReply(arm::CloudError(503, arm::codes::kServiceUnavailable,
+                                            "The service has too many open connections; retry shortly."));
+  res.set(arm::headers::kRequestId, NewUuidV4());
+  res.set(arm::headers::kRetryAfter, "1");
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
 Response Frontend::Handle(Request&& request) {
   const Env& env = impl_->env;
   const auto started = std::chrono::steady_clock::now();

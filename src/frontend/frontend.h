@@ -55,6 +55,11 @@ struct FrontendOptions {
 // the same refusal. Thread-safe.
 Response TooLargeResponse(const Request& header_only, size_t max_body);
 
+// The answer on a connection beyond the HTTP server's connection cap, for its on_overloaded hook
+// (http::ServerOptions::on_overloaded), which reads no request: 503 ServiceUnavailable with the ARM
+// error body, an x-ms-request-id and Retry-After: 1. Thread-safe.
+Response OverloadedResponse();
+
 class Frontend {
  public:
   // store, cluster_service and clock are not owned and must outlive the Frontend.

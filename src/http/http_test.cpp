@@ -241,6 +241,102 @@ TEST(Server, ReadTimeoutClosesSlowClient) {
   EXPECT_LT(took, 2s);
 }
 
+// Sends `raw` on a new connection and returns everything the server answers until it closes.
+std::string RawExchange(const Server& server, const std::string& raw) {
+  boost::asio::io_context ioc;
+  boost::asio::ip::tcp::socket sock(ioc);
+  sock.connect({boost::asio::ip::make_address("127.0.0.1"), server.port()});
+  boost::asio::write(sock, boost::asio::buffer(raw));
+  std::string out;
+  char buf[4096];
+  boost::system::error_code ec;
+  while (!ec) {
+    size_t n = sock.read_some(boost::asio::buffer(buf), ec);
+    out.append(buf, n);
+  }
+  return out;
+}
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// RFC 9112 section 6.3: framing that a proxy and this server could read differently is refused and
+// the connection closed, so nothing after it is taken for a second request (request smuggling).
+TEST(Server, AmbiguousFramingIs400AndCloses) {
+  std::atomic<int> handled{0};
+  auto server = StartOrDie({}, [&](Request&& r) {
+    ++handled;
+    return Echo(std::move(r));
+  });
+  const std::string smuggled = "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n";
+  const std::string cases[] = {
+      // A final coding that is not chunked, with a Content-Length that would frame it.
+      "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: xchunked\r\nContent-Length: 3\r\n\r\nabc" + smuggled,
+      // Both headers, chunked last.
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n0\r\n\r\n" +
+          smuggled,
+      // chunked not last.
+      "POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n" +
+          smuggled,
+      // HTTP/1.1 without Host, and with two.
+      "GET /a HTTP/1.1\r\n\r\n" + smuggled,
+      "GET /a HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n" + smuggled,
+  };
+  for (const auto& raw : cases) {
+    std::string answer = RawExchange(*server, raw);
+    EXPECT_TRUE(StartsWith(answer, "HTTP/1.1 400")) << raw << "\n-> " << answer;
+    EXPECT_EQ(answer.find("HTTP/1.1 200"), std::string::npos) << raw << "\n-> " << answer;
+  }
+  EXPECT_EQ(handled.load(), 0);
+
+  // What the rules allow still works: chunked alone, Content-Length alone, HTTP/1.0 without Host.
+  std::string chunked =
+      RawExchange(*server,
+                  "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                  "3\r\nabc\r\n0\r\n\r\n");
+  EXPECT_TRUE(StartsWith(chunked, "HTTP/1.1 200")) << chunked;
+  EXPECT_NE(chunked.find("POST /c abc"), std::string::npos) << chunked;
+  std::string old = RawExchange(*server, "GET /old HTTP/1.0\r\n\r\n");
+  EXPECT_TRUE(StartsWith(old, "HTTP/1.0 200")) << old;
+  EXPECT_EQ(handled.load(), 2);
+}
+
+// A connection beyond max_connections gets on_overloaded's answer; the ones within keep working.
+TEST(Server, ConnectionsOverTheCapAreAnswered503) {
+  ServerOptions o;
+  o.max_connections = 2;
+  o.on_overloaded = [] {
+    Response r = MakeResponse(StatusCode::service_unavailable, "busy", "text/plain");
+    r.set(Field::retry_after, "7");
+    return r;
+  };
+  auto server = StartOrDie(o, Echo);
+  boost::asio::io_context ioc;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> held;
+  for (int i = 0; i < 2; ++i) {
+    held.push_back(std::make_unique<boost::asio::ip::tcp::socket>(ioc));
+    held.back()->connect({boost::asio::ip::make_address("127.0.0.1"), server->port()});
+  }
+  for (int i = 0; i < 100 && server->connection_count() < 2; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(server->connection_count(), 2u);
+  std::string refused = RawExchange(*server, "GET /x HTTP/1.1\r\nHost: x\r\n\r\n");
+  EXPECT_TRUE(StartsWith(refused, "HTTP/1.1 503")) << refused;
+  EXPECT_NE(refused.find("Retry-After: 7"), std::string::npos) << refused;
+  EXPECT_EQ(server->connection_count(), 2u);
+  // A held connection is served.
+  boost::asio::write(*held[0], boost::asio::buffer(std::string("GET /held HTTP/1.1\r\nHost: x\r\n\r\n")));
+  char buf[512];
+  size_t n = held[0]->read_some(boost::asio::buffer(buf));
+  EXPECT_TRUE(StartsWith(std::string_view(buf, n), "HTTP/1.1 200")) << std::string(buf, n);
+  // Once one closes, a new connection is accepted again.
+  held[1]->close();
+  for (int i = 0; i < 100 && server->connection_count() > 1; ++i) std::this_thread::sleep_for(10ms);
+  Client client;
+  auto again = client.Send(Local(*server), MakeRequest(Verb::get, "/again"), 2s);
+  ASSERT_TRUE(again.ok()) << again.error().ToString();
+  EXPECT_EQ(again->result(), StatusCode::ok);
+}
+
 TEST(Server, IdleTimeoutClosesKeepAliveConnections) {
   ServerOptions o;
   o.idle_timeout = 100ms;

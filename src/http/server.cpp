@@ -43,6 +43,12 @@ Response DefaultTooLarge(const Request&) {
   return MakeResponse(StatusCode::payload_too_large, "request body too large\n", "text/plain");
 }
 
+Response DefaultOverloaded() {
+  Response res = MakeResponse(StatusCode::service_unavailable, "too many connections\n", "text/plain");
+  res.set(Field::retry_after, "1");
+  return res;
+}
+
 // Runs `fn` on the worker pool and completes on the caller's executor with its response.
 template <typename Token>
 auto AsyncOnPool(internal::WorkerPool& pool, std::function<Response()> fn, Token&& token) {
@@ -87,6 +93,7 @@ class ServerImpl final : public Server {
       : options_(options),
         handler_(std::move(handler)),
         on_too_large_(options.on_too_large ? options.on_too_large : TooLargeHandler(DefaultTooLarge)),
+        on_overloaded_(options.on_overloaded ? options.on_overloaded : OverloadHandler(DefaultOverloaded)),
         acceptor_strand_(asio::make_strand(ioc_)),
         acceptor_(acceptor_strand_),
         work_(asio::make_work_guard(ioc_)),
@@ -189,6 +196,15 @@ class ServerImpl final : public Server {
         continue;
       }
       auto conn = std::make_shared<Connection>(std::move(socket));
+      bool over_capacity = false;
+      {
+        std::lock_guard lock(mu_);
+        over_capacity = connections_.size() >= options_.max_connections;
+      }
+      if (over_capacity) {
+        asio::co_spawn(conn->stream.get_executor(), Refuse(conn), asio::detached);
+        continue;
+      }
       boost::system::error_code pec;
       auto remote = conn->stream.socket().remote_endpoint(pec);
       if (!pec) conn->peer = Peer{remote.address().to_string(), remote.port()};
@@ -205,6 +221,29 @@ class ServerImpl final : public Server {
         drained_cv_.notify_all();
       });
     }
+  }
+
+  // Answers a connection over the cap without reading its request, then closes it after a short
+  // linger. It is not counted in connections_: the whole exchange is bounded by one second.
+  awaitable<void> Refuse(std::shared_ptr<Connection> conn) {
+    Connection& c = *conn;
+    Response res = on_overloaded_();
+    res.keep_alive(false);
+    res.prepare_payload();
+    c.stream.expires_after(std::chrono::seconds(1));
+    auto [ec, n] = co_await beast_http::async_write(c.stream, res, kNoThrow);
+    (void)n;
+    if (!ec) {
+      boost::system::error_code sec;
+      c.stream.socket().shutdown(tcp::socket::shutdown_send, sec);
+      beast::flat_buffer buffer;
+      while (buffer.size() < 64 * 1024) {
+        auto [rec, rn] = co_await c.stream.async_read_some(buffer.prepare(4096), kNoThrow);
+        buffer.commit(rn);
+        if (rec) break;
+      }
+    }
+    CloseSocket(c);
   }
 
   // Writes `res`; false when the connection failed. (Arguments of
@@ -248,6 +287,30 @@ class ServerImpl final : public Server {
            ec == asio::error::bad_descriptor || ec == asio::error::broken_pipe;
   }
 
+  // RFC 9112: a request whose framing two parties could read differently is refused (section 6.3:
+  // Transfer-Encoding with Content-Length, or a final coding other than chunked), and an HTTP/1.1
+  // request must carry exactly one Host (section 3.2).
+  static std::optional<std::string> FramingProblem(const Request& req) {
+    if (req.find(Field::transfer_encoding) != req.end()) {
+      if (req.find(Field::content_length) != req.end()) {
+        return "Transfer-Encoding and Content-Length together\n";
+      }
+      std::string codings;
+      auto [first, end] = req.equal_range(Field::transfer_encoding);
+      for (auto it = first; it != end; ++it) {
+        if (!codings.empty()) codings += ',';
+        codings += std::string(it->value());
+      }
+      std::string_view last = codings;
+      if (auto comma = last.rfind(','); comma != std::string_view::npos) last.remove_prefix(comma + 1);
+      while (!last.empty() && (last.front() == ' ' || last.front() == '\t')) last.remove_prefix(1);
+      while (!last.empty() && (last.back() == ' ' || last.back() == '\t')) last.remove_suffix(1);
+      if (!beast::iequals(last, "chunked")) return "Transfer-Encoding must end with chunked\n";
+    }
+    if (req.version() >= 11 && req.count(Field::host) != 1) return "exactly one Host header is required\n";
+    return std::nullopt;
+  }
+
   // Reads one request into `parser`. Returns the answer to send instead of calling the handler
   // (limits exceeded, malformed input), or nullopt; `closed` is set when the connection is gone.
   awaitable<std::optional<Response>> ReadRequest(Connection& c, beast::flat_buffer& buffer,
@@ -278,6 +341,10 @@ class ServerImpl final : public Server {
       closed = true;
       if (IsDisconnect(ec)) co_return std::nullopt;
       co_return MakeResponse(StatusCode::bad_request, "malformed request\n", "text/plain");
+    }
+    if (auto problem = FramingProblem(parser.get())) {
+      closed = true;  // the rest of the message cannot be delimited safely
+      co_return MakeResponse(StatusCode::bad_request, *problem, "text/plain");
     }
     if (auto cl = parser.content_length(); cl && *cl > options_.max_body_bytes) {
       co_return on_too_large_(parser.get());
@@ -347,6 +414,7 @@ class ServerImpl final : public Server {
   const ServerOptions options_;
   const PeerHandler handler_;
   const TooLargeHandler on_too_large_;
+  const OverloadHandler on_overloaded_;
 
   asio::io_context ioc_;
   asio::strand<asio::io_context::executor_type> acceptor_strand_;

@@ -36,6 +36,8 @@ using Handler = std::function<Response(Request&&)>;
 using PeerHandler = std::function<Response(Request&&, const Peer&)>;
 // Builds the answer to a request whose body is over the limit; gets the request without its body.
 using TooLargeHandler = std::function<Response(const Request& header_only)>;
+// Builds the answer sent, without reading a request, on a connection over ServerOptions::max_connections.
+using OverloadHandler = std::function<Response()>;
 
 struct ServerOptions {
   Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Server::port()
@@ -50,6 +52,11 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{60'000};
   // Answer for a body over max_body_bytes; the connection is then closed. Default: 413, text body.
   TooLargeHandler on_too_large;
+  // Open connections at most; a connection accepted beyond them gets on_overloaded's answer and is
+  // closed, so a flood cannot exhaust the process's file descriptors. Default answer: 503, text body,
+  // Retry-After: 1.
+  size_t max_connections = 10'000;
+  OverloadHandler on_overloaded;
   // Value of the Server header; empty for none.
   std::string server_header = "hcprp";
 };
