@@ -23,6 +23,7 @@
 #include "provisioning/engine_plugin.h"
 #include "simulator/simulator.h"
 #include "store/store.h"
+#include "store/write_health.h"
 
 namespace hcprp::app {
 namespace {
@@ -81,6 +82,7 @@ Result<std::string> DefaultStoreUrl(const Config& c) {
 struct Parts {
   std::unique_ptr<simulator::Simulator> sim;
   std::unique_ptr<store::Store> store;
+  std::unique_ptr<store::WriteHealthStore> writes;  // wraps store; what frontend and backend use
   std::unique_ptr<clusterservice::HttpClient> cs;
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
@@ -139,6 +141,7 @@ class Runner {
     auto s = store::OpenStore(*url, o);
     if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
     parts_.store = std::move(s).value();
+    parts_.writes = std::make_unique<store::WriteHealthStore>(parts_.store.get());
     store_url_ = *url;
     return Status::Ok();
   }
@@ -168,7 +171,7 @@ class Runner {
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.create_request_builder = parts_.create_builder.get();
-    auto b = backend::Backend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
+    auto b = backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                       logger_.WithComponent("backend"), parts_.notifier.get());
     if (!b.ok()) return b.error();
     parts_.backend = std::move(b).value();
@@ -192,7 +195,8 @@ class Runner {
     frontend::FrontendOptions o;
     o.retry_after_seconds = config_.retry_after;
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
-    auto f = frontend::Frontend::Create(o, parts_.store.get(), parts_.cs.get(), &clock_,
+    o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
+    auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                         logger_.WithComponent("frontend"));
     if (!f.ok()) return f.error();
     parts_.frontend = std::move(f).value();

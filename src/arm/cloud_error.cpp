@@ -85,6 +85,9 @@ CloudError FromError(const Error& error) {
     case ErrorCode::kCanceled:
       return {409, codes::kCanceled, "The request was canceled."};
     case ErrorCode::kIoError:
+      // The storage failed (disk full, read-only file, I/O error): nothing was written, and the same
+      // request succeeds once it is repaired.
+      return {503, codes::kServiceUnavailable, "The service cannot store data at the moment; retry later."};
     case ErrorCode::kCorruption:
     case ErrorCode::kOutOfRange:
     case ErrorCode::kInternal:

@@ -74,7 +74,7 @@ struct CloudError {
 // The one mapping from an internal error to what a client sees:
 //   kNotFound -> 404 NotFound          kAlreadyExists, kConflict -> 409 Conflict
 //   kPreconditionFailed -> 412         kInvalidArgument -> 400 InvalidRequestContent
-//   kThrottled -> 429                  kUnavailable -> 503 ServiceUnavailable
+//   kThrottled -> 429                  kUnavailable, kIoError -> 503 ServiceUnavailable
 //   kTimeout -> 504 GatewayTimeout     kCanceled -> 409 Canceled
 //   anything else -> 500 InternalServerError
 // The message is a generic one per status; the internal message is for logs only.

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -47,6 +48,9 @@ struct FrontendOptions {
   int max_store_retries = 3;
   // Store batch size when a delete fans out over many resources (children, subscription delete).
   size_t delete_batch_size = 50;
+  // Part of readiness beside a point read of the store: whether the store can write (for example
+  // store::WriteHealthStore::CheckWritable). Empty: reads alone decide.
+  std::function<Status()> write_probe;
 };
 
 // The answer to a request whose body is over `max_body` bytes, for the HTTP server's on_too_large

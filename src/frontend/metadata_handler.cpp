@@ -211,11 +211,22 @@ Response HandleMetadata(Env& env, RequestContext& ctx) {
 
 Response HandleHealth(Env& env, RequestContext& ctx) {
   if (ctx.route.kind == RouteKind::kHealthz) return JsonReply(200, json::object{{"status", "ok"}});
-  // Ready when the store answers a point read.
+  // Ready when the store answers a point read and, where the composition root gave a write probe,
+  // can write (a full disk or a read-only file fails writes while reads still succeed).
   auto probe = env.store->Read(store::kResources, "readyz", "readyz");
-  if (probe.ok() || probe.error().IsNotFound()) return JsonReply(200, json::object{{"status", "ok"}});
-  env.logger.Warn("readiness probe failed", {{"error", probe.error().ToString()}});
-  return ErrorReply(CloudError(503, arm::codes::kServiceUnavailable, "The document store is not available."));
+  if (!probe.ok() && !probe.error().IsNotFound()) {
+    env.logger.Warn("readiness probe failed", {{"error", probe.error().ToString()}});
+    return ErrorReply(
+        CloudError(503, arm::codes::kServiceUnavailable, "The document store is not available."));
+  }
+  if (env.options.write_probe) {
+    if (Status writable = env.options.write_probe(); !writable.ok()) {
+      env.logger.Warn("readiness write probe failed", {{"error", writable.error().ToString()}});
+      return ErrorReply(
+          CloudError(503, arm::codes::kServiceUnavailable, "The document store cannot write at the moment."));
+    }
+  }
+  return JsonReply(200, json::object{{"status", "ok"}});
 }
 
 }  // namespace hcprp::frontend

@@ -583,6 +583,13 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOption
   if (target.memory) flags |= SQLITE_OPEN_MEMORY;
   auto writer = Connection::Open(target.path, target.vfs, flags, options.busy_timeout);
   if (!writer.ok()) return writer.error();
+  // SQLite falls back to read-only when the file cannot be written; a store that cannot write is an
+  // error at start-up, not a process that answers every write 503.
+  if (!target.memory && sqlite3_db_readonly((*writer)->db(), "main") == 1) {
+    return Error::IoError(
+        "the store file " + target.path +
+        " is read-only (file permissions or a read-only file system); hcprp needs to write it");
+  }
   Status init = InitDatabase(**writer, target);
   if (!init.ok()) {
     if (init.error().code() != ErrorCode::kUnavailable) return init.error();
