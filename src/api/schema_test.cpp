@@ -10,8 +10,10 @@ namespace {
 
 using testing::Parse;
 
-TEST(Schema, BothVersionsLoadWithTheirDefinitions) {
-  for (auto version : {kStableVersion, kPreviewVersion}) {
+TEST(Schema, EveryVersionLoadsWithItsDefinitions) {
+  ASSERT_EQ(ApiVersions().size(), 5u);
+  for (const ApiVersion& v : ApiVersions()) {
+    const std::string_view version = v.name;
     const SchemaSet* s = SchemaSet::ForVersion(version);
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->api_version(), version);
@@ -20,7 +22,7 @@ TEST(Schema, BothVersionsLoadWithTheirDefinitions) {
     }
   }
   EXPECT_TRUE(SchemaSet::ForVersion(kStableVersion)->HasDefinition("ImageDigestMirror"));
-  EXPECT_FALSE(SchemaSet::ForVersion(kPreviewVersion)->HasDefinition("ImageDigestMirror"));
+  EXPECT_FALSE(SchemaSet::ForVersion(kFirstPreview)->HasDefinition("ImageDigestMirror"));
   EXPECT_EQ(SchemaSet::ForVersion("1999-01-01"), nullptr);
 }
 
@@ -58,7 +60,7 @@ TEST(Schema, ReadOnlyStripAndExtractAreComplementary) {
 }
 
 TEST(Schema, PruneDropsWhatTheVersionDoesNotDescribe) {
-  const SchemaSet* s = SchemaSet::ForVersion(kPreviewVersion);
+  const SchemaSet* s = SchemaSet::ForVersion(kFirstPreview);
   json::value v = Parse(R"({"sizeGiB": 64, "diskType": "Managed"})");
   s->Prune("OsDiskProfile", v);
   EXPECT_EQ(v, Parse(R"({"sizeGiB": 64})"));
