@@ -270,7 +270,7 @@ TEST(VersionRules, EtcdKeyVersionIsUpdatableFrom20260630) {
   Created c = CreateFromExample(ExampleOf(kStableVersion, Kind::kCluster));
   for (const ApiVersion& v : ApiVersions()) {
     auto patched = DecodePatch(v.name, Kind::kCluster, testing::Parse(kPatch), c.resource);
-    const bool updatable = v.name >= k20260630;
+    const bool updatable = v.name >= k20260630;  // api-version names sort by date
     if (updatable) {
       ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << v.name << Dump(patched);
       EXPECT_EQ(*FindPointer(json::value(std::get<Resource>(patched).properties),
@@ -314,7 +314,7 @@ TEST(VersionRules, KeyManagementModeIsRequiredFrom20260630) {
   }
 }
 
-TEST(VersionRules, OsDiskSizeHasAMaximumFrom20260630) {
+TEST(VersionRules, OsDiskSizeAbove4095IsRejectedThroughEveryVersion) {
   for (const ApiVersion& v : ApiVersions()) {
     json::value body = ExampleBody(v.name, Kind::kNodePool);
     testing::Set(body, "/properties/platform/osDisk/sizeGiB", 4096);

@@ -97,6 +97,14 @@ TEST_P(ApiVersionTest, ClusterNodePoolAndExternalAuthConformThroughout) {
   PutAndGet(auth, ExternalAuthBody(), "ExternalAuth");
   PatchAndGet(auth, R"({"properties":{"issuer":{"audiences":["a1","a2"]}}})", "ExternalAuth");
   ExpectListConforms(s.Get(cluster + "/externalAuths" + V()), v.name, "ExternalAuth", 1);
+
+  // What this version wrote reads back through every other one.
+  for (const api::ApiVersion& other : api::ApiVersions()) {
+    const std::string q = "?api-version=" + std::string(other.name);
+    ExpectConforms(s.Get(cluster + q), other.name, "HcpOpenShiftCluster");
+    ExpectConforms(s.Get(pool + q), other.name, "NodePool");
+    ExpectConforms(s.Get(auth + q), other.name, "ExternalAuth");
+  }
 }
 
 TEST_P(ApiVersionTest, StatusIsRenderedWhereTheVersionDeclaresIt) {
