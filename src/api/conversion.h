@@ -15,6 +15,8 @@
 // - external_auth_single_condition (up to 2025-12-23-preview): the external auth's `condition`
 //   becomes status.conditions[0], its free-text reason made CamelCase as Condition.reason requires.
 // canonical -> wire:
+// - platform_managed_etcd: a cluster without etcd.dataEncryption shows keyManagementMode
+//   "PlatformManaged", those versions' default;
 // - kms.vaultName moves back into kms.activeKey; status.conditions[0] of an external auth becomes
 //   the single `condition`; everything else the version does not describe is pruned by its schema.
 // Defaults the canonical model has and older versions lack (ingress.type "Public",

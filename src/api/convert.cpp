@@ -79,6 +79,14 @@ void ClusterToCanonical(const ApiVersion& version, json::object& props) {
   }
 }
 
+// Versions whose etcd encryption defaults to platform-managed keys say so in what they return, as
+// the real service does: the canonical model leaves dataEncryption out instead.
+void CanonicalClusterToPlatformManagedEtcd(json::object& props) {
+  json::object& etcd = EnsureObject(props, "etcd");
+  json::object& encryption = EnsureObject(etcd, "dataEncryption");
+  if (!encryption.contains("keyManagementMode")) encryption["keyManagementMode"] = "PlatformManaged";
+}
+
 void CanonicalClusterToLegacyKms(json::object& props) {
   json::object* kms = KmsOf(props);
   if (kms == nullptr) return;
@@ -148,6 +156,8 @@ void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::obje
 json::object CanonicalToWire(const SchemaSet& schemas, Kind kind, json::object canonical) {
   const ApiVersion& version = TraitsOf(schemas.api_version());
   if (json::object* props = ChildObject(canonical, "properties")) {
+    if (kind == Kind::kCluster && version.platform_managed_etcd)
+      CanonicalClusterToPlatformManagedEtcd(*props);
     if (kind == Kind::kCluster && version.legacy_platform_and_kms) CanonicalClusterToLegacyKms(*props);
     if (kind == Kind::kExternalAuth && version.external_auth_single_condition) {
       CanonicalExternalAuthToSingleCondition(*props);

@@ -314,6 +314,27 @@ TEST(VersionRules, KeyManagementModeIsRequiredFrom20260630) {
   }
 }
 
+TEST(VersionRules, PlatformManagedEtcdShowsWhereItIsTheDefault) {
+  json::value body = ExampleBody(kStableVersion, Kind::kCluster);
+  testing::Erase(body, "/properties/etcd");
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  const Resource& existing = std::get<Resource>(created);
+  for (const ApiVersion& v : ApiVersions()) {
+    json::value got = OnTheWire(EncodeProperties(v.name, existing));
+    const json::value* mode = FindPointer(got, "/properties/etcd/dataEncryption/keyManagementMode");
+    if (v.platform_managed_etcd) {
+      ASSERT_NE(mode, nullptr) << v.name;
+      EXPECT_EQ(*mode, "PlatformManaged");
+    } else {
+      EXPECT_EQ(mode, nullptr) << v.name;
+    }
+    auto replaced = DecodeReplace(v.name, Kind::kCluster, got, existing);
+    ASSERT_TRUE(std::holds_alternative<Resource>(replaced)) << v.name << Dump(replaced);
+    EXPECT_EQ(std::get<Resource>(replaced).properties, existing.properties) << v.name;
+  }
+}
+
 TEST(VersionRules, OsDiskSizeAbove4095IsRejectedThroughEveryVersion) {
   for (const ApiVersion& v : ApiVersions()) {
     json::value body = ExampleBody(v.name, Kind::kNodePool);
