@@ -55,6 +55,11 @@ void ProseDefaults(Kind kind, json::object& body) {
   if (!vo.contains("channelGroup")) vo["channelGroup"] = "stable";
 }
 
+// The cluster's version.id is create-only in 2024-06-10-preview's document, yet the real service
+// upgrades a cluster whatever api-version asks for it (the version rules do not depend on it), so
+// the canonical model's mutability applies.
+bool UpdatableInEveryVersion(std::string_view target) { return target == "properties.version.id"; }
+
 json::object BodyOf(const Resource& r, bool with_observed) {
   json::object body;
   if (r.kind != Kind::kExternalAuth) {
@@ -148,7 +153,11 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     json::value defaulted = wire;  // the stored resource has its defaults; compare like with like
     if (defaulted.is_object()) Materialize(kind, defaulted.get_object());
     wire_schemas->ApplyDefaults(definition, defaulted);
-    wire_schemas->CheckCreateOnly(definition, defaulted, existing_wire, errors);
+    std::vector<FieldError> changes;
+    wire_schemas->CheckCreateOnly(definition, defaulted, existing_wire, changes);
+    for (auto& change : changes) {
+      if (!UpdatableInEveryVersion(change.target)) errors.push_back(std::move(change));
+    }
   }
   const bool create_only_broken = errors.size() != before_create_only;
   // Drop the envelope members a client may echo back (id, name, type, systemData are read-only and

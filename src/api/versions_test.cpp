@@ -296,6 +296,24 @@ TEST(VersionRules, EtcdKeyVersionIsUpdatableFrom20260630) {
   }
 }
 
+TEST(VersionRules, ClusterVersionIsUpdatableThroughEveryVersion) {
+  // 2024-06-10-preview's document marks version.id create-only; upgrades go through every version.
+  Created c = CreateFromExample(ExampleOf(kStableVersion, Kind::kCluster));
+  for (const ApiVersion& v : ApiVersions()) {
+    auto patched = DecodePatch(v.name, Kind::kCluster,
+                               testing::Parse(R"({"properties": {"version": {"id": "4.13"}}})"), c.resource);
+    ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << v.name << Dump(patched);
+    EXPECT_EQ(std::get<Resource>(patched).properties.at("version").at("id"), "4.13") << v.name;
+  }
+  // Left out of a 2024-06-10-preview PUT, where it is optional, it keeps its value.
+  json::value body = OnTheWire(EncodeProperties(kFirstPreview, c.resource));
+  testing::Erase(body, "/properties/version/id");
+  auto replaced = DecodeReplace(kFirstPreview, Kind::kCluster, body, c.resource);
+  ASSERT_TRUE(std::holds_alternative<Resource>(replaced)) << Dump(replaced);
+  EXPECT_EQ(std::get<Resource>(replaced).properties.at("version").at("id"),
+            c.resource.properties.at("version").at("id"));
+}
+
 TEST(VersionRules, KeyManagementModeIsRequiredFrom20260630) {
   for (const ApiVersion& v : ApiVersions()) {
     json::value body = ExampleBody(v.name, Kind::kCluster);
