@@ -27,17 +27,20 @@ TEST(Schema, EveryVersionLoadsWithItsDefinitions) {
 }
 
 TEST(Schema, CrossFileRefsAndAllOfResolve) {
-  // location comes from TrackedResource in common-types/types.json; identity.type from
-  // managedidentity.json.
-  const SchemaSet* s = SchemaSet::ForVersion(kStableVersion);
-  std::vector<FieldError> out;
-  s->Validate("NodePool",
-              Parse(R"({"identity": {"type": "Sometimes"}, "properties": {"platform": {"vmSize": "x"}}})"),
-              SchemaMode::kRequest, out);
-  ASSERT_EQ(out.size(), 2u);
-  std::set<std::string> targets{out[0].target, out[1].target};
-  EXPECT_TRUE(targets.contains("location"));
-  EXPECT_TRUE(targets.contains("identity.type"));
+  // location comes from TrackedResource in common-types/resource-management/v6/types.json;
+  // identity.type from managedidentity.json next to it, both reached by relative paths from each
+  // version's document.
+  for (const ApiVersion& v : ApiVersions()) {
+    const SchemaSet* s = SchemaSet::ForVersion(v.name);
+    std::vector<FieldError> out;
+    s->Validate("NodePool",
+                Parse(R"({"identity": {"type": "Sometimes"}, "properties": {"platform": {"vmSize": "x"}}})"),
+                SchemaMode::kRequest, out);
+    ASSERT_EQ(out.size(), 2u) << v.name;
+    std::set<std::string> targets{out[0].target, out[1].target};
+    EXPECT_TRUE(targets.contains("location")) << v.name;
+    EXPECT_TRUE(targets.contains("identity.type")) << v.name;
+  }
 }
 
 TEST(Schema, ResponseModeRequiresReadOnlyAndRequestModeIgnoresIt) {
