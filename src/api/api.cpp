@@ -55,6 +55,11 @@ void ProseDefaults(Kind kind, json::object& body) {
   if (!vo.contains("channelGroup")) vo["channelGroup"] = "stable";
 }
 
+// The cluster's version.id is create-only in 2024-06-10-preview's document, yet the real service
+// upgrades a cluster whatever api-version asks for it (the version rules do not depend on it), so
+// the canonical model's mutability applies.
+bool UpdatableInEveryVersion(std::string_view target) { return target == "properties.version.id"; }
+
 json::object BodyOf(const Resource& r, bool with_observed) {
   json::object body;
   if (r.kind != Kind::kExternalAuth) {
@@ -138,6 +143,23 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     wire_schemas->Validate(definition, wire, SchemaMode::kRequest, errors);
   }
   wire_schemas->StripReadOnly(definition, wire);
+  // Create-only is what the request's api-version says (etcd, for one, is create-only before
+  // 2026-06-30-preview and updatable from then on); compare with the existing resource as that
+  // version shows it. Create-only members the body leaves out keep their value.
+  size_t before_create_only = errors.size();
+  if (existing != nullptr) {
+    json::value existing_wire = CanonicalToWire(*wire_schemas, kind, BodyOf(*existing, false));
+    wire_schemas->FillCreateOnly(definition, wire, existing_wire);
+    json::value defaulted = wire;  // the stored resource has its defaults; compare like with like
+    if (defaulted.is_object()) Materialize(kind, defaulted.get_object());
+    wire_schemas->ApplyDefaults(definition, defaulted);
+    std::vector<FieldError> changes;
+    wire_schemas->CheckCreateOnly(definition, defaulted, existing_wire, changes);
+    for (auto& change : changes) {
+      if (!UpdatableInEveryVersion(change.target)) errors.push_back(std::move(change));
+    }
+  }
+  const bool create_only_broken = errors.size() != before_create_only;
   // Drop the envelope members a client may echo back (id, name, type, systemData are read-only and
   // already gone); keep only what the canonical body holds.
   json::object canonical;
@@ -188,7 +210,11 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     stable->Validate(definition, canonical_value, SchemaMode::kRequest, errors);
   }
   CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, errors);
-  if (existing != nullptr) stable->CheckCreateOnly(definition, canonical_value, existing_body, errors);
+  // The canonical check catches what the conversion changed; a change the wire check reported
+  // already would only be reported twice, under the canonical names.
+  if (existing != nullptr && !create_only_broken) {
+    stable->CheckCreateOnly(definition, canonical_value, existing_body, errors);
+  }
   if (!errors.empty()) return Fail(std::move(errors));
 
   const json::object& c = canonical_value.get_object();
@@ -214,14 +240,6 @@ std::string_view KindName(Kind kind) {
 }
 
 }  // namespace
-
-bool IsSupportedVersion(std::string_view api_version) {
-  return api_version == kStableVersion || api_version == kPreviewVersion;
-}
-
-std::vector<std::string> SupportedVersions() {
-  return {std::string(kPreviewVersion), std::string(kStableVersion)};
-}
 
 std::string_view DefinitionName(Kind kind) {
   switch (kind) {

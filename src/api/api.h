@@ -1,19 +1,24 @@
 // API versions and the internal resource model.
 //
-// The internal model is one canonical JSON shape per resource kind: the property tree of the newest
-// stable api-version (2026-10-01). Every served api-version converts its wire bodies to and from it,
-// so a resource created with one version reads back with another.
+// Five api-versions are served (api_version.h lists them with their traits): 2024-06-10-preview,
+// 2025-12-23-preview, 2026-06-30-preview, 2026-09-01-preview and 2026-10-01. The internal model is
+// one canonical JSON shape per resource kind: the property tree of the newest stable api-version
+// (2026-10-01). Every served api-version converts its wire bodies to and from it, so a resource
+// created with one version reads back with any other.
 //
-// Validation is driven by the published OpenAPI documents, compiled into the library (schema.h has
-// the keyword list and the decisions on enums and unknown properties), followed by semantic rules
-// (semantic.h lists them). Every problem of a body is reported, each with a JSON path as `target`.
+// Validation is driven by the published OpenAPI documents of each version (api-spec/, compiled into
+// the library; schema.h has the keyword list and the decisions on enums and unknown properties),
+// followed by semantic rules (semantic.h lists them). Every problem of a body is reported, each with
+// a JSON path as `target`.
 //
 // Version differences (conversion.h has the details):
-// - Reading with 2024-06-10-preview drops what preview lacks (ingress, imageDigestMirrors, status,
-//   cryptoRestrictions, platform.vnetIntegrationSubnetId, platform.containerRegistry, osDisk.diskType,
-//   kms.visibility/keyVaultType); KMS vaultName moves between kms and kms.activeKey.
-// - A resource created with preview reads with stable with the stable defaults applied.
-// - A PUT or PATCH through preview keeps the stable-only fields of the existing resource.
+// - Reading with a version drops what it does not declare (2024-06-10-preview: ingress,
+//   imageDigestMirrors, status, cryptoRestrictions, platform.vnetIntegrationSubnetId, ...; up to
+//   2026-09-01-preview: status.activeVersions, platform.containerRegistry, kms.keyVaultType) and
+//   renames what it spells differently (KMS vaultName, the external auth's single `condition`).
+// - A resource created with an older version reads with a newer one with the newer defaults applied.
+// - A PUT or PATCH through any version keeps the fields of the existing resource that the version
+//   cannot express; create-only fields are create-only as the version of the request says.
 //
 // All functions are pure and thread-safe.
 #pragma once
@@ -24,6 +29,7 @@
 #include <variant>
 #include <vector>
 
+#include "api/api_version.h"
 #include "core/json.h"
 #include "core/result.h"
 
@@ -31,15 +37,12 @@ namespace hcprp::api {
 
 enum class Kind { kCluster, kNodePool, kExternalAuth };
 
+// The api-version of the canonical model.
 inline constexpr std::string_view kStableVersion = "2026-10-01";
-inline constexpr std::string_view kPreviewVersion = "2024-06-10-preview";
 
-// The version a preview cluster or node pool gets when its body has no version.id (stable requires
-// one). Callers can pass their own through DecodeOptions.
+// The version a 2024-06-10-preview cluster or node pool gets when its body has no version.id (later
+// versions require one). Callers can pass their own through DecodeOptions.
 inline constexpr std::string_view kDefaultOpenShiftVersion = "4.19";
-
-bool IsSupportedVersion(std::string_view api_version);
-std::vector<std::string> SupportedVersions();
 
 // FieldError codes (ARM CloudError codes).
 inline constexpr std::string_view kInvalidRequestContent =
@@ -88,7 +91,8 @@ struct DecodeOptions {
   // The resource's current provisioningState (replace, patch). A provisioningState in the body is
   // ignored when it equals this one (a GET body sent back), and is an error when it differs.
   std::optional<std::string> current_provisioning_state;
-  // Used when a preview body has no version.id (node pools: pass the parent cluster's version).
+  // Used when a 2024-06-10-preview body has no version.id (node pools: pass the parent cluster's
+  // version).
   std::string default_version_id = std::string(kDefaultOpenShiftVersion);
 };
 

@@ -1,5 +1,7 @@
 #include "api/conversion.h"
 
+#include <cctype>
+
 #include "api/schema.h"
 
 namespace hcprp::api {
@@ -17,7 +19,36 @@ json::object& EnsureObject(json::object& o, std::string_view key) {
   return v.get_object();
 }
 
-bool IsPreview(std::string_view api_version) { return api_version == kPreviewVersion; }
+// The traits of `api_version`; an unknown version converts as the canonical one does (not at all).
+const ApiVersion& TraitsOf(std::string_view api_version) {
+  static constexpr ApiVersion kCanonical{.name = kStableVersion};
+  const ApiVersion* v = FindApiVersion(api_version);
+  return v != nullptr ? *v : kCanonical;
+}
+
+// The canonical Condition.reason is CamelCase (^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, at most
+// 1024 characters); the single external auth `condition` of older versions allows any text. Words
+// are joined with their first letter capitalised: "A good reason" -> "AGoodReason".
+std::string CanonicalReason(std::string_view reason) {
+  constexpr size_t kMaxReason = 1024;
+  auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == ',' || c == ':';
+  };
+  std::string out;
+  bool word_start = true;
+  for (char c : reason) {
+    if (!allowed(c)) {
+      word_start = true;
+      continue;
+    }
+    if (out.empty() && std::isalpha(static_cast<unsigned char>(c)) == 0) continue;
+    out += word_start ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    word_start = false;
+  }
+  if (out.size() > kMaxReason) out.resize(kMaxReason);
+  while (!out.empty() && (out.back() == ',' || out.back() == ':')) out.pop_back();
+  return out.empty() ? std::string("Unknown") : out;
+}
 
 json::object* KmsOf(json::object& props) {
   json::object* etcd = ChildObject(props, "etcd");
@@ -26,13 +57,13 @@ json::object* KmsOf(json::object& props) {
   return cm ? ChildObject(*cm, "kms") : nullptr;
 }
 
-void PreviewClusterToCanonical(json::object& props) {
+void ClusterToCanonical(const ApiVersion& version, json::object& props) {
   if (json::object* etcd = ChildObject(props, "etcd")) {
     if (json::object* enc = ChildObject(*etcd, "dataEncryption")) {
       auto mode = GetString(*enc, "keyManagementMode");
-      if (!mode || *mode == "PlatformManaged") {
+      if (version.platform_managed_etcd && (!mode || *mode == "PlatformManaged")) {
         etcd->erase("dataEncryption");
-      } else if (json::object* kms = KmsOf(props)) {
+      } else if (json::object* kms = KmsOf(props); kms != nullptr && version.legacy_platform_and_kms) {
         // Copy before inserting: an insertion may move the members (and `key`) in memory.
         json::value vault;
         if (json::object* key = ChildObject(*kms, "activeKey")) {
@@ -48,7 +79,15 @@ void PreviewClusterToCanonical(json::object& props) {
   }
 }
 
-void CanonicalClusterToPreview(json::object& props) {
+// Versions whose etcd encryption defaults to platform-managed keys say so in what they return, as
+// the real service does: the canonical model leaves dataEncryption out instead.
+void CanonicalClusterToPlatformManagedEtcd(json::object& props) {
+  json::object& etcd = EnsureObject(props, "etcd");
+  json::object& encryption = EnsureObject(etcd, "dataEncryption");
+  if (!encryption.contains("keyManagementMode")) encryption["keyManagementMode"] = "PlatformManaged";
+}
+
+void CanonicalClusterToLegacyKms(json::object& props) {
   json::object* kms = KmsOf(props);
   if (kms == nullptr) return;
   if (auto it = kms->find("vaultName"); it != kms->end()) {
@@ -58,7 +97,7 @@ void CanonicalClusterToPreview(json::object& props) {
   }
 }
 
-void CanonicalExternalAuthToPreview(json::object& props) {
+void CanonicalExternalAuthToSingleCondition(json::object& props) {
   json::object* status = ChildObject(props, "status");
   if (status == nullptr) return;
   json::value first;
@@ -72,20 +111,22 @@ void CanonicalExternalAuthToPreview(json::object& props) {
 }  // namespace
 
 json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire) {
-  if (!IsPreview(api_version)) return wire;
-  json::object& props = EnsureObject(wire, "properties");
+  const ApiVersion& version = TraitsOf(api_version);
+  json::object* props = ChildObject(wire, "properties");
+  if (props == nullptr) return wire;
   switch (kind) {
     case Kind::kCluster:
-      PreviewClusterToCanonical(props);
+      ClusterToCanonical(version, *props);
       break;
     case Kind::kNodePool:
       break;
     case Kind::kExternalAuth:
-      if (json::object* observed = ChildObject(props, "condition")) {
-        json::object status;
-        status["conditions"] = json::array{*observed};
-        props.erase("condition");
-        props["status"] = std::move(status);
+      if (!version.external_auth_single_condition) break;
+      if (json::object* observed = ChildObject(*props, "condition")) {
+        json::object condition = *observed;
+        if (auto reason = GetString(condition, "reason")) condition["reason"] = CanonicalReason(*reason);
+        props->erase("condition");
+        (*props)["status"] = json::object{{"conditions", json::array{std::move(condition)}}};
       }
       break;
   }
@@ -94,7 +135,7 @@ json::object WireToCanonical(std::string_view api_version, Kind kind, json::obje
 
 void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical,
                              std::string_view default_version_id) {
-  if (!IsPreview(api_version) || kind == Kind::kExternalAuth) return;
+  if (!TraitsOf(api_version).legacy_platform_and_kms || kind == Kind::kExternalAuth) return;
   json::object& props = EnsureObject(canonical, "properties");
   json::object& version = EnsureObject(props, "version");
   if (!version.contains("id")) version["id"] = default_version_id;
@@ -113,10 +154,14 @@ void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::obje
 }
 
 json::object CanonicalToWire(const SchemaSet& schemas, Kind kind, json::object canonical) {
-  if (IsPreview(schemas.api_version())) {
-    json::object& props = EnsureObject(canonical, "properties");
-    if (kind == Kind::kCluster) CanonicalClusterToPreview(props);
-    if (kind == Kind::kExternalAuth) CanonicalExternalAuthToPreview(props);
+  const ApiVersion& version = TraitsOf(schemas.api_version());
+  if (json::object* props = ChildObject(canonical, "properties")) {
+    if (kind == Kind::kCluster && version.platform_managed_etcd)
+      CanonicalClusterToPlatformManagedEtcd(*props);
+    if (kind == Kind::kCluster && version.legacy_platform_and_kms) CanonicalClusterToLegacyKms(*props);
+    if (kind == Kind::kExternalAuth && version.external_auth_single_condition) {
+      CanonicalExternalAuthToSingleCondition(*props);
+    }
   }
   json::value v = std::move(canonical);
   schemas.Prune(DefinitionName(kind), v);

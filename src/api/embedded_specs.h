@@ -10,7 +10,7 @@
 namespace hcprp::api {
 
 struct EmbeddedDoc {
-  std::string_view file_name;      // "openapi-2026-10-01.json", "types.json", ...
+  std::string_view file_name;      // path below api-spec/specification/: ".../stable/2026-10-01/openapi.json"
   const std::string_view* chunks;  // the text, split into pieces
   std::size_t chunk_count;
 

@@ -186,6 +186,26 @@ bool IsUri(std::string_view s) {
   return colon + 1 < s.size();
 }
 
+// The path of `ref` (relative to the document `from`, both relative to the specification root),
+// with "." and ".." segments resolved: ("a/b/c/openapi.json", "../../x/types.json") -> "a/x/types.json".
+std::string ResolveRelative(std::string_view from, std::string_view ref) {
+  std::vector<std::string_view> parts = SplitSegments(from);
+  parts.pop_back();  // the file name of `from`
+  for (std::string_view seg : SplitSegments(ref)) {
+    if (seg == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!seg.empty() && seg != ".") {
+      parts.push_back(seg);
+    }
+  }
+  std::string out;
+  for (std::string_view p : parts) {
+    if (!out.empty()) out += '/';
+    out.append(p);
+  }
+  return out;
+}
+
 bool JsonEqual(const json::value* a, const json::value* b) {
   if (a == nullptr || b == nullptr) return a == b;
   return *a == *b;
@@ -217,13 +237,13 @@ const SchemaSet* SchemaSet::ForVersion(std::string_view api_version) {
   // Built once from the embedded documents; immutable data, so sharing it is not hidden state.
   static const std::vector<std::unique_ptr<SchemaSet>> kSets = [] {
     std::vector<std::unique_ptr<SchemaSet>> sets;
-    for (std::string_view version : {kStableVersion, kPreviewVersion}) {
-      std::unique_ptr<SchemaSet> set(new SchemaSet(std::string(version)));
-      std::string main_name = "openapi-" + std::string(version) + ".json";
+    for (const ApiVersion& version : ApiVersions()) {
+      std::unique_ptr<SchemaSet> set(new SchemaSet(std::string(version.name)));
+      const std::string main_suffix = "/" + std::string(version.name) + "/openapi.json";
       std::vector<std::unique_ptr<Doc>> others;
       for (const auto& embedded : EmbeddedSpecs()) {
-        bool is_main = embedded.file_name == main_name;
-        if (!is_main && embedded.file_name.starts_with("openapi-")) continue;
+        bool is_main = embedded.file_name.ends_with(main_suffix);
+        if (!is_main && embedded.file_name.ends_with("openapi.json")) continue;  // another version
         auto parsed = ParseJson(embedded.Text(), 256);
         assert(parsed.ok());  // the documents are part of the build
         auto doc = std::make_unique<Doc>(Doc{std::string(embedded.file_name), std::move(parsed).value()});
@@ -234,7 +254,7 @@ const SchemaSet* SchemaSet::ForVersion(std::string_view api_version) {
         }
       }
       for (auto& d : others) set->docs_.push_back(std::move(d));
-      assert(!set->docs_.empty() && set->docs_[0]->name == main_name);
+      assert(!set->docs_.empty() && set->docs_[0]->name.ends_with(main_suffix));
       sets.push_back(std::move(set));
     }
     return sets;
@@ -280,11 +300,10 @@ const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema
     std::string_view pointer = hash == std::string_view::npos ? "" : ref.substr(hash + 1);
     size_t target = doc;
     if (!file.empty()) {
-      size_t slash = file.rfind('/');
-      std::string_view base = slash == std::string_view::npos ? file : file.substr(slash + 1);
+      const std::string path = ResolveRelative(docs_[doc]->name, file);
       target = docs_.size();
       for (size_t i = 0; i < docs_.size(); ++i) {
-        if (docs_[i]->name == base) target = i;
+        if (docs_[i]->name == path) target = i;
       }
       if (target == docs_.size()) return std::nullopt;
     }

@@ -10,8 +10,10 @@ namespace {
 
 using testing::Parse;
 
-TEST(Schema, BothVersionsLoadWithTheirDefinitions) {
-  for (auto version : {kStableVersion, kPreviewVersion}) {
+TEST(Schema, EveryVersionLoadsWithItsDefinitions) {
+  ASSERT_EQ(ApiVersions().size(), 5u);
+  for (const ApiVersion& v : ApiVersions()) {
+    const std::string_view version = v.name;
     const SchemaSet* s = SchemaSet::ForVersion(version);
     ASSERT_NE(s, nullptr);
     EXPECT_EQ(s->api_version(), version);
@@ -20,22 +22,25 @@ TEST(Schema, BothVersionsLoadWithTheirDefinitions) {
     }
   }
   EXPECT_TRUE(SchemaSet::ForVersion(kStableVersion)->HasDefinition("ImageDigestMirror"));
-  EXPECT_FALSE(SchemaSet::ForVersion(kPreviewVersion)->HasDefinition("ImageDigestMirror"));
+  EXPECT_FALSE(SchemaSet::ForVersion(kFirstPreview)->HasDefinition("ImageDigestMirror"));
   EXPECT_EQ(SchemaSet::ForVersion("1999-01-01"), nullptr);
 }
 
 TEST(Schema, CrossFileRefsAndAllOfResolve) {
-  // location comes from TrackedResource in common-types/types.json; identity.type from
-  // managedidentity.json.
-  const SchemaSet* s = SchemaSet::ForVersion(kStableVersion);
-  std::vector<FieldError> out;
-  s->Validate("NodePool",
-              Parse(R"({"identity": {"type": "Sometimes"}, "properties": {"platform": {"vmSize": "x"}}})"),
-              SchemaMode::kRequest, out);
-  ASSERT_EQ(out.size(), 2u);
-  std::set<std::string> targets{out[0].target, out[1].target};
-  EXPECT_TRUE(targets.contains("location"));
-  EXPECT_TRUE(targets.contains("identity.type"));
+  // location comes from TrackedResource in common-types/resource-management/v6/types.json;
+  // identity.type from managedidentity.json next to it, both reached by relative paths from each
+  // version's document.
+  for (const ApiVersion& v : ApiVersions()) {
+    const SchemaSet* s = SchemaSet::ForVersion(v.name);
+    std::vector<FieldError> out;
+    s->Validate("NodePool",
+                Parse(R"({"identity": {"type": "Sometimes"}, "properties": {"platform": {"vmSize": "x"}}})"),
+                SchemaMode::kRequest, out);
+    ASSERT_EQ(out.size(), 2u) << v.name;
+    std::set<std::string> targets{out[0].target, out[1].target};
+    EXPECT_TRUE(targets.contains("location")) << v.name;
+    EXPECT_TRUE(targets.contains("identity.type")) << v.name;
+  }
 }
 
 TEST(Schema, ResponseModeRequiresReadOnlyAndRequestModeIgnoresIt) {
@@ -58,7 +63,7 @@ TEST(Schema, ReadOnlyStripAndExtractAreComplementary) {
 }
 
 TEST(Schema, PruneDropsWhatTheVersionDoesNotDescribe) {
-  const SchemaSet* s = SchemaSet::ForVersion(kPreviewVersion);
+  const SchemaSet* s = SchemaSet::ForVersion(kFirstPreview);
   json::value v = Parse(R"({"sizeGiB": 64, "diskType": "Managed"})");
   s->Prune("OsDiskProfile", v);
   EXPECT_EQ(v, Parse(R"({"sizeGiB": 64})"));

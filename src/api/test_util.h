@@ -6,9 +6,15 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "api/api.h"
 #include "core/json.h"
+
+namespace hcprp::api {
+// The oldest served api-version, the one that differs most from the canonical model.
+inline constexpr std::string_view kFirstPreview = "2024-06-10-preview";
+}  // namespace hcprp::api
 
 namespace hcprp::api::testing {
 
@@ -64,6 +70,107 @@ inline std::string Dump(const ValidationErrors& e) {
 inline std::string Dump(const Validated<Resource>& v) {
   if (const auto* e = std::get_if<ValidationErrors>(&v)) return Dump(*e);
   return "  (no errors)\n";
+}
+
+// What a client receives: the body serialized and parsed again, nothing erased or rewritten.
+inline json::value OnTheWire(const json::object& body) { return Parse(json::serialize(body)); }
+
+// --- The published examples (api-spec/.../<version>/examples) ---------------------------------------
+
+struct Example {
+  std::string version;
+  Kind kind;
+  std::string prefix;      // file prefix: HcpOpenShiftClusters, NodePools, ExternalAuths
+  std::string name_param;  // path parameter holding the resource name
+};
+
+inline std::vector<Example> Examples() {
+  std::vector<Example> out;
+  for (const ApiVersion& v : ApiVersions()) {
+    std::string version(v.name);
+    out.push_back({version, Kind::kCluster, "HcpOpenShiftClusters", "hcpOpenShiftClusterName"});
+    out.push_back({version, Kind::kNodePool, "NodePools", "nodePoolName"});
+    out.push_back({version, Kind::kExternalAuth, "ExternalAuths", "externalAuthName"});
+  }
+  return out;
+}
+
+inline Example ExampleOf(std::string_view version, Kind kind) {
+  for (Example& e : Examples()) {
+    if (e.version == version && e.kind == kind) return e;
+  }
+  ADD_FAILURE() << "no example for " << version;
+  return {};
+}
+
+inline std::string ExamplePath(const Example& e, std::string_view operation) {
+  const ApiVersion* v = FindApiVersion(e.version);
+  std::string dir = std::string(HCPRP_API_SPEC_DIR) + (v != nullptr && v->stable ? "/stable/" : "/preview/");
+  return dir + e.version + "/examples/" + e.prefix + "_" + std::string(operation) + "_MaximumSet_Gen.json";
+}
+
+// The examples are generated with random values; these break semantic rules (the real service's, as
+// docs/validation.md lists them) and are fixed before use:
+// - clusters: network.hostPrefix 21 -> 23 (allowed range 23..26);
+// - node pools: replicas and autoScaling are both set (autoScaling is removed), the update example
+//   has autoScaling.min 29 > max 2 (removed too), its identity is type "None" with an identity key
+//   "key4794" that is no resource ID (identity removed), and the taint key of 213 characters is no
+//   Kubernetes qualified name (-> "example.com/dedicated");
+// - external auths: username.prefixPolicy is a random string (-> "Prefix", a prefix is given), and
+//   clients[0].clientId is not among issuer.audiences (-> "audience1").
+inline void FixExample(Kind kind, json::value& body) {
+  json::object* props =
+      body.as_object().if_contains("properties") ? body.as_object()["properties"].if_object() : nullptr;
+  if (props == nullptr) return;
+  switch (kind) {
+    case Kind::kCluster:
+      if (json::value* hp = FindPointer(body, "/properties/network/hostPrefix")) *hp = 23;
+      break;
+    case Kind::kNodePool:
+      props->erase("autoScaling");
+      body.as_object().erase("identity");
+      if (json::value* key = FindPointer(body, "/properties/taints/0/key")) *key = "example.com/dedicated";
+      break;
+    case Kind::kExternalAuth:
+      if (json::value* p = FindPointer(body, "/properties/claim/mappings/username/prefixPolicy"))
+        *p = "Prefix";
+      if (json::value* c = FindPointer(body, "/properties/clients/0/clientId")) *c = "audience1";
+      break;
+  }
+}
+
+inline Envelope EnvelopeOf(const json::value& response_body) {
+  Envelope env;
+  const json::object& o = response_body.as_object();
+  env.id = std::string(GetString(o, "id").value_or(""));
+  env.name = std::string(GetString(o, "name").value_or(""));
+  env.type = std::string(GetString(o, "type").value_or(""));
+  if (const json::object* sd = GetObject(o, "systemData")) env.system_data = *sd;
+  env.provisioning_state = "Succeeded";
+  return env;
+}
+
+struct Created {
+  Resource resource;
+  Envelope envelope;
+};
+
+// Decodes the example's request body as a create through its version; the read-only values come
+// from the example's response, as the service would observe them.
+inline Created CreateFromExample(const Example& e) {
+  json::value doc = LoadJson(ExamplePath(e, "CreateOrUpdate"));
+  json::value body = *FindPointer(doc, "/parameters/resource");
+  FixExample(e.kind, body);
+  DecodeOptions options;
+  options.name = std::string(FindPointer(doc, "/parameters/" + e.name_param)->as_string());
+  auto decoded = DecodeCreate(e.version, e.kind, body, options);
+  EXPECT_TRUE(std::holds_alternative<Resource>(decoded)) << e.prefix << " " << e.version << "\n"
+                                                         << Dump(decoded);
+  if (!std::holds_alternative<Resource>(decoded)) return {Resource{e.kind, "", {}, std::nullopt, {}, {}}, {}};
+  const json::value& response = *FindPointer(doc, "/responses/200/body");
+  Resource r = std::get<Resource>(decoded);
+  r.observed = ObservedFromWire(e.version, e.kind, response);
+  return {r, EnvelopeOf(response)};
 }
 
 }  // namespace hcprp::api::testing

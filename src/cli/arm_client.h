@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "api/api.h"
 #include "core/json.h"
 #include "core/result.h"
 #include "http/client.h"
@@ -18,7 +19,7 @@ namespace hcprp::cli {
 
 struct ArmClientOptions {
   std::string endpoint = "http://127.0.0.1:8443";  // scheme://host:port of the frontend
-  std::string api_version = "2026-10-01";
+  std::string api_version = std::string(api::kStableVersion);
   std::string tenant_id;         // sent as x-ms-home-tenant-id
   std::string client_object_id;  // sent as x-ms-client-object-id
   std::chrono::milliseconds request_timeout{30'000};

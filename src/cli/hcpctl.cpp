@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/api.h"
 #include "cli/arm_client.h"
 #include "cli/table.h"
 #include "core/time.h"
@@ -28,7 +29,7 @@ struct Globals {
   std::string subscription = Env("HCPCTL_SUBSCRIPTION", "00000000-0000-4000-8000-000000000001");
   std::string resource_group = Env("HCPCTL_RESOURCE_GROUP", "hcp-demo");
   std::string output = "table";
-  std::string api_version = "2026-10-01";
+  std::string api_version = std::string(api::kStableVersion);
   std::string tenant = Env("HCPCTL_TENANT", kDefaultTenant);
   std::string client_object_id = Env("HCPCTL_CLIENT_OBJECT_ID", kDefaultClientObjectId);
   bool no_wait = false;
@@ -431,7 +432,9 @@ int Program::Run(int argc, char** argv) {
   app.add_option("-o,--output", g_.output, "Output format")
       ->check(CLI::IsMember({"json", "table"}))
       ->capture_default_str();
-  app.add_option("--api-version", g_.api_version, "API version")->capture_default_str();
+  app.add_option("--api-version", g_.api_version, "API version")
+      ->check(CLI::IsMember(api::SupportedVersions()))
+      ->capture_default_str();
   app.add_option("--tenant", g_.tenant, "Home tenant ID sent as x-ms-home-tenant-id (env HCPCTL_TENANT)");
   app.add_option("--client-object-id", g_.client_object_id, "Caller object ID sent as x-ms-client-object-id");
   app.add_flag("--no-wait", g_.no_wait, "Do not wait for long-running operations");

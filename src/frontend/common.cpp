@@ -294,6 +294,21 @@ json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std
   return out;
 }
 
+// status.activeVersions of a cluster or node pool: the version it runs once an operation on it has
+// succeeded (the stored version.id, in the form the client gave it); none while it is being created,
+// changed or has failed, when which version runs is not known.
+json::array ActiveVersionsOf(const LoadedResource& r, arm::ResourceKind kind) {
+  if (kind == arm::ResourceKind::kExternalAuth ||
+      !EqualsIgnoreCase(r.doc.provisioning_state, arm::kStateSucceeded)) {
+    return {};
+  }
+  const json::object* props = GetObject(r.doc.resource, "properties");
+  const json::object* version = props != nullptr ? GetObject(*props, "version") : nullptr;
+  auto id = version != nullptr ? GetString(*version, "id") : std::nullopt;
+  if (!id) return {};
+  return json::array{json::object{{"version", *id}}};
+}
+
 }  // namespace
 
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
@@ -306,9 +321,12 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
   if (!observed.contains("status")) {
     std::string when = FormatRfc3339(TimePoint(std::chrono::milliseconds(r.timestamp_ms)), true);
     std::vector<EngineCondition> engine = EngineConditionsOf(r.doc.service_status);
-    observed["status"] = json::object{
-        {"conditions", engine.empty() ? ConditionsOf(r.doc.provisioning_state, when)
-                                      : ConditionsFromEngine(engine, r.doc.provisioning_state, when)}};
+    json::object status{{"conditions", engine.empty()
+                                           ? ConditionsOf(r.doc.provisioning_state, when)
+                                           : ConditionsFromEngine(engine, r.doc.provisioning_state, when)}};
+    if (json::array active = ActiveVersionsOf(r, kind); !active.empty())
+      status["activeVersions"] = std::move(active);
+    observed["status"] = std::move(status);
   }
   return observed;
 }
@@ -330,7 +348,6 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
   envelope.provisioning_state = r.doc.provisioning_state;
   json::object out = api::EncodeResource(ctx.api_version, *resource, envelope);
   if (id->kind != arm::ResourceKind::kExternalAuth && !out.contains("tags")) out["tags"] = r.doc.tags;
-  out["etag"] = ClientEtag(r.etag);
   return out;
 }
 

@@ -110,7 +110,7 @@ std::string BaseUrl(const RequestContext& ctx, const FrontendOptions& options) {
 CloudError UnknownApiVersion(const RequestContext& ctx, std::string_view type) {
   return {400, codes::kInvalidResourceType,
           "The resource type '" + std::string(type) + "' could not be found for API version '" +
-              ctx.api_version + "'. The supported api-versions are '2026-10-01, 2024-06-10-preview'."};
+              ctx.api_version + "'. The supported api-versions are '" + api::SupportedVersionsText() + "'."};
 }
 
 std::string_view RouteType(const Route& r) {

@@ -98,7 +98,8 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
 // answered a create or update, or synced by the backend into clusterServiceStatus) and
 // status.conditions: the provisioning engine's conditions from clusterServiceStatus folded into
 // Available/Progressing/Degraded when the backend synced some, else derived from the provisioning
-// state, their lastTransitionTime being the last write of the resource document.
+// state, their lastTransitionTime being the last write of the resource document; and for clusters
+// and node pools whose last operation succeeded, status.activeVersions (their version.id).
 // `recorded` is the resource's api::Resource::observed.
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded);
 

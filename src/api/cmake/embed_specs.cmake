@@ -1,9 +1,11 @@
 # Turns JSON documents into a C++ source file of chunked raw string literals.
-# Usage: cmake -DOUTPUT=<file.cpp> -DINPUTS=<a.json;b.json> -P embed_specs.cmake
+# Usage: cmake -DOUTPUT=<file.cpp> -DBASE=<dir> -DINPUTS=<dir/a/openapi.json;dir/b/types.json> -P embed_specs.cmake
 # Each document becomes an array of string_view chunks (raw literals stay well under the length
-# limits some compilers put on one literal); EmbeddedSpecs() lists them by file name.
+# limits some compilers put on one literal); EmbeddedSpecs() lists them by their path relative to
+# BASE, so documents of the same file name (every api-version's openapi.json) stay apart and the
+# relative $refs between them resolve.
 set(kChunk 8000)
-set(out "// Generated from src/api/spec by embed_specs.cmake. Do not edit.\n")
+set(out "// Generated from api-spec/specification by embed_specs.cmake. Do not edit.\n")
 string(APPEND out "#include \"api/embedded_specs.h\"\n\nnamespace hcprp::api {\nnamespace {\n")
 set(index 0)
 set(table "")
@@ -13,7 +15,7 @@ foreach(input IN LISTS INPUTS)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${input} contains the raw string delimiter")
   endif()
-  get_filename_component(name "${input}" NAME)
+  file(RELATIVE_PATH name "${BASE}" "${input}")
   string(LENGTH "${text}" len)
   string(APPEND out "constexpr std::string_view kDoc${index}[] = {\n")
   set(pos 0)

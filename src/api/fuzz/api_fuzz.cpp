@@ -61,8 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The first byte picks the kind, version and operation; the rest is the body.
   const uint8_t selector = data[0];
   const Kind kind = static_cast<Kind>(selector % 3);
-  const std::string_view version = (selector / 3) % 2 == 0 ? kStableVersion : kPreviewVersion;
-  const int op = (selector / 6) % 3;
+  const auto versions = ApiVersions();
+  const std::string_view version = versions[(selector / 3) % versions.size()].name;
+  const int op = static_cast<int>((selector / (3 * versions.size())) % 3);
   auto parsed = hcprp::ParseJson(std::string_view(reinterpret_cast<const char*>(data + 1), size - 1));
   if (!parsed.ok()) return 0;
   DecodeOptions options;
