@@ -50,6 +50,7 @@ struct Config {
   size_t check_concurrency = 4;
   int create_recovery_seconds = 120;
   int gc_window_seconds = 3600;
+  int stuck_after_seconds = 600;
   int64_t operation_ttl_seconds = 604800;
   bool json_output = false;
 };
@@ -294,6 +295,7 @@ class Runner {
     check::CheckOptions o;
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.check_cluster_service = cs != nullptr;
+    o.stuck_after = std::chrono::seconds(config_.stuck_after_seconds);
     auto r = check::RunCheck(*parts_.store, cs, clock_, o);
     if (!r.ok()) return Fail("check", r.error());
     // A pass reads partitions page by page, not as one snapshot, so work in flight can look like a
@@ -443,6 +445,10 @@ int Main(int argc, char** argv) {
   store_flags(chk, true);
   chk->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL (omit: store only)");
   chk->add_option("--gc-window-seconds", c.gc_window_seconds, "Younger orphans are not violations")
+      ->capture_default_str();
+  chk->add_option(
+         "--stuck-after", c.stuck_after_seconds,
+         "Seconds without a change of an operation's status or conditions after which it is stuck (0: off)")
       ->capture_default_str();
   chk->add_flag("--json", c.json_output, "JSON report");
 

@@ -1,6 +1,8 @@
 #include "check/check.h"
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "arm/documents.h"
@@ -33,6 +35,66 @@ std::string TypeOf(const json::value& body) {
 
 bool IsResourceType(std::string_view t) {
   return t == arm::kClusterDocType || t == arm::kNodePoolDocType || t == arm::kExternalAuthDocType;
+}
+
+// The latest lastTransitionTime among the Cluster Service conditions the backend copied into a
+// resource document, or nullopt.
+std::optional<TimePoint> LatestConditionChange(const arm::ResourceDocument& r) {
+  std::optional<TimePoint> latest;
+  const json::array* conditions = GetArray(r.service_status, "conditions");
+  if (conditions == nullptr) return latest;
+  for (const auto& c : *conditions) {
+    const auto* o = c.if_object();
+    if (o == nullptr) continue;
+    auto t = ParseRfc3339(GetString(*o, "lastTransitionTime").value_or(""));
+    if (t.ok() && (!latest || *t > *latest)) latest = *t;
+  }
+  return latest;
+}
+
+// "/subscriptions/s/resourceGroups/g" of an Azure resource ID, lower-cased; "" when it has none.
+std::string ResourceGroupOf(std::string_view id) {
+  const std::string lower = ToLower(id);
+  constexpr std::string_view kSubs = "/subscriptions/";
+  constexpr std::string_view kGroups = "/resourcegroups/";
+  if (lower.rfind(kSubs, 0) != 0) return "";
+  size_t groups = lower.find('/', kSubs.size());
+  if (groups == std::string::npos || lower.compare(groups, kGroups.size(), kGroups) != 0) return "";
+  size_t end = lower.find('/', groups + kGroups.size());
+  return lower.substr(0, end);
+}
+
+// Invariant 9 against the simulator's Azure: managed resource groups (and whatever is in them) of
+// clusters the Cluster Service no longer has. A Cluster Service without a simulated Azure (404 on
+// its control API) is not checked.
+Status CheckSimulatedAzure(clusterservice::Client& cs, const json::array& clusters,
+                           const std::function<void(std::string, std::string)>& add) {
+  auto listed = cs.Get("/control/azure/resources");
+  if (!listed.ok()) return listed.error().IsNotFound() ? Status::Ok() : Status(listed.error());
+  std::set<std::string> live_groups;
+  for (const auto& c : clusters) {
+    const auto* obj = c.if_object();
+    if (obj == nullptr) continue;
+    auto view = cs.Get(std::string(GetString(*obj, "href").value_or("")) + "/azure_resources");
+    if (!view.ok()) {
+      if (view.error().IsNotFound()) continue;  // not (yet) known to the provisioning engine
+      return view.error();
+    }
+    live_groups.insert(ToLower(GetString(*view, "managed_resource_group").value_or("")));
+  }
+  std::map<std::string, size_t> leaked;  // group -> resources in it
+  const json::array* items = GetArray(*listed, "items");
+  for (const auto& item : items ? *items : json::array{}) {
+    const auto* o = item.if_object();
+    if (o == nullptr || GetBool(*o, "customerOwned").value_or(true)) continue;
+    const std::string group = ResourceGroupOf(GetString(*o, "id").value_or(""));
+    if (!group.empty() && !live_groups.count(group)) ++leaked[group];
+  }
+  for (const auto& [group, n] : leaked) {
+    add(group, "managed resource group of no Cluster Service cluster, with " + std::to_string(n) +
+                   " Azure resource(s) the service created");
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -97,6 +159,18 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
           if (now - op.start_time > limit + std::chrono::minutes(1)) {
             add(4, id,
                 "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
+          } else if (options.stuck_after.count() > 0) {
+            TimePoint progress = std::max(op.start_time, op.last_transition_time);
+            auto r = resources.find(ToLower(op.external_id));
+            if (r != resources.end()) {
+              if (auto changed = LatestConditionChange(r->second)) progress = std::max(progress, *changed);
+            }
+            if (now - progress > options.stuck_after) {
+              add(4, id,
+                  "operation " + std::string(arm::OperationRequestName(op.request)) + " " + op.status +
+                      " is stuck: no change of its status or of its resource's conditions since " +
+                      FormatRfc3339(progress));
+            }
           }
         }
         // 5: a succeeded delete leaves no resource document behind.
@@ -180,6 +254,9 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         add(6, h, "Cluster Service object has no resource document");
       }
     }
+    HCPRP_RETURN_IF_ERROR(CheckSimulatedAzure(*cs, *clusters, [&](std::string subject, std::string message) {
+      add(9, std::move(subject), std::move(message));
+    }));
   }
   return report;
 }

@@ -21,12 +21,15 @@ struct CheckOptions {
   std::chrono::minutes create_deadline{60};
   std::chrono::minutes update_deadline{60};
   std::chrono::hours delete_deadline{12};
+  // A non-terminal operation whose status and resource conditions have not changed for this long is
+  // reported as stuck (invariant 4) long before its deadline. Zero turns the report off.
+  std::chrono::seconds stuck_after{600};
   // When false, skips the invariants that need the Cluster Service (5 and 6).
   bool check_cluster_service = true;
 };
 
 struct Violation {
-  int invariant = 0;    // 1..6
+  int invariant = 0;    // 1..6, 9
   std::string subject;  // resource ID, operation ID or Cluster Service href
   std::string message;
 };
@@ -41,8 +44,10 @@ struct Report {
 };
 
 // Reads every partition of the resources container (and, unless disabled, every Cluster Service
-// cluster and node pool) and reports what breaks an invariant. Errors reading the store or the
-// Cluster Service are returned as errors, not violations.
+// cluster and node pool and, when the Cluster Service is the simulator, its simulated Azure) and
+// reports what breaks an invariant. Invariant 9: every Azure resource the service created (not the
+// customer's) lies in the managed resource group of a cluster the Cluster Service still has. Errors reading
+// the store or the Cluster Service are returned as errors, not violations.
 Result<Report> RunCheck(store::Store& store, clusterservice::Client* cluster_service, const Clock& clock,
                         const CheckOptions& options);
 

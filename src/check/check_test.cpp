@@ -1,0 +1,158 @@
+#include "check/check.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "arm/documents.h"
+#include "core/time.h"
+
+namespace hcprp::check {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::string_view kSub = "11111111-2222-4333-8444-555555555555";
+constexpr std::string_view kClusterId =
+    "/subscriptions/11111111-2222-4333-8444-555555555555/resourceGroups/rg/providers/"
+    "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c1";
+constexpr std::string_view kHref = "/api/aro_hcp/v1alpha1/clusters/c1";
+
+// A Cluster Service that serves fixed objects: Get by href (the simulator's control API included)
+// and the cluster list. Nothing else is called by the check.
+class FixedClusterService final : public clusterservice::Client {
+ public:
+  std::map<std::string, json::object> objects;
+  json::array clusters;
+
+  Result<json::object> Create(std::string_view, const json::object&, std::string_view) override {
+    return Error::Internal("not used");
+  }
+  Result<json::object> Get(std::string_view href) override {
+    auto it = objects.find(std::string(href));
+    if (it == objects.end()) return Error::NotFound(std::string(href));
+    return it->second;
+  }
+  Result<json::object> GetStatus(std::string_view) override { return Error::Internal("not used"); }
+  Result<json::object> Update(std::string_view, const json::object&) override { return Error::Internal("not used"); }
+  Status Delete(std::string_view) override { return Error::Internal("not used"); }
+  Result<json::object> Action(std::string_view, std::string_view, const json::object&) override {
+    return Error::Internal("not used");
+  }
+  Result<json::array> List(std::string_view collection, std::string_view) override {
+    if (collection == std::string(clusterservice::kApiPrefix) + "/clusters") return clusters;
+    return json::array{};
+  }
+  Result<clusterservice::EventPage> WatchEvents(uint64_t, std::chrono::milliseconds) override {
+    return Error::Internal("not used");
+  }
+};
+
+json::object AzureResource(std::string id, bool customer) {
+  return {{"id", std::move(id)}, {"customerOwned", customer}, {"provisioningState", "Succeeded"}};
+}
+
+class CheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::OpenOptions o;
+    o.clock = &clock_;
+    auto s = store::OpenStore("sqlite::memory:", o);
+    ASSERT_TRUE(s.ok()) << s.error().ToString();
+    store_ = std::move(s).value();
+  }
+
+  // A cluster whose operation `status` started and last changed at `changed`; its document carries
+  // Cluster Service conditions that last changed at `conditions_changed`.
+  void PutCluster(arm::OperationRequest request, std::string status, TimePoint changed,
+                  std::optional<TimePoint> conditions_changed) {
+    arm::OperationDocument op;
+    op.id = "op1";
+    op.request = request;
+    op.external_id = std::string(kClusterId);
+    op.internal_id = std::string(kHref);
+    op.location = "eastus";
+    op.start_time = changed;
+    op.last_transition_time = changed;
+    op.status = status;
+    arm::ResourceDocument r;
+    r.resource_type = std::string(arm::kClusterDocType);
+    r.resource_id = std::string(kClusterId);
+    r.internal_id = std::string(kHref);
+    r.location = "eastus";
+    if (!arm::IsTerminalState(status)) r.active_operation_id = "op1";
+    r.provisioning_state = status;
+    if (conditions_changed) {
+      r.service_status["conditions"] = json::array{
+          json::object{{"type", "LoadBalancersReady"},
+                       {"status", "False"},
+                       {"reason", "Deleting"},
+                       {"lastTransitionTime", FormatRfc3339(*conditions_changed)}}};
+    }
+    const std::string pk = arm::PartitionKey(kSub);
+    ASSERT_TRUE(store_->Upsert(store::kResources, pk, "op1", op.ToBody()).ok());
+    ASSERT_TRUE(store_->Upsert(store::kResources, pk, arm::ResourceDocumentId(kClusterId), r.ToBody()).ok());
+  }
+
+  std::vector<Violation> Run(clusterservice::Client* cs, CheckOptions o = {}) {
+    o.check_cluster_service = cs != nullptr;
+    auto r = RunCheck(*store_, cs, clock_, o);
+    EXPECT_TRUE(r.ok()) << r.error().ToString();
+    return r.ok() ? r->violations : std::vector<Violation>{};
+  }
+
+  FakeClock clock_;
+  std::unique_ptr<store::Store> store_;
+};
+
+TEST_F(CheckTest, AnOperationWithoutProgressIsStuckLongBeforeItsDeadline) {
+  const TimePoint start = clock_.Now();
+  PutCluster(arm::OperationRequest::kDelete, "Deleting", start, start + 1min);
+  clock_.Advance(10min);
+  EXPECT_TRUE(Run(nullptr).empty());  // a condition changed 9 minutes ago
+  clock_.Advance(2min);
+  auto v = Run(nullptr);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].invariant, 4);
+  EXPECT_EQ(v[0].subject, "op1");
+  EXPECT_NE(v[0].message.find("stuck"), std::string::npos) << v[0].message;
+  CheckOptions off;
+  off.stuck_after = 0s;
+  EXPECT_TRUE(Run(nullptr, off).empty());
+  CheckOptions longer;
+  longer.stuck_after = 1h;
+  EXPECT_TRUE(Run(nullptr, longer).empty());
+}
+
+TEST_F(CheckTest, TerminalOperationsAreNeverStuck) {
+  PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
+  clock_.Advance(48h);
+  EXPECT_TRUE(Run(nullptr).empty());
+}
+
+TEST_F(CheckTest, ManagedResourceGroupOfNoClusterIsALeak) {
+  FixedClusterService cs;
+  const std::string live = "/subscriptions/" + std::string(kSub) + "/resourceGroups/arohcp-live";
+  const std::string gone = "/subscriptions/" + std::string(kSub) + "/resourceGroups/arohcp-gone";
+  cs.clusters.push_back(json::object{{"href", kHref}, {"creation_timestamp", FormatRfc3339(clock_.Now())}});
+  cs.objects[std::string(kHref)] = json::object{{"href", kHref}};
+  cs.objects[std::string(kHref) + "/azure_resources"] = json::object{{"managed_resource_group", live}};
+  cs.objects["/control/azure/resources"] = json::object{
+      {"items", json::array{AzureResource(live, false), AzureResource(live + "/providers/x/y/lb", false),
+                            AzureResource(gone, false), AzureResource(gone + "/providers/x/y/vm", false),
+                            AzureResource(gone + "/providers/x/y/disk", false),
+                            AzureResource("/subscriptions/" + std::string(kSub) + "/resourceGroups/customer", true)}}};
+  PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
+  auto v = Run(&cs);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].invariant, 9);
+  EXPECT_EQ(v[0].subject, ToLower(gone));
+  EXPECT_NE(v[0].message.find("3 Azure resource"), std::string::npos) << v[0].message;
+
+  // A Cluster Service without a simulated Azure is not checked for it.
+  cs.objects.erase("/control/azure/resources");
+  EXPECT_TRUE(Run(&cs).empty());
+}
+
+}  // namespace
+}  // namespace hcprp::check
