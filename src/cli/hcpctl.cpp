@@ -146,9 +146,10 @@ json::object Program::DefaultClusterBody() const {
   json::object dp{{"disk-csi-driver", mi + "dp-disk-csi-driver"},
                   {"file-csi-driver", mi + "dp-file-csi-driver"},
                   {"image-registry", mi + "dp-image-registry"}};
+  // The cluster's own identities: every control-plane operator and the service managed identity, each
+  // once. Data-plane operator identities are federated workload identities, never assigned to it.
   json::object uai;
   for (const auto& kv : cp) uai[kv.value().as_string()] = json::object{};
-  for (const auto& kv : dp) uai[kv.value().as_string()] = json::object{};
   uai[mi + "service"] = json::object{};
   json::object body{
       {"location", t_.location},
