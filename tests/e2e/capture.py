@@ -159,6 +159,27 @@ class CaptureProxy:
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
+    def _exchange(self, up, up_in, request):
+        """Sends `request` upstream and reads the answer head; returns (up, up_in, head) with a new
+        connection when there was none, or when a reused one turned out closed by the frontend while
+        idle (nothing was read: the request is sent again on a fresh connection, as HTTP clients do)."""
+        reused = up is not None
+        for _ in range(2):
+            if up is None:
+                up = socket.create_connection(self.upstream, timeout=600)
+                up_in = up.makefile("rb")
+            try:
+                up.sendall(request)
+                return up, up_in, _read_head(up_in)
+            except (_Closed, ConnectionResetError, BrokenPipeError):
+                up_in.close()
+                up.close()
+                up = up_in = None
+                if not reused:
+                    raise ConnectionError("upstream closed the connection before answering")
+                reused = False
+        raise ConnectionError("upstream closed the connection before answering")
+
     def _serve_connection(self, client, client_in):
         up = up_in = None
         try:
@@ -168,15 +189,9 @@ class CaptureProxy:
                 except _Closed:
                     return
                 req_body_raw, req_body = _read_body(client_in, req_headers, until_close=False)
-                if up is None:
-                    up = socket.create_connection(self.upstream, timeout=600)
-                    up_in = up.makefile("rb")
-                up.sendall(req_raw + req_body_raw)
+                up, up_in, (resp_raw, status_line, resp_headers) = self._exchange(up, up_in,
+                                                                                   req_raw + req_body_raw)
                 method = req_line.split(" ", 1)[0].upper()
-                try:
-                    resp_raw, status_line, resp_headers = _read_head(up_in)
-                except _Closed:
-                    raise ConnectionError("upstream closed the connection before answering")
                 status = int(status_line.split(" ")[1])
                 no_body = method == "HEAD" or status < 200 or status in (204, 304)
                 resp_body_raw, resp_body = (b"", b"") if no_body else _read_body(

@@ -38,6 +38,28 @@ ARGS = None  # set by run_tests: .hcprp, .hcpctl, .keep, .traffic_dir
 SCRIPT = os.path.splitext(os.path.basename(sys.argv[0]))[0]
 
 
+# requestAdminCredential takes a certificate signing request in its body from these api-versions on.
+CSR_API_VERSIONS = ("2026-09-01-preview", "2026-10-01")
+
+
+def admin_csr():
+    """A PEM certificate signing request (new EC key, openssl) with the subject the service requires of
+    the break-glass administrator's credential."""
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-keyout", os.path.join(d, "key.pem"),
+                            "-subj", "/O=system:masters/CN=system:customer-break-glass:system-admin"],
+                           capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise TestFailure(f"openssl req: {r.stderr.decode(errors='replace')}")
+        return r.stdout.decode()
+
+
+def credential_request_body(api_version=API_VERSION):
+    """The requestAdminCredential body of `api_version` (None before the CSR versions)."""
+    return {"certificateSigningRequest": admin_csr()} if api_version in CSR_API_VERSIONS else None
+
+
 class TestFailure(AssertionError):
     pass
 

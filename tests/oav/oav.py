@@ -27,6 +27,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -138,7 +139,8 @@ def main():
             except (OSError, ValueError, KeyError):
                 pass
             for e in item.get("errors") or []:
-                where = ",".join(e.get("jsonPathsInPayload") or [])
+                # One kind per place in the document, whatever the list index.
+                where = ",".join(sorted({re.sub(r"\[\d+\]", "[*]", p) for p in e.get("jsonPathsInPayload") or []}))
                 kind = (version, op, e.get("issueSource"), e.get("code"), e.get("message"), where)
                 if e.get("issueSource") == "request" and status >= 400:
                     refused[kind].append(capture)
