@@ -54,7 +54,7 @@ def npm_ci(work):
         with open(installed, "rb") as f:
             if f.read() == want:
                 return
-    for name in ("package.json", "package-lock.json", "validate-traffic.cjs"):
+    for name in ("package.json", "package-lock.json"):
         shutil.copy(os.path.join(HERE, name), work)
     r = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=work,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=600)
@@ -96,7 +96,7 @@ def validate_version(work, spec_root, version, files):
     out = os.path.join(work, f"result-{version}.json")
     if os.path.exists(out):
         os.remove(out)
-    r = subprocess.run(["node", os.path.join(work, "validate-traffic.cjs"), staged, spec, out], cwd=work,
+    r = subprocess.run(["node", os.path.join(HERE, "validate-traffic.cjs"), staged, spec, out], cwd=work,
                        stdin=subprocess.DEVNULL, capture_output=True, timeout=900)
     if r.returncode != 0 or not os.path.exists(out):
         sys.exit(f"oav on {version} failed ({r.returncode}): {r.stderr.decode(errors='replace')[-3000:]}")
