@@ -11,8 +11,9 @@ Every exchange is also written to the capture directory as one JSON file in oav'
     {"liveRequest": {"headers", "method", "url", "body"},
      "liveResponse": {"statusCode", "headers", "body"}}
 
-Bodies are parsed JSON when they parse, the text otherwise, and null when empty. File names sort in the
-order the responses were completed: <prefix>-<sequence>.json.
+Bodies are parsed JSON when they parse, the text otherwise, and null when empty. A file is written before
+the client receives the response. File names sort in the order the responses were read from the
+frontend: <prefix>-<sequence>.json.
 """
 
 import itertools
@@ -196,8 +197,10 @@ class CaptureProxy:
                 no_body = method == "HEAD" or status < 200 or status in (204, 304)
                 resp_body_raw, resp_body = (b"", b"") if no_body else _read_body(
                     up_in, resp_headers, until_close=True)
-                client.sendall(resp_raw + resp_body_raw)
+                # Written before the client has the answer: a test that ends right after its last call
+                # leaves no exchange unrecorded.
                 self._record(req_line, req_headers, req_body, status, resp_headers, resp_body)
+                client.sendall(resp_raw + resp_body_raw)
                 if not (_keep_alive(req_line.rsplit(" ", 1)[-1], req_headers)
                         and _keep_alive(status_line, resp_headers)):
                     return

@@ -54,7 +54,9 @@ client.pipeline.addPolicy({
   },
 });
 
-const poll = { updateIntervalInMs: 200 };
+// Each long-running operation gets two minutes (seconds are enough with the simulator's demo profile).
+const OPERATION_TIMEOUT_MS = 120_000;
+const poll = () => ({ updateIntervalInMs: 200, abortSignal: AbortSignal.timeout(OPERATION_TIMEOUT_MS) });
 
 // One request through the client's pipeline (identity headers, retries), for calls without an SDK method.
 async function send(method, url, body) {
@@ -87,7 +89,7 @@ async function action(path, body) {
     },
     { intervalInMs: 200, resourceLocationConfig: "location" },
   );
-  return poller.pollUntilDone();
+  return poller.pollUntilDone({ abortSignal: AbortSignal.timeout(OPERATION_TIMEOUT_MS) });
 }
 
 const register = await send("PUT", `${endpoint}/subscriptions/${subscriptionId}?api-version=2.0`, {
@@ -98,7 +100,7 @@ const register = await send("PUT", `${endpoint}/subscriptions/${subscriptionId}?
 assert.ok([200, 201].includes(register.rawResponse.statusCode), `subscription PUT answered ${register.rawResponse.statusCode}`);
 
 const r = client.resources;
-const created = await r.beginCreateOrUpdateByIdAndWait(clusterId, apiVersion, bodies.cluster, poll);
+const created = await r.beginCreateOrUpdateByIdAndWait(clusterId, apiVersion, bodies.cluster, poll());
 assert.equal(created.properties.provisioningState, "Succeeded");
 assert.equal(created.id.toLowerCase(), clusterId.toLowerCase());
 assert.equal(created.tags.owner, "sdk");
@@ -111,20 +113,20 @@ const got = await r.getById(clusterId, apiVersion);
 assert.equal(got.properties.provisioningState, "Succeeded");
 assert.equal(got.name, name);
 
-const updated = await r.beginUpdateByIdAndWait(clusterId, apiVersion, bodies.clusterUpdate, poll);
+const updated = await r.beginUpdateByIdAndWait(clusterId, apiVersion, bodies.clusterUpdate, poll());
 assert.equal(updated.tags.stage, "updated");
 assert.equal(updated.properties.nodeDrainTimeoutMinutes, 30);
 
-const pool = await r.beginCreateOrUpdateByIdAndWait(poolId, apiVersion, bodies.nodePool, poll);
+const pool = await r.beginCreateOrUpdateByIdAndWait(poolId, apiVersion, bodies.nodePool, poll());
 assert.equal(pool.properties.provisioningState, "Succeeded");
 assert.equal(pool.properties.replicas, 2);
-const pool2 = await r.beginUpdateByIdAndWait(poolId, apiVersion, bodies.nodePoolUpdate, poll);
+const pool2 = await r.beginUpdateByIdAndWait(poolId, apiVersion, bodies.nodePoolUpdate, poll());
 assert.equal(pool2.properties.replicas, 3);
 assert.equal((await r.getById(poolId, apiVersion)).tags.stage, "updated");
 
-const auth = await r.beginCreateOrUpdateByIdAndWait(authId, apiVersion, bodies.externalAuth, poll);
+const auth = await r.beginCreateOrUpdateByIdAndWait(authId, apiVersion, bodies.externalAuth, poll());
 assert.equal(auth.properties.provisioningState, "Succeeded");
-const auth2 = await r.beginUpdateByIdAndWait(authId, apiVersion, bodies.externalAuthUpdate, poll);
+const auth2 = await r.beginUpdateByIdAndWait(authId, apiVersion, bodies.externalAuthUpdate, poll());
 assert.deepEqual(auth2.properties.issuer.audiences, ["sdk-console-client", "sdk-cli-client"]);
 
 const admin = await action(`${clusterId}/requestAdminCredential`, credentialRequest);
@@ -134,7 +136,7 @@ assert.ok(admin.expirationTimestamp, `requestAdminCredential result: ${JSON.stri
 await action(`${clusterId}/revokeCredentials`, null);
 
 for (const id of [authId, poolId, clusterId]) {
-  await r.beginDeleteByIdAndWait(id, apiVersion, poll);
+  await r.beginDeleteByIdAndWait(id, apiVersion, poll());
   await assert.rejects(r.getById(id, apiVersion), (e) => e.statusCode === 404);
 }
 console.log("sdk lifecycle: 1 passed, 0 failed");

@@ -72,7 +72,7 @@ def raw_json(pipeline_response, deserialized, headers):
     return json.loads(pipeline_response.http_response.text())
 
 
-def finish(poller, what, timeout=180):
+def finish(poller, what, timeout=120):
     """The poller's result; fails when the operation is not over within `timeout` seconds."""
     result = poller.result(timeout)
     expect(poller.done(), f"{what}: the operation is still {poller.status()} after {timeout}s")
