@@ -22,7 +22,8 @@ const apiVersion = process.env.HCPRP_API_VERSION || "2026-10-01";
 const credentialRequest = JSON.parse(process.env.HCPRP_CREDENTIAL_REQUEST || "null");
 const rg = "sdk-rg";
 const name = "sdk-cluster";
-const clusterId = `/subscriptions/${subscriptionId}/resourceGroups/${rg}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/${name}`;
+const base = `/subscriptions/${subscriptionId}/resourceGroups/${rg}/providers/Microsoft.RedHatOpenShift`;
+const clusterId = `${base}/hcpOpenShiftClusters/${name}`;
 const poolId = `${clusterId}/nodePools/pool1`;
 const authId = `${clusterId}/externalAuths/auth1`;
 
@@ -97,7 +98,8 @@ const register = await send("PUT", `${endpoint}/subscriptions/${subscriptionId}?
   registrationDate: new Date().toUTCString(),
   properties: { tenantId, registeredFeatures: [] },
 });
-assert.ok([200, 201].includes(register.rawResponse.statusCode), `subscription PUT answered ${register.rawResponse.statusCode}`);
+assert.ok([200, 201].includes(register.rawResponse.statusCode),
+          `subscription PUT answered ${register.rawResponse.statusCode}`);
 
 const r = client.resources;
 const created = await r.beginCreateOrUpdateByIdAndWait(clusterId, apiVersion, bodies.cluster, poll());

@@ -14,6 +14,7 @@ body as JSON (the harness makes one with a fresh CSR; unset or "null": no body).
 Prints "sdk python lifecycle: 1 passed, 0 failed" last on success.
 """
 
+import email.utils
 import json
 import os
 import sys
@@ -141,7 +142,7 @@ def main():
         raise AssertionError(f"{resource_id} still there after its delete")
 
     r = call("PUT", f"/subscriptions/{subscription_id}", "2.0",
-             {"state": "Registered", "registrationDate": "Mon, 23 Nov 2026 00:00:00 GMT",
+             {"state": "Registered", "registrationDate": email.utils.formatdate(usegmt=True),
               "properties": {"tenantId": tenant_id, "registeredFeatures": []}})
     expect(r.status_code in (200, 201), f"subscription PUT: HTTP {r.status_code} {r.text()}")
 
