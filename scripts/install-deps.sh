@@ -7,7 +7,8 @@ pkgs=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  wrk curl procps
+  wrk curl procps openssl
+  python3-azure  # the Azure SDK for Python of the SDK client test, for /usr/bin/python3
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -12,8 +12,9 @@ scripts/install-deps.sh
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"
 # Timing-sensitive simulator and end-to-end tests get up to three runs on a loaded machine; a test
-# that fails three times fails the suite.
-ctest --preset release -j"$jobs" --timeout 600 --repeat until-pass:3
+# that fails three times fails the suite. The end-to-end tests capture their ARM traffic (build/release/
+# traffic); e2e_oav runs after them and validates it with oav (npm ci of tests/oav) against api-spec/.
+ctest --preset release -j"$jobs" --timeout 600 --repeat until-pass:3 --output-on-failure
 
 if [ "${1:-}" != "--quick" ]; then
   # The sanitizer pass covers the libraries whose tests are known clean under ASan/UBSan.

@@ -3,6 +3,10 @@
 Each test file calls run_tests([...]) with functions taking a Ctx. A Ctx owns a temporary directory
 and every process it started; they are killed when the test ends, whatever the outcome. The file
 prints "N passed, M failed" last and exits non-zero when something failed.
+
+Every ARM endpoint a Ctx hands out (serve(), frontend()) is a capturing proxy in front of the real
+frontend (capture.py): all clients' traffic is recorded in oav's format under --traffic-dir (by default
+a folder in the test's temporary directory), one file per exchange, for tests/oav/validate.py.
 """
 
 import argparse
@@ -23,12 +27,37 @@ import urllib.parse
 import urllib.request
 import uuid
 
+from capture import CaptureProxy
+
 API_VERSION = "2026-10-01"
 PROVIDER = "/providers/Microsoft.RedHatOpenShift"
 CS_PREFIX = "/api/aro_hcp/v1alpha1"
 TERMINAL = ("Succeeded", "Failed", "Canceled")
 
-ARGS = None  # set by run_tests: .hcprp, .hcpctl, .keep
+ARGS = None  # set by run_tests: .hcprp, .hcpctl, .keep, .traffic_dir
+SCRIPT = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+# requestAdminCredential takes a certificate signing request in its body from these api-versions on.
+CSR_API_VERSIONS = ("2026-09-01-preview", "2026-10-01")
+
+
+def admin_csr():
+    """A PEM certificate signing request (new EC key, openssl) with the subject the service requires of
+    the break-glass administrator's credential."""
+    with tempfile.TemporaryDirectory() as d:
+        r = subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-keyout", os.path.join(d, "key.pem"),
+                            "-subj", "/O=system:masters/CN=system:customer-break-glass:system-admin"],
+                           capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise TestFailure(f"openssl req: {r.stderr.decode(errors='replace')}")
+        return r.stdout.decode()
+
+
+def credential_request_body(api_version=API_VERSION):
+    """The requestAdminCredential body of `api_version` (None before the CSR versions)."""
+    return {"certificateSigningRequest": admin_csr()} if api_version in CSR_API_VERSIONS else None
 
 
 class TestFailure(AssertionError):
@@ -347,6 +376,7 @@ class Ctx:
         self.procs = []
         self.closers = []
         self.failed = False
+        self.proxies = []
 
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
@@ -356,8 +386,17 @@ class Ctx:
         self.procs.append(p)
         return p
 
+    def capture(self, upstream):
+        """A capturing proxy in front of the ARM endpoint `upstream`; returns the proxy's URL."""
+        out = ARGS.traffic_dir or self.path("traffic")
+        proxy = CaptureProxy(upstream, out, f"{SCRIPT}-{self.name}-{len(self.proxies)}")
+        self.proxies.append(proxy)
+        self.closers.append(proxy.close)
+        return proxy.url
+
     def serve(self, profile="instant", time_scale="1", extra=()):
-        """hcprp serve with the simulator in process; returns (arm endpoint, Cluster Service URL, proc)."""
+        """hcprp serve with the simulator in process; returns (arm endpoint, Cluster Service URL, proc).
+        The ARM endpoint is the capturing proxy in front of hcprp's."""
         data = self.path("serve")
         p = self.spawn("serve", [ARGS.hcprp, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
                                  "--retry-after", "1", "--profile", profile, "--time-scale", str(time_scale),
@@ -366,7 +405,7 @@ class Ctx:
         cs = p.wait_line(url_after("Cluster Service:"))
         self.db = os.path.join(data, "hcprp.db")
         self.cs_url = cs
-        return arm, cs, p
+        return self.capture(arm), cs, p
 
     def clusters_service(self, profile="demo", time_scale="1"):
         d = self.path("cs")
@@ -379,7 +418,7 @@ class Ctx:
     def frontend(self, store, cs_url, extra=()):
         p = self.spawn("frontend", [ARGS.hcprp, "frontend", "--store", store, "--clusters-service", cs_url,
                                     "--listen", "127.0.0.1:0", "--retry-after", "1", *extra])
-        return p.wait_line(url_after("listening on")), p
+        return self.capture(p.wait_line(url_after("listening on"))), p
 
     def backend(self, store, cs_url, extra=()):
         p = self.spawn("backend", [ARGS.hcprp, "backend", "--store", store, "--clusters-service", cs_url, *extra])
@@ -428,7 +467,16 @@ def run_tests(tests, known_failures=()):
     ap.add_argument("-k", dest="only", help="run only tests whose name contains this")
     ap.add_argument("--known-failures", action="store_true",
                     help="run the tests left out of the suite because of known bugs")
+    ap.add_argument("--traffic-dir", default=os.environ.get("HCPRP_E2E_TRAFFIC_DIR"),
+                    help="where the ARM traffic is captured (oav format; this file's earlier captures there "
+                         "are removed first); default: the test's temporary directory")
     ARGS = ap.parse_args()
+    if ARGS.traffic_dir:
+        ARGS.traffic_dir = os.path.abspath(ARGS.traffic_dir)
+        os.makedirs(ARGS.traffic_dir, exist_ok=True)
+        for f in os.listdir(ARGS.traffic_dir):
+            if f.startswith(SCRIPT + "-"):
+                os.remove(os.path.join(ARGS.traffic_dir, f))
     if ARGS.known_failures:
         tests = list(known_failures)
     ARGS.hcprp = os.path.abspath(ARGS.hcprp)

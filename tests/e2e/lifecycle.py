@@ -6,7 +6,7 @@ PATCH (Updating -> Succeeded), requestAdminCredential's result, the async notifi
 import json
 import time
 
-from e2e import (Arm, CsClient, expect, expect_eq, run_tests, wait_until)
+from e2e import (Arm, CsClient, credential_request_body, expect, expect_eq, run_tests, wait_until)
 
 # The demo profile at this scale: steps of ~0.4 s, installs of ~2 s; every state stays visible for
 # long enough that a 50 ms poll of the status endpoint sees it.
@@ -104,7 +104,7 @@ def test_request_credential_result(ctx):
     r = create_cluster(arm, "k1")
     arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60)
 
-    r = arm.call("POST", arm.cluster_path("k1") + "/requestAdminCredential")
+    r = arm.call("POST", arm.cluster_path("k1") + "/requestAdminCredential", credential_request_body())
     expect_eq(r.status, 202, f"requestAdminCredential ({r!r}) status code")
     location = r.header("Location")
     expect(location and "/hcpOperationResults/" in location, f"requestAdminCredential Location: {r.headers}")

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The unmodified Azure SDK for JavaScript (tests/sdk/lifecycle.mjs: core-lro pollers over the generic
-*ById methods) runs a cluster's lifecycle against `hcprp serve`. npm installs the SDK into a temporary
-copy of tests/sdk (npm's own cache makes later runs quick)."""
+*ById methods, and over the POST actions) drives a cluster, a node pool and an external auth through
+create, update and delete, and the credential requests, against `hcprp serve`, with the bodies of
+tests/sdk/bodies.json. npm installs the SDK into a temporary copy of tests/sdk (npm's own cache makes
+later runs quick)."""
 
+import json
 import os
 import shutil
 import subprocess
 
-from e2e import expect, expect_eq, run_tests
+from e2e import credential_request_body, expect, expect_eq, run_tests
 
 SDK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk")
 
@@ -15,7 +18,7 @@ SDK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk")
 def npm_install(ctx):
     work = ctx.path("sdk")
     os.makedirs(work)
-    for f in ("package.json", "lifecycle.mjs"):
+    for f in ("package.json", "lifecycle.mjs", "bodies.json"):
         shutil.copy(os.path.join(SDK_DIR, f), work)
     expect(shutil.which("node") and shutil.which("npm"), "node and npm are needed for the SDK test")
     r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"], cwd=work,
@@ -27,8 +30,9 @@ def npm_install(ctx):
 def test_sdk_lifecycle(ctx):
     work = npm_install(ctx)
     endpoint, _, _ = ctx.serve(profile="demo", time_scale="0.3")
-    env = dict(os.environ, HCPRP_API_VERSION="2026-10-01")
-    r = subprocess.run(["node", "lifecycle.mjs", endpoint], cwd=work, capture_output=True, timeout=240,
+    env = dict(os.environ, HCPRP_API_VERSION="2026-10-01",
+               HCPRP_CREDENTIAL_REQUEST=json.dumps(credential_request_body("2026-10-01")))
+    r = subprocess.run(["node", "lifecycle.mjs", endpoint], cwd=work, capture_output=True, timeout=300,
                        env=env, stdin=subprocess.DEVNULL)
     out = r.stdout.decode("utf-8", "replace")
     expect_eq(r.returncode, 0, f"node lifecycle.mjs: {out[-2000:]} {r.stderr.decode()[-3000:]}")

@@ -1,8 +1,17 @@
-// Runs a cluster's whole lifecycle through the Azure SDK's long-running-operation pollers against an
-// hcprp frontend. Usage: node lifecycle.mjs http://127.0.0.1:PORT
+// Drives a cluster, a node pool and an external auth through create, update and delete, and the
+// credential requests, with the Azure SDK for JavaScript against an hcprp frontend: the generic *ById
+// methods of @azure/arm-resources with their core-lro pollers send the bodies of bodies.json (shaped like
+// the specification's examples); the POST actions go through the client's pipeline and a core-lro
+// poller, as an ARM client follows them.
+// Usage: node lifecycle.mjs http://127.0.0.1:PORT
+// Environment: HCPRP_API_VERSION (default 2026-10-01); HCPRP_CREDENTIAL_REQUEST, the requestAdminCredential
+// body as JSON (the harness makes one with a fresh CSR; unset or "null": no body).
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { ResourceManagementClient } from "@azure/arm-resources";
+import { createHttpPoller } from "@azure/core-lro";
+import { createHttpHeaders, createPipelineRequest } from "@azure/core-rest-pipeline";
 
 const endpoint = process.argv[2];
 assert.ok(endpoint, "usage: node lifecycle.mjs <endpoint>");
@@ -10,13 +19,22 @@ const subscriptionId = randomUUID();
 const tenantId = randomUUID();
 const clientObjectId = randomUUID();
 const apiVersion = process.env.HCPRP_API_VERSION || "2026-10-01";
+const credentialRequest = JSON.parse(process.env.HCPRP_CREDENTIAL_REQUEST || "null");
 const rg = "sdk-rg";
 const name = "sdk-cluster";
 const base = `/subscriptions/${subscriptionId}/resourceGroups/${rg}/providers/Microsoft.RedHatOpenShift`;
 const clusterId = `${base}/hcpOpenShiftClusters/${name}`;
+const poolId = `${clusterId}/nodePools/pool1`;
+const authId = `${clusterId}/externalAuths/auth1`;
+
+const bodies = JSON.parse(
+  readFileSync(new URL("./bodies.json", import.meta.url), "utf8")
+    .replaceAll("{subscriptionId}", subscriptionId)
+    .replaceAll("{resourceGroup}", rg),
+);
 
 // The frontend speaks plain HTTP in tests: no bearer tokens; ARM's identity headers instead.
-const credential = { getToken: async () => ({ token: "unused", expiresOnTimestamp: Date.now() + 3600e3 }) };
+const credential = { getToken: async () => assert.fail("a bearer token was requested") };
 const client = new ResourceManagementClient(credential, subscriptionId, {
   endpoint,
   allowInsecureConnection: true,
@@ -37,91 +55,90 @@ client.pipeline.addPolicy({
   },
 });
 
-const poll = { updateIntervalInMs: 200 };
+// Each long-running operation gets two minutes (seconds are enough with the simulator's demo profile).
+const OPERATION_TIMEOUT_MS = 120_000;
+const poll = () => ({ updateIntervalInMs: 200, abortSignal: AbortSignal.timeout(OPERATION_TIMEOUT_MS) });
 
-async function registerSubscription() {
-  const res = await fetch(`${endpoint}/subscriptions/${subscriptionId}?api-version=2.0`, {
-    method: "PUT",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({
-      state: "Registered",
-      registrationDate: new Date().toUTCString(),
-      properties: { tenantId, registeredFeatures: [] },
-    }),
+// One request through the client's pipeline (identity headers, retries), for calls without an SDK method.
+async function send(method, url, body) {
+  const request = createPipelineRequest({
+    url,
+    method,
+    body: body == null ? undefined : JSON.stringify(body),
+    headers: createHttpHeaders(body == null ? {} : { "content-type": "application/json" }),
+    allowInsecureConnection: true,
   });
-  assert.ok(res.status === 200 || res.status === 201, `subscription PUT answered ${res.status}`);
+  const res = await client.sendRequest(request);
+  const parsed = res.bodyAsText ? JSON.parse(res.bodyAsText) : undefined;
+  return { flatResponse: parsed, rawResponse: { statusCode: res.status, headers: res.headers.toJSON(), body: parsed } };
 }
 
-function clusterBody() {
-  const sub = `/subscriptions/${subscriptionId}/resourceGroups/${rg}`;
-  const vnet = `${sub}/providers/Microsoft.Network/virtualNetworks/vnet`;
-  const mi = (n) => `${sub}/providers/Microsoft.ManagedIdentity/userAssignedIdentities/${n}`;
-  const uai = {};
-  for (const n of ["cp-cluster-api-azure", "cp-control-plane", "cp-cloud-controller-manager", "cp-ingress",
-                   "cp-disk-csi-driver", "cp-file-csi-driver", "cp-image-registry", "cp-cloud-network-config",
-                   "service"]) {
-    uai[mi(n)] = {};
-  }
-  return {
-    location: "eastus",
-    tags: { owner: "sdk" },
-    identity: { type: "UserAssigned", userAssignedIdentities: uai },
-    properties: {
-      version: { id: "4.19", channelGroup: "stable" },
-      network: { podCidr: "10.128.0.0/14", serviceCidr: "172.30.0.0/16", machineCidr: "10.0.0.0/16", hostPrefix: 23 },
-      api: { visibility: "Public" },
-      platform: {
-        subnetId: `${vnet}/subnets/workers`,
-        vnetIntegrationSubnetId: `${vnet}/subnets/integration`,
-        networkSecurityGroupId: `${sub}/providers/Microsoft.Network/networkSecurityGroups/nsg`,
-        operatorsAuthentication: {
-          userAssignedIdentities: {
-            controlPlaneOperators: {
-              "cluster-api-azure": mi("cp-cluster-api-azure"),
-              "control-plane": mi("cp-control-plane"),
-              "cloud-controller-manager": mi("cp-cloud-controller-manager"),
-              ingress: mi("cp-ingress"),
-              "disk-csi-driver": mi("cp-disk-csi-driver"),
-              "file-csi-driver": mi("cp-file-csi-driver"),
-              "image-registry": mi("cp-image-registry"),
-              "cloud-network-config": mi("cp-cloud-network-config"),
-            },
-            dataPlaneOperators: {},
-            serviceManagedIdentity: mi("service"),
-          },
-        },
+// POST an ARM action and follow its long-running operation to the result at its Location.
+async function action(path, body) {
+  const url = `${endpoint}${path}?api-version=${apiVersion}`;
+  const poller = await createHttpPoller(
+    {
+      requestMethod: "POST",
+      requestPath: url,
+      sendInitialRequest: async () => {
+        const res = await send("POST", url, body);
+        const status = res.rawResponse.statusCode;
+        assert.ok(status === 200 || status === 202, `POST ${path}: HTTP ${status} ${JSON.stringify(res.flatResponse)}`);
+        return res;
       },
+      sendPollRequest: (pollUrl) => send("GET", pollUrl),
     },
-  };
+    { intervalInMs: 200, resourceLocationConfig: "location" },
+  );
+  return poller.pollUntilDone({ abortSignal: AbortSignal.timeout(OPERATION_TIMEOUT_MS) });
 }
 
-await registerSubscription();
+const register = await send("PUT", `${endpoint}/subscriptions/${subscriptionId}?api-version=2.0`, {
+  state: "Registered",
+  registrationDate: new Date().toUTCString(),
+  properties: { tenantId, registeredFeatures: [] },
+});
+assert.ok([200, 201].includes(register.rawResponse.statusCode),
+          `subscription PUT answered ${register.rawResponse.statusCode}`);
 
-const created = await client.resources.beginCreateOrUpdateByIdAndWait(clusterId, apiVersion, clusterBody(), poll);
+const r = client.resources;
+const created = await r.beginCreateOrUpdateByIdAndWait(clusterId, apiVersion, bodies.cluster, poll());
 assert.equal(created.properties.provisioningState, "Succeeded");
 assert.equal(created.id.toLowerCase(), clusterId.toLowerCase());
 assert.equal(created.tags.owner, "sdk");
+assert.deepEqual(Object.keys(created.identity.userAssignedIdentities).sort(),
+                 Object.keys(bodies.cluster.identity.userAssignedIdentities).sort());
+const wantDp = bodies.cluster.properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators;
+assert.deepEqual(created.properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators, wantDp);
 
-const got = await client.resources.getById(clusterId, apiVersion);
+const got = await r.getById(clusterId, apiVersion);
 assert.equal(got.properties.provisioningState, "Succeeded");
 assert.equal(got.name, name);
 
-const updated = await client.resources.beginUpdateByIdAndWait(clusterId, apiVersion, { tags: { owner: "sdk", stage: "2" } }, poll);
-assert.equal(updated.tags.stage, "2");
+const updated = await r.beginUpdateByIdAndWait(clusterId, apiVersion, bodies.clusterUpdate, poll());
+assert.equal(updated.tags.stage, "updated");
+assert.equal(updated.properties.nodeDrainTimeoutMinutes, 30);
 
-const poolId = `${clusterId}/nodePools/pool1`;
-const pool = await client.resources.beginCreateOrUpdateByIdAndWait(poolId, apiVersion, {
-  location: "eastus",
-  properties: {
-    version: { id: "4.19.7", channelGroup: "stable" },
-    platform: { vmSize: "Standard_D8s_v3", subnetId: clusterBody().properties.platform.subnetId },
-    replicas: 2,
-  },
-}, poll);
+const pool = await r.beginCreateOrUpdateByIdAndWait(poolId, apiVersion, bodies.nodePool, poll());
 assert.equal(pool.properties.provisioningState, "Succeeded");
+assert.equal(pool.properties.replicas, 2);
+const pool2 = await r.beginUpdateByIdAndWait(poolId, apiVersion, bodies.nodePoolUpdate, poll());
+assert.equal(pool2.properties.replicas, 3);
+assert.equal((await r.getById(poolId, apiVersion)).tags.stage, "updated");
 
-await client.resources.beginDeleteByIdAndWait(poolId, apiVersion, poll);
-await client.resources.beginDeleteByIdAndWait(clusterId, apiVersion, poll);
+const auth = await r.beginCreateOrUpdateByIdAndWait(authId, apiVersion, bodies.externalAuth, poll());
+assert.equal(auth.properties.provisioningState, "Succeeded");
+const auth2 = await r.beginUpdateByIdAndWait(authId, apiVersion, bodies.externalAuthUpdate, poll());
+assert.deepEqual(auth2.properties.issuer.audiences, ["sdk-console-client", "sdk-cli-client"]);
 
-await assert.rejects(client.resources.getById(clusterId, apiVersion), (e) => e.statusCode === 404);
+const admin = await action(`${clusterId}/requestAdminCredential`, credentialRequest);
+assert.ok(admin && typeof admin.kubeconfig === "string" && admin.kubeconfig.includes("clusters"),
+          `requestAdminCredential result: ${JSON.stringify(admin)}`);
+assert.ok(admin.expirationTimestamp, `requestAdminCredential result: ${JSON.stringify(admin)}`);
+await action(`${clusterId}/revokeCredentials`, null);
+
+for (const id of [authId, poolId, clusterId]) {
+  await r.beginDeleteByIdAndWait(id, apiVersion, poll());
+  await assert.rejects(r.getById(id, apiVersion), (e) => e.statusCode === 404);
+}
 console.log("sdk lifecycle: 1 passed, 0 failed");
