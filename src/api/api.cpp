@@ -84,15 +84,16 @@ ValidationErrors Fail(std::vector<FieldError> errors) {
 
 void CheckProvisioningState(Op op, const json::value& body, const DecodeOptions& options,
                             std::vector<FieldError>& out) {
-  if (op == Op::kCreate || !options.current_provisioning_state) return;
   const json::value* state = FindPointer(body, "/properties/provisioningState");
   if (state == nullptr || state->is_null()) return;
-  if (!state->is_string() || state->get_string() != *options.current_provisioning_state) {
-    out.push_back(FieldError{std::string(kInvalidParameter),
-                             "provisioningState is read-only; the body says " + json::serialize(*state) +
-                                 " but the resource is " + *options.current_provisioning_state,
-                             "properties.provisioningState"});
+  // A GET body sent back carries the current state: that is ignored; any other value (and any
+  // value on a create) is refused, as the real service refuses a change of an immutable field.
+  if (op != Op::kCreate && options.current_provisioning_state && state->is_string() &&
+      state->get_string() == *options.current_provisioning_state) {
+    return;
   }
+  out.push_back(FieldError{std::string(kInvalidRequestContent), "Forbidden: field is immutable",
+                           "properties.provisioningState"});
 }
 
 Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const json::value& body,
@@ -187,7 +188,8 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     // The conversion must produce a valid stable body; if it does not, say so instead of storing it.
     stable->Validate(definition, canonical_value, SchemaMode::kRequest, errors);
   }
-  CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, errors);
+  ApplyServiceDefaults(kind, canonical_value.get_object());
+  CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, options, errors);
   if (existing != nullptr) stable->CheckCreateOnly(definition, canonical_value, existing_body, errors);
   if (!errors.empty()) return Fail(std::move(errors));
 

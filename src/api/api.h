@@ -36,7 +36,7 @@ inline constexpr std::string_view kPreviewVersion = "2024-06-10-preview";
 
 // The version a preview cluster or node pool gets when its body has no version.id (stable requires
 // one). Callers can pass their own through DecodeOptions.
-inline constexpr std::string_view kDefaultOpenShiftVersion = "4.19";
+inline constexpr std::string_view kDefaultOpenShiftVersion = "4.20";
 
 bool IsSupportedVersion(std::string_view api_version);
 std::vector<std::string> SupportedVersions();
@@ -90,6 +90,12 @@ struct DecodeOptions {
   std::optional<std::string> current_provisioning_state;
   // Used when a preview body has no version.id (node pools: pass the parent cluster's version).
   std::string default_version_id = std::string(kDefaultOpenShiftVersion);
+  // Where the resource lives, from the request URL; rules that compare resource IDs with the
+  // cluster's subscription and resource group are skipped when empty.
+  std::string subscription_id;
+  std::string resource_group;
+  // Node pools: the canonical body of the parent cluster (version skew, subnet VNet), or nullptr.
+  const json::object* parent_cluster = nullptr;
 };
 
 // Decodes and validates the body of a PUT that creates the resource.

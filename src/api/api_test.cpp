@@ -52,16 +52,25 @@ void FixExample(Kind kind, json::value& body) {
   switch (kind) {
     case Kind::kCluster:
       if (json::value* hp = FindPointer(body, "/properties/network/hostPrefix")) *hp = 23;
+      // The generated examples carry values the service refuses: an OpenShift version below its
+      // minimum and zero autoscaling durations.
+      if (json::value* id = FindPointer(body, "/properties/version/id")) *id = "4.20";
+      if (json::value* s = FindPointer(body, "/properties/autoscaling/maxPodGracePeriodSeconds")) *s = 600;
+      if (json::value* s = FindPointer(body, "/properties/autoscaling/maxNodeProvisionTimeSeconds")) *s = 900;
       break;
     case Kind::kNodePool:
       props->erase("autoScaling");
       body.as_object().erase("identity");
       if (json::value* key = FindPointer(body, "/properties/taints/0/key")) *key = "example.com/dedicated";
+      if (json::value* id = FindPointer(body, "/properties/version/id")) *id = "4.20.8";
       break;
     case Kind::kExternalAuth:
       if (json::value* p = FindPointer(body, "/properties/claim/mappings/username/prefixPolicy"))
         *p = "Prefix";
       if (json::value* c = FindPointer(body, "/properties/clients/0/clientId")) *c = "audience1";
+      // The service takes a PEM CA only, and Confidential clients only for the console.
+      if (json::value* issuer = FindPointer(body, "/properties/issuer")) issuer->as_object().erase("ca");
+      if (json::value* t = FindPointer(body, "/properties/clients/0/type")) *t = "Public";
       break;
   }
 }
@@ -250,10 +259,10 @@ TEST(CrossVersion, PreviewNodePoolWithoutVersionUsesCallerDefault) {
   FixExample(Kind::kNodePool, body);
   testing::Erase(body, "/properties/version");
   DecodeOptions options;
-  options.default_version_id = "4.18";
+  options.default_version_id = "4.20.8";
   auto decoded = DecodeCreate(kPreviewVersion, Kind::kNodePool, body, options);
   ASSERT_TRUE(std::holds_alternative<Resource>(decoded)) << Dump(decoded);
-  EXPECT_EQ(std::get<Resource>(decoded).properties.at("version").at("id"), "4.18");
+  EXPECT_EQ(std::get<Resource>(decoded).properties.at("version").at("id"), "4.20.8");
 }
 
 // --- Defaults and read-only handling ----------------------------------------------------------
@@ -264,7 +273,7 @@ TEST(Defaults, MinimalClusterGetsSpecDefaults) {
     "identity": {"type": "UserAssigned", "userAssignedIdentities": {
       "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi": {}}},
     "properties": {
-      "version": {"id": "4.19"},
+      "version": {"id": "4.20"},
       "platform": {
         "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
         "vnetIntegrationSubnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/b",
@@ -294,6 +303,8 @@ TEST(ReadOnly, ReadOnlyInputIsIgnoredAndNotStored) {
   json::value body = EncodeResource(kStableVersion, c.resource, c.envelope);
   testing::Set(body, "/properties/console/url", "https://evil.example.com");
   testing::Set(body, "/identity/principalId", "00000000-0000-0000-0000-000000000000");
+  // A provisioningState in a create body is refused (BadInput.ProvisioningStateOnCreateIsRefused).
+  body.at("properties").as_object().erase("provisioningState");
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
   ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
   const Resource& r = std::get<Resource>(created);

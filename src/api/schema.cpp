@@ -396,7 +396,7 @@ void SchemaSet::Validate(std::string_view definition, const json::value& value, 
 void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const std::string& path,
                              std::vector<FieldError>& out, int depth) const {
   const std::string bad_content(kInvalidRequestContent);
-  const std::string bad_value(kInvalidParameter);
+  const std::string bad_value(kInvalidRequestContent);
   if (depth > kMaxDepth) {
     out.push_back(Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", path));
     return;
@@ -698,8 +698,9 @@ void SchemaSet::CreateOnlyNode(const Node& node, const json::value& now, const j
       same = EqualsIgnoreCase(va->get_string(), vb->get_string());
     }
     if (!same) {
-      out.push_back(Problem(std::string(kPropertyChangeNotAllowed),
-                            "'" + child_path + "' can only be set when the resource is created", child_path));
+      // As the real service words a change of an immutable field.
+      out.push_back(
+          Problem(std::string(kInvalidRequestContent), "Forbidden: field is immutable", child_path));
     }
   }
 }

@@ -1,0 +1,90 @@
+// What a PUT or PATCH body becomes before and after api::Decode*: the service-owned values the real
+// service sets whatever the body says (location, systemData), the decode context, and the ARM error
+// of a refused body.
+#include "frontend/request_decode.h"
+#include "core/time.h"
+#include "frontend/internal.h"
+
+namespace hcprp::frontend {
+
+json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind, const json::value& body,
+                              std::string_view location) {
+  json::value out = body;
+  json::object* o = out.if_object();
+  if (o == nullptr) return out;
+  if (kind != arm::ResourceKind::kExternalAuth && !location.empty() && ctx.method == bhttp::verb::put) {
+    // A location of the wrong type is still the schema's to refuse.
+    const json::value* given = o->if_contains("location");
+    if (given == nullptr || given->is_null() || given->is_string()) (*o)["location"] = location;
+  }
+  // 2024-06-10-preview took a cluster without operator identities (platform.operatorsAuthentication
+  // was optional in practice): it stands for an empty set.
+  if (kind == arm::ResourceKind::kCluster && ctx.method == bhttp::verb::put &&
+      ctx.api_version == api::kPreviewVersion) {
+    json::value* props = o->if_contains("properties");
+    json::value* platform =
+        props && props->is_object() ? props->get_object().if_contains("platform") : nullptr;
+    if (platform != nullptr && platform->is_object() &&
+        !platform->get_object().contains("operatorsAuthentication")) {
+      platform->get_object()["operatorsAuthentication"] =
+          json::object{{"userAssignedIdentities", json::object()}};
+    }
+  }
+  return out;
+}
+
+api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
+                                    std::optional<json::object>& parent_body) {
+  api::DecodeOptions opts;
+  opts.name = id.Name();
+  opts.subscription_id = id.subscription_id;
+  opts.resource_group = id.resource_group;
+  if (parent) {
+    const json::value parent_resource(parent->doc.resource);
+    if (const auto* v = FindPointer(parent_resource, "/properties/version/id");
+        v != nullptr && v->is_string()) {
+      opts.default_version_id = std::string(v->as_string());
+    }
+    if (auto stored = api::FromStorage(parent->doc.resource); stored.ok()) {
+      parent_body = json::object{{"properties", stored->properties}};
+      opts.parent_cluster = &*parent_body;
+    }
+  }
+  return opts;
+}
+
+std::optional<json::object> CompleteSystemData(std::optional<json::object> data, TimePoint now) {
+  json::object out = data.value_or(json::object());
+  const std::string stamp = FormatRfc3339(now);
+  auto fill = [&](std::string_view key, std::string_view value) {
+    auto current = GetString(out, key);
+    if (!current || current->empty()) out[key] = value;
+  };
+  fill("createdBy", kUnknownActor);
+  fill("createdByType", "Application");
+  fill("createdAt", stamp);
+  fill("lastModifiedBy", kUnknownActor);
+  fill("lastModifiedByType", "Application");
+  fill("lastModifiedAt", stamp);
+  return out;
+}
+
+arm::CloudError FromValidation(const api::ValidationErrors& errors) {
+  std::vector<arm::CloudErrorBody> problems;
+  for (const auto& e : errors.errors) {
+    problems.push_back(
+        {e.code.empty() ? std::string(arm::codes::kInvalidRequestContent) : e.code, e.message, e.target, {}});
+  }
+  if (problems.empty()) {
+    problems.push_back(
+        {std::string(arm::codes::kInvalidRequestContent), "The request content was invalid.", "", {}});
+  }
+  if (problems.size() == 1) return arm::CloudError::FromProblems(std::move(problems));
+  // Several problems: the real service's envelope for a list of field errors.
+  arm::CloudError e(400, arm::codes::kMultipleErrorsOccurred,
+                    std::to_string(problems.size()) + " errors occurred");
+  e.body.details = std::move(problems);
+  return e;
+}
+
+}  // namespace hcprp::frontend
