@@ -197,7 +197,7 @@ std::vector<BadCase> Cases() {
        },
        {{"properties", kContent}}},
       {"BodyIsArray", C, create, [](V b) { b = json::array{}; }, {{"", kContent}}},
-      {"TagNotString", C, create, [](V b) { Set(b, "/tags/foo", 5); }, {{"tags.foo", kContent}}},
+      {"TagNotString", C, create, [](V b) { Set(b, "/tags/foo", 5); }, {{"tags[foo]", kContent}}},
       {"TagsNotObject", C, create, [](V b) { Set(b, "/tags", "x"); }, {{"tags", kContent}}},
       // --- enums ---------------------------------------------------------------------------------
       {"UnknownNetworkType",
@@ -481,7 +481,7 @@ std::vector<BadCase> Cases() {
        C,
        create,
        [](V b) { Set(b, "/tags/deep", Nested(60)); },
-       {{"tags.deep", kContent}}},
+       {{"tags[deep]", kContent}}},
       // --- several problems at once --------------------------------------------------------------
       {"ThreeProblemsTogether",
        C,

@@ -30,8 +30,7 @@ void CheckVersion(const json::object* props, const json::object* old_props, cons
   const std::string target = "properties.version.id";
   auto id = Str(version, "id");
   auto old_id = Str(Obj(old_props, "version"), "id");
-  // A missing version.id is the schema's to report.
-  if ((old_props == nullptr || (old_id && !old_id->empty())) && id && id->empty()) Required(out, target);
+  if ((old_props == nullptr || (old_id && !old_id->empty())) && (!id || id->empty())) Required(out, target);
   bool changed = old_props == nullptr || id != old_id;
   std::optional<Semver> parsed;
   if (id && !id->empty() && changed) {

@@ -422,8 +422,9 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
         if (child->read_only && mode != SchemaMode::kResponse) continue;
         ValidateNode(*child, member.value(), mode, child_path, out, depth + 1);
       } else if (node.additional) {
+        // Map entries are named as the real service names them: path[key].
         ValidateNode(*NodeFor(node.additional->doc, node.additional->schema), member.value(), mode,
-                     child_path, out, depth + 1);
+                     path + "[" + std::string(member.key()) + "]", out, depth + 1);
       } else if (!node.additional_any) {
         out.push_back(Problem(
             bad_content, "unknown property " + Quote(member.key()) + " in " + Describe(path), child_path));

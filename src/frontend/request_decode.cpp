@@ -17,19 +17,6 @@ json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind,
     const json::value* given = o->if_contains("location");
     if (given == nullptr || given->is_null() || given->is_string()) (*o)["location"] = location;
   }
-  // 2024-06-10-preview took a cluster without operator identities (platform.operatorsAuthentication
-  // was optional in practice): it stands for an empty set.
-  if (kind == arm::ResourceKind::kCluster && ctx.method == bhttp::verb::put &&
-      ctx.api_version == api::kPreviewVersion) {
-    json::value* props = o->if_contains("properties");
-    json::value* platform =
-        props && props->is_object() ? props->get_object().if_contains("platform") : nullptr;
-    if (platform != nullptr && platform->is_object() &&
-        !platform->get_object().contains("operatorsAuthentication")) {
-      platform->get_object()["operatorsAuthentication"] =
-          json::object{{"userAssignedIdentities", json::object()}};
-    }
-  }
   return out;
 }
 

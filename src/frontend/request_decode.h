@@ -21,8 +21,7 @@ inline constexpr std::string_view kUnknownActor = "Unknown-ARO-HCP-frontend";
 
 // The body with the values the service sets itself, as the real service does: on a PUT of a
 // tracked resource `location` becomes `location` (the region this deployment serves on a create,
-// the stored location on a replace) whatever the body says; a 2024-06-10-preview cluster without
-// platform.operatorsAuthentication gets an empty one.
+// the stored location on a replace) whatever the body says.
 json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind, const json::value& body,
                               std::string_view location);
 
