@@ -1,0 +1,307 @@
+// Rule scenarios of node pools and external auths (see rules_scenario_test.cpp).
+#include "frontend/testing/rules_scenario.h"
+
+namespace hcprp::frontend::testing::rules {
+namespace {
+
+std::vector<Case> NodePoolCases() {
+  auto label = [](std::string key, std::string value) {
+    return [key, value](V b) {
+      Props(b)["labels"] = json::array{json::object{{"key", key}, {"value", value}}};
+    };
+  };
+  return {
+      {"ValidNodePool", N, kCreate, nullptr, 201, {}},
+      {"VersionWithoutPatch",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.20";
+       },
+       400,
+       {"properties.version.id", "properties.version.id"}},
+      {"VersionBelowMinimum",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.20.7";
+       },
+       400,
+       {"properties.version.id"}},
+      {"VersionMissing", N, kCreate, [](V b) { Props(b).erase("version"); }, 400, {"properties.version.id"}},
+      {"ChannelGroupNightly",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["channelGroup"] = "nightly";
+       },
+       400,
+       {"properties.version.channelGroup"}},
+      {"ReplicasAbove200WithoutZone",
+       N,
+       kCreate,
+       [](V b) { Props(b)["replicas"] = 201; },
+       400,
+       {"properties.replicas"}},
+      {"ReplicasAbove200WithZone",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["replicas"] = 201;
+         Platform(b)["availabilityZone"] = "1";
+       },
+       201,
+       {}},
+      {"AutoScalingMinAbove200",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b).erase("replicas");
+         Props(b)["autoScaling"] = {{"min", 201}, {"max", 300}};
+       },
+       400,
+       {"properties.autoScaling.min", "properties.autoScaling.max"}},
+      {"AutoScalingMaxBelowMin",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b).erase("replicas");
+         Props(b)["autoScaling"] = {{"min", 5}, {"max", 3}};
+       },
+       400,
+       {"properties.autoScaling.max"}},
+      {"ReplicasWithAutoScaling",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["autoScaling"] = {{"min", 1}, {"max", 3}};
+       },
+       400,
+       {"properties.replicas"}},
+      {"ForbiddenMasterRoleLabel",
+       N,
+       kCreate,
+       label("node-role.kubernetes.io/master", ""),
+       400,
+       {"properties.labels[node-role.kubernetes.io/master]"}},
+      {"ForbiddenMachineRoleInfra",
+       N,
+       kCreate,
+       label("machine.openshift.io/cluster-api-machine-role", "infra"),
+       400,
+       {"properties.labels[machine.openshift.io/cluster-api-machine-role]"}},
+      {"AllowedMachineRoleWorker",
+       N,
+       kCreate,
+       label("machine.openshift.io/cluster-api-machine-role", "worker"),
+       201,
+       {}},
+      {"KubernetesIoLabelAllowed", N, kCreate, label("topology.kubernetes.io/zone", "a"), 201, {}},
+      {"LabelKeyWithSpace", N, kCreate, label("bad key", "v"), 400, {"properties.labels"}},
+      {"LabelValueTooLong",
+       N,
+       kCreate,
+       label("valid-key", std::string(64, 'a')),
+       400,
+       {"properties.labels[valid-key]"}},
+      {"TaintKeyInvalid",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["taints"] =
+             json::array{json::object{{"key", "bad key"}, {"value", "v"}, {"effect", "NoSchedule"}}};
+       },
+       400,
+       {"properties.taints[0].key"}},
+      {"SubnetInOtherVnet",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["subnetId"] = kRg + "/providers/Microsoft.Network/virtualNetworks/other/subnets/s";
+       },
+       400,
+       {"properties.platform.subnetId"}},
+      {"EphemeralNeedsAutoRepair",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["autoRepair"] = false;
+         Platform(b)["osDisk"] = {{"diskType", "Ephemeral"}};
+       },
+       400,
+       {"properties.autoRepair"}},
+      {"EphemeralDiskTooLarge",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {{"diskType", "Ephemeral"}, {"sizeGiB", 2041}};
+       },
+       400,
+       {"properties.platform.osDisk.sizeGiB"}},
+      {"EncryptionSetWrongType",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {{"encryptionSetId", kVnet}};
+       },
+       400,
+       {"properties.platform.osDisk.encryptionSetId"}},
+      {"DrainTimeoutTooLarge",
+       N,
+       kCreate,
+       [](V b) { Props(b)["nodeDrainTimeoutMinutes"] = 10081; },
+       400,
+       {"properties.nodeDrainTimeoutMinutes"}},
+      // Updates.
+      {"VmSizeIsImmutable",
+       N,
+       kReplace,
+       [](V b) { Platform(b)["vmSize"] = "Standard_D16s_v3"; },
+       400,
+       {"properties.platform", "properties.platform.vmSize"}},
+      {"VersionAboveCluster",
+       N,
+       kReplace,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.21.0";
+       },
+       400,
+       {"properties.version.id"}},
+      {"ReplicasChange", N, kPatch, [](V b) { Props(b)["replicas"] = 5; }, 202, {}},
+      {"ProvisioningStateDifferentFromStored",
+       N,
+       kReplace,
+       [](V b) { Props(b)["provisioningState"] = "Deleting"; },
+       400,
+       {"properties.provisioningState"}},
+  };
+}
+
+std::vector<Case> ExternalAuthCases() {
+  auto client = [](V b) -> json::object& {
+    return At(b, {"properties"})["clients"].as_array()[0].as_object();
+  };
+  return {
+      {"ValidExternalAuth", E, kCreate, nullptr, 201, {}},
+      {"IssuerNotHttps",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["url"] = "http://issuer.example.com";
+       },
+       400,
+       {"properties.issuer.url"}},
+      {"IssuerCaNotPem",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["ca"] = "not a certificate";
+       },
+       400,
+       {"properties.issuer.ca"}},
+      {"ClientIdNotAnAudience",
+       E,
+       kCreate,
+       [client](V b) { client(b)["clientId"] = "someone-else"; },
+       400,
+       {"properties.clients[0].clientId"}},
+      {"ConsoleMustBeConfidential",
+       E,
+       kCreate,
+       [client](V b) { client(b)["type"] = "Public"; },
+       400,
+       {"properties.clients[0].type"}},
+      {"ConfidentialOnlyForConsole",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
+       },
+       400,
+       {"properties.clients[0].type"}},
+      {"PublicCliClient",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
+         client(b)["type"] = "Public";
+       },
+       201,
+       {}},
+      {"DuplicateComponent",
+       E,
+       kCreate,
+       [client](V b) {
+         json::value copy = client(b);
+         Props(b)["clients"].as_array().push_back(copy);
+       },
+       400,
+       {"properties.clients[1]"}},
+      {"TooManyClients",
+       E,
+       kCreate,
+       [client](V b) {
+         json::object first = client(b);
+         json::array list{first};
+         for (int i = 0; i < 20; ++i) {
+           list.push_back(
+               json::object{{"component", {{"name", "c" + std::to_string(i)}, {"authClientNamespace", "ns"}}},
+                            {"clientId", "audience2"},
+                            {"type", "Public"}});
+         }
+         Props(b)["clients"] = std::move(list);
+       },
+       400,
+       {"properties.clients"}},
+      {"PrefixPolicyWithoutPrefix",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
+       },
+       400,
+       {"properties.claim.mappings.username.prefix"}},
+      {"PrefixWithoutPrefixPolicy",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefix"] = "oidc:";
+       },
+       400,
+       {"properties.claim.mappings.username.prefix"}},
+      {"PrefixWithPrefixPolicy",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
+         At(b, {"properties", "claim", "mappings", "username"})["prefix"] = "oidc:";
+       },
+       201,
+       {}},
+      {"RequiredClaimRuleWithoutClaim",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim"})["validationRules"] =
+             json::array{json::object{{"type", "RequiredClaim"}}};
+       },
+       400,
+       {"properties.claim.validationRules[0].requiredClaim",
+        "properties.claim.validationRules[0].requiredClaim.claim",
+        "properties.claim.validationRules[0].requiredClaim.requiredValue"}},
+      {"GroupsClaimEmpty",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "groups"})["claim"] = "";
+       },
+       400,
+       {"properties.claim.mappings.groups.claim"}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(NodePools, RulesScenario, ::testing::ValuesIn(NodePoolCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(ExternalAuths, RulesScenario, ::testing::ValuesIn(ExternalAuthCases()), CaseName);
+
+}  // namespace
+}  // namespace hcprp::frontend::testing::rules
