@@ -303,5 +303,47 @@ std::vector<Case> ExternalAuthCases() {
 INSTANTIATE_TEST_SUITE_P(NodePools, RulesScenario, ::testing::ValuesIn(NodePoolCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ExternalAuths, RulesScenario, ::testing::ValuesIn(ExternalAuthCases()), CaseName);
 
+// Subscription registration (PUT /subscriptions/{id}), as the real service validates it.
+struct SubscriptionCase {
+  std::string name;
+  std::string body;
+  int status;
+  std::string target;
+};
+
+void PrintTo(const SubscriptionCase& c, std::ostream* os) { *os << c.name; }
+
+class SubscriptionRules : public ::testing::TestWithParam<SubscriptionCase> {};
+
+TEST_P(SubscriptionRules, AnswersAsTheRealService) {
+  const SubscriptionCase& c = GetParam();
+  Scenario s;
+  auto r = s.Put("/subscriptions/" + std::string(kSub) + "?api-version=2.0", c.body);
+  ASSERT_EQ(r.result_int(), static_cast<unsigned>(c.status)) << r.body();
+  if (c.status < 400) return;
+  json::value reply = BodyOf(r);
+  EXPECT_EQ(reply.at("error").at("code"), "InvalidRequestContent") << r.body();
+  EXPECT_EQ(reply.at("error").at("target"), json::value(c.target)) << r.body();
+  EXPECT_EQ(s.Get("/subscriptions/" + std::string(kSub) + "?api-version=2.0").result_int(), 404u);
+}
+
+std::vector<SubscriptionCase> SubscriptionCases() {
+  const std::string date = R"("registrationDate":"2025-01-01T00:00:00Z")";
+  return {
+      {"Valid", R"({"state":"Registered",)" + date + "}", 200, ""},
+      {"ValidWithProperties", R"({"state":"Registered",)" + date + R"(,"properties":{"tenantId":"t"}})", 200,
+       ""},
+      {"UnknownState", R"({"state":"Bogus",)" + date + "}", 400, "state"},
+      {"MissingRegistrationDate", R"({"state":"Registered"})", 400, "registrationDate"},
+      {"RegistrationDateWithWhitespace",
+       R"({"state":"Registered","registrationDate":" 2025-01-01T00:00:00Z"})", 400, "registrationDate"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Subscriptions, SubscriptionRules, ::testing::ValuesIn(SubscriptionCases()),
+                         [](const ::testing::TestParamInfo<SubscriptionCase>& param) {
+                           return param.param.name;
+                         });
+
 }  // namespace
 }  // namespace hcprp::frontend::testing::rules
