@@ -11,7 +11,8 @@
 // Service defaults (ApplyServiceDefaults), filled before the rules when a body leaves them out:
 //  cluster autoscaling maxPodGracePeriodSeconds 600, maxNodeProvisionTimeSeconds 900,
 //  podPriorityThreshold -10; node pool autoRepair true, osDisk {sizeGiB 64, diskStorageAccountType
-//  Premium_LRS, diskType Managed}.
+//  Premium_LRS, diskType Managed}. The values that need the request or randomness are the
+//  frontend's (frontend/request_decode.h): location, systemData, platform.managedResourceGroup.
 //
 // Rules (rules_cluster.cpp, rules_nodepool.cpp, rules_externalauth.cpp):
 //  Names (InvalidResourceName, target "name"): the path-parameter patterns of the spec.

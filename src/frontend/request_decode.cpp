@@ -3,12 +3,14 @@
 // of a refused body.
 #include "frontend/request_decode.h"
 #include "core/time.h"
+#include "core/uuid.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
 
-json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind, const json::value& body,
-                              std::string_view location) {
+json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+                              std::string_view location, bool create) {
+  const arm::ResourceKind kind = id.kind;
   json::value out = body;
   json::object* o = out.if_object();
   if (o == nullptr) return out;
@@ -17,7 +19,23 @@ json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind,
     const json::value* given = o->if_contains("location");
     if (given == nullptr || given->is_null() || given->is_string()) (*o)["location"] = location;
   }
+  if (create && kind == arm::ResourceKind::kCluster) {
+    json::value* props = o->if_contains("properties");
+    json::value* platform =
+        props && props->is_object() ? props->get_object().if_contains("platform") : nullptr;
+    if (platform != nullptr && platform->is_object()) {
+      json::object& p = platform->get_object();
+      const json::value* given = p.if_contains("managedResourceGroup");
+      if (given == nullptr || given->is_null() || (given->is_string() && given->get_string().empty())) {
+        p["managedResourceGroup"] = DefaultManagedResourceGroup(id.Name());
+      }
+    }
+  }
   return out;
+}
+
+std::string DefaultManagedResourceGroup(std::string_view cluster_name) {
+  return "arohcp-" + std::string(cluster_name.substr(0, 45)) + "-" + NewUuidV4();
 }
 
 api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,

@@ -21,9 +21,13 @@ inline constexpr std::string_view kUnknownActor = "Unknown-ARO-HCP-frontend";
 
 // The body with the values the service sets itself, as the real service does: on a PUT of a
 // tracked resource `location` becomes `location` (the region this deployment serves on a create,
-// the stored location on a replace) whatever the body says.
-json::value WithServiceValues(const RequestContext& ctx, arm::ResourceKind kind, const json::value& body,
-                              std::string_view location);
+// the stored location on a replace) whatever the body says; a cluster create without
+// platform.managedResourceGroup gets DefaultManagedResourceGroup.
+json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+                              std::string_view location, bool create);
+
+// "arohcp-<the first 45 characters of the cluster name>-<random UUID>".
+std::string DefaultManagedResourceGroup(std::string_view cluster_name);
 
 // Decode context of a request for `id`: its name, subscription and resource group and, for a child,
 // the parent cluster (whose canonical body is kept in `parent_body`, which must outlive the result).

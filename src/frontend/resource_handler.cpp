@@ -197,7 +197,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   // Every resource lives in the region this deployment serves (a node pool: its cluster's).
   const std::string location = parent ? parent->doc.location : env.options.location;
   auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
-                                   WithServiceValues(ctx, id.kind, body, location), opts);
+                                   WithServiceValues(ctx, id, body, location, true), opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
@@ -299,7 +299,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
   opts.current_provisioning_state = existing.doc.provisioning_state;
-  const json::value service_body = WithServiceValues(ctx, id.kind, body, existing.doc.location);
+  const json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
   auto decoded = is_patch
                      ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts)
                      : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts);

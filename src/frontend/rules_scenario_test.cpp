@@ -506,6 +506,15 @@ TEST_F(ServiceValues, GetAfterCreateShowsServerDefaults) {
   EXPECT_EQ(*FindPointer(got, "/properties/autoscaling/podPriorityThreshold"), -10);
   EXPECT_EQ(*FindPointer(got, "/properties/version/channelGroup"), "stable");
   EXPECT_EQ(*FindPointer(got, "/properties/network/hostPrefix"), 23);
+  EXPECT_EQ(*FindPointer(got, "/properties/platform/managedResourceGroup"), "managed-rg");
+
+  json::value unnamed = ValidCluster();
+  Platform(unnamed).erase("managedResourceGroup");
+  auto created = s.Put(ClusterPath("no-mrg") + "?api-version=2026-10-01", json::serialize(unnamed));
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  std::string mrg(FindPointer(BodyOf(created), "/properties/platform/managedResourceGroup")->as_string());
+  EXPECT_EQ(mrg.rfind("arohcp-no-mrg-", 0), 0u) << mrg;
+  EXPECT_EQ(mrg.size(), std::string("arohcp-no-mrg-").size() + 36) << mrg;
 
   ASSERT_EQ(
       s.Put(path + "/nodePools/np1?api-version=2026-10-01", json::serialize(ValidNodePool())).result_int(),
