@@ -146,6 +146,24 @@ std::vector<Case> NodePoolCases() {
        },
        400,
        {"properties.platform.osDisk.encryptionSetId"}},
+      {"EncryptionSetBadName",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {
+             {"encryptionSetId", kRg + "/providers/Microsoft.Compute/diskEncryptionSets/bad.name"}};
+       },
+       400,
+       {"properties.platform.osDisk.encryptionSetId"}},
+      {"TaintValueInvalid",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["taints"] = json::array{
+             json::object{{"key", "example.com/gpu"}, {"value", "-bad-"}, {"effect", "NoSchedule"}}};
+       },
+       400,
+       {"properties.taints[0].value"}},
       {"DrainTimeoutTooLarge",
        N,
        kCreate,
@@ -289,6 +307,42 @@ std::vector<Case> ExternalAuthCases() {
        {"properties.claim.validationRules[0].requiredClaim",
         "properties.claim.validationRules[0].requiredClaim.claim",
         "properties.claim.validationRules[0].requiredClaim.requiredValue"}},
+      {"EmptyAudience",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["audiences"] = json::array{"audience1", ""};
+       },
+       400,
+       {"properties.issuer.audiences[1]"}},
+      {"ComponentNameTooLong",
+       E,
+       kCreate,
+       [client](V b) { client(b)["component"].as_object()["name"] = std::string(257, 'c'); },
+       400,
+       {"properties.clients[0].component.name", "properties.clients[0].type"}},
+      {"ComponentNamespaceTooLong",
+       E,
+       kCreate,
+       [client](V b) { client(b)["component"].as_object()["authClientNamespace"] = std::string(64, 'n'); },
+       400,
+       {"properties.clients[0].component.authClientNamespace", "properties.clients[0].type"}},
+      {"EmptyExtraScope",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["extraScopes"] = json::array{"openid", ""};
+       },
+       400,
+       {"properties.clients[0].extraScopes[1]"}},
+      {"UsernameClaimTooLong",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["claim"] = std::string(257, 'u');
+       },
+       400,
+       {"properties.claim.mappings.username.claim"}},
       {"GroupsClaimEmpty",
        E,
        kCreate,
@@ -302,6 +356,38 @@ std::vector<Case> ExternalAuthCases() {
 
 INSTANTIATE_TEST_SUITE_P(NodePools, RulesScenario, ::testing::ValuesIn(NodePoolCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ExternalAuths, RulesScenario, ::testing::ValuesIn(ExternalAuthCases()), CaseName);
+
+// A node pool version change stays within two minors of the control plane and of itself.
+TEST(NodePoolVersionSkew, FollowsTheControlPlane) {
+  Scenario s;
+  s.RegisterSubscription();
+  const std::string cluster = ClusterPath("skew");
+  const std::string v = "?api-version=2026-10-01";
+  json::value body = ValidCluster();
+  ASSERT_EQ(s.Put(cluster + v, json::serialize(body)).result_int(), 201u);
+  s.FinishAll();
+  ASSERT_EQ(s.Put(cluster + "/nodePools/np1" + v, json::serialize(ValidNodePool())).result_int(), 201u);
+  s.FinishAll();
+  for (std::string_view minor : {"4.21", "4.22", "4.23"}) {
+    At(body, {"properties", "version"})["id"] = minor;
+    auto r = s.Put(cluster + v, json::serialize(body));
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
+    s.FinishAll();
+  }
+  auto change = [&](std::string_view version) {
+    json::value pool = ValidNodePool();
+    At(pool, {"properties", "version"})["id"] = version;
+    return s.Put(cluster + "/nodePools/np1" + v, json::serialize(pool));
+  };
+  auto lagging = change("4.20.9");  // the cluster runs 4.23: more than two minors ahead
+  ASSERT_EQ(lagging.result_int(), 400u) << lagging.body();
+  EXPECT_EQ(BodyOf(lagging).at("error").at("target"), "properties.version.id");
+  auto skipping = change("4.23.1");  // three minors above the node pool's 4.20.8
+  ASSERT_EQ(skipping.result_int(), 400u) << skipping.body();
+  EXPECT_EQ(BodyOf(skipping).at("error").at("target"), "properties.version.id");
+  auto next = change("4.22.1");
+  EXPECT_EQ(next.result_int(), 200u) << next.body();
+}
 
 // Subscription registration (PUT /subscriptions/{id}), as the real service validates it.
 struct SubscriptionCase {

@@ -483,6 +483,63 @@ std::vector<Case> ClusterCases() {
        [](V b) { Props(b)["provisioningState"] = "Failed"; },
        400,
        {"properties.provisioningState"}},
+      {"VersionSkipsAMajor",
+       C,
+       kReplace,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "6.0";
+       },
+       400,
+       {"properties.version.id", "properties.version.id"}},
+      {"CrossMajorOffThePath",
+       C,
+       kReplace,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "5.0";
+       },
+       400,
+       {"properties.version.id", "properties.version.id"},
+       std::string(kStable),
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.21";
+       }},
+      {"KmsVisibilityIsImmutable",
+       C,
+       kReplace,
+       [](V b) {
+         At(b, {"properties", "etcd", "dataEncryption", "customerManaged", "kms"})["visibility"] = "Private";
+       },
+       400,
+       {"properties.etcd.dataEncryption.customerManaged.kms.visibility"}},
+      {"OperatorNameEmpty",
+       C,
+       kCreate,
+       [](V b) {
+         auto& cp = At(b, {"properties", "platform", "operatorsAuthentication", "userAssignedIdentities",
+                           "controlPlaneOperators"});
+         cp.erase("test-operator");
+         cp[""] = kIdentity;
+       },
+       400,
+       {kOps + ".controlPlaneOperators[]"}},
+      {"AssignedKeyEmpty",
+       C,
+       kCreate,
+       [](V b) { Assigned(b)[""] = json::object(); },
+       400,
+       {"identity.userAssignedIdentities[]", "identity.userAssignedIdentities[]"}},
+      {"TooManyMirrors",
+       C,
+       kCreate,
+       [](V b) {
+         json::array mirrors;
+         for (int i = 0; i < 256; ++i)
+           mirrors.push_back(json::value("mirror" + std::to_string(i) + ".example.com/x"));
+         Props(b)["imageDigestMirrors"] =
+             json::array{json::object{{"source", "quay.io/openshift"}, {"mirrors", std::move(mirrors)}}};
+       },
+       400,
+       {"properties.imageDigestMirrors[0].mirrors"}},
   };
 }
 
