@@ -67,7 +67,7 @@ function clusterBody() {
     tags: { owner: "sdk" },
     identity: { type: "UserAssigned", userAssignedIdentities: uai },
     properties: {
-      version: { id: "4.19", channelGroup: "stable" },
+      version: { id: "4.20", channelGroup: "stable" },
       network: { podCidr: "10.128.0.0/14", serviceCidr: "172.30.0.0/16", machineCidr: "10.0.0.0/16", hostPrefix: 23 },
       api: { visibility: "Public" },
       platform: {
@@ -113,7 +113,7 @@ const poolId = `${clusterId}/nodePools/pool1`;
 const pool = await client.resources.beginCreateOrUpdateByIdAndWait(poolId, apiVersion, {
   location: "eastus",
   properties: {
-    version: { id: "4.19.7", channelGroup: "stable" },
+    version: { id: "4.20.8", channelGroup: "stable" },
     platform: { vmSize: "Standard_D8s_v3", subnetId: clusterBody().properties.platform.subnetId },
     replicas: 2,
   },
