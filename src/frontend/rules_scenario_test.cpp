@@ -640,5 +640,26 @@ TEST_F(ServiceValues, SystemDataIsFilledWhenArmSendsNone) {
   EXPECT_EQ(*FindPointer(body, "/systemData/lastModifiedBy"), "Unknown-ARO-HCP-frontend");
 }
 
+TEST_F(ServiceValues, PreflightComparesIdsWithTheClusterId) {
+  const std::string url = "/subscriptions/" + kSubId +
+                          "/resourcegroups/rg1/providers/Microsoft.RedHatOpenShift/deployments/dep1/preflight"
+                          "?api-version=2026-10-01";
+  json::value cluster = ValidCluster();
+  cluster.as_object()["type"] = "Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
+  cluster.as_object()["name"] = "pf";
+  cluster.as_object()["apiVersion"] = kStable;
+  cluster.as_object()["id"] = ClusterPath("pf");
+  auto ok = s.Post(url, json::serialize(json::object{{"resources", json::array{cluster}}}));
+  ASSERT_EQ(ok.result_int(), 200u) << ok.body();
+  EXPECT_EQ(*FindPointer(BodyOf(ok), "/status"), "Succeeded") << ok.body();
+  Platform(cluster)["managedResourceGroup"] = "rg1";  // the cluster's own resource group
+  auto failed = s.Post(url, json::serialize(json::object{{"resources", json::array{cluster}}}));
+  ASSERT_EQ(failed.result_int(), 200u) << failed.body();
+  EXPECT_EQ(*FindPointer(BodyOf(failed), "/status"), "Failed");
+  EXPECT_EQ(*FindPointer(BodyOf(failed), "/error/target"),
+            "resources[0].properties.platform.managedResourceGroup")
+      << failed.body();
+}
+
 }  // namespace
 }  // namespace hcprp::frontend::testing::rules
