@@ -114,12 +114,12 @@ void CheckResourceName(const SchemaSet& schemas, Kind kind, std::string_view nam
   std::string_view parameter = kind == Kind::kCluster    ? "hcpOpenShiftClusterName"
                                : kind == Kind::kNodePool ? "nodePoolName"
                                                          : "externalAuthName";
+  // As the real service checks the name of the resource's ID: a length and a pattern, at "id".
+  const size_t max = kind == Kind::kCluster ? 54 : 15;
+  if (name.size() > max) rules::TooLong(out, "id", max);
   auto pattern = schemas.PathParameterPattern(parameter);
-  if (!pattern) return;
-  if (!schemas.Matches(*pattern, name)) {
-    out.push_back(FieldError{std::string(kInvalidResourceName),
-                             "the name '" + std::string(name.substr(0, 64)) + "' does not match " + *pattern,
-                             "name"});
+  if (pattern && !schemas.Matches(*pattern, name)) {
+    rules::Invalid(out, "id", json::value(name), "(must be a valid DNS RFC 1035 label)");
   }
 }
 

@@ -15,7 +15,8 @@
 //  frontend's (frontend/request_decode.h): location, systemData, platform.managedResourceGroup.
 //
 // Rules (rules_cluster.cpp, rules_nodepool.cpp, rules_externalauth.cpp):
-//  Names (InvalidResourceName, target "name"): the path-parameter patterns of the spec.
+//  Names (target "id"): at most 54 characters for clusters, 15 for node pools and external auths, and
+//   the path-parameter patterns of the spec.
 //  Identity (clusters, node pools): identity.type is given; identity.userAssignedIdentities keys
 //   are user-assigned identity resource IDs with a resource group.
 //  Cluster:

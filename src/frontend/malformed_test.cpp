@@ -217,7 +217,7 @@ std::vector<Case> Cases() {
                      ClusterBody(),
                      {},
                      400,
-                     {"InvalidResourceName"}});
+                     {"InvalidRequestContent", "MultipleErrorsOccurred"}});
   }
   for (std::string n : std::vector<std::string>{std::string(16, 'n'), "np_1", "9np", "np-"}) {
     cases.push_back({"pool_name_" + n,
@@ -226,7 +226,7 @@ std::vector<Case> Cases() {
                      NodePoolBody(),
                      {},
                      400,
-                     {"InvalidResourceName"}});
+                     {"InvalidRequestContent", "MultipleErrorsOccurred"}});
   }
   for (std::string rg : std::vector<std::string>{"rg.", std::string(91, 'r'), "rg!x", "rg%23x"}) {
     cases.push_back({"rg_name_" + rg.substr(0, 10),

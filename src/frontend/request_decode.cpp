@@ -74,6 +74,25 @@ std::optional<json::object> CompleteSystemData(std::optional<json::object> data,
   return out;
 }
 
+api::ValidationErrors NameErrors(const arm::ResourceId& id) {
+  api::ValidationErrors out;
+  auto check = [&](const std::string& name, size_t max, bool valid) {
+    if (name.size() > max) {
+      out.errors.push_back({std::string(api::kInvalidRequestContent),
+                            "Too long: may not be more than " + std::to_string(max) + " bytes", "id"});
+    }
+    if (!valid) {
+      out.errors.push_back({std::string(api::kInvalidRequestContent),
+                            "Invalid value: " + json::serialize(json::value(name.substr(0, 256))) +
+                                ": (must be a valid DNS RFC 1035 label)",
+                            "id"});
+    }
+  };
+  check(id.cluster_name, 54, arm::IsValidClusterName(id.cluster_name));
+  if (id.kind != arm::ResourceKind::kCluster) check(id.child_name, 15, arm::IsValidChildName(id.child_name));
+  return out;
+}
+
 arm::CloudError FromValidation(const api::ValidationErrors& errors) {
   std::vector<arm::CloudErrorBody> problems;
   for (const auto& e : errors.errors) {

@@ -38,6 +38,11 @@ api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::option
 // lastModified* by kUnknownActor (type Application) at `now`.
 std::optional<json::object> CompleteSystemData(std::optional<json::object> data, TimePoint now);
 
+// The real service's checks of the resource's name (in the ID, target "id"): at most 54 characters
+// for a cluster, 15 for a node pool or external auth, and the name pattern. A child is refused when
+// its cluster's name is invalid too.
+api::ValidationErrors NameErrors(const arm::ResourceId& id);
+
 // The ARM error of a refused body: the problem itself when there is one, else MultipleErrorsOccurred
 // ("N errors occurred") with every problem in details.
 arm::CloudError FromValidation(const api::ValidationErrors& errors);

@@ -157,20 +157,8 @@ std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
     return CloudError(400, codes::kInvalidResourceGroupName,
                       "The resource group name '" + id.resource_group + "' is invalid.", id.resource_group);
   }
-  if (!arm::IsValidClusterName(id.cluster_name)) {
-    return CloudError(400, codes::kInvalidResourceName,
-                      "The resource name '" + id.cluster_name +
-                          "' is invalid. It must match "
-                          "^[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?$.",
-                      "name");
-  }
-  if (id.kind != arm::ResourceKind::kCluster && !arm::IsValidChildName(id.child_name)) {
-    return CloudError(400, codes::kInvalidResourceName,
-                      "The resource name '" + id.child_name +
-                          "' is invalid. It must match "
-                          "^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$.",
-                      "name");
-  }
+  api::ValidationErrors names = NameErrors(id);
+  if (!names.errors.empty()) return FromValidation(names);
   return std::nullopt;
 }
 
