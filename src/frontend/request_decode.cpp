@@ -44,12 +44,10 @@ api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::option
   opts.name = id.Name();
   opts.subscription_id = id.subscription_id;
   opts.resource_group = id.resource_group;
+  // The real service has no default OpenShift version in any api-version: a body without one is
+  // refused ("Required value" at properties.version.id).
+  opts.default_version_id.clear();
   if (parent) {
-    const json::value parent_resource(parent->doc.resource);
-    if (const auto* v = FindPointer(parent_resource, "/properties/version/id");
-        v != nullptr && v->is_string()) {
-      opts.default_version_id = std::string(v->as_string());
-    }
     if (auto stored = api::FromStorage(parent->doc.resource); stored.ok()) {
       parent_body = json::object{{"properties", stored->properties}};
       opts.parent_cluster = &*parent_body;

@@ -91,6 +91,18 @@ std::vector<Case> ClusterCases() {
        },
        400,
        {"properties.version.id"}},
+      {"PreviewVersionMissing",
+       C,
+       kCreate,
+       [](V b) {
+         Props(b).erase("version");
+         Platform(b).erase("vnetIntegrationSubnetId");
+         Props(b).erase("etcd");
+         Props(b).erase("dns");
+       },
+       400,
+       {"properties.version.id"},
+       std::string(kPreview)},
       {"ChannelGroupCandidate",
        C,
        kCreate,
