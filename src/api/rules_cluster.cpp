@@ -1,7 +1,7 @@
 // Cluster rules (semantic.h lists them).
 #include <algorithm>
+#include <cctype>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "api/rules.h"
@@ -266,6 +266,76 @@ void CheckEtcd(const json::object* props, const json::object* old_props, std::ve
   }
 }
 
+// A DNS label as OpenShift's registry patterns take it: [a-zA-Z0-9]([a-zA-Z0-9-]*[a-zA-Z0-9])?
+bool IsRegistryLabel(std::string_view s) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  return !s.empty() && alnum(s.front()) && alnum(s.back()) &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return alnum(c) || c == '-'; });
+}
+
+bool AllLabels(std::string_view s) {
+  size_t pos = 0;
+  while (true) {
+    size_t dot = s.find('.', pos);
+    if (!IsRegistryLabel(s.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos))) {
+      return false;
+    }
+    if (dot == std::string_view::npos) return true;
+    pos = dot + 1;
+  }
+}
+
+// A repository path component: [a-z0-9]+ runs joined by ".", "_", "__" or one or more "-".
+bool IsPathComponent(std::string_view s) {
+  auto run = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || !run(s.front()) || !run(s.back())) return false;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (run(s[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < s.size() && !run(s[j])) ++j;
+    std::string_view sep = s.substr(i, j - i);
+    bool dashes = std::all_of(sep.begin(), sep.end(), [](char c) { return c == '-'; });
+    if (!(sep == "." || sep == "_" || sep == "__" || dashes)) return false;
+    i = j;
+  }
+  return true;
+}
+
+// OpenShift's patterns for an image digest mirror source (source == true) or mirror:
+// host[:port][/component...], and for a source also *.domain. Written out rather than as a regular
+// expression, whose backtracking takes exponential time on some inputs.
+bool MatchesRegistryPattern(std::string_view value, bool source) {
+  if (source && value.starts_with("*")) {
+    return value.size() > 2 && value[1] == '.' && AllLabels(value.substr(2));
+  }
+  size_t slash = value.find('/');
+  std::string_view host = value.substr(0, slash);
+  if (size_t colon = host.find(':'); colon != std::string_view::npos) {
+    std::string_view port = host.substr(colon + 1);
+    if (port.empty() || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+    host = host.substr(0, colon);
+  }
+  if (!AllLabels(host)) return false;
+  if (slash == std::string_view::npos) return true;
+  std::string_view path = value.substr(slash + 1);
+  size_t pos = 0;
+  while (true) {
+    size_t next = path.find('/', pos);
+    if (!IsPathComponent(
+            path.substr(pos, next == std::string_view::npos ? std::string_view::npos : next - pos))) {
+      return false;
+    }
+    if (next == std::string_view::npos) return true;
+    pos = next + 1;
+  }
+}
+
 // ImageRegistry and the OpenShift pattern for image digest mirror sources and mirrors.
 void CheckRegistry(std::string_view value, const std::string& target, bool source,
                    std::vector<FieldError>& out) {
@@ -298,12 +368,7 @@ void CheckRegistry(std::string_view value, const std::string& target, bool sourc
     }
   }
   if (out.size() != before) return;
-  static const std::string kHost =
-      R"(((?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+)?(?::[0-9]+)?)(?:(?:/[a-z0-9]+(?:(?:(?:[._]|__|[-]*)[a-z0-9]+)+)?)+)?)";
-  static const std::regex kSource(R"(^\*(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))+$|^)" +
-                                  kHost + "$");
-  static const std::regex kMirror("^" + kHost + "$");
-  if (!std::regex_match(value.begin(), value.end(), source ? kSource : kMirror)) {
+  if (!MatchesRegistryPattern(value, source)) {
     Invalid(out, target, shown,
             source ? "(must be a valid source image registry)" : "(must be a valid mirrored image registry)");
   }
@@ -334,10 +399,15 @@ void CheckPlatform(const json::object* props, std::vector<FieldError>& out, std:
   if (platform == nullptr) return;
   if (auto mrg = Str(platform, "managedResourceGroup")) {
     managed_rg = std::string(*mrg);
-    static const std::regex kGroup(R"(^[-\w._()]{0,89}[-\w_()]$)");
+    // [-\w._()]{0,89}[-\w_()]: letters, digits, '_', '-', '.', '(', ')', not ending in '.'.
+    auto group_char = [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.' ||
+             c == '(' || c == ')';
+    };
+    bool group_ok = !mrg->empty() && std::all_of(mrg->begin(), mrg->end(), group_char) && mrg->back() != '.';
     if (mrg->empty()) {
       Required(out, kPlatform + ".managedResourceGroup");
-    } else if (mrg->size() > 90 || !std::regex_match(mrg->begin(), mrg->end(), kGroup)) {
+    } else if (mrg->size() > 90 || !group_ok) {
       Invalid(
           out, kPlatform + ".managedResourceGroup", json::value(*mrg),
           "it must be max 90 characters and only letters, digits, underscores (_), hyphens (-), periods (.), "

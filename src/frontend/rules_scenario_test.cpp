@@ -540,6 +540,26 @@ std::vector<Case> ClusterCases() {
        [](V b) { Assigned(b)[""] = json::object(); },
        400,
        {"identity.userAssignedIdentities[]", "identity.userAssignedIdentities[]"}},
+      {"MirrorPathWithSeparators",
+       C,
+       kCreate,
+       [](V b) {
+         Props(b)["imageDigestMirrors"] = json::array{json::object{
+             {"source", "quay.io/openshift-release-dev/ocp-v4.0-art-dev"},
+             {"mirrors", json::array{"mirror.example.com:5000/ocp__release/x.y_z", "10.0.0.1:5000/ocp"}}}};
+       },
+       201,
+       {}},
+      {"MirrorPathBacktrackingBait",
+       C,
+       kCreate,
+       [](V b) {
+         Props(b)["imageDigestMirrors"] =
+             json::array{json::object{{"source", "quay.io/" + std::string(200, 'a') + "!"},
+                                      {"mirrors", json::array{"mirror.io/x--y..z"}}}};
+       },
+       400,
+       {"properties.imageDigestMirrors[0].source", "properties.imageDigestMirrors[0].mirrors[0]"}},
       {"IngressTypeUnknown",
        C,
        kCreate,
