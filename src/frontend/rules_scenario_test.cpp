@@ -560,6 +560,19 @@ std::vector<Case> ClusterCases() {
        },
        400,
        {"properties.imageDigestMirrors[0].source", "properties.imageDigestMirrors[0].mirrors[0]"}},
+      {"TooManyImageDigestMirrors",
+       C,
+       kCreate,
+       [](V b) {
+         json::array list;
+         for (int i = 0; i < 241; ++i) {
+           list.push_back(json::object{{"source", "quay.io/repo" + std::to_string(i)},
+                                       {"mirrors", json::array{"mirror.example.com/x"}}});
+         }
+         Props(b)["imageDigestMirrors"] = std::move(list);
+       },
+       400,
+       {"properties.imageDigestMirrors"}},
       {"IngressTypeUnknown",
        C,
        kCreate,
