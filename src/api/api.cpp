@@ -89,15 +89,16 @@ ValidationErrors Fail(std::vector<FieldError> errors) {
 
 void CheckProvisioningState(Op op, const json::value& body, const DecodeOptions& options,
                             std::vector<FieldError>& out) {
-  if (op == Op::kCreate || !options.current_provisioning_state) return;
   const json::value* state = FindPointer(body, "/properties/provisioningState");
   if (state == nullptr || state->is_null()) return;
-  if (!state->is_string() || state->get_string() != *options.current_provisioning_state) {
-    out.push_back(FieldError{std::string(kInvalidParameter),
-                             "provisioningState is read-only; the body says " + json::serialize(*state) +
-                                 " but the resource is " + *options.current_provisioning_state,
-                             "properties.provisioningState"});
+  // A GET body sent back carries the current state: that is ignored; any other value (and any
+  // value on a create) is refused, as the real service refuses a change of an immutable field.
+  if (op != Op::kCreate && options.current_provisioning_state && state->is_string() &&
+      state->get_string() == *options.current_provisioning_state) {
+    return;
   }
+  out.push_back(FieldError{std::string(kInvalidRequestContent), "Forbidden: field is immutable",
+                           "properties.provisioningState"});
 }
 
 Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const json::value& body,
@@ -200,7 +201,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     }
     stable->FillCreateOnly(definition, canonical_value, existing_body);
   }
-  ApplyConversionDefaults(api_version, kind, canonical_value.get_object(), options.default_version_id);
+  ApplyConversionDefaults(api_version, kind, canonical_value.get_object());
   Materialize(kind, canonical_value.get_object());
   stable->ApplyDefaults(definition, canonical_value);
   ProseDefaults(kind, canonical_value.get_object());
@@ -209,7 +210,8 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     // The conversion must produce a valid stable body; if it does not, say so instead of storing it.
     stable->Validate(definition, canonical_value, SchemaMode::kRequest, errors);
   }
-  CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, errors);
+  ApplyServiceDefaults(kind, canonical_value.get_object());
+  CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, options, errors);
   // The canonical check catches what the conversion changed; a change the wire check reported
   // already would only be reported twice, under the canonical names.
   if (existing != nullptr && !create_only_broken) {

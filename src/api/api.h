@@ -40,9 +40,6 @@ enum class Kind { kCluster, kNodePool, kExternalAuth };
 // The api-version of the canonical model.
 inline constexpr std::string_view kStableVersion = "2026-10-01";
 
-// The version a 2024-06-10-preview cluster or node pool gets when its body has no version.id (later
-// versions require one). Callers can pass their own through DecodeOptions.
-inline constexpr std::string_view kDefaultOpenShiftVersion = "4.19";
 
 // FieldError codes (ARM CloudError codes).
 inline constexpr std::string_view kInvalidRequestContent =
@@ -91,9 +88,12 @@ struct DecodeOptions {
   // The resource's current provisioningState (replace, patch). A provisioningState in the body is
   // ignored when it equals this one (a GET body sent back), and is an error when it differs.
   std::optional<std::string> current_provisioning_state;
-  // Used when a 2024-06-10-preview body has no version.id (node pools: pass the parent cluster's
-  // version).
-  std::string default_version_id = std::string(kDefaultOpenShiftVersion);
+  // Where the resource lives, from the request URL; rules that compare resource IDs with the
+  // cluster's subscription and resource group are skipped when empty.
+  std::string subscription_id;
+  std::string resource_group;
+  // Node pools: the canonical body of the parent cluster (version skew, subnet VNet), or nullptr.
+  const json::object* parent_cluster = nullptr;
 };
 
 // Decodes and validates the body of a PUT that creates the resource.

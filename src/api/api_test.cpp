@@ -175,25 +175,28 @@ TEST(CrossVersion, PreviewPlatformManagedEtcdIsAbsentInCanonicalForm) {
   FixExample(Kind::kCluster, body);
   testing::Set(body, "/properties/etcd/dataEncryption",
                json::object{{"keyManagementMode", "PlatformManaged"}});
-  testing::Erase(body, "/properties/version");
   auto decoded = DecodeCreate(kFirstPreview, Kind::kCluster, body);
   ASSERT_TRUE(std::holds_alternative<Resource>(decoded)) << Dump(decoded);
   const Resource& r = std::get<Resource>(decoded);
   EXPECT_FALSE(r.properties.contains("etcd"));
-  EXPECT_EQ(r.properties.at("version").at("id"), json::value(std::string(kDefaultOpenShiftVersion)));
   EXPECT_EQ(r.properties.at("version").at("channelGroup"), "stable");
 }
 
-TEST(CrossVersion, PreviewNodePoolWithoutVersionUsesCallerDefault) {
-  json::value doc = LoadJson(ExamplePath(ExampleOf(kFirstPreview, Kind::kNodePool), "CreateOrUpdate"));
-  json::value body = *FindPointer(doc, "/parameters/resource");
-  FixExample(Kind::kNodePool, body);
-  testing::Erase(body, "/properties/version");
-  DecodeOptions options;
-  options.default_version_id = "4.18";
-  auto decoded = DecodeCreate(kFirstPreview, Kind::kNodePool, body, options);
-  ASSERT_TRUE(std::holds_alternative<Resource>(decoded)) << Dump(decoded);
-  EXPECT_EQ(std::get<Resource>(decoded).properties.at("version").at("id"), "4.18");
+// The real service has no default OpenShift version in any api-version, 2024-06-10-preview (whose
+// document makes version.id optional) included: a create without one is refused.
+TEST(CrossVersion, PreviewCreateWithoutVersionIdIsRefused) {
+  for (Kind kind : {Kind::kCluster, Kind::kNodePool}) {
+    json::value doc = LoadJson(ExamplePath(ExampleOf(kFirstPreview, kind), "CreateOrUpdate"));
+    json::value body = *FindPointer(doc, "/parameters/resource");
+    FixExample(kind, body);
+    testing::Erase(body, "/properties/version/id");
+    auto decoded = DecodeCreate(kFirstPreview, kind, body);
+    ASSERT_FALSE(std::holds_alternative<Resource>(decoded));
+    const auto& errors = std::get<ValidationErrors>(decoded).errors;
+    ASSERT_EQ(errors.size(), 1u) << Dump(decoded);
+    EXPECT_EQ(errors[0].code, kInvalidRequestContent);
+    EXPECT_EQ(errors[0].target, "properties.version.id");
+  }
 }
 
 // --- Defaults and read-only handling ----------------------------------------------------------
@@ -204,7 +207,7 @@ TEST(Defaults, MinimalClusterGetsSpecDefaults) {
     "identity": {"type": "UserAssigned", "userAssignedIdentities": {
       "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi": {}}},
     "properties": {
-      "version": {"id": "4.19"},
+      "version": {"id": "4.20"},
       "platform": {
         "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
         "vnetIntegrationSubnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/b",
@@ -234,6 +237,8 @@ TEST(ReadOnly, ReadOnlyInputIsIgnoredAndNotStored) {
   json::value body = EncodeResource(kStableVersion, c.resource, c.envelope);
   testing::Set(body, "/properties/console/url", "https://evil.example.com");
   testing::Set(body, "/identity/principalId", "00000000-0000-0000-0000-000000000000");
+  // A provisioningState in a create body is refused (BadInput.ProvisioningStateOnCreateIsRefused).
+  body.at("properties").as_object().erase("provisioningState");
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
   ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
   const Resource& r = std::get<Resource>(created);

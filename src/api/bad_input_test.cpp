@@ -29,7 +29,7 @@ json::value ValidCluster() {
     "tags": {"team": "blue"},
     "identity": {"type": "UserAssigned", "userAssignedIdentities": {}},
     "properties": {
-      "version": {"id": "4.19", "channelGroup": "stable"},
+      "version": {"id": "4.20", "channelGroup": "stable"},
       "dns": {"baseDomainPrefix": "demo"},
       "network": {"podCidr": "10.128.0.0/14", "serviceCidr": "172.30.0.0/16", "machineCidr": "10.0.0.0/16",
                   "hostPrefix": 23},
@@ -62,7 +62,7 @@ json::value ValidNodePool() {
   return Parse(R"({
     "location": "eastus",
     "properties": {
-      "version": {"id": "4.19.2", "channelGroup": "stable"},
+      "version": {"id": "4.20.8", "channelGroup": "stable"},
       "platform": {"vmSize": "Standard_D4s_v3",
                    "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a"},
       "replicas": 3,
@@ -119,8 +119,8 @@ json::value ValidBody(Kind kind) {
 }
 
 constexpr auto kContent = kInvalidRequestContent;
-constexpr auto kParam = kInvalidParameter;
-constexpr auto kChange = kPropertyChangeNotAllowed;
+constexpr auto kParam = kInvalidRequestContent;
+constexpr auto kChange = kInvalidRequestContent;
 
 std::vector<BadCase> Cases() {
   using V = json::value&;
@@ -197,7 +197,7 @@ std::vector<BadCase> Cases() {
        },
        {{"properties", kContent}}},
       {"BodyIsArray", C, create, [](V b) { b = json::array{}; }, {{"", kContent}}},
-      {"TagNotString", C, create, [](V b) { Set(b, "/tags/foo", 5); }, {{"tags.foo", kContent}}},
+      {"TagNotString", C, create, [](V b) { Set(b, "/tags/foo", 5); }, {{"tags[foo]", kContent}}},
       {"TagsNotObject", C, create, [](V b) { Set(b, "/tags", "x"); }, {{"tags", kContent}}},
       // --- enums ---------------------------------------------------------------------------------
       {"UnknownNetworkType",
@@ -322,12 +322,12 @@ std::vector<BadCase> Cases() {
        C,
        create,
        [](V b) { Set(b, "/properties/network/machineCidr", "10.128.0.0/16"); },
-       {{"properties.network.machineCidr", kParam}}},
+       {{"properties.network", kContent}}},
       {"TwoOverlaps",
        C,
        create,
        [](V b) { Set(b, "/properties/network/serviceCidr", "10.0.0.0/8"); },
-       {{"properties.network.serviceCidr", kParam}, {"properties.network.machineCidr", kParam}}},
+       {{"properties.network", kContent}, {"properties.network", kContent}}},
       {"HostPrefix22",
        C,
        create,
@@ -347,14 +347,14 @@ std::vector<BadCase> Cases() {
        C,
        create,
        [](V b) { Set(b, "/properties/network/podCidr", "10.128.0.0/24"); },
-       {{"properties.network.hostPrefix", kParam}}},
+       {}},
       {"AuthorizedCidrJunk",
        C,
        create,
        [](V b) {
          Set(b, "/properties/api/authorizedCidrs", json::array{"1.2.3.4", "nope"});
        },
-       {{"properties.api.authorizedCidrs[1]", kParam}}},
+       {{"properties.api.authorizedCidrs[1]", kContent}, {"properties.api.authorizedCidrs[1]", kContent}}},
       {"VersionMajorOnly",
        C,
        create,
@@ -364,7 +364,7 @@ std::vector<BadCase> Cases() {
        C,
        create,
        [](V b) { Set(b, "/properties/version/id", "4.19.1"); },
-       {{"properties.version.id", kParam}}},
+       {{"properties.version.id", kContent}, {"properties.version.id", kContent}}},
       {"EtcdCustomerManagedWithoutDetails",
        C,
        create,
@@ -383,8 +383,11 @@ std::vector<BadCase> Cases() {
              .at("userAssignedIdentities")
              .as_object()["serviceManagedIdentity"] = kOther;
        },
-       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
-         kParam}}},
+       {{"identity.userAssignedIdentities[/subscriptions/s/resourceGroups/g/providers/"
+         "Microsoft.ManagedIdentity/userAssignedIdentities/smi]",
+         kContent},
+        {"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kContent}}},
       {"DataPlaneIdentityNotAssigned",
        C,
        create,
@@ -396,8 +399,7 @@ std::vector<BadCase> Cases() {
              .at("dataPlaneOperators")
              .as_object()["disk"] = kOther;
        },
-       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.dataPlaneOperators.disk",
-         kParam}}},
+       {}},
       {"IdentityUsedTwiceIgnoringCase",
        C,
        create,
@@ -410,57 +412,53 @@ std::vector<BadCase> Cases() {
              .at("userAssignedIdentities")
              .as_object()["serviceManagedIdentity"] = upper;
        },
-       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
-         kParam}}},
+       {{"identity.userAssignedIdentities[/subscriptions/s/resourceGroups/g/providers/"
+         "Microsoft.ManagedIdentity/userAssignedIdentities/ingress]",
+         kContent},
+        {"identity.userAssignedIdentities[/subscriptions/s/resourceGroups/g/providers/"
+         "Microsoft.ManagedIdentity/userAssignedIdentities/smi]",
+         kContent},
+        {"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kContent}}},
       {"IdentityMissingEntirely",
        C,
        create,
        [](V b) { b.as_object().erase("identity"); },
-       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperators.ingress",
-         kParam},
+       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.controlPlaneOperators[ingress]",
+         kContent},
         {"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
-         kParam}}},
+         kContent}}},
       {"IdentityKeyNotAnIdentityId",
        C,
        create,
        [](V b) {
          b.at("identity").at("userAssignedIdentities").as_object()["/subscriptions/x"] = json::object();
        },
-       {{"identity.userAssignedIdentities[\"/subscriptions/x\"]", kParam}}},
+       {{"identity.userAssignedIdentities[/subscriptions/x]", kContent},
+        {"identity.userAssignedIdentities[/subscriptions/x]", kContent},
+        {"identity.userAssignedIdentities[/subscriptions/x]", kContent}}},
       {"UserIdentitiesWithSystemAssignedType",
        C,
        create,
        [](V b) { Set(b, "/identity/type", "SystemAssigned"); },
-       {{"identity.userAssignedIdentities", kParam}}},
+       {}},
       // --- names ---------------------------------------------------------------------------------
-      {"ClusterNameStartsWithDigit",
-       C,
-       create,
-       [](V) {},
-       {{"name", kInvalidResourceName}},
-       kStableVersion,
-       "1cluster"},
+      {"ClusterNameStartsWithDigit", C, create, [](V) {}, {{"id", kContent}}, kStableVersion, "1cluster"},
       {"ClusterNameTooLong",
        C,
        create,
        [](V) {},
-       {{"name", kInvalidResourceName}},
+       {{"id", kContent}, {"id", kContent}},
        kStableVersion,
        std::string(55, 'a')},
       {"NodePoolNameTooLong",
        N,
        create,
        [](V) {},
-       {{"name", kInvalidResourceName}},
+       {{"id", kContent}, {"id", kContent}},
        kStableVersion,
        "abcdefghijklmnop"},
-      {"ExternalAuthNameLeadingDash",
-       E,
-       create,
-       [](V) {},
-       {{"name", kInvalidResourceName}},
-       kStableVersion,
-       "-x"},
+      {"ExternalAuthNameLeadingDash", E, create, [](V) {}, {{"id", kContent}}, kStableVersion, "-x"},
       // --- deeply nested junk --------------------------------------------------------------------
       {"NestedJunkUnknownProperty",
        C,
@@ -471,7 +469,7 @@ std::vector<BadCase> Cases() {
        C,
        create,
        [](V b) { Set(b, "/tags/deep", Nested(60)); },
-       {{"tags.deep", kContent}}},
+       {{"tags[deep]", kContent}}},
       // --- several problems at once --------------------------------------------------------------
       {"ThreeProblemsTogether",
        C,
@@ -496,7 +494,7 @@ std::vector<BadCase> Cases() {
              "/subscriptions/s/resourceGroups/g/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c");
          Set(b, "/systemData", json::object{{"createdBy", "someone"}});
        },
-       {}},
+       {{"properties.provisioningState", kContent}}},
       // --- replace: create-only fields, provisioningState ----------------------------------------
       {"ReplaceChangesPodCidr",
        C,
@@ -523,7 +521,7 @@ std::vector<BadCase> Cases() {
        C,
        replace,
        [](V b) { Set(b, "/properties/version/channelGroup", "fast"); },
-       {{"properties.version.channelGroup", kChange}}},
+       {}},
       {"ReplaceOmitsCreateOnlyNetwork", C, replace, [](V b) { Erase(b, "/properties/network"); }, {}},
       {"ReplaceUpdatesDrainTimeout",
        C,
@@ -550,7 +548,7 @@ std::vector<BadCase> Cases() {
        N,
        replace,
        [](V b) { Set(b, "/properties/platform/vmSize", "Standard_D8s_v3"); },
-       {{"properties.platform.vmSize", kChange}}},
+       {{"properties.platform", kContent}, {"properties.platform.vmSize", kContent}}},
       {"NodePoolReplaceChangesAutoRepair",
        N,
        replace,
@@ -580,8 +578,12 @@ std::vector<BadCase> Cases() {
          Set(b, "/properties/platform/operatorsAuthentication/userAssignedIdentities/serviceManagedIdentity",
              json::string(kOther));
        },
-       {{"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
-         kParam}}},
+       {{"identity.userAssignedIdentities[/subscriptions/s/resourceGroups/g/providers/"
+         "Microsoft.ManagedIdentity/userAssignedIdentities/smi]",
+         kContent},
+        {"properties.platform", kContent},
+        {"properties.platform.operatorsAuthentication.userAssignedIdentities.serviceManagedIdentity",
+         kContent}}},
       {"PatchProvisioningStateMismatch",
        C,
        patch,
@@ -604,7 +606,7 @@ std::vector<BadCase> Cases() {
        [](V b) {
          Set(b, "/properties/autoScaling", json::object{{"min", 1}, {"max", 2}});
        },
-       {{"properties.autoScaling", kParam}}},
+       {{"properties.replicas", kContent}}},
       // --- node pools ------------------------------------------------------------------------------
       {"ReplicasWithAutoScaling",
        N,
@@ -612,7 +614,7 @@ std::vector<BadCase> Cases() {
        [](V b) {
          Set(b, "/properties/autoScaling", json::object{{"min", 1}, {"max", 3}});
        },
-       {{"properties.autoScaling", kParam}}},
+       {{"properties.replicas", kContent}}},
       {"AutoScalingMinAboveMax",
        N,
        create,
@@ -643,39 +645,35 @@ std::vector<BadCase> Cases() {
        N,
        create,
        [](V b) { Set(b, "/properties/labels/0/key", "kubernetes.io/role"); },
-       {{"properties.labels[0].key", kParam}}},
+       {}},
       {"ReservedLabelSubdomain",
        N,
        create,
        [](V b) { Set(b, "/properties/labels/0/key", "node-role.kubernetes.io/worker"); },
-       {{"properties.labels[0].key", kParam}}},
-      {"ReservedLabelK8sIo",
-       N,
-       create,
-       [](V b) { Set(b, "/properties/labels/0/key", "k8s.io/x"); },
-       {{"properties.labels[0].key", kParam}}},
+       {{"properties.labels[node-role.kubernetes.io/worker]", kContent}}},
+      {"ReservedLabelK8sIo", N, create, [](V b) { Set(b, "/properties/labels/0/key", "k8s.io/x"); }, {}},
       {"ReservedLabelOpenshiftIo",
        N,
        create,
        [](V b) { Set(b, "/properties/labels/0/key", "openshift.io/x"); },
-       {{"properties.labels[0].key", kParam}}},
+       {}},
       {"LabelKeyWithSpace",
        N,
        create,
        [](V b) { Set(b, "/properties/labels/0/key", "bad key"); },
-       {{"properties.labels[0].key", kParam}}},
+       {{"properties.labels", kContent}}},
       {"LabelValueTooLong",
        N,
        create,
        [](V b) { Set(b, "/properties/labels/0/value", json::string(std::string(64, 'v'))); },
-       {{"properties.labels[0].value", kParam}}},
+       {{"properties.labels[team]", kContent}}},
       {"DuplicateLabelKey",
        N,
        create,
        [](V b) {
          b.at("properties").at("labels").as_array().push_back(json::object{{"key", "team"}});
        },
-       {{"properties.labels[1].key", kParam}}},
+       {}},
       {"LabelWithoutKey",
        N,
        create,
@@ -695,7 +693,7 @@ std::vector<BadCase> Cases() {
        N,
        create,
        [](V b) { Set(b, "/properties/taints/0/key", ""); },
-       {{"properties.taints[0].key", kParam}, {"properties.taints[0].key", kParam}}},
+       {{"properties.taints[0].key", kContent}}},
       {"DuplicateTaint",
        N,
        create,
@@ -705,7 +703,7 @@ std::vector<BadCase> Cases() {
              .as_array()
              .push_back(json::object{{"key", "example.com/gpu"}, {"effect", "NoSchedule"}});
        },
-       {{"properties.taints[1]", kParam}}},
+       {}},
       {"OsDiskTooSmall",
        N,
        create,
@@ -725,12 +723,12 @@ std::vector<BadCase> Cases() {
        N,
        create,
        [](V b) { Set(b, "/properties/version/id", "4.x"); },
-       {{"properties.version.id", kParam}}},
+       {{"properties.version.id", kContent}, {"properties.version.id", kContent}}},
       {"NodePoolDrainTimeoutTooLarge",
        N,
        create,
        [](V b) { Set(b, "/properties/nodeDrainTimeoutMinutes", 20000); },
-       {{"properties.nodeDrainTimeoutMinutes", kParam}}},
+       {{"properties.nodeDrainTimeoutMinutes", kContent}}},
       {"PreviewNodePoolBadTaint",
        N,
        create,
@@ -791,7 +789,7 @@ std::vector<BadCase> Cases() {
          json::value copy = b.at("properties").at("clients").at(0);
          b.at("properties").at("clients").as_array().push_back(copy);
        },
-       {{"properties.clients[1].component", kParam}}},
+       {{"properties.clients[1]", kContent}}},
       {"ExternalAuthLocationIsUnknown",
        E,
        create,
@@ -853,11 +851,21 @@ TEST(BadInput, TableIsLargeEnough) {
 TEST(BadInput, ReadOnlyInputIsNotStored) {
   json::value body = ValidCluster();
   Set(body, "/properties/console", json::object{{"url", "https://x"}});
-  Set(body, "/properties/provisioningState", "Failed");
   auto r = DecodeCreate(kStableVersion, Kind::kCluster, body);
   ASSERT_TRUE(std::holds_alternative<Resource>(r)) << Dump(r);
   EXPECT_FALSE(std::get<Resource>(r).properties.contains("console"));
   EXPECT_FALSE(std::get<Resource>(r).properties.contains("provisioningState"));
+}
+
+TEST(BadInput, ProvisioningStateOnCreateIsRefused) {
+  json::value body = ValidCluster();
+  Set(body, "/properties/provisioningState", "Succeeded");
+  auto r = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(r)) << Dump(r);
+  const auto& errors = std::get<ValidationErrors>(r).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(r);
+  EXPECT_EQ(errors[0].target, "properties.provisioningState");
+  EXPECT_EQ(errors[0].code, kInvalidRequestContent);
 }
 
 TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {

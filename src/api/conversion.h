@@ -10,8 +10,8 @@
 // - legacy_platform_and_kms (2024-06-10-preview): kms.activeKey.vaultName moves to kms.vaultName;
 //   kms.visibility, which later versions require, becomes "Public" (the key vault's default network
 //   setting); platform.vnetIntegrationSubnetId, required later, is the cluster subnet
-//   (platform.subnetId): such clusters integrate the API server with the cluster subnet; version.id,
-//   optional there, gets the caller's default.
+//   (platform.subnetId): such clusters integrate the API server with the cluster subnet. version.id,
+//   optional in that document, has no default: the service requires it in every version.
 // - external_auth_single_condition (up to 2025-12-23-preview): the external auth's `condition`
 //   becomes status.conditions[0], its free-text reason made CamelCase as Condition.reason requires.
 // canonical -> wire:
@@ -35,10 +35,9 @@ class SchemaSet;
 // Structural conversion only (renames, drops); values may be of any type.
 json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire);
 
-// Fills what stable requires and `api_version` could not express (version.id, kms.visibility,
-// platform.vnetIntegrationSubnetId). Runs after a replace has taken over the existing values.
-void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical,
-                             std::string_view default_version_id);
+// Fills what stable requires and `api_version` could not express (kms.visibility,
+// platform.vnetIntegrationSubnetId, an empty version profile). Runs after a replace has taken over the existing values.
+void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical);
 
 // `canonical` may carry observed read-only values. The result holds only what `schemas` describes.
 json::object CanonicalToWire(const SchemaSet& schemas, Kind kind, json::object canonical);

@@ -133,12 +133,12 @@ json::object WireToCanonical(std::string_view api_version, Kind kind, json::obje
   return wire;
 }
 
-void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical,
-                             std::string_view default_version_id) {
+void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical) {
   if (!TraitsOf(api_version).legacy_platform_and_kms || kind == Kind::kExternalAuth) return;
   json::object& props = EnsureObject(canonical, "properties");
-  json::object& version = EnsureObject(props, "version");
-  if (!version.contains("id")) version["id"] = default_version_id;
+  // The version profile is optional in this version's document; the service's model always has one,
+  // so a missing version.id is reported there, as the real service reports it.
+  EnsureObject(props, "version");
   if (kind != Kind::kCluster) return;
   if (json::object* kms = KmsOf(props); kms != nullptr && !kms->contains("visibility")) {
     (*kms)["visibility"] = "Public";

@@ -415,7 +415,7 @@ void SchemaSet::Validate(std::string_view definition, const json::value& value, 
 void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const std::string& path,
                              std::vector<FieldError>& out, int depth) const {
   const std::string bad_content(kInvalidRequestContent);
-  const std::string bad_value(kInvalidParameter);
+  const std::string bad_value(kInvalidRequestContent);
   if (depth > kMaxDepth) {
     out.push_back(Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", path));
     return;
@@ -441,8 +441,9 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
         if (child->read_only && mode != SchemaMode::kResponse) continue;
         ValidateNode(*child, member.value(), mode, child_path, out, depth + 1);
       } else if (node.additional) {
+        // Map entries are named as the real service names them: path[key].
         ValidateNode(*NodeFor(node.additional->doc, node.additional->schema), member.value(), mode,
-                     child_path, out, depth + 1);
+                     path + "[" + std::string(member.key()) + "]", out, depth + 1);
       } else if (!node.additional_any) {
         out.push_back(Problem(
             bad_content, "unknown property " + Quote(member.key()) + " in " + Describe(path), child_path));
@@ -717,8 +718,9 @@ void SchemaSet::CreateOnlyNode(const Node& node, const json::value& now, const j
       same = EqualsIgnoreCase(va->get_string(), vb->get_string());
     }
     if (!same) {
-      out.push_back(Problem(std::string(kPropertyChangeNotAllowed),
-                            "'" + child_path + "' can only be set when the resource is created", child_path));
+      // As the real service words a change of an immutable field.
+      out.push_back(
+          Problem(std::string(kInvalidRequestContent), "Forbidden: field is immutable", child_path));
     }
   }
 }

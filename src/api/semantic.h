@@ -1,37 +1,73 @@
-// Semantic rules: what a user expects beyond the OpenAPI schema. They run on the canonical body
-// ({"location","tags","identity","properties"}) after the schema checks, skip values of the wrong
-// type (the schema already reported those) and append to the same error list.
+// Semantic rules: the rules of the real service beyond the OpenAPI schema. They run on the canonical
+// body ({"location","tags","identity","properties"}) after the schema checks and the service
+// defaults, skip values of the wrong type (the schema already reported those) and append to the
+// same error list. docs/validation.md maps every rule of the real service to its rule here and its
+// test. Each problem is reported as the real service reports it (rules_common.h): code
+// InvalidRequestContent, the target in its path format (`path[key]` for map entries), and its
+// message. Limits the OpenAPI schema already enforces with the same bound (osDisk.sizeGiB 64..4095,
+// nodeDrainTimeoutMinutes 0..10080, replicas >= 0, audiences 1..10, imageDigestMirrors <= 240,
+// enums) are left to the schema.
 //
-// Rules (code InvalidParameter unless noted):
-//  Names (InvalidResourceName, target "name"): the path-parameter patterns of the spec
-//    (cluster ^[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?$, node pool and external auth up to 15 chars).
+// Service defaults (ApplyServiceDefaults), filled before the rules when a body leaves them out:
+//  cluster autoscaling maxPodGracePeriodSeconds 600, maxNodeProvisionTimeSeconds 900,
+//  podPriorityThreshold -10; node pool autoRepair true, osDisk {sizeGiB 64, diskStorageAccountType
+//  Premium_LRS, diskType Managed}. The values that need the request or randomness are the
+//  frontend's (frontend/request_decode.h): location, systemData, platform.managedResourceGroup.
+//
+// Rules (rules_cluster.cpp, rules_nodepool.cpp, rules_externalauth.cpp):
+//  Names (target "id"): at most 54 characters for clusters, 15 for node pools and external auths, and
+//   the path-parameter patterns of the spec.
+//  Identity (clusters, node pools): identity.type is given; identity.userAssignedIdentities keys
+//   are user-assigned identity resource IDs with a resource group.
 //  Cluster:
-//   - network.podCidr / serviceCidr / machineCidr are IPv4 CIDRs without host bits, pairwise disjoint.
-//   - network.hostPrefix is 23..26 and longer than the pod CIDR's prefix.
-//   - api.authorizedCidrs entries are IPv4 CIDRs or addresses, without duplicates.
-//   - version.id is "X.Y"; version.channelGroup cannot change after creation (its description says so
-//     until updates are supported): PropertyChangeNotAllowed.
-//   - every identity in platform.operatorsAuthentication.userAssignedIdentities (control plane, data
-//     plane, service managed) is a key of identity.userAssignedIdentities (resource IDs compared
-//     case-insensitively), and no identity is used twice.
-//   - etcd.dataEncryption: keyManagementMode "CustomerManaged" needs customerManaged, and
-//     encryptionType "KMS" needs kms.
+//   - version.id: required; at least 4.20; X.Y only (the patch is managed); OpenShift 5 and above
+//     refused; on update it may not decrease, may move at most one minor, and may cross a major
+//     only along the supported paths (4.22 -> 5.0, 4.23 -> 5.1). version.channelGroup: required,
+//     "stable" or "fast".
+//   - dns.baseDomainPrefix: at most 15 characters, an RFC 1035 label.
+//   - network: pod, service and machine CIDRs are IPv4 CIDRs without host bits and pairwise
+//     disjoint (reported at properties.network); hostPrefix is 23..26.
+//   - api.authorizedCidrs: 1..500 entries, each an IPv4 address or CIDR, not empty, without
+//     surrounding whitespace.
+//   - platform: managedResourceGroup is a resource group name and differs from the cluster's
+//     resource group; subnetId, vnetIntegrationSubnetId and networkSecurityGroupId are resource
+//     IDs of their type, in the cluster's subscription; the subnet, the NSG and the integration
+//     subnet are not in the managed resource group; the integration subnet is in the subnet's VNet;
+//     Private API visibility requires vnetIntegrationSubnetId. platform cannot change on update.
+//   - operator identities (control plane, data plane, service managed): user-assigned identity
+//     IDs, unique within the cluster, in the cluster's subscription, not in the managed resource
+//     group, operator names not empty. Every identity.userAssignedIdentities entry is used exactly
+//     once by a control-plane operator or the service managed identity; those reference only
+//     assigned identities; data-plane operator identities are not assigned to the cluster.
+//   - autoscaling: maxNodesTotal at most 500; maxPodGracePeriodSeconds and
+//     maxNodeProvisionTimeSeconds at least 1; podPriorityThreshold not 0.
+//   - etcd.dataEncryption: customerManaged given exactly when keyManagementMode is
+//     CustomerManaged, kms exactly when encryptionType is KMS; activeKey name, vaultName, version
+//     (kms.vaultName) required, at most 255 characters; keyManagementMode, encryptionType, kms.visibility and
+//     the key name and vault cannot change (the key version can).
+//   - imageDigestMirrors: source and mirrors are image registries (no scheme, lowercase, no
+//     whitespace, DNS host, OpenShift's registry patterns); 1..255 mirrors.
 //  Node pool:
-//   - replicas and autoScaling are not both set; autoScaling.min <= autoScaling.max.
-//   - replicas, autoScaling.min/max are at most 200 unless platform.availabilityZone is set.
-//   - version.id is "X.Y" or "X.Y.Z"; version.channelGroup cannot change after creation.
-//   - labels: keys are Kubernetes qualified names, unique, and not under the reserved kubernetes.io,
-//     k8s.io or openshift.io domains (or their subdomains); values are valid label values.
-//   - taints: keys are qualified names, values valid label values, (key, effect) pairs unique.
-//   - nodeDrainTimeoutMinutes is 0..10080, as for clusters.
+//   - version.id: required; MAJOR.MINOR.PATCH (optional pre-release) when it changes; at least
+//     4.20.8; channelGroup as for clusters. On update a changed version does not exceed the
+//     cluster's minor, is within 2 minors of it, and skips at most 2 minors.
+//   - platform cannot change on update; subnetId is a subnet in the parent cluster's VNet; vmSize
+//     not empty; Ephemeral OS disks at most 2040 GiB and need autoRepair; encryptionSetId is a disk
+//     encryption set with a valid name (at most 80 characters). autoRepair cannot change.
+//   - nodeDrainTimeoutMinutes is 0..10080.
+//   - replicas, autoScaling.min/max at most 200 unless platform.availabilityZone is set; replicas
+//     (> 0) and autoScaling not together; autoScaling.max >= autoScaling.min.
+//   - labels: keys are Kubernetes qualified names, values label values; node-role.kubernetes.io/
+//     master and /worker refused; machine.openshift.io/cluster-api-machine-role and -type may not
+//     be master or infra. taints: key required, a qualified name; value a label value.
 //  External auth:
-//   - issuer.url is an https URL; issuer.audiences are unique.
-//   - every clients[].clientId is one of issuer.audiences; (component.name,
-//     component.authClientNamespace) pairs are unique.
-//   - claim.mappings.username.prefix is set when prefixPolicy is "Prefix", and only then.
-//   - a validation rule of type "RequiredClaim" has requiredClaim.
-//  All tracked resources: identity.userAssignedIdentities keys are user-assigned identity resource
-//   IDs, unique ignoring case, and only given with an identity type that includes "UserAssigned".
+//   - issuer.url required, https; audiences not empty; issuer.ca a PEM certificate.
+//   - clients: at most 20; component name (<= 256) and namespace (<= 63) required; clientId
+//     required and one of issuer.audiences; extraScopes not empty; the console client
+//     (console/openshift-console) is Confidential and only it may be; components unique.
+//   - claim: mappings.username.claim required (<= 256); prefix given exactly when prefixPolicy is
+//     Prefix; groups.claim required (<= 256); a validation rule has requiredClaim exactly when its
+//     type is RequiredClaim, with claim and requiredValue.
 #pragma once
 
 #include <string_view>
@@ -46,7 +82,10 @@ class SchemaSet;
 
 // `existing` is the canonical body of the resource being replaced or patched, or nullptr.
 void CheckSemantics(Kind kind, const json::object& body, const json::object* existing,
-                    std::vector<FieldError>& out);
+                    const DecodeOptions& options, std::vector<FieldError>& out);
+
+// Fills the service defaults listed above into a canonical body.
+void ApplyServiceDefaults(Kind kind, json::object& body);
 
 void CheckResourceName(const SchemaSet& schemas, Kind kind, std::string_view name,
                        std::vector<FieldError>& out);

@@ -125,16 +125,25 @@ inline void FixExample(Kind kind, json::value& body) {
   switch (kind) {
     case Kind::kCluster:
       if (json::value* hp = FindPointer(body, "/properties/network/hostPrefix")) *hp = 23;
+      // The generated examples carry values the service refuses: an OpenShift version below its
+      // minimum and zero autoscaling durations.
+      if (json::value* id = FindPointer(body, "/properties/version/id")) *id = "4.20";
+      if (json::value* s = FindPointer(body, "/properties/autoscaling/maxPodGracePeriodSeconds")) *s = 600;
+      if (json::value* s = FindPointer(body, "/properties/autoscaling/maxNodeProvisionTimeSeconds")) *s = 900;
       break;
     case Kind::kNodePool:
       props->erase("autoScaling");
       body.as_object().erase("identity");
       if (json::value* key = FindPointer(body, "/properties/taints/0/key")) *key = "example.com/dedicated";
+      if (json::value* id = FindPointer(body, "/properties/version/id")) *id = "4.20.8";
       break;
     case Kind::kExternalAuth:
       if (json::value* p = FindPointer(body, "/properties/claim/mappings/username/prefixPolicy"))
         *p = "Prefix";
       if (json::value* c = FindPointer(body, "/properties/clients/0/clientId")) *c = "audience1";
+      // The service takes a PEM CA only, and Confidential clients only for the console.
+      if (json::value* issuer = FindPointer(body, "/properties/issuer")) issuer->as_object().erase("ca");
+      if (json::value* t = FindPointer(body, "/properties/clients/0/type")) *t = "Public";
       break;
   }
 }

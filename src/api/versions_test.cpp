@@ -185,7 +185,11 @@ TEST(VersionRules, VnetIntegrationSubnetAndVersionIdAreRequiredFrom20251223) {
     }
     auto decoded = DecodeCreate(v.name, Kind::kCluster, body);
     if (v.legacy_platform_and_kms) {
-      EXPECT_TRUE(std::holds_alternative<Resource>(decoded)) << v.name << "\n" << Dump(decoded);
+      // The document makes both optional: the integration subnet is the cluster subnet, and the
+      // version is required by the service's own rules, as in every version.
+      EXPECT_EQ(Targets(decoded), (std::vector<std::string>{"InvalidRequestContent properties.version.id"}))
+          << v.name << "\n"
+          << Dump(decoded);
       continue;
     }
     EXPECT_EQ(Targets(decoded),
@@ -196,17 +200,14 @@ TEST(VersionRules, VnetIntegrationSubnetAndVersionIdAreRequiredFrom20251223) {
   }
 }
 
-TEST(VersionRules, NodePoolVersionIdIsRequiredFrom20251223) {
+TEST(VersionRules, NodePoolVersionIdIsRequiredInEveryVersion) {
   for (const ApiVersion& v : ApiVersions()) {
     json::value body = ExampleBody(v.name, Kind::kNodePool);
     testing::Erase(body, "/properties/version/id");
     auto decoded = DecodeCreate(v.name, Kind::kNodePool, body);
-    if (v.legacy_platform_and_kms) {
-      EXPECT_TRUE(std::holds_alternative<Resource>(decoded)) << v.name << "\n" << Dump(decoded);
-    } else {
-      EXPECT_EQ(Targets(decoded), (std::vector<std::string>{"InvalidRequestContent properties.version.id"}))
-          << v.name;
-    }
+    EXPECT_EQ(Targets(decoded), (std::vector<std::string>{"InvalidRequestContent properties.version.id"}))
+        << v.name << "\n"
+        << Dump(decoded);
   }
 }
 
@@ -246,7 +247,7 @@ TEST(VersionRules, CryptoRestrictionsIsCreateOnly) {
     EXPECT_EQ(existing.properties.at("cryptoRestrictions"), "FIPS");
     testing::Set(body, "/properties/cryptoRestrictions", "None");
     EXPECT_EQ(Targets(DecodeReplace(version, Kind::kCluster, body, existing)),
-              (std::vector<std::string>{"PropertyChangeNotAllowed properties.cryptoRestrictions"}))
+              (std::vector<std::string>{"InvalidRequestContent properties.cryptoRestrictions"}))
         << version;
     // Left out of a PUT, it keeps its value; a PATCH body does not declare it.
     testing::Erase(body, "/properties/cryptoRestrictions");
@@ -285,7 +286,7 @@ TEST(VersionRules, EtcdKeyVersionIsUpdatableFrom20260630) {
     } else {
       EXPECT_EQ(
           Targets(replaced),
-          (std::vector<std::string>{"PropertyChangeNotAllowed "
+          (std::vector<std::string>{"InvalidRequestContent "
                                     "properties.etcd.dataEncryption.customerManaged.kms.activeKey.version"}))
           << v.name;
     }
@@ -297,9 +298,9 @@ TEST(VersionRules, ClusterVersionIsUpdatableThroughEveryVersion) {
   Created c = CreateFromExample(ExampleOf(kStableVersion, Kind::kCluster));
   for (const ApiVersion& v : ApiVersions()) {
     auto patched = DecodePatch(v.name, Kind::kCluster,
-                               testing::Parse(R"({"properties": {"version": {"id": "4.13"}}})"), c.resource);
+                               testing::Parse(R"({"properties": {"version": {"id": "4.21"}}})"), c.resource);
     ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << v.name << Dump(patched);
-    EXPECT_EQ(std::get<Resource>(patched).properties.at("version").at("id"), "4.13") << v.name;
+    EXPECT_EQ(std::get<Resource>(patched).properties.at("version").at("id"), "4.21") << v.name;
   }
   // Left out of a 2024-06-10-preview PUT, where it is optional, it keeps its value.
   json::value body = OnTheWire(EncodeProperties(kFirstPreview, c.resource));
@@ -320,9 +321,10 @@ TEST(VersionRules, KeyManagementModeIsRequiredFrom20260630) {
       ASSERT_TRUE(std::holds_alternative<Resource>(decoded)) << v.name << Dump(decoded);
       EXPECT_FALSE(std::get<Resource>(decoded).properties.contains("etcd")) << v.name;
     } else {
+      // Without a mode the customer-managed key is also out of place, as the service reports.
       EXPECT_EQ(Targets(decoded),
-                (std::vector<std::string>{
-                    "InvalidRequestContent properties.etcd.dataEncryption.keyManagementMode"}))
+                (std::vector<std::string>{"InvalidRequestContent properties.etcd.dataEncryption.keyManagementMode",
+                                          "InvalidRequestContent properties.etcd.dataEncryption.customerManaged"}))
           << v.name;
     }
   }
@@ -356,7 +358,7 @@ TEST(VersionRules, OsDiskSizeAbove4095IsRejectedThroughEveryVersion) {
     auto decoded = DecodeCreate(v.name, Kind::kNodePool, body);
     // Older versions declare no maximum; the canonical model does, and says so.
     EXPECT_EQ(Targets(decoded),
-              (std::vector<std::string>{"InvalidParameter properties.platform.osDisk.sizeGiB"}))
+              (std::vector<std::string>{"InvalidRequestContent properties.platform.osDisk.sizeGiB"}))
         << v.name << Dump(decoded);
   }
 }

@@ -40,6 +40,7 @@ struct Config {
   double orphan_threshold_seconds = 600;
   std::string log_level = "info";
   int retry_after = 10;
+  std::string location = "eastus";
   int threads = 8;
   size_t max_connections = 10'000;
   std::string owner;
@@ -195,6 +196,7 @@ class Runner {
   Status StartFrontend() {
     frontend::FrontendOptions o;
     o.retry_after_seconds = config_.retry_after;
+    o.location = config_.location;
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
     auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
@@ -364,6 +366,9 @@ int Main(int argc, char** argv) {
   };
   auto frontend_flags = [&](CLI::App* s) {
     s->add_option("--listen", c.listen, "Frontend HOST:PORT")->capture_default_str();
+    s->add_option("--location", c.location,
+                  "The Azure region this deployment serves: the location of every resource it creates")
+        ->capture_default_str();
     s->add_option("--retry-after", c.retry_after, "Retry-After seconds on accepted operations")
         ->capture_default_str();
     s->add_option("--threads", c.threads, "Request handler threads")->capture_default_str();

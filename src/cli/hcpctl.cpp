@@ -155,7 +155,7 @@ json::object Program::DefaultClusterBody() const {
       {"location", t_.location},
       {"identity", {{"type", "UserAssigned"}, {"userAssignedIdentities", uai}}},
       {"properties",
-       {{"version", {{"id", t_.version.empty() ? "4.19" : t_.version}, {"channelGroup", "stable"}}},
+       {{"version", {{"id", t_.version.empty() ? "4.20" : t_.version}, {"channelGroup", "stable"}}},
         {"network",
          {{"podCidr", "10.128.0.0/14"},
           {"serviceCidr", "172.30.0.0/16"},
@@ -179,7 +179,8 @@ json::object Program::DefaultNodePoolBody() const {
   const std::string vnet = RgPath() + "/providers/Microsoft.Network/virtualNetworks/" + t_.cluster + "-vnet";
   json::object props{{"platform", {{"vmSize", t_.vm_size}, {"subnetId", vnet + "/subnets/workers"}}},
                      {"replicas", t_.replicas < 0 ? 2 : t_.replicas}};
-  if (!t_.version.empty()) props["version"] = {{"id", t_.version}, {"channelGroup", "stable"}};
+  // The service requires a node pool version: MAJOR.MINOR.PATCH, at least 4.20.8.
+  props["version"] = {{"id", t_.version.empty() ? "4.20.8" : t_.version}, {"channelGroup", "stable"}};
   return {{"location", t_.location}, {"properties", props}};
 }
 

@@ -123,8 +123,8 @@ TEST_P(ApiVersionTest, StatusIsRenderedWhereTheVersionDeclaresIt) {
   json::value c = BodyOf(s.Get(cluster + V()));
   json::value np = BodyOf(s.Get(cluster + "/nodePools/np1" + V()));
   if (v.status_active_versions) {
-    EXPECT_EQ(*FindPointer(c, "/properties/status/activeVersions/0/version"), "4.19");
-    EXPECT_EQ(*FindPointer(np, "/properties/status/activeVersions/0/version"), "4.19");
+    EXPECT_EQ(*FindPointer(c, "/properties/status/activeVersions/0/version"), "4.20");
+    EXPECT_EQ(*FindPointer(np, "/properties/status/activeVersions/0/version"), "4.20.8");
   } else {
     EXPECT_EQ(FindPointer(c, "/properties/status/activeVersions"), nullptr);
     EXPECT_EQ(FindPointer(np, "/properties/status/activeVersions"), nullptr);

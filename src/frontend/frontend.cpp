@@ -286,6 +286,9 @@ Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, stor
       options.max_store_retries < 0) {
     return Error::InvalidArgument("invalid frontend options");
   }
+  if (!arm::IsValidLocation(options.location)) {
+    return Error::InvalidArgument("the location '" + options.location + "' is not an Azure region name");
+  }
   auto impl =
       std::make_unique<Impl>(Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}});
   return std::unique_ptr<Frontend>(new Frontend(std::move(impl)));

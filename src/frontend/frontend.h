@@ -34,6 +34,10 @@ using Request = boost::beast::http::request<boost::beast::http::string_body>;
 using Response = boost::beast::http::response<boost::beast::http::string_body>;
 
 struct FrontendOptions {
+  // The Azure region this deployment serves. A create takes it as the resource's location whatever
+  // the body says (a body without one is accepted), as the real service does; a replace keeps the
+  // stored location.
+  std::string location = "eastus";
   // Retry-After (seconds) on 202 responses and on operation results still running. ARM wants 10-600.
   int retry_after_seconds = 10;
   // Lifetime of operation documents (7 days in seed 000).

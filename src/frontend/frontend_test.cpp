@@ -708,7 +708,7 @@ TEST_F(FrontendTest, ClusterServiceReceivesOcmObjects) {
   EXPECT_EQ(*FindPointer(c, "/azure/subscription_id"), json::value(kSub));
   EXPECT_EQ(*FindPointer(c, "/azure/resource_group_name"), "rg1");
   EXPECT_EQ(*FindPointer(c, "/azure/tenant_id"), json::value(kTenant));
-  EXPECT_EQ(*FindPointer(c, "/version/id"), "openshift-v4.19");
+  EXPECT_EQ(*FindPointer(c, "/version/id"), "openshift-v4.20");
   ASSERT_NE(FindPointer(c, "/azure/subnet_resource_id"), nullptr);
   json::value np = bodies[1];
   EXPECT_EQ(*FindPointer(np, "/name"), "np1");

@@ -53,6 +53,13 @@ void Validate(const json::object& r, size_t index, std::vector<CloudErrorBody>& 
   }
   api::DecodeOptions opts;
   opts.name = leaf;
+  // The rules that compare IDs with the cluster's subscription and resource group need its ID.
+  if (auto id = GetString(r, "id")) {
+    if (auto parsed = arm::ParseResourceId(*id); parsed.ok()) {
+      opts.subscription_id = parsed->subscription_id;
+      opts.resource_group = parsed->resource_group;
+    }
+  }
   auto decoded = api::DecodeCreate(*version, ToApiKind(*kind), body, opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded)) {
     for (const auto& e : errs->errors) {

@@ -7,6 +7,7 @@
 #include "arm/system_data.h"
 #include "frontend/cs_mapping.h"
 #include "frontend/internal.h"
+#include "frontend/request_decode.h"
 
 namespace hcprp::frontend {
 namespace {
@@ -30,18 +31,6 @@ Response Fail(const Env& env, const RequestContext& ctx, const Error& e) {
 
 CloudError NotFoundError(const arm::ResourceId& id, std::string_view path) {
   return CloudError::ResourceNotFound(path, arm::ArmType(id.kind), id.Name(), id.resource_group);
-}
-
-CloudError FromValidation(const api::ValidationErrors& errors) {
-  std::vector<arm::CloudErrorBody> problems;
-  for (const auto& e : errors.errors) {
-    problems.push_back(
-        {e.code.empty() ? std::string(codes::kInvalidRequestContent) : e.code, e.message, e.target, {}});
-  }
-  if (problems.empty())
-    problems.push_back(
-        {std::string(codes::kInvalidRequestContent), "The request content was invalid.", "", {}});
-  return CloudError::FromProblems(std::move(problems));
 }
 
 // Parses a request body as a JSON object.
@@ -168,20 +157,8 @@ std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
     return CloudError(400, codes::kInvalidResourceGroupName,
                       "The resource group name '" + id.resource_group + "' is invalid.", id.resource_group);
   }
-  if (!arm::IsValidClusterName(id.cluster_name)) {
-    return CloudError(400, codes::kInvalidResourceName,
-                      "The resource name '" + id.cluster_name +
-                          "' is invalid. It must match "
-                          "^[a-zA-Z]([-a-zA-Z0-9]{0,52}[a-zA-Z0-9])?$.",
-                      "name");
-  }
-  if (id.kind != arm::ResourceKind::kCluster && !arm::IsValidChildName(id.child_name)) {
-    return CloudError(400, codes::kInvalidResourceName,
-                      "The resource name '" + id.child_name +
-                          "' is invalid. It must match "
-                          "^[a-zA-Z]([-a-zA-Z0-9]{0,13}[a-zA-Z0-9])?$.",
-                      "name");
-  }
+  api::ValidationErrors names = NameErrors(id);
+  if (!names.errors.empty()) return FromValidation(names);
   return std::nullopt;
 }
 
@@ -203,35 +180,15 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
 
 Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                   const std::optional<LoadedResource>& parent) {
-  api::DecodeOptions opts;
-  opts.name = id.Name();
-  if (parent) {
-    const json::value parent_resource(parent->doc.resource);  // outlives the pointer into it
-    if (const auto* v = FindPointer(parent_resource, "/properties/version/id");
-        v != nullptr && v->is_string()) {
-      opts.default_version_id = std::string(v->as_string());
-    }
-  }
-  auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind), body, opts);
+  std::optional<json::object> parent_body;
+  api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
+  // Every resource lives in the region this deployment serves (a node pool: its cluster's).
+  const std::string location = parent ? parent->doc.location : env.options.location;
+  auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
+                                   WithServiceValues(ctx, id, body, location, true), opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
-  if (!parent) {
-    // The location becomes a segment of operation URLs: only ARM's normalized form is accepted
-    // (letters and digits; spaces are dropped as ARM does for display names).
-    std::string normalized;
-    for (char c : resource.location) {
-      if (c != ' ') normalized.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-    if (!arm::IsValidLocation(normalized)) {
-      return Outcome::Done(
-          ErrorReply(CloudError(400, codes::kInvalidParameter,
-                                "The location '" + resource.location + "' is not valid.", "location")));
-    }
-    resource.location = normalized;
-  }
-  std::string location = parent ? parent->doc.location : resource.location;
-  if (parent && id.kind == arm::ResourceKind::kNodePool) resource.location = location;
 
   auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
   Expose(ctx, op);
@@ -242,7 +199,8 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   doc.active_operation_id = op.id;
   doc.provisioning_state = std::string(arm::kStateAccepted);
   doc.identity = resource.identity;
-  doc.system_data = arm::MergeSystemData(std::nullopt, ctx.system_data, true);
+  doc.system_data =
+      CompleteSystemData(arm::MergeSystemData(std::nullopt, ctx.system_data, true), env.clock->Now());
   doc.tags = resource.tags;
   doc.resource = api::ToStorage(resource);
 
@@ -316,7 +274,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
 // PUT on an existing resource (replace) or PATCH: validate, write resource + Update operation in one
 // batch, tell the Cluster Service, undo on a synchronous refusal.
 Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
-               const LoadedResource& existing, bool is_patch) {
+               const LoadedResource& existing, const std::optional<LoadedResource>& parent, bool is_patch) {
   auto active = ActiveOperation(env, existing);
   if (!active.ok()) return Outcome::Done(Fail(env, ctx, active.error()));
   if (active->has_value())
@@ -326,11 +284,13 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   }
   auto current = api::FromStorage(existing.doc.resource);
   if (!current.ok()) return Outcome::Done(Fail(env, ctx, current.error()));
-  api::DecodeOptions opts;
-  opts.name = id.Name();
+  std::optional<json::object> parent_body;
+  api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
   opts.current_provisioning_state = existing.doc.provisioning_state;
-  auto decoded = is_patch ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), body, *current, opts)
-                          : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), body, *current, opts);
+  const json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
+  auto decoded = is_patch
+                     ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts)
+                     : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
@@ -349,7 +309,8 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   doc.active_operation_id = op.id;
   doc.provisioning_state = std::string(arm::kStateAccepted);
   doc.identity = resource.identity;
-  doc.system_data = arm::MergeSystemData(existing.doc.system_data, ctx.system_data, false);
+  doc.system_data = CompleteSystemData(arm::MergeSystemData(existing.doc.system_data, ctx.system_data, false),
+                                       env.clock->Now());
   doc.tags = resource.tags;
   doc.resource = api::ToStorage(resource);
 
@@ -443,7 +404,7 @@ Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id,
   if (parent_doc) {
     if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
   }
-  if (existing->has_value()) return Update(env, ctx, id, body, **existing, is_patch);
+  if (existing->has_value()) return Update(env, ctx, id, body, **existing, parent_doc, is_patch);
   return PutCreate(env, ctx, id, body, parent_doc);
 }
 

@@ -1,4 +1,6 @@
 // PUT and GET /subscriptions/{id}?api-version=2.0 (ARM subscription lifecycle).
+#include <cctype>
+
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
@@ -105,6 +107,16 @@ Response HandleSubscription(Env& env, RequestContext& ctx) {
   if (const auto* r = props.if_contains("registrationDate"); r != nullptr && !r->is_string()) {
     return ErrorReply(
         CloudError::InvalidRequestContent("registrationDate must be a string.", "registrationDate"));
+  }
+  // As the real service validates a subscription: a registration date is given, without
+  // surrounding whitespace.
+  auto date = GetString(props, "registrationDate");
+  if (!date) return ErrorReply(CloudError::InvalidRequestContent("Required value", "registrationDate"));
+  if (!date->empty() && (std::isspace(static_cast<unsigned char>(date->front())) != 0 ||
+                         std::isspace(static_cast<unsigned char>(date->back())) != 0)) {
+    return ErrorReply(CloudError::InvalidRequestContent(
+        "Invalid value: " + json::serialize(json::value(*date)) + ": must not contain extra whitespace",
+        "registrationDate"));
   }
   arm::SubscriptionDocument doc;
   doc.id = pk;

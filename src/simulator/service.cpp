@@ -115,8 +115,9 @@ struct KnownVersion {
   bool is_default;
 };
 constexpr KnownVersion kVersions[] = {
-    {"4.18.21", "stable", false}, {"4.19.7", "stable", false}, {"4.19.10", "stable", false},
-    {"4.20.2", "stable", true},   {"4.20.5", "fast", false},   {"4.21.0", "candidate", false},
+    {"4.18.21", "stable", false},   {"4.19.7", "stable", false}, {"4.19.10", "stable", false},
+    {"4.20.2", "stable", true},     {"4.20.5", "fast", false},   {"4.20.8", "stable", false},
+    {"4.21.0", "candidate", false},
 };
 
 std::string_view StripVersionPrefix(std::string_view id) {

@@ -258,7 +258,7 @@ class Arm:
             "location": "eastus",
             "identity": {"type": "UserAssigned", "userAssignedIdentities": uai},
             "properties": {
-                "version": {"id": "4.19", "channelGroup": "stable"},
+                "version": {"id": "4.20", "channelGroup": "stable"},
                 "network": {"podCidr": pod_cidr, "serviceCidr": "172.30.0.0/16",
                             "machineCidr": "10.0.0.0/16", "hostPrefix": 23},
                 "api": {"visibility": "Public"},
@@ -279,7 +279,8 @@ class Arm:
     def nodepool_body(self, cluster, replicas=2):
         vnet = f"{self.rg_path()}/providers/Microsoft.Network/virtualNetworks/{cluster}-vnet"
         return {"location": "eastus",
-                "properties": {"platform": {"vmSize": "Standard_D8s_v3", "subnetId": f"{vnet}/subnets/workers"},
+                "properties": {"version": {"id": "4.20.8", "channelGroup": "stable"},
+                               "platform": {"vmSize": "Standard_D8s_v3", "subnetId": f"{vnet}/subnets/workers"},
                                "replicas": replicas}}
 
     def poll_operation(self, status_url, timeout=60, interval=0.05, on_status=None):

@@ -81,7 +81,7 @@ def test_patch_updating(ctx):
     r = create_cluster(arm, "p1")
     arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60)
 
-    patch = {"properties": {"version": {"id": "4.20", "channelGroup": "stable"}}, "tags": {"stage": "2"}}
+    patch = {"properties": {"version": {"id": "4.21", "channelGroup": "stable"}}, "tags": {"stage": "2"}}
     r = arm.call("PATCH", arm.cluster_path("p1"), patch)
     expect_eq(r.status, 202, f"PATCH ({r!r}) status code")
     expect(r.header("Azure-AsyncOperation"), "PATCH 202 without Azure-AsyncOperation")

@@ -14,24 +14,35 @@ std::string ClusterPath(std::string_view name, std::string_view rg, std::string_
 }
 
 std::string ClusterBody(std::string_view location) {
+  const std::string net = "/subscriptions/" + std::string(kSub) + "/resourceGroups/network-rg/providers/";
+  const std::string smi =
+      "/subscriptions/" + std::string(kSub) +
+      "/resourceGroups/identity-rg/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi";
   return R"({"location":")" + std::string(location) + R"(","tags":{"env":"test"},
     "identity": {"type": "UserAssigned", "userAssignedIdentities": {
-      "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi": {}}},
+      ")" +
+         smi + R"(": {}}},
     "properties": {
-      "version": {"id": "4.19"},
+      "version": {"id": "4.20"},
       "platform": {
-        "subnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
-        "vnetIntegrationSubnetId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/b",
-        "networkSecurityGroupId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/networkSecurityGroups/n",
+        "subnetId": ")" +
+         net + R"(Microsoft.Network/virtualNetworks/v/subnets/a",
+        "vnetIntegrationSubnetId": ")" +
+         net + R"(Microsoft.Network/virtualNetworks/v/subnets/b",
+        "networkSecurityGroupId": ")" +
+         net + R"(Microsoft.Network/networkSecurityGroups/n",
         "operatorsAuthentication": {"userAssignedIdentities": {"controlPlaneOperators": {}, "dataPlaneOperators": {},
-          "serviceManagedIdentity": "/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi"}}
+          "serviceManagedIdentity": ")" +
+         smi + R"("}}
       }
     }})";
 }
 
 std::string NodePoolBody() {
-  return R"({"location":"eastus","properties":{"version":{"id":"4.19"},
-    "platform":{"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
+  return R"({"location":"eastus","properties":{"version":{"id":"4.20.8"},
+    "platform":{"subnetId":"/subscriptions/)" +
+         std::string(kSub) +
+         R"(/resourceGroups/network-rg/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
                 "vmSize":"Standard_D2s_v3"},
     "replicas":2}})";
 }

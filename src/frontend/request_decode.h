@@ -1,0 +1,50 @@
+// The steps around api::Decode* for PUT and PATCH of clusters, node pools and external auths.
+// Private to the frontend.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "api/api.h"
+#include "arm/cloud_error.h"
+#include "arm/resource_id.h"
+#include "core/clock.h"
+#include "core/json.h"
+
+namespace hcprp::frontend {
+
+struct RequestContext;
+struct LoadedResource;
+
+// Who systemData names when ARM sent none.
+inline constexpr std::string_view kUnknownActor = "Unknown-ARO-HCP-frontend";
+
+// The body with the values the service sets itself, as the real service does: on a PUT of a
+// tracked resource `location` becomes `location` (the region this deployment serves on a create,
+// the stored location on a replace) whatever the body says; a cluster create without
+// platform.managedResourceGroup gets DefaultManagedResourceGroup.
+json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+                              std::string_view location, bool create);
+
+// "arohcp-<the first 45 characters of the cluster name>-<random UUID>".
+std::string DefaultManagedResourceGroup(std::string_view cluster_name);
+
+// Decode context of a request for `id`: its name, subscription and resource group and, for a child,
+// the parent cluster (whose canonical body is kept in `parent_body`, which must outlive the result).
+api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
+                                    std::optional<json::object>& parent_body);
+
+// systemData with every member the real service fills when ARM did not send it: created* and
+// lastModified* by kUnknownActor (type Application) at `now`.
+std::optional<json::object> CompleteSystemData(std::optional<json::object> data, TimePoint now);
+
+// The real service's checks of the resource's name (in the ID, target "id"): at most 54 characters
+// for a cluster, 15 for a node pool or external auth, and the name pattern. A child is refused when
+// its cluster's name is invalid too.
+api::ValidationErrors NameErrors(const arm::ResourceId& id);
+
+// The ARM error of a refused body: the problem itself when there is one, else MultipleErrorsOccurred
+// ("N errors occurred") with every problem in details.
+arm::CloudError FromValidation(const api::ValidationErrors& errors);
+
+}  // namespace hcprp::frontend

@@ -1,0 +1,442 @@
+// Rule scenarios of node pools and external auths (see rules_scenario_test.cpp).
+#include "frontend/testing/rules_scenario.h"
+
+namespace hcprp::frontend::testing::rules {
+namespace {
+
+std::vector<Case> NodePoolCases() {
+  auto label = [](std::string key, std::string value) {
+    return [key, value](V b) {
+      Props(b)["labels"] = json::array{json::object{{"key", key}, {"value", value}}};
+    };
+  };
+  return {
+      {"ValidNodePool", N, kCreate, nullptr, 201, {}},
+      {"VersionWithoutPatch",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.20";
+       },
+       400,
+       {"properties.version.id", "properties.version.id"}},
+      {"VersionBelowMinimum",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.20.7";
+       },
+       400,
+       {"properties.version.id"}},
+      {"VersionMissing", N, kCreate, [](V b) { Props(b).erase("version"); }, 400, {"properties.version.id"}},
+      {"PreviewVersionMissing",
+       N,
+       kCreate,
+       [](V b) { Props(b).erase("version"); },
+       400,
+       {"properties.version.id"},
+       std::string(kPreview)},
+      {"ChannelGroupNightly",
+       N,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "version"})["channelGroup"] = "nightly";
+       },
+       400,
+       {"properties.version.channelGroup"}},
+      {"ReplicasAbove200WithoutZone",
+       N,
+       kCreate,
+       [](V b) { Props(b)["replicas"] = 201; },
+       400,
+       {"properties.replicas"}},
+      {"ReplicasAbove200WithZone",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["replicas"] = 201;
+         Platform(b)["availabilityZone"] = "1";
+       },
+       201,
+       {}},
+      {"AutoScalingMinAbove200",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b).erase("replicas");
+         Props(b)["autoScaling"] = {{"min", 201}, {"max", 300}};
+       },
+       400,
+       {"properties.autoScaling.min", "properties.autoScaling.max"}},
+      {"AutoScalingMaxBelowMin",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b).erase("replicas");
+         Props(b)["autoScaling"] = {{"min", 5}, {"max", 3}};
+       },
+       400,
+       {"properties.autoScaling.max"}},
+      {"ReplicasWithAutoScaling",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["autoScaling"] = {{"min", 1}, {"max", 3}};
+       },
+       400,
+       {"properties.replicas"}},
+      {"ForbiddenMasterRoleLabel",
+       N,
+       kCreate,
+       label("node-role.kubernetes.io/master", ""),
+       400,
+       {"properties.labels[node-role.kubernetes.io/master]"}},
+      {"ForbiddenMachineRoleInfra",
+       N,
+       kCreate,
+       label("machine.openshift.io/cluster-api-machine-role", "infra"),
+       400,
+       {"properties.labels[machine.openshift.io/cluster-api-machine-role]"}},
+      {"AllowedMachineRoleWorker",
+       N,
+       kCreate,
+       label("machine.openshift.io/cluster-api-machine-role", "worker"),
+       201,
+       {}},
+      {"KubernetesIoLabelAllowed", N, kCreate, label("topology.kubernetes.io/zone", "a"), 201, {}},
+      {"LabelKeyWithSpace", N, kCreate, label("bad key", "v"), 400, {"properties.labels"}},
+      {"LabelValueTooLong",
+       N,
+       kCreate,
+       label("valid-key", std::string(64, 'a')),
+       400,
+       {"properties.labels[valid-key]"}},
+      {"TaintKeyInvalid",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["taints"] =
+             json::array{json::object{{"key", "bad key"}, {"value", "v"}, {"effect", "NoSchedule"}}};
+       },
+       400,
+       {"properties.taints[0].key"}},
+      {"SubnetInOtherVnet",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["subnetId"] = kRg + "/providers/Microsoft.Network/virtualNetworks/other/subnets/s";
+       },
+       400,
+       {"properties.platform.subnetId"}},
+      {"EphemeralNeedsAutoRepair",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["autoRepair"] = false;
+         Platform(b)["osDisk"] = {{"diskType", "Ephemeral"}};
+       },
+       400,
+       {"properties.autoRepair"}},
+      {"EphemeralDiskTooLarge",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {{"diskType", "Ephemeral"}, {"sizeGiB", 2041}};
+       },
+       400,
+       {"properties.platform.osDisk.sizeGiB"}},
+      {"EncryptionSetWrongType",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {{"encryptionSetId", kVnet}};
+       },
+       400,
+       {"properties.platform.osDisk.encryptionSetId"}},
+      {"EncryptionSetBadName",
+       N,
+       kCreate,
+       [](V b) {
+         Platform(b)["osDisk"] = {
+             {"encryptionSetId", kRg + "/providers/Microsoft.Compute/diskEncryptionSets/bad.name"}};
+       },
+       400,
+       {"properties.platform.osDisk.encryptionSetId"}},
+      {"TaintValueInvalid",
+       N,
+       kCreate,
+       [](V b) {
+         Props(b)["taints"] = json::array{
+             json::object{{"key", "example.com/gpu"}, {"value", "-bad-"}, {"effect", "NoSchedule"}}};
+       },
+       400,
+       {"properties.taints[0].value"}},
+      {"DrainTimeoutTooLarge",
+       N,
+       kCreate,
+       [](V b) { Props(b)["nodeDrainTimeoutMinutes"] = 10081; },
+       400,
+       {"properties.nodeDrainTimeoutMinutes"}},
+      // Updates.
+      {"VmSizeIsImmutable",
+       N,
+       kReplace,
+       [](V b) { Platform(b)["vmSize"] = "Standard_D16s_v3"; },
+       400,
+       {"properties.platform", "properties.platform.vmSize"}},
+      {"VersionAboveCluster",
+       N,
+       kReplace,
+       [](V b) {
+         At(b, {"properties", "version"})["id"] = "4.21.0";
+       },
+       400,
+       {"properties.version.id"}},
+      {"ReplicasChange", N, kPatch, [](V b) { Props(b)["replicas"] = 5; }, 202, {}},
+      {"ProvisioningStateDifferentFromStored",
+       N,
+       kReplace,
+       [](V b) { Props(b)["provisioningState"] = "Deleting"; },
+       400,
+       {"properties.provisioningState"}},
+  };
+}
+
+std::vector<Case> ExternalAuthCases() {
+  auto client = [](V b) -> json::object& {
+    return At(b, {"properties"})["clients"].as_array()[0].as_object();
+  };
+  return {
+      {"ValidExternalAuth", E, kCreate, nullptr, 201, {}},
+      {"IssuerNotHttps",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["url"] = "http://issuer.example.com";
+       },
+       400,
+       {"properties.issuer.url"}},
+      {"IssuerCaNotPem",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["ca"] = "not a certificate";
+       },
+       400,
+       {"properties.issuer.ca"}},
+      {"ClientIdNotAnAudience",
+       E,
+       kCreate,
+       [client](V b) { client(b)["clientId"] = "someone-else"; },
+       400,
+       {"properties.clients[0].clientId"}},
+      {"ConsoleMustBeConfidential",
+       E,
+       kCreate,
+       [client](V b) { client(b)["type"] = "Public"; },
+       400,
+       {"properties.clients[0].type"}},
+      {"ConfidentialOnlyForConsole",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
+       },
+       400,
+       {"properties.clients[0].type"}},
+      {"PublicCliClient",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
+         client(b)["type"] = "Public";
+       },
+       201,
+       {}},
+      {"DuplicateComponent",
+       E,
+       kCreate,
+       [client](V b) {
+         json::value copy = client(b);
+         Props(b)["clients"].as_array().push_back(copy);
+       },
+       400,
+       {"properties.clients[1]"}},
+      {"TooManyClients",
+       E,
+       kCreate,
+       [client](V b) {
+         json::object first = client(b);
+         json::array list{first};
+         for (int i = 0; i < 20; ++i) {
+           list.push_back(
+               json::object{{"component", {{"name", "c" + std::to_string(i)}, {"authClientNamespace", "ns"}}},
+                            {"clientId", "audience2"},
+                            {"type", "Public"}});
+         }
+         Props(b)["clients"] = std::move(list);
+       },
+       400,
+       {"properties.clients"}},
+      {"PrefixPolicyWithoutPrefix",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
+       },
+       400,
+       {"properties.claim.mappings.username.prefix"}},
+      {"PrefixWithoutPrefixPolicy",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefix"] = "oidc:";
+       },
+       400,
+       {"properties.claim.mappings.username.prefix"}},
+      {"PrefixWithPrefixPolicy",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
+         At(b, {"properties", "claim", "mappings", "username"})["prefix"] = "oidc:";
+       },
+       201,
+       {}},
+      {"RequiredClaimRuleWithoutClaim",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim"})["validationRules"] =
+             json::array{json::object{{"type", "RequiredClaim"}}};
+       },
+       400,
+       {"properties.claim.validationRules[0].requiredClaim",
+        "properties.claim.validationRules[0].requiredClaim.claim",
+        "properties.claim.validationRules[0].requiredClaim.requiredValue"}},
+      {"EmptyAudience",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "issuer"})["audiences"] = json::array{"audience1", ""};
+       },
+       400,
+       {"properties.issuer.audiences[1]"}},
+      {"ComponentNameTooLong",
+       E,
+       kCreate,
+       [client](V b) { client(b)["component"].as_object()["name"] = std::string(257, 'c'); },
+       400,
+       {"properties.clients[0].component.name", "properties.clients[0].type"}},
+      {"ComponentNamespaceTooLong",
+       E,
+       kCreate,
+       [client](V b) { client(b)["component"].as_object()["authClientNamespace"] = std::string(64, 'n'); },
+       400,
+       {"properties.clients[0].component.authClientNamespace", "properties.clients[0].type"}},
+      {"EmptyExtraScope",
+       E,
+       kCreate,
+       [client](V b) {
+         client(b)["extraScopes"] = json::array{"openid", ""};
+       },
+       400,
+       {"properties.clients[0].extraScopes[1]"}},
+      {"UsernameClaimTooLong",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "username"})["claim"] = std::string(257, 'u');
+       },
+       400,
+       {"properties.claim.mappings.username.claim"}},
+      {"GroupsClaimEmpty",
+       E,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "claim", "mappings", "groups"})["claim"] = "";
+       },
+       400,
+       {"properties.claim.mappings.groups.claim"}},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(NodePools, RulesScenario, ::testing::ValuesIn(NodePoolCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(ExternalAuths, RulesScenario, ::testing::ValuesIn(ExternalAuthCases()), CaseName);
+
+// A node pool version change stays within two minors of the control plane and of itself.
+TEST(NodePoolVersionSkew, FollowsTheControlPlane) {
+  Scenario s;
+  s.RegisterSubscription();
+  const std::string cluster = ClusterPath("skew");
+  const std::string v = "?api-version=2026-10-01";
+  json::value body = ValidCluster();
+  ASSERT_EQ(s.Put(cluster + v, json::serialize(body)).result_int(), 201u);
+  s.FinishAll();
+  ASSERT_EQ(s.Put(cluster + "/nodePools/np1" + v, json::serialize(ValidNodePool())).result_int(), 201u);
+  s.FinishAll();
+  for (std::string_view minor : {"4.21", "4.22", "4.23"}) {
+    At(body, {"properties", "version"})["id"] = minor;
+    auto r = s.Put(cluster + v, json::serialize(body));
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
+    s.FinishAll();
+  }
+  auto change = [&](std::string_view version) {
+    json::value pool = ValidNodePool();
+    At(pool, {"properties", "version"})["id"] = version;
+    return s.Put(cluster + "/nodePools/np1" + v, json::serialize(pool));
+  };
+  auto lagging = change("4.20.9");  // the cluster runs 4.23: more than two minors ahead
+  ASSERT_EQ(lagging.result_int(), 400u) << lagging.body();
+  EXPECT_EQ(BodyOf(lagging).at("error").at("target"), "properties.version.id");
+  auto skipping = change("4.23.1");  // three minors above the node pool's 4.20.8
+  ASSERT_EQ(skipping.result_int(), 400u) << skipping.body();
+  EXPECT_EQ(BodyOf(skipping).at("error").at("target"), "properties.version.id");
+  auto next = change("4.22.1");
+  EXPECT_EQ(next.result_int(), 200u) << next.body();
+}
+
+// Subscription registration (PUT /subscriptions/{id}), as the real service validates it.
+struct SubscriptionCase {
+  std::string name;
+  std::string body;
+  int status;
+  std::string target;
+};
+
+void PrintTo(const SubscriptionCase& c, std::ostream* os) { *os << c.name; }
+
+class SubscriptionRules : public ::testing::TestWithParam<SubscriptionCase> {};
+
+TEST_P(SubscriptionRules, AnswersAsTheRealService) {
+  const SubscriptionCase& c = GetParam();
+  Scenario s;
+  auto r = s.Put("/subscriptions/" + std::string(kSub) + "?api-version=2.0", c.body);
+  ASSERT_EQ(r.result_int(), static_cast<unsigned>(c.status)) << r.body();
+  if (c.status < 400) return;
+  json::value reply = BodyOf(r);
+  EXPECT_EQ(reply.at("error").at("code"), "InvalidRequestContent") << r.body();
+  EXPECT_EQ(reply.at("error").at("target"), json::value(c.target)) << r.body();
+  EXPECT_EQ(s.Get("/subscriptions/" + std::string(kSub) + "?api-version=2.0").result_int(), 404u);
+}
+
+std::vector<SubscriptionCase> SubscriptionCases() {
+  const std::string date = R"("registrationDate":"2025-01-01T00:00:00Z")";
+  return {
+      {"Valid", R"({"state":"Registered",)" + date + "}", 200, ""},
+      {"ValidWithProperties", R"({"state":"Registered",)" + date + R"(,"properties":{"tenantId":"t"}})", 200,
+       ""},
+      {"UnknownState", R"({"state":"Bogus",)" + date + "}", 400, "state"},
+      {"MissingRegistrationDate", R"({"state":"Registered"})", 400, "registrationDate"},
+      {"RegistrationDateWithWhitespace",
+       R"({"state":"Registered","registrationDate":" 2025-01-01T00:00:00Z"})", 400, "registrationDate"},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Subscriptions, SubscriptionRules, ::testing::ValuesIn(SubscriptionCases()),
+                         [](const ::testing::TestParamInfo<SubscriptionCase>& param) {
+                           return param.param.name;
+                         });
+
+}  // namespace
+}  // namespace hcprp::frontend::testing::rules
