@@ -10,7 +10,8 @@ import json
 import os
 import subprocess
 
-from e2e import (Arm, CsClient, CS_PREFIX, expect, expect_eq, run_tests)
+import e2e
+from e2e import (Arm, CsClient, expect, expect_eq, run_tests)
 
 SUBJECT = "/O=system:masters/CN=system:customer-break-glass:system-admin"
 OLD_API_VERSION = "2024-06-10-preview"
@@ -169,7 +170,54 @@ def test_older_api_versions_take_no_csr(ctx):
     ctx.check()
 
 
+def test_hcpctl_request_credential(ctx):
+    endpoint, _, _ = ctx.serve(profile="instant")
+    sub = "00000000-0000-4000-8000-0000000000c5"
+
+    def hcpctl(*args):
+        argv = [e2e.ARGS.hcpctl, "--endpoint", endpoint, "-s", sub, "-g", "cred-rg", "--max-poll-interval", "0.2",
+                *args]
+        r = subprocess.run(argv, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+        return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+
+    for argv in (("subscription", "register"), ("cluster", "create", "cli")):
+        rc, out, err = hcpctl(*argv)
+        expect_eq(rc, 0, f"hcpctl {argv} (stdout {out!r}, stderr {err!r})")
+
+    def verify(kubeconfig, what):
+        cert = kubeconfig_data(kubeconfig, "client-certificate-data")
+        key = kubeconfig_data(kubeconfig, "client-key-data")
+        expect(cert and key, f"{what}: kubeconfig without a certificate and its key: {kubeconfig!r}")
+        for name, text in (("ca.pem", kubeconfig_data(kubeconfig, "certificate-authority-data")),
+                           ("cert.pem", cert), ("key.pem", key)):
+            with open(ctx.path(name), "w") as f:
+                f.write(text)
+        rc, out = openssl("verify", "-CAfile", ctx.path("ca.pem"), ctx.path("cert.pem"))
+        expect_eq(rc, 0, f"{what}: openssl verify: {out}")
+        _, cert_pub = openssl("x509", "-noout", "-pubkey", "-in", ctx.path("cert.pem"))
+        _, key_pub = openssl("pkey", "-pubout", "-in", ctx.path("key.pem"))
+        expect_eq(cert_pub, key_pub, f"{what}: the kubeconfig's key is the certificate's")
+
+    # hcpctl makes the key and the CSR (2026-10-01), and puts the key into the kubeconfig it prints.
+    rc, out, err = hcpctl("cluster", "request-credential", "cli")
+    expect_eq(rc, 0, f"request-credential (stdout {out!r}, stderr {err!r})")
+    verify(out, "hcpctl's own CSR")
+    # --csr: the caller's request; the kubeconfig has no key.
+    _, csr = make_csr(ctx, "mine")
+    with open(ctx.path("mine.csr"), "w") as f:
+        f.write(csr)
+    rc, out, err = hcpctl("cluster", "request-credential", "cli", "--csr", ctx.path("mine.csr"))
+    expect_eq(rc, 0, f"request-credential --csr (stdout {out!r}, stderr {err!r})")
+    expect(kubeconfig_data(out, "client-key-data") is None, f"--csr: a key in the kubeconfig: {out!r}")
+    # An older api-version: the service makes the key.
+    rc, out, err = hcpctl("--api-version", OLD_API_VERSION, "cluster", "request-credential", "cli")
+    expect_eq(rc, 0, f"request-credential on {OLD_API_VERSION} (stdout {out!r}, stderr {err!r})")
+    verify(out, OLD_API_VERSION)
+    ctx.check()
+
+
 if __name__ == "__main__":
     if subprocess.run(["openssl", "version"], capture_output=True).returncode != 0:
         raise SystemExit("the openssl command line is required (Debian package openssl)")
-    run_tests([test_csr_sign_verify_revoke, test_csr_validation, test_older_api_versions_take_no_csr])
+    run_tests([test_csr_sign_verify_revoke, test_csr_validation, test_older_api_versions_take_no_csr,
+               test_hcpctl_request_credential])
