@@ -209,10 +209,6 @@ def test_hcpctl_request_credential(ctx):
     rc, out, err = hcpctl("cluster", "request-credential", "cli", "--csr", ctx.path("mine.csr"))
     expect_eq(rc, 0, f"request-credential --csr (stdout {out!r}, stderr {err!r})")
     expect(kubeconfig_data(out, "client-key-data") is None, f"--csr: a key in the kubeconfig: {out!r}")
-    # An older api-version: the service makes the key.
-    rc, out, err = hcpctl("--api-version", OLD_API_VERSION, "cluster", "request-credential", "cli")
-    expect_eq(rc, 0, f"request-credential on {OLD_API_VERSION} (stdout {out!r}, stderr {err!r})")
-    verify(out, OLD_API_VERSION)
     ctx.check()
 
 

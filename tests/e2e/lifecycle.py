@@ -104,8 +104,7 @@ def test_request_credential_result(ctx):
     r = create_cluster(arm, "k1")
     arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60)
 
-    # The body-less form of the api-versions before 2026-09-01-preview (credentials.py has the CSR form).
-    r = arm.call("POST", arm.cluster_path("k1") + "/requestAdminCredential", api_version="2024-06-10-preview")
+    r = arm.call("POST", arm.cluster_path("k1") + "/requestAdminCredential")
     expect_eq(r.status, 202, f"requestAdminCredential ({r!r}) status code")
     location = r.header("Location")
     expect(location and "/hcpOperationResults/" in location, f"requestAdminCredential Location: {r.headers}")
