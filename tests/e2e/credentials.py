@@ -180,9 +180,12 @@ def test_hcpctl_request_credential(ctx):
         r = subprocess.run(argv, capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
         return r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
 
-    for argv in (("subscription", "register"), ("cluster", "create", "cli")):
-        rc, out, err = hcpctl(*argv)
-        expect_eq(rc, 0, f"hcpctl {argv} (stdout {out!r}, stderr {err!r})")
+    arm = Arm(endpoint, subscription=sub, resource_group="cred-rg")
+    arm.register()
+    r = arm.call("PUT", arm.cluster_path("cli"), arm.cluster_body("cli"))
+    expect_eq(r.status, 201, f"create cli ({r!r})")
+    seen, _ = arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60)
+    expect_eq(seen[-1], "Succeeded", f"cluster create (seen {seen})")
 
     def verify(kubeconfig, what):
         cert = kubeconfig_data(kubeconfig, "client-certificate-data")
