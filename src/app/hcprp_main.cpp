@@ -36,6 +36,7 @@ struct Config {
   std::string cs_listen = "127.0.0.1:0";
   std::string profile = "demo";
   std::string time_scale = "1";
+  std::string versions_file;           // the simulator's version catalogue; default: the built-in one
   std::string provisioner = "engine";  // engine or timed
   double orphan_threshold_seconds = 600;
   std::string log_level = "info";
@@ -118,6 +119,7 @@ class Runner {
     std::filesystem::create_directories(o.data_dir, ec);
     HCPRP_RETURN_IF_ERROR(simulator::ApplyProfileFlag(o, config_.profile));
     HCPRP_RETURN_IF_ERROR(simulator::ApplyTimeScaleFlag(o, config_.time_scale));
+    o.versions_file = config_.versions_file;
     if (config_.provisioner == "engine") {
       provisioning::EnginePluginOptions eo;
       eo.orphan_threshold = std::chrono::duration_cast<Duration>(
@@ -404,6 +406,11 @@ int Main(int argc, char** argv) {
     s->add_option("--profile", c.profile, "Simulator timing: instant, demo or realistic")
         ->capture_default_str();
     s->add_option("--time-scale", c.time_scale, "Multiplies every simulated duration")->capture_default_str();
+    s->add_option(
+         "--versions", c.versions_file,
+         "The simulator's OpenShift version catalogue (JSON in the form of src/simulator/versions.json; "
+         "default: that file, compiled in)")
+        ->check(CLI::ExistingFile);
     s->add_option(
          "--provisioner", c.provisioner,
          "engine (provisioning engine + simulated Azure) or timed (state machine with profile durations)")

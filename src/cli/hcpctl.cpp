@@ -8,9 +8,11 @@
 #include <sstream>
 
 #include "api/api.h"
+#include "api/api_version.h"
 #include "cli/arm_client.h"
 #include "cli/table.h"
 #include "core/time.h"
+#include "pki/x509.h"
 
 namespace hcprp::cli {
 namespace {
@@ -50,6 +52,7 @@ struct Target {
   std::string audience = "hcpctl";
   std::string state = "Registered";
   std::string operation_id;
+  std::string csr_file;  // request-credential: a PEM certificate signing request
 };
 
 class Program {
@@ -98,6 +101,7 @@ class Program {
   int Show(const std::string& path);
   int List(const std::string& path);
   int Action(const std::string& path, const std::string& action);
+  int RequestCredential(const std::string& path);
   int SubscriptionRegister();
   int OperationShow();
 
@@ -106,6 +110,9 @@ class Program {
   bool progress_;
   Globals g_;
   Target t_;
+  // The private key of the CSR hcpctl made for a credential request: added to the kubeconfig it prints
+  // unless the kubeconfig carries a key of its own (api-versions before 2026-09-01-preview).
+  std::string credential_key_pem_;
 };
 
 Result<json::value> Program::BodyFromFile() const {
@@ -332,8 +339,19 @@ int Program::Finish(ArmClient& client, const Result<ArmResponse>& started,
         out_ << json::serialize(done->body) << "\n";
       } else {
         const auto& o = done->body.as_object();
+        std::string kubeconfig(GetString(o, "kubeconfig").value_or(""));
+        const std::string cert_field = "client-certificate-data: ";
+        auto at = kubeconfig.find(cert_field);
+        if (!credential_key_pem_.empty() && at != std::string::npos &&
+            kubeconfig.find("client-key-data:") == std::string::npos) {
+          const auto line_start = kubeconfig.rfind('\n', at) + 1;
+          const auto line_end = kubeconfig.find('\n', at);
+          kubeconfig.insert(line_end == std::string::npos ? kubeconfig.size() : line_end + 1,
+                            kubeconfig.substr(line_start, at - line_start) +
+                                "client-key-data: " + pki::Base64(credential_key_pem_) + "\n");
+        }
         out_ << "# expires " << GetString(o, "expirationTimestamp").value_or("?") << "\n"
-             << GetString(o, "kubeconfig").value_or("") << "\n";
+             << kubeconfig << "\n";
       }
     } else if (g_.output != "json") {
       out_ << "Succeeded.\n";
@@ -381,6 +399,36 @@ int Program::List(const std::string& path) {
 int Program::Action(const std::string& path, const std::string& action) {
   auto client = MakeClient();
   return Finish(client, client.Call(http::Verb::post, path + "/" + action), "");
+}
+
+// requestAdminCredential with a certificate signing request where the api-version takes one: the one
+// in --csr, or one made here for the break-glass identity (its key then goes into the printed
+// kubeconfig). Earlier api-versions take no body and answer a kubeconfig with a key of the service's
+// making.
+int Program::RequestCredential(const std::string& path) {
+  const api::ApiVersion* version = api::FindApiVersion(g_.api_version);
+  if (version == nullptr || !version->credential_request_takes_csr) {
+    if (!t_.csr_file.empty()) {
+      return err_ << "error: --csr needs an api-version that takes a certificate signing request\n", 2;
+    }
+    return Action(path, "requestAdminCredential");
+  }
+  std::string csr;
+  if (!t_.csr_file.empty()) {
+    std::ifstream in(t_.csr_file);
+    if (!in) return err_ << "error: cannot read " << t_.csr_file << "\n", 2;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    csr = ss.str();
+  } else {
+    auto made = pki::NewCsr("system:customer-break-glass:system-admin", {"system:masters"});
+    if (!made.ok()) return err_ << "error: " << made.error().message() << "\n", 1;
+    csr = made->csr_pem;
+    credential_key_pem_ = made->key_pem;
+  }
+  auto client = MakeClient();
+  json::value body = json::object{{"certificateSigningRequest", csr}};
+  return Finish(client, client.Call(http::Verb::post, path + "/requestAdminCredential", &body), "");
 }
 
 int Program::SubscriptionRegister() {
@@ -519,7 +567,11 @@ int Program::Run(int argc, char** argv) {
   cd->callback([&] { action = [&] { return Delete(ClusterPath(t_.name)); }; });
   auto* crc = cl->add_subcommand("request-credential", "Request an admin kubeconfig");
   crc->add_option("name", t_.name)->required();
-  crc->callback([&] { action = [&] { return Action(ClusterPath(t_.name), "requestAdminCredential"); }; });
+  crc->add_option(
+      "--csr", t_.csr_file,
+      "PEM certificate signing request for CN=system:customer-break-glass:system-admin, "
+      "O=system:masters (default: hcpctl makes a key and one, and puts the key in the kubeconfig)");
+  crc->callback([&] { action = [&] { return RequestCredential(ClusterPath(t_.name)); }; });
   auto* crv = cl->add_subcommand("revoke-credentials", "Revoke every admin credential");
   crv->add_option("name", t_.name)->required();
   crv->callback([&] { action = [&] { return Action(ClusterPath(t_.name), "revokeCredentials"); }; });

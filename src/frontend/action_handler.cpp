@@ -1,12 +1,60 @@
 // POST requestAdminCredential and revokeCredentials on a cluster.
+#include "api/api_version.h"
 #include "arm/headers.h"
 #include "frontend/cs_mapping.h"
 #include "frontend/internal.h"
+#include "pki/x509.h"
 
 namespace hcprp::frontend {
 namespace {
 
 using arm::CloudError;
+
+constexpr std::string_view kCsrField = "certificateSigningRequest";
+// The identity a break-glass certificate request must name, as the real service requires.
+constexpr std::string_view kBreakGlassCommonName = "system:customer-break-glass:system-admin";
+constexpr std::string_view kBreakGlassOrganization = "system:masters";
+
+// Whether requestAdminCredential takes {"certificateSigningRequest": PEM} (required) in this
+// api-version (the version table says). Older api-versions take no body and, like the real
+// service, ignore one.
+bool TakesCertificateSigningRequest(std::string_view api_version) {
+  const api::ApiVersion* v = api::FindApiVersion(api_version);
+  return v != nullptr && v->credential_request_takes_csr;
+}
+
+std::string Quoted(std::string_view s) { return ToJson(json::value(json::string(s))); }
+
+// The problems of a certificate signing request, worded as the real service words them; empty when
+// it is acceptable.
+std::vector<arm::CloudErrorBody> CsrProblems(std::string_view pem) {
+  const std::string target(kCsrField);
+  auto invalid = [&](std::string value, std::string detail) {
+    return arm::CloudErrorBody{std::string(arm::codes::kInvalidRequestContent),
+                               "Invalid value: " + value + ": " + detail,
+                               target,
+                               {}};
+  };
+  if (pem.empty()) {
+    return {
+        arm::CloudErrorBody{std::string(arm::codes::kInvalidRequestContent), "Required value", target, {}}};
+  }
+  auto csr = pki::ParseCsr(pem);
+  if (!csr.ok()) return {invalid("\"\"", csr.error().message())};
+  if (!csr->signature_valid) return {invalid("\"\"", "certificate request signature is invalid")};
+  std::vector<arm::CloudErrorBody> out;
+  if (csr->common_name != kBreakGlassCommonName) {
+    out.push_back(
+        invalid(Quoted(csr->common_name), "subject common name must be " + Quoted(kBreakGlassCommonName)));
+  }
+  if (csr->organizations.size() != 1 || csr->organizations[0] != kBreakGlassOrganization) {
+    json::value orgs = nullptr;
+    if (!csr->organizations.empty()) orgs = json::array(csr->organizations.begin(), csr->organizations.end());
+    out.push_back(invalid(ToJson(orgs),
+                          "subject organization must be exactly [" + Quoted(kBreakGlassOrganization) + "]"));
+  }
+  return out;
+}
 
 // Non-terminal credential operations of a cluster.
 Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env, std::string_view pk,
@@ -41,21 +89,23 @@ Response HandleClusterAction(Env& env, RequestContext& ctx) {
   arm::ResourceId id = ctx.route.ResourceIdOf();
   std::string cluster_path = ctx.path.substr(0, ctx.path.rfind('/'));
 
-  // Body: requestAdminCredential may carry {"certificateSigningRequest": "..."}; revoke takes none.
+  // Body: from 2026-09-01-preview on, requestAdminCredential carries {"certificateSigningRequest":
+  // PEM}; before, it takes none (and ignores one). revokeCredentials takes none.
+  const bool with_csr = request_credential && TakesCertificateSigningRequest(ctx.api_version);
   json::object cs_body;
-  if (!ctx.req->body().empty()) {
+  if (!ctx.req->body().empty() && (with_csr || !request_credential)) {
     auto parsed = ParseJson(ctx.req->body(), env.options.max_json_depth);
     if (!parsed.ok() || !parsed->is_object()) {
       return ErrorReply(CloudError::InvalidRequestContent(
           "The request content was invalid and could not be deserialized: " +
           (parsed.ok() ? std::string("the body must be a JSON object.") : parsed.error().message())));
     }
-    if (request_credential) {
+    if (with_csr) {
       for (const auto& [k, v] : parsed->as_object()) {
-        if (k == "certificateSigningRequest") {
+        if (k == kCsrField) {
           if (!v.is_string()) {
             return ErrorReply(CloudError::InvalidRequestContent("certificateSigningRequest must be a string.",
-                                                                "certificateSigningRequest"));
+                                                                std::string(kCsrField)));
           }
           cs_body["certificate_signing_request"] = v;
         } else {
@@ -64,6 +114,11 @@ Response HandleClusterAction(Env& env, RequestContext& ctx) {
         }
       }
     }
+  }
+  if (with_csr) {
+    const json::value* csr = cs_body.if_contains("certificate_signing_request");
+    auto problems = CsrProblems(csr ? std::string_view(csr->as_string()) : std::string_view());
+    if (!problems.empty()) return ErrorReply(CloudError::FromProblems(std::move(problems)));
   }
 
   auto cluster = LoadResource(env, id.subscription_id, cluster_path);

@@ -374,7 +374,8 @@ TEST_F(FrontendTest, FailedOperationResultCarriesItsError) {
 TEST_F(FrontendTest, CredentialsActions) {
   const std::string cluster = ClusterPath("cred");
   CreateCluster("cred");
-  auto r = s.Post(cluster + "/requestAdminCredential" + V());
+  // The body-less form of the api-versions before 2026-09-01-preview (credential_test.cpp has the CSR).
+  auto r = s.Post(cluster + "/requestAdminCredential" + V(kPreview));
   ASSERT_EQ(r.result_int(), 202u) << r.body();
   std::string location = Header(r, "Location");
   EXPECT_EQ(Header(r, "Retry-After"), "10");
@@ -387,14 +388,14 @@ TEST_F(FrontendTest, CredentialsActions) {
 
   auto revoke = s.Post(cluster + "/revokeCredentials" + V());
   ASSERT_EQ(revoke.result_int(), 202u) << revoke.body();
-  auto blocked = s.Post(cluster + "/requestAdminCredential" + V());
+  auto blocked = s.Post(cluster + "/requestAdminCredential" + V(kPreview));
   EXPECT_EQ(blocked.result_int(), 409u);
   EXPECT_EQ(Header(blocked, "Retry-After"), "10");
   s.FinishOperation(OperationIdOf(Header(revoke, "Location")));
   EXPECT_EQ(s.Get(TargetOf(Header(revoke, "Location"))).result_int(), 204u);
-  EXPECT_EQ(
-      s.Post(cluster + "/requestAdminCredential" + V(), R"({"certificateSigningRequest":"x"})").result_int(),
-      202u);
+  EXPECT_EQ(s.Post(cluster + "/requestAdminCredential" + V(kPreview), R"({"certificateSigningRequest":"x"})")
+                .result_int(),
+            202u);
   EXPECT_EQ(s.Post(ClusterPath("nocluster") + "/revokeCredentials" + V()).result_int(), 404u);
 }
 
@@ -649,18 +650,23 @@ TEST_F(FrontendTest, MetadataEndpoints) {
   EXPECT_FALSE(FindPointer(BodyOf(ops), "/value")->as_array().empty());
   std::string loc =
       "/subscriptions/" + std::string(kSub) + "/providers/Microsoft.RedHatOpenShift/locations/eastus";
+  s.cs.SetVersions(json::array{json::object{{"id", "openshift-v4.19.7"},
+                                            {"channel_group", "stable"},
+                                            {"enabled", true},
+                                            {"end_of_life_timestamp", "2027-01-17T00:00:00Z"}},
+                               json::object{{"id", "openshift-v4.21.3-candidate"},
+                                            {"channel_group", "candidate"},
+                                            {"enabled", false},
+                                            {"end_of_life_timestamp", "2027-10-21T00:00:00Z"}}});
   auto versions = s.Get(loc + "/hcpOpenShiftVersions" + V());
   ASSERT_EQ(versions.result_int(), 200u);
-  auto v = s.Get(loc + "/hcpOpenShiftVersions/4.19" + V());
+  auto v = s.Get(loc + "/hcpOpenShiftVersions/4.19.7" + V());
   ASSERT_EQ(v.result_int(), 200u) << v.body();
   EXPECT_EQ(*FindPointer(BodyOf(v), "/type"), "Microsoft.RedHatOpenShift/hcpOpenShiftVersions");
   EXPECT_EQ(*FindPointer(BodyOf(v), "/properties/channelGroup"), "stable");
   EXPECT_EQ(s.Get(loc + "/hcpOpenShiftVersions/9.99" + V()).result_int(), 404u);
-  s.cs.SetVersions(
-      json::array{json::object{{"raw_id", "4.21.3"}, {"channel_group", "candidate"}, {"enabled", false}}});
-  auto cs_versions = s.Get(loc + "/hcpOpenShiftVersions" + V());
-  EXPECT_EQ(*FindPointer(BodyOf(cs_versions), "/value/0/name"), "4.21.3");
-  EXPECT_EQ(*FindPointer(BodyOf(cs_versions), "/value/0/properties/enabled"), false);
+  EXPECT_EQ(*FindPointer(BodyOf(versions), "/value/1/name"), "4.21.3-candidate");
+  EXPECT_EQ(*FindPointer(BodyOf(versions), "/value/1/properties/enabled"), false);
   auto roles = s.Get(loc + "/hcpOperatorIdentityRoleSets" + V());
   ASSERT_EQ(roles.result_int(), 200u);
   auto role = s.Get(loc + "/hcpOperatorIdentityRoleSets/4.19" + V());

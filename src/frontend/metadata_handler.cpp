@@ -1,5 +1,8 @@
 // Read-only metadata: hcpOpenShiftVersions, hcpOperatorIdentityRoleSets, the provider's operations
 // list, and the health probes.
+#include <algorithm>
+#include <cctype>
+
 #include "clusterservice/client.h"
 #include "frontend/internal.h"
 
@@ -42,18 +45,6 @@ constexpr RoleDef kDataPlane[] = {
 };
 constexpr std::string_view kRoleSetVersions[] = {"4.18", "4.19", "4.20"};
 
-// Versions offered when the Cluster Service has no version list.
-struct StaticVersion {
-  std::string_view id;
-  std::string_view channel;
-  std::string_view end_of_life;
-};
-constexpr StaticVersion kStaticVersions[] = {
-    {"4.18", "stable", "2026-08-25T00:00:00Z"},
-    {"4.19", "stable", "2027-01-17T00:00:00Z"},
-    {"4.20", "stable", "2027-05-21T00:00:00Z"},
-};
-
 std::string LocationScope(const RequestContext& ctx) {
   return "/subscriptions/" + ctx.route.subscription_id + "/providers/" +
          std::string(arm::kProviderNamespace) + "/locations/" + ctx.route.location;
@@ -86,44 +77,40 @@ json::object RoleSet(const RequestContext& ctx, std::string_view version) {
   return o;
 }
 
-json::object Version(const RequestContext& ctx, std::string_view name, std::string_view channel, bool enabled,
-                     std::string_view end_of_life) {
+constexpr std::string_view kOcmVersionPrefix = "openshift-v";
+// What an absent end of life becomes: Go's zero time, as the real service renders it.
+constexpr std::string_view kZeroTime = "0001-01-01T00:00:00Z";
+
+// An hcpOpenShiftVersion from a Cluster Service version ({id: "openshift-v4.20.8[-group]", channel_group,
+// enabled, end_of_life_timestamp}): named by the ID without its prefix, as the real service names it.
+// nullopt for an object without an ID.
+std::optional<json::object> Version(const RequestContext& ctx, const json::object& cs) {
+  auto id = GetString(cs, "id");
+  if (!id || id->empty()) return std::nullopt;
+  std::string name(*id);
+  if (name.rfind(kOcmVersionPrefix, 0) == 0) name.erase(0, kOcmVersionPrefix.size());
   json::object props;
-  props["channelGroup"] = channel;
-  props["enabled"] = enabled;
-  if (!end_of_life.empty()) props["endOfLifeTimestamp"] = end_of_life;
+  props["channelGroup"] = GetString(cs, "channel_group").value_or("");
+  props["enabled"] = GetBool(cs, "enabled").value_or(false);
+  auto eol = GetString(cs, "end_of_life_timestamp");
+  props["endOfLifeTimestamp"] = eol && !eol->empty() ? *eol : kZeroTime;
   json::object o;
-  o["id"] = LocationScope(ctx) + "/hcpOpenShiftVersions/" + std::string(name);
+  o["id"] = LocationScope(ctx) + "/hcpOpenShiftVersions/" + name;
   o["name"] = name;
   o["type"] = arm::kVersionType;
   o["properties"] = std::move(props);
   return o;
 }
 
-// Versions from the Cluster Service (objects with raw_id/id, channel_group, enabled,
-// end_of_life_timestamp); the static list when it has none or cannot be reached.
-json::array Versions(Env& env, const RequestContext& ctx) {
-  json::array out;
+// Every version the Cluster Service lists, enabled or not, in every channel group (as the real
+// service lists them).
+Result<json::array> Versions(Env& env, const RequestContext& ctx) {
   auto listed = env.cs->List(std::string(clusterservice::kApiPrefix) + "/versions");
-  if (listed.ok()) {
-    for (const auto& v : *listed) {
-      if (!v.is_object()) continue;
-      const auto& o = v.as_object();
-      auto raw = GetString(o, "raw_id");
-      if (!raw) raw = GetString(o, "id");
-      if (!raw || raw->empty()) continue;
-      std::string name(*raw);
-      if (name.rfind("openshift-v", 0) == 0) name = name.substr(11);
-      out.push_back(Version(ctx, name, GetString(o, "channel_group").value_or("stable"),
-                            GetBool(o, "enabled").value_or(true),
-                            GetString(o, "end_of_life_timestamp").value_or("")));
-    }
-  } else {
-    env.logger.Warn("cluster service version list unavailable; serving the built-in list",
-                    {{"request_id", ctx.request_id}, {"error", listed.error().ToString()}});
-  }
-  if (out.empty()) {
-    for (const auto& v : kStaticVersions) out.push_back(Version(ctx, v.id, v.channel, true, v.end_of_life));
+  if (!listed.ok()) return listed.error();
+  json::array out;
+  for (const auto& v : *listed) {
+    if (!v.is_object()) continue;
+    if (auto item = Version(ctx, v.as_object())) out.push_back(std::move(*item));
   }
   return out;
 }
@@ -195,13 +182,25 @@ Response HandleMetadata(Env& env, RequestContext& ctx) {
         if (EqualsIgnoreCase(v, ctx.route.name)) return JsonReply(200, RoleSet(ctx, v));
       }
       break;
-    case RouteKind::kVersionList:
-      return List(Versions(env, ctx));
-    case RouteKind::kVersion:
-      for (auto& v : Versions(env, ctx)) {
-        if (EqualsIgnoreCase(v.at("name").as_string(), ctx.route.name)) return JsonReply(200, v);
+    case RouteKind::kVersionList: {
+      auto versions = Versions(env, ctx);
+      if (!versions.ok()) return ErrorReply(arm::FromError(versions.error()));
+      return List(std::move(*versions));
+    }
+    case RouteKind::kVersion: {
+      const bool plain = std::all_of(ctx.route.name.begin(), ctx.route.name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-';
+      });
+      if (!plain) break;
+      auto cs = env.cs->Get(std::string(clusterservice::kApiPrefix) + "/versions/" +
+                            std::string(kOcmVersionPrefix) + ToLower(ctx.route.name));
+      if (cs.ok()) {
+        if (auto v = Version(ctx, *cs)) return JsonReply(200, *v);
+      } else if (!cs.error().IsNotFound()) {
+        return ErrorReply(arm::FromError(cs.error()));
       }
       break;
+    }
     default:
       break;
   }

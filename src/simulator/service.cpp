@@ -8,47 +8,11 @@
 #include "core/uuid.h"
 #include "http/url.h"
 #include "simulator/search.h"
+#include "simulator/service_internal.h"
 
 namespace hcprp::simulator {
 
 using http::StatusCode;
-
-// One object with what the simulator needs to drive it. Persisted as {"object": ..., "sim": ...}.
-struct Service::Record {
-  std::string kind;
-  std::string href;
-  std::string parent;   // the cluster's href, for node pools and external auths
-  json::object object;  // what GET returns
-  Operation op = Operation::kCreate;
-  TimePoint state_since{};
-  // The fault injected into the current operation, if any.
-  std::string fail_state, fail_code, fail_message;
-  // The next step, if one is planned.
-  bool has_next = false;
-  std::string next_state;
-  TimePoint next_at{};
-  std::string idem_collection, idem_key;
-  uint64_t created = 0;
-  // Clusters: credential revocation ("" = never, "revoking", "revoked").
-  std::string revocation_state;
-  TimePoint revocation_started{}, revocation_due{}, revocation_done{};
-  int64_t credential_generation = 0;
-
-  // status.state, or the status string of a credential.
-  std::string state() const {
-    auto it = object.find("status");
-    if (it == object.end()) return "";
-    if (it->value().is_string()) return std::string(it->value().as_string());
-    if (it->value().is_object()) return std::string(GetString(it->value().as_object(), "state").value_or(""));
-    return "";
-  }
-};
-
-// A set of changes made under mu_, persisted and announced together by CommitLocked().
-struct Service::Txn {
-  std::map<std::string, std::optional<Record>> before;  // first-touch copies, for rollback
-  std::vector<json::object> events;                     // without sequence numbers yet
-};
 
 namespace {
 
@@ -68,11 +32,15 @@ TimePoint FromMillis(int64_t ms) {
   return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
 }
 
-std::string NewId() {
+}  // namespace
+
+std::string NewObjectId() {
   std::string u = NewUuidV4();
   u.erase(std::remove(u.begin(), u.end(), '-'), u.end());
   return u;
 }
+
+namespace {
 
 std::vector<std::string_view> SplitPath(std::string_view path) {
   std::vector<std::string_view> out;
@@ -109,68 +77,24 @@ void MergePatch(json::value& target, const json::value& patch) {
   }
 }
 
-struct KnownVersion {
-  std::string_view raw;
-  std::string_view channel;
-  bool is_default;
-};
-constexpr KnownVersion kVersions[] = {
-    {"4.18.21", "stable", false},   {"4.19.7", "stable", false}, {"4.19.10", "stable", false},
-    {"4.20.2", "stable", true},     {"4.20.5", "fast", false},   {"4.20.8", "stable", false},
-    {"4.21.0", "candidate", false},
-};
-
-std::string_view StripVersionPrefix(std::string_view id) {
-  if (id.rfind("openshift-v", 0) == 0) id.remove_prefix(11);
-  return id;
-}
-
-// True when `id` ("4.19", "4.19.7", "openshift-v4.19.7") names a version the simulator offers.
-bool KnownVersionId(std::string_view id) {
-  std::string_view v = StripVersionPrefix(id);
-  for (const auto& k : kVersions) {
-    if (k.raw == v) return true;
-    std::string_view minor = k.raw.substr(0, k.raw.rfind('.'));
-    if (minor == v) return true;
-  }
-  return false;
-}
-
-const KnownVersion& DefaultVersion() {
-  for (const auto& k : kVersions) {
-    if (k.is_default) return k;
-  }
-  return kVersions[0];
-}
-
-json::object VersionObject(const KnownVersion& v) {
-  std::string id = "openshift-v" + std::string(v.raw);
-  return json::object{{"kind", "Version"},
-                      {"id", id},
-                      {"href", std::string(kApiPrefix) + "/versions/" + id},
-                      {"raw_id", v.raw},
-                      {"channel_group", v.channel},
-                      {"enabled", true},
-                      {"default", v.is_default}};
-}
-
 std::string StatusKind(std::string_view kind) { return std::string(kind) + "Status"; }
 
 std::string ListKind(std::string_view kind) { return std::string(kind) + "List"; }
 
-std::optional<std::string> ValidateCommon(const json::object& body, std::string_view kind) {
+std::optional<std::string> ValidateCommon(const json::object& body, std::string_view kind,
+                                          const VersionCatalogue& versions) {
   auto name = GetString(body, "name");
   if (!name || name->empty()) return std::string(kind) + " name is required";
   if (name->size() > 63) return "name '" + std::string(*name) + "' is longer than 63 characters";
   if (const json::object* v = hcprp::GetObject(body, "version")) {
-    auto id = GetString(*v, "id");
-    if (id && !KnownVersionId(*id)) return "version '" + std::string(*id) + "' is not supported";
+    if (auto id = GetString(*v, "id"))
+      return versions.Refusal(*id, GetString(*v, "channel_group").value_or(""));
   }
   return std::nullopt;
 }
 
-std::optional<std::string> ValidateCluster(const json::object& body) {
-  if (auto e = ValidateCommon(body, "cluster")) return e;
+std::optional<std::string> ValidateCluster(const json::object& body, const VersionCatalogue& versions) {
+  if (auto e = ValidateCommon(body, "cluster", versions)) return e;
   const json::object* az = hcprp::GetObject(body, "azure");
   if (!az || !GetString(*az, "subscription_id") || !GetString(*az, "resource_group_name")) {
     return "azure.subscription_id and azure.resource_group_name are required";
@@ -183,8 +107,8 @@ std::optional<std::string> ValidateCluster(const json::object& body) {
   return std::nullopt;
 }
 
-std::optional<std::string> ValidateNodePool(const json::object& body) {
-  if (auto e = ValidateCommon(body, "node pool")) return e;
+std::optional<std::string> ValidateNodePool(const json::object& body, const VersionCatalogue& versions) {
+  if (auto e = ValidateCommon(body, "node pool", versions)) return e;
   if (auto r = GetInt(body, "replicas"); r && *r < 0) return "replicas must not be negative";
   if (const json::object* a = hcprp::GetObject(body, "autoscaling")) {
     auto mn = GetInt(*a, "min_replica");
@@ -194,17 +118,18 @@ std::optional<std::string> ValidateNodePool(const json::object& body) {
   return std::nullopt;
 }
 
-std::optional<std::string> ValidateExternalAuth(const json::object& body) {
-  if (auto e = ValidateCommon(body, "external auth")) return e;
+std::optional<std::string> ValidateExternalAuth(const json::object& body, const VersionCatalogue& versions) {
+  if (auto e = ValidateCommon(body, "external auth", versions)) return e;
   const json::object* issuer = hcprp::GetObject(body, "issuer");
   if (issuer && !GetString(*issuer, "url")) return "issuer.url is required";
   return std::nullopt;
 }
 
-std::optional<std::string> Validate(std::string_view kind, const json::object& body) {
-  if (kind == kCluster) return ValidateCluster(body);
-  if (kind == kNodePool) return ValidateNodePool(body);
-  return ValidateExternalAuth(body);
+std::optional<std::string> Validate(std::string_view kind, const json::object& body,
+                                    const VersionCatalogue& versions) {
+  if (kind == kCluster) return ValidateCluster(body, versions);
+  if (kind == kNodePool) return ValidateNodePool(body, versions);
+  return ValidateExternalAuth(body, versions);
 }
 
 std::string ClusterKey(const json::object& o) {
@@ -286,6 +211,9 @@ Status Service::Load() {
     r.revocation_due = FromMillis(GetInt(*sim, "revocation_due_ms").value_or(0));
     r.revocation_done = FromMillis(GetInt(*sim, "revocation_done_ms").value_or(0));
     r.credential_generation = GetInt(*sim, "credential_generation").value_or(0);
+    r.ca_key_pem = std::string(GetString(*sim, "ca_key_pem").value_or(""));
+    r.ca_cert_pem = std::string(GetString(*sim, "ca_cert_pem").value_or(""));
+    r.pending_kubeconfig = std::string(GetString(*sim, "pending_kubeconfig").value_or(""));
     if (r.href.empty()) return Error::Corruption("simulator state: object without href");
     next_created_ = std::max(next_created_, r.created + 1);
     if (!r.idem_key.empty()) idempotency_[r.idem_collection + "\n" + r.idem_key] = r.href;
@@ -339,6 +267,11 @@ Status Service::CommitLocked(Txn& txn) {
                      {"revocation_due_ms", ToMillis(r.revocation_due)},
                      {"revocation_done_ms", ToMillis(r.revocation_done)},
                      {"credential_generation", r.credential_generation}};
+    if (!r.ca_cert_pem.empty()) {
+      sim["ca_key_pem"] = r.ca_key_pem;
+      sim["ca_cert_pem"] = r.ca_cert_pem;
+    }
+    if (!r.pending_kubeconfig.empty()) sim["pending_kubeconfig"] = r.pending_kubeconfig;
     puts.emplace_back(href, RecordDocument(r.object, sim));
   }
   const uint64_t new_last = last_sequence_ + txn.events.size();
@@ -423,43 +356,6 @@ void Service::RemoveClusterLocked(Txn& txn, const std::string& cluster_href) {
   }
   for (const auto& c : creds) RemoveLocked(txn, c);
   RemoveLocked(txn, cluster_href);
-}
-
-void Service::SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at) {
-  txn.before.try_emplace(rec.href, rec);
-  rec.object["status"] = status;
-  rec.state_since = at;
-  rec.has_next = false;
-  rec.next_state.clear();
-  if (status == "issuing") {
-    rec.has_next = true;
-    rec.next_state = "issued";
-    rec.next_at = at + options_.provisioner->CredentialIssueTime();
-  } else if (status == "issued") {
-    const std::string name(GetString(rec.object, "cluster_name").value_or("cluster"));
-    const std::string api(GetString(rec.object, "api_url").value_or(""));
-    const std::string id(GetString(rec.object, "id").value_or(""));
-    rec.object["kubeconfig"] =
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name + "\n  cluster:\n    server: " + api +
-        "\ncontexts:\n- name: admin\n  context:\n    cluster: " + name +
-        "\n    user: admin\ncurrent-context: admin\nusers:\n- name: admin\n  user:\n    token: sim-" + id +
-        "\n";
-    if (auto exp = ParseRfc3339(GetString(rec.object, "expiration_timestamp").value_or("")); exp.ok()) {
-      rec.has_next = true;
-      rec.next_state = "expired";
-      rec.next_at = std::max(*exp, at);
-    }
-  } else if (status == "awaiting_revocation") {
-    rec.object.erase("kubeconfig");
-    Record* cluster = FindLocked(rec.parent, kCluster);
-    rec.has_next = true;
-    rec.next_state = "revoked";
-    rec.next_at = cluster ? cluster->revocation_due : at;
-  } else {
-    rec.object.erase("kubeconfig");
-    if (status == "revoked") rec.object["revocation_timestamp"] = FormatRfc3339(at);
-  }
-  AddEventLocked(txn, rec.href, rec.kind, status, rec.object);
 }
 
 Service::Record& Service::TouchLocked(Txn& txn, const std::string& href) {
@@ -609,33 +505,6 @@ void Service::OnStepDue(const std::string& href) {
     if (p && p->has_next && p->next_state == kGone && p->next_at <= now && !HasChildrenLocked(parent)) {
       options_.scheduler->Schedule(parent, now, [this, parent] { OnStepDue(parent); });
     }
-  }
-}
-
-void Service::OnRevocationDue(const std::string& href) {
-  std::lock_guard lock(mu_);
-  Record* rec = FindLocked(href, kCluster);
-  if (!rec || rec->revocation_state != "revoking") return;
-  const TimePoint now = options_.clock->Now();
-  if (rec->revocation_due > now) {
-    ScheduleLocked(*rec);
-    return;
-  }
-  Txn txn;
-  Record& r = TouchLocked(txn, href);
-  r.revocation_state = "revoked";
-  r.revocation_done = now;
-  const std::string prefix = href + "/break_glass_credentials/";
-  std::vector<std::string> creds;
-  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
-       ++it) {
-    if (it->second.state() == "awaiting_revocation") creds.push_back(it->first);
-  }
-  for (const auto& c : creds) SetCredentialStatusLocked(txn, TouchLocked(txn, c), "revoked", now);
-  AddEventLocked(txn, href + "/revoke_credentials", "CredentialRevocation", "revoked", RevocationLocked(r));
-  Status st = CommitLocked(txn);
-  if (!st.ok() && options_.logger) {
-    options_.logger->Error("cannot persist a revocation", {{"href", href}, {"error", st.error().ToString()}});
   }
 }
 
@@ -849,6 +718,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     if (sub == "request_admin_credential") {
       return method == Verb::post ? RequestAdminCredential(req, cluster) : not_allowed();
     }
+    if (sub == "credentials") return not_found();
     if (sub == "revoke_credentials") {
       if (method == Verb::post) return RevokeCredentials(cluster);
       if (method == Verb::get) return GetRevocation(cluster);
@@ -871,6 +741,11 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
       }
       return not_allowed();
     }
+  }
+  if (sub == "credentials" && segs.size() == 4) {
+    if (segs[3] == "certificates") return method == Verb::get ? ListCertificates(cluster) : not_allowed();
+    if (segs[3] == "check") return method == Verb::post ? CheckCertificate(req, cluster) : not_allowed();
+    return not_found();
   }
   if (sub == "break_glass_credentials" && segs.size() == 4) {
     return method == Verb::get
@@ -959,7 +834,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
   json::object body = std::move(parsed->as_object());
   for (auto k : kServerManaged) body.erase(k);
-  if (auto problem = Validate(kind, body)) return OcmError(StatusCode::bad_request, *problem);
+  if (auto problem = Validate(kind, body, versions())) return OcmError(StatusCode::bad_request, *problem);
   const std::string key(req["X-Idempotency-Key"]);
 
   std::lock_guard lock(mu_);
@@ -998,7 +873,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
     }
   }
 
-  const std::string id = NewId();
+  const std::string id = NewObjectId();
   const std::string href = collection + "/" + id;
   const TimePoint now = options_.clock->Now();
   json::object obj{{"kind", kind}, {"id", id}, {"href", href}};
@@ -1007,8 +882,8 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   if (kind == kCluster || kind == kNodePool) {
     json::object* ver = hcprp::GetObject(obj, "version") ? &obj["version"].as_object() : nullptr;
     if (!ver || !GetString(*ver, "id")) {
-      const auto& dv = DefaultVersion();
-      json::object v{{"id", "openshift-v" + std::string(dv.raw)}, {"channel_group", dv.channel}};
+      const CatalogueVersion& dv = versions().default_version();
+      json::object v{{"id", dv.id()}, {"channel_group", dv.channel_group}};
       if (ver) {
         for (auto& [k, x] : *ver) v[k] = x;
       }
@@ -1097,7 +972,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   if (kind == kCluster && ClusterKey(m) != ClusterKey(rec->object)) {
     return OcmError(StatusCode::bad_request, "The Azure identity of a cluster cannot change");
   }
-  if (auto problem = Validate(kind, m)) return OcmError(StatusCode::bad_request, *problem);
+  if (auto problem = Validate(kind, m, versions())) return OcmError(StatusCode::bad_request, *problem);
   if (m == rec->object) return Ocm(StatusCode::ok, rec->object);
 
   Txn txn;
@@ -1131,111 +1006,6 @@ http::Response Service::DeleteObject(const std::string& href, std::string_view k
   return http::MakeResponse(StatusCode::no_content);
 }
 
-json::object Service::RevocationLocked(const Record& rec) const {
-  json::object o{{"kind", "CredentialRevocation"},
-                 {"href", rec.href + "/revoke_credentials"},
-                 {"state", rec.revocation_state.empty() ? "none" : rec.revocation_state}};
-  if (!rec.revocation_state.empty()) o["start_timestamp"] = FormatRfc3339(rec.revocation_started);
-  if (rec.revocation_state == "revoked") o["completion_timestamp"] = FormatRfc3339(rec.revocation_done);
-  return o;
-}
-
-http::Response Service::RequestAdminCredential(const http::Request& req, const std::string& cluster_href) {
-  Duration ttl = std::chrono::hours(24);
-  if (!req.body().empty()) {
-    auto body = ParseJson(req.body());
-    if (!body.ok() || !body->is_object())
-      return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-    if (auto secs = GetInt(body->as_object(), "expiration_seconds"); secs && *secs > 0)
-      ttl = std::chrono::seconds(*secs);
-  }
-  const std::string key(req["X-Idempotency-Key"]);
-  const std::string collection = cluster_href + "/break_glass_credentials";
-  std::lock_guard lock(mu_);
-  if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
-  Record* cluster = FindLocked(cluster_href, kCluster);
-  if (!cluster) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
-  if (!key.empty()) {
-    auto it = idempotency_.find(collection + "\n" + key);
-    if (it != idempotency_.end()) {
-      if (Record* existing = FindLocked(it->second, kCredential))
-        return Ocm(StatusCode::ok, existing->object);
-    }
-  }
-  if (cluster->state() != "ready") {
-    return OcmError(StatusCode::conflict, "Cluster '" + cluster_href + "' is in state '" + cluster->state() +
-                                              "'; credentials need a ready cluster");
-  }
-  if (cluster->revocation_state == "revoking") {
-    return OcmError(StatusCode::conflict, "Credentials of cluster '" + cluster_href + "' are being revoked");
-  }
-  const TimePoint now = options_.clock->Now();
-  const std::string id = NewId();
-  const std::string href = collection + "/" + id;
-  Record rec;
-  rec.kind = std::string(kCredential);
-  rec.href = href;
-  rec.parent = cluster_href;
-  rec.created = next_created_++;
-  if (!key.empty()) {
-    rec.idem_collection = collection;
-    rec.idem_key = key;
-  }
-  const json::object* api = hcprp::GetObject(cluster->object, "api");
-  rec.object = json::object{{"kind", kCredential},
-                            {"id", id},
-                            {"href", href},
-                            {"username", "system:customer-break-glass:" + id},
-                            {"cluster_name", GetString(cluster->object, "name").value_or("")},
-                            {"api_url", api ? GetString(*api, "url").value_or("") : ""},
-                            {"creation_timestamp", FormatRfc3339(now)},
-                            {"expiration_timestamp", FormatRfc3339(now + ttl)}};
-  Txn txn;
-  InsertLocked(txn, std::move(rec));
-  SetCredentialStatusLocked(txn, records_.at(href), "issuing", now);
-  Status st = CommitLocked(txn);
-  if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the credential");
-  return Ocm(StatusCode::created, records_.at(href).object);
-}
-
-http::Response Service::RevokeCredentials(const std::string& cluster_href) {
-  std::lock_guard lock(mu_);
-  if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
-  Record* rec = FindLocked(cluster_href, kCluster);
-  if (!rec) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
-  if (rec->state() == "uninstalling") {
-    return OcmError(StatusCode::conflict, "Cluster '" + cluster_href + "' is being deleted");
-  }
-  if (rec->revocation_state == "revoking") return Ocm(StatusCode::accepted, RevocationLocked(*rec));
-  Txn txn;
-  Record& r = TouchLocked(txn, cluster_href);
-  const TimePoint now = options_.clock->Now();
-  r.revocation_state = "revoking";
-  r.revocation_started = now;
-  r.revocation_due = now + options_.provisioner->RevocationTime();
-  r.credential_generation++;
-  AddEventLocked(txn, cluster_href + "/revoke_credentials", "CredentialRevocation", "revoking",
-                 RevocationLocked(r));
-  const std::string prefix = cluster_href + "/break_glass_credentials/";
-  std::vector<std::string> creds;
-  for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
-       ++it) {
-    const std::string s = it->second.state();
-    if (s == "issuing" || s == "issued") creds.push_back(it->first);
-  }
-  for (const auto& c : creds) SetCredentialStatusLocked(txn, TouchLocked(txn, c), "awaiting_revocation", now);
-  Status st = CommitLocked(txn);
-  if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the revocation");
-  return Ocm(StatusCode::accepted, RevocationLocked(records_.at(cluster_href)));
-}
-
-http::Response Service::GetRevocation(const std::string& cluster_href) {
-  std::lock_guard lock(mu_);
-  Record* rec = FindLocked(cluster_href, kCluster);
-  if (!rec) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
-  return Ocm(StatusCode::ok, RevocationLocked(*rec));
-}
-
 http::Response Service::ListVersions(std::string_view query) {
   SearchExpr search;
   if (auto s = http::FindQueryParam(query, "search")) {
@@ -1245,8 +1015,8 @@ http::Response Service::ListVersions(std::string_view query) {
     search = std::move(*e);
   }
   json::array items;
-  for (const auto& v : kVersions) {
-    json::object o = VersionObject(v);
+  for (const auto& v : versions().versions()) {
+    json::object o = v.ToOcm();
     if (Matches(search, o)) items.push_back(std::move(o));
   }
   int64_t n = static_cast<int64_t>(items.size());
@@ -1257,9 +1027,7 @@ http::Response Service::ListVersions(std::string_view query) {
 }
 
 http::Response Service::GetVersion(std::string_view id) {
-  for (const auto& v : kVersions) {
-    if ("openshift-v" + std::string(v.raw) == id) return Ocm(StatusCode::ok, VersionObject(v));
-  }
+  if (const CatalogueVersion* v = versions().Find(id)) return Ocm(StatusCode::ok, v->ToOcm());
   return OcmError(StatusCode::not_found, "Version '" + std::string(id) + "' not found");
 }
 

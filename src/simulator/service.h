@@ -25,6 +25,7 @@
 #include "simulator/provisioner.h"
 #include "simulator/scheduler.h"
 #include "simulator/state_store.h"
+#include "simulator/versions.h"
 
 namespace hcprp::simulator {
 
@@ -41,6 +42,7 @@ struct ServiceOptions {
   std::chrono::milliseconds max_watch{60'000};  // cap on an events long-poll
   std::chrono::milliseconds max_hang{300'000};  // cap on an injected hang
   uint64_t seed = 0;                            // fault randomness; 0 = random
+  const VersionCatalogue* versions = nullptr;   // the versions offered; null: the built-in catalogue
 };
 
 // Thread-safe. Every object change is persisted through the StateStore before it is answered or
@@ -122,6 +124,8 @@ class Service {
   void RemoveClusterLocked(Txn& txn, const std::string& cluster_href);
   http::Response RevokeCredentials(const std::string& cluster_href);
   http::Response GetRevocation(const std::string& cluster_href);
+  http::Response ListCertificates(const std::string& cluster_href);
+  http::Response CheckCertificate(const http::Request& req, const std::string& cluster_href);
   http::Response ListVersions(std::string_view query);
   http::Response GetVersion(std::string_view id);
   http::Response WatchEvents(std::string_view query);
@@ -154,6 +158,10 @@ class Service {
   http::Response Ocm(http::StatusCode status, const json::value& body) const;
   http::Response OcmError(http::StatusCode status, const std::string& reason) const;
   static http::Response ControlJson(http::StatusCode status, const json::value& body);
+
+  const VersionCatalogue& versions() const {
+    return options_.versions ? *options_.versions : VersionCatalogue::BuiltIn();
+  }
 
   const ServiceOptions options_;
 

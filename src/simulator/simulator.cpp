@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <mutex>
+#include <optional>
 
 #include "http/server.h"
 #include "simulator/scheduler.h"
@@ -42,6 +43,7 @@ struct Simulator::Parts {
   std::unique_ptr<PluggedProvisioner> engine;
   Provisioner* provisioner = nullptr;
   std::unique_ptr<StateStore> store;
+  std::optional<VersionCatalogue> versions;  // from versions_file; unset: the built-in catalogue
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Service> service;
   std::unique_ptr<http::Server> server;
@@ -87,6 +89,11 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     p.provisioner = p.engine->provisioner();
   }
   const bool timed = p.provisioner == p.timed.get();
+  if (!options.versions_file.empty()) {
+    auto versions = VersionCatalogue::Load(options.versions_file);
+    if (!versions.ok()) return versions.error();
+    p.versions = std::move(*versions);
+  }
   if (options.data_dir.empty()) {
     p.store = NewMemoryStateStore();
   } else {
@@ -104,6 +111,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   so.logger = options.logger;
   so.event_history = options.event_history;
   so.seed = options.seed;
+  so.versions = p.versions ? &*p.versions : nullptr;
   auto service = Service::Open(so);
   if (!service.ok()) return service.error();
   p.service = std::move(*service);

@@ -78,6 +78,7 @@ using ProvisionerFactory =
 struct SimulatorOptions {
   http::Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Simulator::port()
   std::string data_dir;                   // empty: nothing survives a restart
+  std::string versions_file;              // a version catalogue (versions.json's form); empty: built in
   Profile profile = Profile::kDemo;
   double time_scale = 1.0;         // multiplies every duration of the profile
   const Clock* clock = nullptr;    // default: the system clock; not owned

@@ -38,6 +38,11 @@ Result<json::object> FakeClusterService::Get(std::string_view href) {
   std::lock_guard lock(mu_);
   calls_.push_back("Get " + std::string(href));
   if (fail_all_) return *fail_all_;
+  if (auto slash = href.rfind('/'); versions_ && href.substr(0, slash).ends_with("/versions")) {
+    for (const auto& v : *versions_) {
+      if (v.is_object() && GetString(v.as_object(), "id") == href.substr(slash + 1)) return v.as_object();
+    }
+  }
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound(std::string(href));
   return it->second;

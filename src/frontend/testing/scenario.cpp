@@ -52,12 +52,12 @@ std::string ExternalAuthBody() {
     "claim":{"mappings":{"username":{"claim":"email"}}}}})";
 }
 
-Scenario::Scenario(FrontendOptions options) {
+Scenario::Scenario(FrontendOptions options, clusterservice::Client* cluster_service) {
   auto opened = store::OpenStore("sqlite::memory:", {.clock = &clock});
   if (!opened.ok()) throw std::runtime_error(opened.error().ToString());
   store = std::move(opened).value();
-  auto fe =
-      Frontend::Create(options, store.get(), &cs, &clock, Logger(log, &clock, LogLevel::kDebug, "frontend"));
+  auto fe = Frontend::Create(options, store.get(), cluster_service ? cluster_service : &cs, &clock,
+                             Logger(log, &clock, LogLevel::kDebug, "frontend"));
   if (!fe.ok()) throw std::runtime_error(fe.error().ToString());
   frontend = std::move(fe).value();
 }

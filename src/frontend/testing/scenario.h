@@ -37,7 +37,9 @@ struct Call {
 
 class Scenario {
  public:
-  explicit Scenario(FrontendOptions options = {});
+  // `cluster_service`: the Cluster Service the frontend calls instead of `cs` (e.g. an HttpClient to the
+  // simulator); not owned.
+  explicit Scenario(FrontendOptions options = {}, clusterservice::Client* cluster_service = nullptr);
 
   Response Send(Call call);
   Response Get(const std::string& target, std::map<std::string, std::string> headers = {});

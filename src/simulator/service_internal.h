@@ -1,0 +1,58 @@
+// What the simulator service's source files share: the record of one object and a transaction.
+// Private to the simulator.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "simulator/service.h"
+
+namespace hcprp::simulator {
+
+// A new object ID: a UUID without dashes.
+std::string NewObjectId();
+
+// One object with what the simulator needs to drive it. Persisted as {"object": ..., "sim": ...}.
+struct Service::Record {
+  std::string kind;
+  std::string href;
+  std::string parent;   // the cluster's href, for node pools and external auths
+  json::object object;  // what GET returns
+  Operation op = Operation::kCreate;
+  TimePoint state_since{};
+  // The fault injected into the current operation, if any.
+  std::string fail_state, fail_code, fail_message;
+  // The next step, if one is planned.
+  bool has_next = false;
+  std::string next_state;
+  TimePoint next_at{};
+  std::string idem_collection, idem_key;
+  uint64_t created = 0;
+  // Clusters: credential revocation ("" = never, "revoking", "revoked").
+  std::string revocation_state;
+  TimePoint revocation_started{}, revocation_due{}, revocation_done{};
+  int64_t credential_generation = 0;
+  // Clusters: the CA that signs their break-glass certificates (PEM; empty until the first one).
+  std::string ca_key_pem, ca_cert_pem;
+  // Credentials: the kubeconfig GET shows once the credential is issued.
+  std::string pending_kubeconfig;
+
+  // status.state, or the status string of a credential.
+  std::string state() const {
+    auto it = object.find("status");
+    if (it == object.end()) return "";
+    if (it->value().is_string()) return std::string(it->value().as_string());
+    if (it->value().is_object()) return std::string(GetString(it->value().as_object(), "state").value_or(""));
+    return "";
+  }
+};
+
+// A set of changes made under mu_, persisted and announced together by CommitLocked().
+struct Service::Txn {
+  std::map<std::string, std::optional<Record>> before;  // first-touch copies, for rollback
+  std::vector<json::object> events;                     // without sequence numbers yet
+};
+
+}  // namespace hcprp::simulator
