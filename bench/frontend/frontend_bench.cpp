@@ -58,15 +58,21 @@ std::string ClusterPrefix() {
 }
 
 std::string ClusterBody() {
+  // Identities and subnets live in the cluster's subscription, as the service requires.
+  const std::string g = "/subscriptions/" + std::string(kSub) + "/resourceGroups/bench";
+  const std::string smi = g + "/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi";
+  const std::string vnet = g + "/providers/Microsoft.Network/virtualNetworks/v/subnets/";
   return R"({"location":"eastus","tags":{"env":"bench"},
-"identity":{"type":"UserAssigned","userAssignedIdentities":{
-"/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi":{}}},
-"properties":{"version":{"id":"4.19"},"platform":{
-"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
-"vnetIntegrationSubnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/b",
-"networkSecurityGroupId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/networkSecurityGroups/n",
+"identity":{"type":"UserAssigned","userAssignedIdentities":{")" +
+         smi + R"(":{}}},
+"properties":{"version":{"id":"4.20"},"platform":{
+"subnetId":")" +
+         vnet + R"(a","vnetIntegrationSubnetId":")" + vnet + R"(b",
+"networkSecurityGroupId":")" +
+         g + R"(/providers/Microsoft.Network/networkSecurityGroups/n",
 "operatorsAuthentication":{"userAssignedIdentities":{"controlPlaneOperators":{},"dataPlaneOperators":{},
-"serviceManagedIdentity":"/subscriptions/s/resourceGroups/g/providers/Microsoft.ManagedIdentity/userAssignedIdentities/smi"}}}}})";
+"serviceManagedIdentity":")" +
+         smi + R"("}}}}})";
 }
 
 frontend::Response Call(frontend::Frontend& fe, bhttp::verb method, const std::string& target,

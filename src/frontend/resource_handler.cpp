@@ -254,11 +254,13 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
         op.id,
         {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(*href)}});
     auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc), std::move(set_op)});
+    // The answer shows what the Cluster Service assigned even when recording it failed: the values
+    // are real, and the backend records them when it finishes the create.
+    if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
     if (patched.ok()) {
       result.etag = patched->documents.at(0).etag;
       result.timestamp_ms = patched->documents.at(0).timestamp_ms;
       result.doc.internal_id = std::string(*href);
-      if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
     } else {
       env.logger.Warn(
           "could not record the internal ID",
