@@ -272,8 +272,9 @@ class PgHaCluster:
     # -- faults -----------------------------------------------------------------------------------
 
     def node_pids(self, name):
-        """PIDs of a node's pg_autoctl processes and of its postgres (postmaster and children)."""
-        node = self.nodes[name]
+        """PIDs of a node's (or the monitor's) pg_autoctl processes and of its postgres (postmaster
+        and children)."""
+        node = self.monitor if name == "monitor" else self.nodes[name]
         pids = set()
         if node.proc and node.proc.poll() is None:
             try:
@@ -291,6 +292,9 @@ class PgHaCluster:
         try:
             with open(os.path.join(node.pgdata, "postmaster.pid")) as f:
                 postmaster = int(f.readline())
+            with open(f"/proc/{postmaster}/cmdline", "rb") as f:  # not a reused PID
+                if node.pgdata.encode() not in f.read():
+                    return pids
             pids.add(postmaster)
             for d in os.listdir("/proc"):
                 if d.isdigit():
@@ -306,7 +310,7 @@ class PgHaCluster:
 
     def kill_node(self, name):
         """kill -9 of the node's postgres and its pg_autoctl (nothing restarts it): the machine died."""
-        node = self.nodes[name]
+        node = self.monitor if name == "monitor" else self.nodes[name]
         for _ in range(3):  # the supervisor may have forked meanwhile: until nothing is left
             pids = self.node_pids(name)
             if not pids:
@@ -366,18 +370,10 @@ class PgHaCluster:
                 self.kill_node(name)
             except Exception:  # noqa: BLE001 - best effort at teardown
                 pass
-        if self.monitor and self.monitor.proc:
-            try:
-                os.killpg(os.getpgid(self.monitor.proc.pid), signal.SIGKILL)
-                self.monitor.proc.wait(timeout=10)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
-            self.monitor.proc = None
         if self.monitor:
             try:
-                with open(os.path.join(self.monitor.pgdata, "postmaster.pid")) as f:
-                    os.kill(int(f.readline()), signal.SIGKILL)
-            except (OSError, ValueError):
+                self.kill_node("monitor")
+            except Exception:  # noqa: BLE001 - best effort at teardown
                 pass
         if self.dir:
             keep = os.environ.get("HCPRP_KEEP_HA_DIR")
