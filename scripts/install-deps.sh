@@ -5,7 +5,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config git clang clang-format libclang-rt-14-dev
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libsqlite3-dev sqlite3 libpq-dev postgresql libssl-dev openssl
+  libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-15-auto-failover libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   wrk curl procps openssl
   python3-azure  # the Azure SDK for Python of the SDK client test, for /usr/bin/python3

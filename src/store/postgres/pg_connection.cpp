@@ -83,7 +83,7 @@ Error PgError(PGconn* conn, const PGresult* r, std::string_view context) {
   if (!s.empty()) msg += " (SQLSTATE " + std::string(s) + ")";
   if (r == nullptr || (conn != nullptr && PQstatus(conn) == CONNECTION_BAD)) return Error::Unavailable(msg);
   std::string_view cls = s.substr(0, 2);
-  if (cls == "08" || cls == "53" || cls == "57" || s == "55P03" || cls == "40")
+  if (cls == "08" || cls == "53" || cls == "57" || s == "55P03" || cls == "40" || s == kReadOnlySqlstate)
     return Error::Unavailable(msg);
   if (cls == "22") return Error::InvalidArgument(msg);
   if (s == "XX001" || s == "XX002") return Error::Corruption(msg);
@@ -192,6 +192,7 @@ Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
   }
   const char* state = r != nullptr ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : nullptr;
   last_sqlstate_ = state != nullptr ? state : "08000";
+  if (last_sqlstate_ == kReadOnlySqlstate) read_only_ = true;
   Error e = PgError(conn_, r, context);
   PQclear(r);
   return e;

@@ -109,10 +109,14 @@ class PgConnection {
   void set_query_timeout(std::chrono::milliseconds t) { query_timeout_ = t; }
   // The SQLSTATE of the last failed call ("" after a success).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
-  // The connection is unusable (the server went away, or a call ran out of time).
-  bool broken() const { return timed_out_ || PQstatus(conn_) == CONNECTION_BAD; }
+  // The connection is unusable (the server went away, a call ran out of time, or the server no
+  // longer takes writes).
+  bool broken() const { return timed_out_ || read_only_ || PQstatus(conn_) == CONNECTION_BAD; }
   // A call ran out of time (the server may be stuck: a new connection would not do better).
   bool timed_out() const { return timed_out_; }
+  // The server refused a write because it no longer accepts them (SQLSTATE 25006: a primary being
+  // demoted, or a standby): a new connection (target_session_attrs=read-write) finds the primary.
+  bool read_only() const { return read_only_; }
   // An idle connection that the server has written to (a termination notice, EOF) is dead: checked
   // without blocking before the pool hands it out again.
   bool LooksDead();
@@ -131,16 +135,21 @@ class PgConnection {
   PGconn* conn_;
   std::chrono::milliseconds query_timeout_{0};
   bool timed_out_ = false;
+  bool read_only_ = false;
   std::unordered_set<const char*> prepared_;  // statement names prepared on this connection
   std::string last_sqlstate_;
 };
 
-// Maps a failed call to an Error: connection loss, shutdown, lock timeouts, deadlocks and
-// serialisation failures are kUnavailable; data exceptions kInvalidArgument; storage errors kIoError
-// or kCorruption; the rest kInternal.
+// Maps a failed call to an Error: connection loss, shutdown, lock timeouts, deadlocks, serialisation
+// failures and writes refused by a server that is not (or no longer) the primary are kUnavailable; data
+// exceptions kInvalidArgument; storage errors kIoError or kCorruption; the rest kInternal.
 Error PgError(PGconn* conn, const PGresult* r, std::string_view context);
 
 // Whether a SQLSTATE means the transaction was rolled back by the server and may simply be rerun.
 inline bool IsRetryableSqlstate(std::string_view s) { return s == "40P01" || s == "40001"; }
+
+// read_only_sql_transaction: the server does not take writes (a standby, or a primary that a
+// failover or switchover is demoting). Nothing was written; the primary is elsewhere.
+inline constexpr std::string_view kReadOnlySqlstate = "25006";
 
 }  // namespace hcprp::store::postgres

@@ -54,6 +54,13 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
+Error FeedPositionAhead(std::string_view container, uint64_t position, uint64_t last) {
+  return Error::OutOfRange("the change feed of " + Printable(container) + " ends at " + std::to_string(last) +
+                           ", before position " + std::to_string(position) +
+                           " (changes read there were lost by a failover to a server without them); "
+                           "start again from \"now\" after a full resynchronisation");
+}
+
 std::string DocName(std::string_view container, std::string_view pk, std::string_view id) {
   return "document \"" + Printable(id) + "\" in " + Printable(container) + "/\"" + Printable(pk) + "\"";
 }
@@ -750,6 +757,12 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
       if (!c->broken()) (void)c->Exec(sql::kRollback, Params(), "rollback");
       Release(std::move(c));
       if (IsRetryableSqlstate(state) && attempt + 1 < kTxAttempts) continue;
+      if (state == kReadOnlySqlstate && attempt == 0) {
+        // This server was demoted (a switchover): nothing was written; the pool's other
+        // connections lead there too. A new connection goes to the primary, if there is one yet.
+        DropIdle();
+        continue;
+      }
       return r;
     }
     auto commit = c->Exec(sql::kCommit, Params(), std::string(what) + ": commit");
@@ -982,6 +995,10 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
     auto last = NumberChanges(c, container, /*all=*/!*position);
     if (!last.ok()) return last.error();
     const uint64_t start = *position ? **position : *last;
+    // A position past the feed's end names numbers this server never gave: it took over from a
+    // primary whose last acknowledged commits it had not received (asynchronous replication).
+    // Reading on would skip the changes that get those numbers here: the reader must resync.
+    if (start > *last) return FeedPositionAhead(container, start, *last);
     uint64_t after = start;
     Params p;
     p.Bytea(container)
@@ -1279,6 +1296,15 @@ Result<PgTarget> ParsePostgresUrl(std::string_view url) {
       kept += kept.empty() ? "?" : "&";
       kept += kv;
     }
+  }
+  // Several hosts (a primary and its standbys): sessions must go to the one that takes writes,
+  // whichever it is now, unless the URL says otherwise.
+  std::string_view authority = base.substr(base.find("://") + 3);
+  authority = authority.substr(0, authority.find('/'));
+  if (authority.find(',') != std::string_view::npos &&
+      kept.find("target_session_attrs=") == std::string::npos) {
+    kept += kept.empty() ? "?" : "&";
+    kept += "target_session_attrs=read-write";
   }
   t.libpq_url = std::string(base) + kept;
   return t;

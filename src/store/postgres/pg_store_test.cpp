@@ -121,6 +121,19 @@ TEST(PgUrlTest, ParsesTheQueryTimeout) {
   }
 }
 
+TEST(PgUrlTest, SeveralHostsGoToTheOneThatTakesWrites) {
+  auto ha = ParsePostgresUrl("postgresql://u@h1:5432,h2:5433/db?schema=s1");
+  ASSERT_TRUE(IsOk(ha));
+  EXPECT_EQ(ha->libpq_url, "postgresql://u@h1:5432,h2:5433/db?target_session_attrs=read-write");
+  EXPECT_EQ(ha->schema, "s1");
+  auto chosen = ParsePostgresUrl("postgresql://u@h1,h2/db?target_session_attrs=primary&connect_timeout=2");
+  ASSERT_TRUE(IsOk(chosen));
+  EXPECT_EQ(chosen->libpq_url, "postgresql://u@h1,h2/db?target_session_attrs=primary&connect_timeout=2");
+  auto one = ParsePostgresUrl("postgresql://u@h1:5432/db");
+  ASSERT_TRUE(IsOk(one));
+  EXPECT_EQ(one->libpq_url, "postgresql://u@h1:5432/db");
+}
+
 TEST(PgUrlTest, UnreachableServerIsUnavailable) {
   FakeClock clock;
   auto t0 = std::chrono::steady_clock::now();
@@ -504,6 +517,71 @@ TEST_F(PgStoreTest, ServerThatStopsAnsweringFailsTheCallInsteadOfHangingIt) {
   EXPECT_LT(took, 5s);
   EXPECT_TRUE(c->broken());  // never reused: its protocol state is unknown
   EXPECT_TRUE(c->timed_out());
+}
+
+// A primary being demoted (a switchover) turns read-only under open connections: writes fail with
+// kUnavailable (503 at the frontend), not an internal error, the connections that lead there are
+// dropped, and the first write once a server takes writes again succeeds.
+TEST_F(PgStoreTest, WritesRefusedByAServerThatTurnedReadOnlyAreUnavailableAndRecover) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("resources", "p", "a", Body(1))));
+  auto set_read_only = [&](bool on) {
+    ASSERT_TRUE(IsOk(server_->Exec(on ? "ALTER SYSTEM SET default_transaction_read_only = on"
+                                      : "ALTER SYSTEM RESET default_transaction_read_only")));
+    ASSERT_TRUE(IsOk(server_->Exec("SELECT pg_reload_conf()")));
+  };
+  set_read_only(true);
+  // Open sessions apply the new default when they next get a command; the reload is signalled.
+  bool refused = false;
+  for (int i = 0; i < 100 && !refused; ++i) {
+    auto w = store->Create("resources", "p", "b" + std::to_string(i), Body(2));
+    if (!w.ok()) {
+      EXPECT_TRUE(HasCode(w, ErrorCode::kUnavailable));
+      refused = true;
+    } else {
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+  EXPECT_TRUE(refused) << "writes were never refused by the read-only server";
+  EXPECT_TRUE(HasCode(store->AcquireLease("locks", "p", "l", "me", 10s), ErrorCode::kUnavailable));
+  EXPECT_TRUE(IsOk(store->Read("resources", "p", "a")));  // reads still work
+  set_read_only(false);
+  bool accepted = false;
+  for (int i = 0; i < 100 && !accepted; ++i) {
+    accepted = store->Create("resources", "p", "after" + std::to_string(i), Body(3)).ok();
+    if (!accepted) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(accepted);
+  EXPECT_TRUE(IsOk(store->AcquireLease("locks", "p", "l2", "me", 10s)));
+}
+
+// After a failover to a standby that lacked the last commits (possible only when replication was
+// asynchronous), a reader's position can lie past the feed's end. Read before new changes take
+// those numbers again, it fails with kOutOfRange and the reader resyncs instead of skipping them.
+TEST_F(PgStoreTest, PositionPastTheFeedsEndIsOutOfRange) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(IsOk(store->Create("resources", "p", "a", Body(1))));
+  ASSERT_TRUE(IsOk(store->Create("resources", "p", "b", Body(2))));
+  auto read = store->ReadChanges("resources", "", 10);
+  ASSERT_TRUE(IsOk(read));
+  ASSERT_EQ(read->changes.size(), 2u);
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  // What a new primary that never received the second write holds.
+  ASSERT_TRUE(
+      IsOk(c->ExecSql("DELETE FROM documents WHERE id = 'b'::bytea; DELETE FROM changes WHERE seq = 2; "
+                      "UPDATE feed_counters SET last_seq = 1",
+                      "lose the last write")));
+  EXPECT_TRUE(HasCode(store->ReadChanges("resources", read->continuation, 10), ErrorCode::kOutOfRange));
+  // A reader that had not read past the end reads on and gets the next change, numbered 2 again.
+  ASSERT_TRUE(IsOk(store->Create("resources", "p", "c", Body(3))));
+  auto again = store->ReadChanges("resources", internal::EncodeChangeContinuation(1), 10);
+  ASSERT_TRUE(IsOk(again));
+  ASSERT_EQ(again->changes.size(), 1u);
+  EXPECT_EQ(again->changes[0].document.id, "c");
+  EXPECT_EQ(again->changes[0].sequence, 2u);
 }
 
 TEST(PgRestartTest, CallsFailWhileTheServerIsDownAndSucceedAfterItReturns) {
