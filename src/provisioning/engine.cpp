@@ -236,6 +236,11 @@ void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
 
 std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
   if (t_engine_transition) return std::nullopt;
+  // Break-glass credentials need nothing in Azure: the simulator runs them on its own.
+  if (info.kind != simulator::kCluster && info.kind != simulator::kNodePool &&
+      info.kind != simulator::kExternalAuth) {
+    return std::nullopt;
+  }
   const std::string href(info.href);
   std::lock_guard lock(mu_);
   Obj& o = objs_[href];

@@ -467,6 +467,25 @@ TEST_F(EngineTest, NodePoolWithDeletedIdentitiesIsDeletedAfterTheThreshold) {
   EXPECT_GE(engine_->metrics().first_party_group_deletions, 1);
 }
 
+// Break-glass credentials are not deleted with their own operation: they go with the cluster, whose
+// deletion must not wait for them (it used to wait for ever).
+TEST_F(EngineTest, ClusterWithBreakGlassCredentialsIsDeleted) {
+  Open(LatencyProfile::kRealistic);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 2h));
+  Call(Verb::post, c + "/request_admin_credential", "{}");
+  ASSERT_LT(last_status_, 300u);
+  Call(Verb::post, c + "/revoke_credentials", "{}");
+  ASSERT_LT(last_status_, 300u);
+  Call(Verb::post, c + "/request_admin_credential", "{}");
+  Call(Verb::delete_, c);
+  ASSERT_EQ(last_status_, 204u);
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "gone"; }, 2h));
+  EXPECT_EQ(service_->object_count(), 0u);
+  EXPECT_EQ(engine_->object_count(), 0u);
+  EXPECT_EQ(EngineResources(), 0u) << ToJson(azure_->List(""));
+}
+
 TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {
   Open(LatencyProfile::kDemo);
   Control(Verb::post, "/control/azure/faults",

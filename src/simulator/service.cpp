@@ -16,6 +16,9 @@ using http::StatusCode;
 
 namespace {
 
+// The collections under a cluster whose objects are deleted before it (and with it).
+constexpr const char* kChildCollections[] = {"/node_pools/", "/external_auth_configs/"};
+
 // Status fields EnterStateLocked rebuilds on every state change.
 bool IsSimulatorStatusField(std::string_view name) {
   return name == "state" || name == "provision_error_code" || name == "provision_error_message" ||
@@ -338,7 +341,7 @@ Service::Record* Service::FindLocked(const std::string& href, std::string_view k
 }
 
 bool Service::HasChildrenLocked(const std::string& cluster_href) const {
-  for (const char* sub : {"/node_pools/", "/external_auth_configs/"}) {
+  for (const char* sub : kChildCollections) {
     std::string prefix = cluster_href + sub;
     auto it = records_.lower_bound(prefix);
     if (it != records_.end() && it->first.compare(0, prefix.size(), prefix) == 0) return true;
@@ -993,11 +996,15 @@ http::Response Service::DeleteObject(const std::string& href, std::string_view k
   Txn txn;
   BeginOperationLocked(txn, TouchLocked(txn, href), Operation::kDelete, true);
   if (kind == kCluster) {
-    std::string prefix = href + "/";
+    // Node pools and external auths are deleted with their cluster; its break-glass credentials go
+    // when it is gone (RemoveClusterLocked), they have no deletion of their own.
     std::vector<std::string> children;
-    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
-         ++it) {
-      if (it->second.state() != "uninstalling") children.push_back(it->first);
+    for (const char* sub : kChildCollections) {
+      const std::string prefix = href + sub;
+      for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
+           ++it) {
+        if (it->second.state() != "uninstalling") children.push_back(it->first);
+      }
     }
     for (const auto& c : children) BeginOperationLocked(txn, TouchLocked(txn, c), Operation::kDelete, false);
   }
