@@ -5,6 +5,7 @@
 
 #include "api/rules.h"
 #include "api/rules_common.h"
+#include "api/vm_sizes.h"
 
 namespace hcprp::api::rules {
 namespace {
@@ -99,7 +100,17 @@ void CheckPlatform(const json::object* props, const json::object* old_props, con
       }
     }
   }
-  if (auto size = Str(platform, "vmSize"); size && size->empty()) Required(out, base + ".vmSize");
+  if (auto size = Str(platform, "vmSize"); size && size->empty()) {
+    Required(out, base + ".vmSize");
+  } else if (size) {
+    // Checked when set or changed, as the service ratchets its allow-list.
+    auto old_size = Str(Obj(old_props, "platform"), "vmSize");
+    if ((!old_size || *old_size != *size) && !IsEnabledNodePoolVmSize(*size)) {
+      auto sizes = EnabledNodePoolVmSizes();
+      Unsupported(out, base + ".vmSize", json::value(*size),
+                  std::vector<std::string_view>(sizes.begin(), sizes.end()));
+    }
+  }
   const json::object* disk = Obj(platform, "osDisk");
   if (disk == nullptr) return;
   if (Str(disk, "diskType") == std::optional<std::string_view>("Ephemeral")) {

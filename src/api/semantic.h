@@ -52,8 +52,9 @@
 //     4.20.8; channelGroup as for clusters. On update a changed version does not exceed the
 //     cluster's minor, is within 2 minors of it, and skips at most 2 minors.
 //   - platform cannot change on update; subnetId is a subnet in the parent cluster's VNet; vmSize
-//     not empty; Ephemeral OS disks at most 2040 GiB and need autoRepair; encryptionSetId is a disk
-//     encryption set with a valid name (at most 80 characters). autoRepair cannot change.
+//     not empty and one of the VM sizes the service offers (vm_sizes.h); Ephemeral OS disks at most
+//     2040 GiB and need autoRepair; encryptionSetId is a disk encryption set with a valid name (at
+//     most 80 characters). autoRepair cannot change.
 //   - nodeDrainTimeoutMinutes is 0..10080.
 //   - replicas, autoScaling.min/max at most 200 unless platform.availabilityZone is set; replicas
 //     (> 0) and autoScaling not together; autoScaling.max >= autoScaling.min.

@@ -136,6 +136,8 @@ inline void FixExample(Kind kind, json::value& body) {
       body.as_object().erase("identity");
       if (json::value* key = FindPointer(body, "/properties/taints/0/key")) *key = "example.com/dedicated";
       if (json::value* id = FindPointer(body, "/properties/version/id")) *id = "4.20.8";
+      // ... and a VM size the service does not offer.
+      if (json::value* size = FindPointer(body, "/properties/platform/vmSize")) *size = "Standard_D4s_v3";
       break;
     case Kind::kExternalAuth:
       if (json::value* p = FindPointer(body, "/properties/claim/mappings/username/prefixPolicy"))

@@ -719,7 +719,7 @@ TEST_F(FrontendTest, ClusterServiceReceivesOcmObjects) {
   json::value np = bodies[1];
   EXPECT_EQ(*FindPointer(np, "/name"), "np1");
   EXPECT_EQ(*FindPointer(np, "/replicas"), 2);
-  EXPECT_EQ(*FindPointer(np, "/azure_node_pool/vm_size"), "Standard_D2s_v3");
+  EXPECT_EQ(*FindPointer(np, "/azure_node_pool/vm_size"), "Standard_D4s_v3");
   json::value ea = bodies[2];
   EXPECT_EQ(*FindPointer(ea, "/name"), "ea1");
   EXPECT_EQ(*FindPointer(ea, "/issuer/url"), "https://issuer.example.com");

@@ -181,7 +181,7 @@ std::vector<Case> Cases() {
       {"pool_negative_replicas",
        bhttp::verb::put,
        Cluster() + "/nodePools/np9" + kV,
-       R"({"location":"eastus","properties":{"version":{"id":"4.19"},"platform":{"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a","vmSize":"Standard_D2s_v3"},"replicas":-1}})",
+       R"({"location":"eastus","properties":{"version":{"id":"4.19"},"platform":{"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a","vmSize":"Standard_D4s_v3"},"replicas":-1}})",
        {},
        400,
        kContentCodes});
@@ -189,7 +189,7 @@ std::vector<Case> Cases() {
       {"pool_replicas_string",
        bhttp::verb::put,
        Cluster() + "/nodePools/np9" + kV,
-       R"({"location":"eastus","properties":{"version":{"id":"4.19"},"platform":{"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a","vmSize":"Standard_D2s_v3"},"replicas":"2"}})",
+       R"({"location":"eastus","properties":{"version":{"id":"4.19"},"platform":{"subnetId":"/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a","vmSize":"Standard_D4s_v3"},"replicas":"2"}})",
        {},
        400,
        kContentCodes});

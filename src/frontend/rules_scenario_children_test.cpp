@@ -177,6 +177,13 @@ std::vector<Case> NodePoolCases() {
        [](V b) { Props(b)["nodeDrainTimeoutMinutes"] = 10081; },
        400,
        {"properties.nodeDrainTimeoutMinutes"}},
+      {"VmSizeNotOffered",
+       N,
+       kCreate,
+       [](V b) { Platform(b)["vmSize"] = "Standard_D2s_v3"; },
+       400,
+       {"properties.platform.vmSize"}},
+      {"VmSizeOffered", N, kCreate, [](V b) { Platform(b)["vmSize"] = "Standard_E8s_v5"; }, 201, {}},
       // Updates.
       {"VmSizeIsImmutable",
        N,

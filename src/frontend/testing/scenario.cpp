@@ -43,7 +43,7 @@ std::string NodePoolBody() {
     "platform":{"subnetId":"/subscriptions/)" +
          std::string(kSub) +
          R"(/resourceGroups/network-rg/providers/Microsoft.Network/virtualNetworks/v/subnets/a",
-                "vmSize":"Standard_D2s_v3"},
+                "vmSize":"Standard_D4s_v3"},
     "replicas":2}})";
 }
 
