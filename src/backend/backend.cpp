@@ -992,6 +992,7 @@ void Backend::RecoverCreate(const OperationRecord& op) {
   }
   const store::Document& res = **resource;
   std::string href = PropertyString(res.body, "internalId");
+  json::object observed;  // what the Cluster Service assigned (API URL, issuer URL, ...)
   if (href.empty()) {
     std::optional<store::Document> parent;
     std::string parent_id = ParentResourceId(op.external_id);
@@ -1020,6 +1021,7 @@ void Backend::RecoverCreate(const OperationRecord& op) {
       return;
     }
     href = std::string(GetString(*created, "href").value_or(""));
+    if (ParentResourceId(op.external_id).empty()) observed = clusterservice::ClusterReadOnlyFromCs(*created);
     if (href.empty()) {
       auto id = GetString(*created, "id");
       if (!id) {
@@ -1046,8 +1048,13 @@ void Backend::RecoverCreate(const OperationRecord& op) {
       {Unchanged(current->body, arm::kPathStatus), Unchanged(current->body, arm::kPathInternalId)}));
   if (PropertyString(res.body, "activeOperationId") == op.id &&
       PropertyString(res.body, "internalId").empty()) {
+    std::vector<store::PatchOp> set = {Set(arm::kPathInternalId, json::value(href))};
+    // The frontend records these with the internal ID; a create it could not record gets them here.
+    if (!observed.empty() && FindPointer(res.body, arm::kPathObserved) == nullptr) {
+      set.push_back(Set(arm::kPathObserved, json::value(std::move(observed))));
+    }
     ops.push_back(WriteOp::Patch(
-        res.id, {Set(arm::kPathInternalId, json::value(href))},
+        res.id, std::move(set),
         {Unchanged(res.body, arm::kPathActiveOperationId), Unchanged(res.body, arm::kPathInternalId)}));
   }
   auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);

@@ -656,8 +656,13 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   std::string rid = ClusterId("c1");
   std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
   PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
-  // The frontend reached the Cluster Service, then died before recording the internal ID.
-  auto made = cs_.Create(kClusters, json::object{{"name", "c1"}}, op);
+  // The frontend reached the Cluster Service, then died before recording the internal ID and the
+  // values the Cluster Service assigned.
+  auto made = cs_.Create(kClusters,
+                         json::object{{"name", "c1"},
+                                      {"api", {{"url", "https://api.c1.example.com:6443"}}},
+                                      {"azure", {{"issuer_url", "https://oidc.example.com/c1"}}}},
+                         op);
   ASSERT_TRUE(made.ok());
   std::string href(GetString(*made, "href").value());
 
@@ -666,6 +671,10 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   EXPECT_EQ(Op(op).internal_id, href);
   EXPECT_EQ(Resource(rid)->internal_id, href);
   EXPECT_EQ(cs_.ObjectCount(), 1u);  // no duplicate
+  // GET shows them (every api-version's document requires them in a cluster's body).
+  json::value observed = Resource(rid)->resource.at("observed");
+  EXPECT_EQ(*FindPointer(observed, "/api/url"), "https://api.c1.example.com:6443");
+  EXPECT_EQ(*FindPointer(observed, "/platform/issuerUrl"), "https://oidc.example.com/c1");
 }
 
 TEST_F(BackendTest, RecoveryRejectedByTheClusterServiceFails) {
