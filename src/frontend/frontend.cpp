@@ -12,10 +12,27 @@
 
 namespace hcprp::frontend {
 
+// The frontend's instruments; all null without a registry.
+struct RequestMetrics {
+  metrics::Family<metrics::Counter>* requests = nullptr;
+  metrics::Family<metrics::Histogram>* latency = nullptr;
+  metrics::Gauge* in_flight = nullptr;
+  metrics::Counter* too_large = nullptr;
+  metrics::Counter* media_type = nullptr;
+};
+
 struct Frontend::Impl {
   Env env;
+  RequestMetrics metrics;
   Response Dispatch(RequestContext& ctx);
+  void Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds);
 };
+
+metrics::Counter* BodiesRefusedCounter(metrics::Registry& registry, std::string_view reason) {
+  return registry
+      .AddCounter("hcprp_frontend_bodies_refused_total", "Request bodies refused, by reason", {"reason"})
+      .With({reason});
+}
 
 namespace {
 
@@ -201,6 +218,7 @@ Response Frontend::Impl::Dispatch(RequestContext& ctx) {
   auto matched = MatchRoute(*segments, ctx.method);
   if (auto* e = std::get_if<CloudError>(&matched)) return ErrorReply(*e);
   ctx.route = std::get<Route>(std::move(matched));
+  ctx.route_template = RouteTemplate(ctx.route);
   ctx.query = ParseQuery(raw_query);
 
   if (ctx.route.NeedsApiVersion()) {
@@ -286,8 +304,23 @@ Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, stor
       options.max_store_retries < 0) {
     return Error::InvalidArgument("invalid frontend options");
   }
-  auto impl =
-      std::make_unique<Impl>(Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}});
+  metrics::Registry* registry = options.metrics;
+  auto impl = std::make_unique<Impl>(
+      Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}, RequestMetrics{}});
+  if (registry != nullptr) {
+    RequestMetrics& m = impl->metrics;
+    m.requests =
+        &registry->AddCounter("hcprp_frontend_requests_total",
+                              "ARM requests answered, by route template, method, api-version and status",
+                              {"route", "method", "api_version", "code"}, 2000);
+    m.latency = &registry->AddHistogram("hcprp_frontend_request_duration_seconds",
+                                        "Time to answer an ARM request, by route template and method",
+                                        {"route", "method"}, metrics::LatencyBuckets());
+    m.in_flight =
+        registry->AddGauge("hcprp_frontend_requests_in_flight", "ARM requests being answered").With({});
+    m.too_large = BodiesRefusedCounter(*registry, "too_large");
+    m.media_type = BodiesRefusedCounter(*registry, "media_type");
+  }
   return std::unique_ptr<Frontend>(new Frontend(std::move(impl)));
 }
 
@@ -341,9 +374,27 @@ Response OverloadedResponse() {
   return res;
 }
 
+void Frontend::Impl::Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds) {
+  if (metrics.requests == nullptr) return;
+  // Label values come from bounded sets only: the route template, the verb, a supported
+  // api-version, the status code.
+  std::string_view api_version;
+  if (!ctx.api_version.empty()) {
+    api_version = api::IsSupportedVersion(ctx.api_version) || ctx.api_version == "2.0"
+                      ? std::string_view(ctx.api_version)
+                      : std::string_view("unsupported");
+  }
+  std::string_view verb = method == bhttp::verb::unknown ? "other" : bhttp::to_string(method);
+  metrics.requests->With({ctx.route_template, verb, api_version, std::to_string(status)})->Inc();
+  metrics.latency->With({ctx.route_template, verb})->Observe(seconds);
+  if (status == 413) metrics.too_large->Inc();
+  if (status == 415) metrics.media_type->Inc();
+}
+
 Response Frontend::Handle(Request&& request) {
   const Env& env = impl_->env;
   const auto started = std::chrono::steady_clock::now();
+  if (impl_->metrics.in_flight != nullptr) impl_->metrics.in_flight->Add(1);
   const bool head = request.method() == bhttp::verb::head;
   RequestContext ctx;
   ctx.req = &request;
@@ -394,6 +445,9 @@ Response Frontend::Handle(Request&& request) {
     if (code != res.end()) fields["error_code"] = code->value();
   }
   env.logger.Info("access", std::move(fields));
+  impl_->Observe(ctx, request.method(), static_cast<int>(res.result_int()),
+                 static_cast<double>(latency.count()) / 1e6);
+  if (impl_->metrics.in_flight != nullptr) impl_->metrics.in_flight->Add(-1);
   return res;
 }
 

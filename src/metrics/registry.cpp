@@ -1,5 +1,6 @@
 #include "metrics/registry.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -115,9 +116,9 @@ std::string FormatValue(double v) {
     std::snprintf(buf, sizeof buf, "%.0f", v);
     return buf;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);  // the shortest text that reads back as v
+  return std::string(buf, r.ptr);
 }
 
 const std::vector<double>& LatencyBuckets() {
