@@ -249,6 +249,11 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
                    {"conditions", Conditions(props)},
                    {"updated", FormatRfc3339(committed, true)}};
     resource_docs_[key] = ToLower(id);
+    if (auto old = resources_.find(ToLower(id)); old != resources_.end()) {
+      for (std::string_view k : {"lastOperationId", "lastOperationStart"}) {
+        if (const json::value* p = old->second.if_contains(k)) v[k] = *p;
+      }
+    }
     resources_[ToLower(id)] = v;
     if (!during_load) Emit("resource", "upsert", v);
     return;
@@ -291,6 +296,15 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
                  {"lastTransitionTime", Prop(props, "lastTransitionTime")}};
   if (const json::object* e = GetObject(props, "error")) v["error"] = *e;
   op.view = std::move(v);
+  // The resource remembers its latest operation, for the console's timeline once it has ended.
+  if (auto r = resources_.find(ToLower(Prop(props, "externalId"))); r != resources_.end()) {
+    const std::string latest = Prop(r->second, "lastOperationStart");
+    const std::string start = Prop(props, "startTime");
+    if (latest.empty() || start >= latest) {
+      r->second["lastOperationId"] = doc.id;
+      r->second["lastOperationStart"] = start;
+    }
+  }
   if (!during_load) Emit("operation", "upsert", OpJson(op));
 }
 
