@@ -8,6 +8,7 @@ pkgs=(
   libsqlite3-dev sqlite3 libpq-dev postgresql
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   wrk curl procps
+  prometheus chromium
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -2,8 +2,11 @@
 // the handler; every response gets the ARM correlation headers and an access-log line.
 #include "frontend/frontend.h"
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <exception>
+#include <unordered_map>
 
 #include "arm/headers.h"
 #include "arm/system_data.h"
@@ -24,6 +27,12 @@ struct RequestMetrics {
 struct Frontend::Impl {
   Env env;
   RequestMetrics metrics;
+  // Distinguishes frontends in the per-thread cache of metric series (see Observe()).
+  uint64_t instance = NextInstance();
+  static uint64_t NextInstance() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+  }
   Response Dispatch(RequestContext& ctx);
   void Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds);
 };
@@ -374,6 +383,33 @@ Response OverloadedResponse() {
   return res;
 }
 
+namespace {
+
+// The series of one label set, cached per thread so that the request path builds no label strings
+// and takes no lock once a thread has seen the label set. Keys carry the frontend's instance number:
+// series of a destroyed frontend are never looked up again.
+struct SeriesKey {
+  uint64_t instance;
+  const char* route;  // a RouteTemplate() literal (or "unmatched")
+  int method;
+  int status;
+  std::array<char, 24> api_version;
+  bool operator==(const SeriesKey&) const = default;
+};
+struct SeriesKeyHash {
+  size_t operator()(const SeriesKey& k) const {
+    size_t h = std::hash<uint64_t>{}(k.instance) ^ (std::hash<const void*>{}(k.route) * 31);
+    h ^= std::hash<int>{}(k.method * 1000 + k.status) * 131;
+    return h ^ std::hash<std::string_view>{}(std::string_view(k.api_version.data()));
+  }
+};
+struct Series {
+  metrics::Counter* requests;
+  metrics::Histogram* latency;
+};
+
+}  // namespace
+
 void Frontend::Impl::Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds) {
   if (metrics.requests == nullptr) return;
   // Label values come from bounded sets only: the route template, the verb, a supported
@@ -384,9 +420,18 @@ void Frontend::Impl::Observe(const RequestContext& ctx, bhttp::verb method, int 
                       ? std::string_view(ctx.api_version)
                       : std::string_view("unsupported");
   }
-  std::string_view verb = method == bhttp::verb::unknown ? "other" : bhttp::to_string(method);
-  metrics.requests->With({ctx.route_template, verb, api_version, std::to_string(status)})->Inc();
-  metrics.latency->With({ctx.route_template, verb})->Observe(seconds);
+  SeriesKey key{instance, ctx.route_template.data(), static_cast<int>(method), status, {}};
+  api_version.copy(key.api_version.data(), std::min(api_version.size(), key.api_version.size() - 1));
+  thread_local std::unordered_map<SeriesKey, Series, SeriesKeyHash> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::string_view verb = method == bhttp::verb::unknown ? "other" : bhttp::to_string(method);
+    Series series{metrics.requests->With({ctx.route_template, verb, api_version, std::to_string(status)}),
+                  metrics.latency->With({ctx.route_template, verb})};
+    it = cache.emplace(key, series).first;
+  }
+  it->second.requests->Inc();
+  it->second.latency->Observe(seconds);
   if (status == 413) metrics.too_large->Inc();
   if (status == 415) metrics.media_type->Inc();
 }
