@@ -79,7 +79,7 @@
     rows.innerHTML = data.items.map((x, i) => state.tab === "resources"
       ? `<tr tabindex="0" data-i="${i}" data-id="${esc(x.id)}"><td>${esc(x.type === "cluster" ? x.name : x.cluster + "/" + x.name)}</td><td>${esc(x.type)}</td>` +
         `<td>${esc(x.resourceGroup)}</td><td class="state ${esc(x.provisioningState)}">${esc(x.provisioningState)}</td>` +
-        `<td class="cond">${conditionsText(x.conditions)}</td><td>${esc(fmtTime(x.updated))}</td></tr>`
+        `<td class="cond">${conditionsText(x.conditions)}</td><td class="when" title="${esc(fmtTime(x.updated))}">${esc(fmtTime(x.updated).slice(11))}</td></tr>`
       : `<tr tabindex="0" data-i="${i}" data-id="${esc(x.id)}"><td>${esc(x.id.slice(0, 8))}</td><td>${esc(x.request)}</td>` +
         `<td>${esc(x.resourceId.split("/").slice(-1)[0])}</td><td class="state ${esc(x.status)}">${esc(x.status)}</td>` +
         `<td>${fmtAge(x.ageSeconds || 0)}</td></tr>`).join("") ||
