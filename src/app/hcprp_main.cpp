@@ -62,6 +62,7 @@ struct Config {
   std::string admin_listen = "127.0.0.1:0";  // "off": no admin listener
   std::string admin_token_file;              // default: a new token written to data_dir/admin-token
   std::string console_dir = HCPRP_CONSOLE_DIR;
+  bool admin_token_in_data_dir = true;  // false for frontend and backend without --data-dir
 };
 
 // Blocks SIGINT and SIGTERM in every thread created from now on; WaitForSignal() then receives them.
@@ -256,6 +257,9 @@ class Runner {
       return token;
     }
     std::string token = admin::NewAdminToken();
+    // Processes without a data directory of their own print the token and write no file (several
+    // frontends and backends would overwrite each other's).
+    if (!config_.admin_token_in_data_dir) return token;
     std::error_code ec;
     std::filesystem::create_directories(config_.data_dir, ec);
     auto path = std::filesystem::path(config_.data_dir) / "admin-token";
@@ -287,14 +291,20 @@ class Runner {
             return std::vector<metrics::Sample>{{{}, static_cast<double>(server->connection_count())}};
           });
     }
-    if (parts_.writes) {
+    // The console (and the operation metrics) where a backend runs: frontends, often many, do not
+    // each keep a copy of the store in memory.
+    if (parts_.writes && parts_.backend) {
       admin::LiveViewOptions lo;
       lo.metrics = &registry_;
       lo.operation_metrics = parts_.backend != nullptr;
       lo.stuck_after = std::chrono::seconds(config_.stuck_after_seconds);
       auto live = admin::LiveView::Start(lo, parts_.writes.get(), &clock_, logger_.WithComponent("console"));
-      if (!live.ok()) return live.error();
-      parts_.live = std::move(live).value();
+      if (live.ok()) {
+        parts_.live = std::move(live).value();
+      } else {
+        // The service runs on without its console (for example the store was down at start-up).
+        logger_.Warn("operations console not started", {{"error", live.error().ToString()}});
+      }
     }
     auto token = AdminToken();
     if (!token.ok()) return token.error();
@@ -331,6 +341,9 @@ class Runner {
     std::string out = "  metrics:           " + base + "/metrics\n";
     out += "  admin API:         " + base + "/admin/ (Authorization: Bearer <token>";
     out += admin_token_path_.empty() ? ")\n" : ", token in " + admin_token_path_ + ")\n";
+    if (admin_token_path_.empty() && config_.admin_token_file.empty()) {
+      out += "  admin token:       " + admin_token_ + "\n";
+    }
     if (parts_.live) out += "  console:           " + base + "/console/?token=" + admin_token_ + "\n";
     return out;
   }
@@ -603,6 +616,10 @@ int Main(int argc, char** argv) {
   chk->add_flag("--json", c.json_output, "JSON report");
 
   CLI11_PARSE(app, argc, argv);
+  if ((*fe && fe->get_option("--data-dir")->count() == 0) ||
+      (*be && be->get_option("--data-dir")->count() == 0)) {
+    c.admin_token_in_data_dir = false;
+  }
   Runner runner(c);
   if (*serve) return runner.Serve();
   if (*fe) return runner.FrontendOnly();
