@@ -450,6 +450,7 @@ BackendStats Backend::Stats() const {
   s.notifications_sent = n.sent;
   s.notification_failures = n.failed_attempts;
   s.notifications_dropped = n.dropped;
+  s.notifications_pending = notifications_.Pending();
   {
     std::lock_guard lock(queue_mu_);
     s.checks_queued = queue_.size();

@@ -169,9 +169,10 @@ struct BackendStats {
   uint64_t notifications_sent = 0;
   uint64_t notification_failures = 0;
   uint64_t notifications_dropped = 0;
-  size_t checks_queued = 0;   // operations waiting for a check
-  size_t checks_running = 0;  // checks in progress
-  size_t sweeps_active = 0;   // deleted subscriptions being swept
+  size_t notifications_pending = 0;  // queued, not yet delivered or given up
+  size_t checks_queued = 0;          // operations waiting for a check
+  size_t checks_running = 0;         // checks in progress
+  size_t sweeps_active = 0;          // deleted subscriptions being swept
   uint64_t sweeps_finished = 0;
   double feed_lag_seconds = 0;  // age of the last change read from the feed when it was read
 };

@@ -1,7 +1,7 @@
 // The backend's Prometheus metrics. Most are the counters Stats() already keeps, read at scrape time:
 //   hcprp_backend_shards_held, hcprp_backend_active, hcprp_backend_operations_in_flight,
 //   hcprp_backend_checks_queued, hcprp_backend_checks_running, hcprp_backend_change_feed_lag_seconds,
-//   hcprp_backend_subscription_sweeps_active (gauges);
+//   hcprp_backend_subscription_sweeps_active, hcprp_backend_notifications_pending (gauges);
 //   hcprp_backend_events_total{result}, hcprp_backend_checks_total, hcprp_backend_transitions_total,
 //   hcprp_backend_operations_ended_total, hcprp_backend_deadline_expiries_total,
 //   hcprp_backend_orphans_collected_total, hcprp_backend_subscription_sweeps_total,
@@ -52,6 +52,8 @@ void Backend::RegisterMetrics(metrics::Registry& r) {
         [](const BackendStats& s) { return s.feed_lag_seconds; });
   gauge("hcprp_backend_subscription_sweeps_active", "Deleted subscriptions whose resources are being deleted",
         [](const BackendStats& s) { return static_cast<double>(s.sweeps_active); });
+  gauge("hcprp_backend_notifications_pending", "Asynchronous operation notifications not yet delivered",
+        [](const BackendStats& s) { return static_cast<double>(s.notifications_pending); });
   gauge("hcprp_backend_events_available", "1 while the Cluster Service event stream works",
         [](const BackendStats& s) { return s.events_available ? 1 : 0; });
   counter("hcprp_backend_checks_total", "Operations checked against the Cluster Service",

@@ -88,7 +88,7 @@ FRONTEND = ["hcprp_frontend_requests_total", "hcprp_frontend_request_duration_se
             "hcprp_store_calls_total", "hcprp_store_call_duration_seconds"]
 BACKEND = ["hcprp_backend_event_to_commit_seconds", "hcprp_backend_change_feed_lag_seconds",
            "hcprp_backend_checks_queued", "hcprp_backend_checks_running", "hcprp_backend_shards_held",
-           "hcprp_backend_notifications_total", "hcprp_backend_orphans_collected_total",
+           "hcprp_backend_notifications_total", "hcprp_backend_notifications_pending", "hcprp_backend_orphans_collected_total",
            "hcprp_backend_subscription_sweeps_total", "hcprp_operations_started_total",
            "hcprp_operations_ended_total", "hcprp_operation_state_duration_seconds",
            "hcprp_operation_oldest_in_flight_age_seconds", "hcprp_operations_stuck",
