@@ -222,6 +222,32 @@ TEST_F(AdminTest, RedrivesAnOperationNow) {
       405);
 }
 
+TEST_F(AdminTest, ActionsNeedABackendInTheProcess) {
+  AdminOptions ao;
+  ao.token = kToken;
+  ao.metrics = &registry_;
+  ao.store = scenario_.store.get();
+  AdminApi frontend_only(ao, &scenario_.clock,
+                         Logger(scenario_.log, &scenario_.clock, LogLevel::kDebug, "admin"));
+  std::string op = CreateCluster("c1");
+  for (std::string target :
+       {"/admin/operations/" + std::string(kSub) + "/" + op + "/redrive", std::string("/admin/orphans")}) {
+    http::Request r =
+        http::MakeRequest(target.ends_with("orphans") ? http::Verb::get : http::Verb::post, target);
+    r.set(http::Field::authorization, "Bearer " + kToken);
+    auto res = frontend_only.Handle(std::move(r));
+    EXPECT_EQ(res.result_int(), 409) << target;
+    EXPECT_EQ(Body(res).at("error").at("code"), "NoBackend");
+  }
+  http::Request console = http::MakeRequest(http::Verb::get, "/admin/console/summary");
+  console.set(http::Field::authorization, "Bearer " + kToken);
+  EXPECT_EQ(frontend_only.Handle(std::move(console)).result_int(), 404);
+  // The store endpoints work without a backend.
+  http::Request list = http::MakeRequest(http::Verb::get, "/admin/operations");
+  list.set(http::Field::authorization, "Bearer " + kToken);
+  EXPECT_EQ(frontend_only.Handle(std::move(list)).result_int(), 200);
+}
+
 TEST_F(AdminTest, ListsOrphansAndWhatTheCollectorWouldDo) {
   const std::string clusters = std::string(clusterservice::kApiPrefix) + "/clusters";
   std::string href = backend_cs_.AddObject(clusters, "ready");
