@@ -6,10 +6,14 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <thread>
 
+#include "admin/admin_api.h"
+#include "admin/live_view.h"
+#include "admin/simulator_metrics.h"
 #include "app/create_builder.h"
 #include "arm/cloud_error.h"
 #include "backend/backend.h"
@@ -20,8 +24,10 @@
 #include "core/uuid.h"
 #include "frontend/frontend.h"
 #include "http/server.h"
+#include "metrics/registry.h"
 #include "provisioning/engine_plugin.h"
 #include "simulator/simulator.h"
+#include "store/metrics_store.h"
 #include "store/store.h"
 #include "store/write_health.h"
 
@@ -55,6 +61,10 @@ struct Config {
   int stuck_after_seconds = 600;
   int64_t operation_ttl_seconds = 604800;
   bool json_output = false;
+  std::string admin_listen = "127.0.0.1:0";  // "off": no admin listener
+  std::string admin_token_file;              // default: a new token written to data_dir/admin-token
+  std::string console_dir = HCPRP_CONSOLE_DIR;
+  bool admin_token_in_data_dir = true;  // false for frontend and backend without --data-dir
 };
 
 // Blocks SIGINT and SIGTERM in every thread created from now on; WaitForSignal() then receives them.
@@ -85,7 +95,8 @@ Result<std::string> DefaultStoreUrl(const Config& c) {
 struct Parts {
   std::unique_ptr<simulator::Simulator> sim;
   std::unique_ptr<store::Store> store;
-  std::unique_ptr<store::WriteHealthStore> writes;  // wraps store; what frontend and backend use
+  std::unique_ptr<store::MetricsStore> metered;     // wraps store, counting calls
+  std::unique_ptr<store::WriteHealthStore> writes;  // wraps metered; what frontend and backend use
   std::unique_ptr<clusterservice::HttpClient> cs;
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
@@ -93,6 +104,9 @@ struct Parts {
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<frontend::Frontend> frontend;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<admin::LiveView> live;
+  std::unique_ptr<admin::AdminApi> admin;
+  std::unique_ptr<http::Server> admin_server;
 };
 
 class Runner {
@@ -145,7 +159,9 @@ class Runner {
     auto s = store::OpenStore(*url, o);
     if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
     parts_.store = std::move(s).value();
-    parts_.writes = std::make_unique<store::WriteHealthStore>(parts_.store.get());
+    parts_.metered =
+        std::make_unique<store::MetricsStore>(parts_.store.get(), &registry_, store::EngineOfUrl(*url));
+    parts_.writes = std::make_unique<store::WriteHealthStore>(parts_.metered.get());
     store_url_ = *url;
     return Status::Ok();
   }
@@ -175,6 +191,7 @@ class Runner {
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.create_request_builder = parts_.create_builder.get();
+    o.metrics = &registry_;
     auto b = backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                       logger_.WithComponent("backend"), parts_.notifier.get());
     if (!b.ok()) return b.error();
@@ -201,6 +218,7 @@ class Runner {
     o.location = config_.location;
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
+    o.metrics = &registry_;
     auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                         logger_.WithComponent("frontend"));
     if (!f.ok()) return f.error();
@@ -212,9 +230,12 @@ class Runner {
     so.threads = config_.threads;
     so.io_threads = 2;
     so.max_body_bytes = o.max_body_bytes;
-    so.on_too_large = [max = o.max_body_bytes](const http::Request& header_only) {
-      return frontend::TooLargeResponse(header_only, max);
-    };
+    so.on_too_large =
+        [max = o.max_body_bytes,
+         refused = frontend::BodiesRefusedCounter(registry_, "too_large")](const http::Request& header_only) {
+          refused->Inc();
+          return frontend::TooLargeResponse(header_only, max);
+        };
     so.max_connections = ConnectionCap(config_.max_connections);
     so.on_overloaded = frontend::OverloadedResponse;
     auto* fe = parts_.frontend.get();
@@ -225,7 +246,115 @@ class Runner {
     return Status::Ok();
   }
 
+  // The token of the admin API: from --admin-token-file, else a new one written to
+  // data_dir/admin-token (mode 0600) for scripts.
+  Result<std::string> AdminToken() {
+    if (!config_.admin_token_file.empty()) {
+      std::ifstream in(config_.admin_token_file);
+      std::string token;
+      if (!in || !std::getline(in, token)) {
+        return Error::InvalidArgument("cannot read --admin-token-file " + config_.admin_token_file);
+      }
+      while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+      if (token.size() < 16)
+        return Error::InvalidArgument("the admin token must have at least 16 characters");
+      return token;
+    }
+    std::string token = admin::NewAdminToken();
+    // Processes without a data directory of their own print the token and write no file (several
+    // frontends and backends would overwrite each other's).
+    if (!config_.admin_token_in_data_dir) return token;
+    std::error_code ec;
+    std::filesystem::create_directories(config_.data_dir, ec);
+    auto path = std::filesystem::path(config_.data_dir) / "admin-token";
+    {
+      std::ofstream out(path, std::ios::trunc);
+      out << token << "\n";
+      if (!out) return Error::IoError("cannot write " + path.string());
+    }
+    std::filesystem::permissions(
+        path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+    admin_token_path_ = std::filesystem::absolute(path).string();
+    return token;
+  }
+
+  // The admin listener: metrics of whatever this process runs, the admin API over its store and
+  // backend, and the console (operation metrics where a backend runs).
+  Status StartAdmin() {
+    if (config_.admin_listen == "off") return Status::Ok();
+    if (parts_.sim) {
+      auto* sim = parts_.sim.get();
+      admin::RegisterSimulatorMetrics(registry_,
+                                      [sim](http::Request&& r) { return sim->Handle(std::move(r)); });
+    }
+    if (parts_.server) {
+      auto* server = parts_.server.get();
+      registry_.AddCallback(
+          "hcprp_frontend_open_connections", "Open connections of the ARM listener", metrics::Type::kGauge,
+          {}, [server] {
+            return std::vector<metrics::Sample>{{{}, static_cast<double>(server->connection_count())}};
+          });
+    }
+    // The console (and the operation metrics) where a backend runs: frontends, often many, do not
+    // each keep a copy of the store in memory.
+    if (parts_.writes && parts_.backend) {
+      admin::LiveViewOptions lo;
+      lo.metrics = &registry_;
+      lo.operation_metrics = parts_.backend != nullptr;
+      lo.stuck_after = std::chrono::seconds(config_.stuck_after_seconds);
+      auto live = admin::LiveView::Start(lo, parts_.writes.get(), &clock_, logger_.WithComponent("console"));
+      if (live.ok()) {
+        parts_.live = std::move(live).value();
+      } else {
+        // The service runs on without its console (for example the store was down at start-up).
+        logger_.Warn("operations console not started", {{"error", live.error().ToString()}});
+      }
+    }
+    auto token = AdminToken();
+    if (!token.ok()) return token.error();
+    admin_token_ = *token;
+    admin::AdminOptions ao;
+    ao.token = *token;
+    ao.metrics = &registry_;
+    ao.store = parts_.writes.get();
+    ao.backend = parts_.backend.get();
+    ao.live = parts_.live.get();
+    ao.console_dir = parts_.live ? config_.console_dir : "";
+    parts_.admin = std::make_unique<admin::AdminApi>(ao, &clock_, logger_.WithComponent("admin"));
+    auto ep = http::ParseListenAddress(config_.admin_listen);
+    if (!ep.ok()) return ep.error();
+    http::ServerOptions so;
+    so.listen = *ep;
+    so.threads = 2;
+    so.max_connections = 256;
+    so.max_body_bytes = 64 * 1024;
+    auto* api = parts_.admin.get();
+    auto s = http::Server::Start(so, [api](http::Request&& r) { return api->Handle(std::move(r)); });
+    if (!s.ok()) {
+      return Error(s.error().code(),
+                   "admin listener on " + config_.admin_listen + ": " + s.error().message());
+    }
+    parts_.admin_server = std::move(s).value();
+    return Status::Ok();
+  }
+
+  // Lines naming the admin listener, for the start-up banner.
+  std::string AdminBanner() const {
+    if (!parts_.admin_server) return "";
+    std::string base = "http://" + parts_.admin_server->endpoint().ToString();
+    std::string out = "  metrics:           " + base + "/metrics\n";
+    out += "  admin API:         " + base + "/admin/ (Authorization: Bearer <token>";
+    out += admin_token_path_.empty() ? ")\n" : ", token in " + admin_token_path_ + ")\n";
+    if (admin_token_path_.empty() && config_.admin_token_file.empty()) {
+      out += "  admin token:       " + admin_token_ + "\n";
+    }
+    if (parts_.live) out += "  console:           " + base + "/console/?token=" + admin_token_ + "\n";
+    return out;
+  }
+
   void Shutdown() {
+    if (parts_.live) parts_.live->Stop();
+    if (parts_.admin_server) parts_.admin_server->Stop(std::chrono::seconds(2));
     if (parts_.server) parts_.server->Stop(std::chrono::seconds(10));
     if (parts_.backend) parts_.backend->Stop();
     if (parts_.sim) parts_.sim->Stop();
@@ -239,6 +368,7 @@ class Runner {
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
     if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
     if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
+    if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
     std::cout << "hcprp serve is running\n"
               << "  ARM endpoint:      http://" << parts_.server->endpoint().ToString() << "\n"
               << "  store:             " << store_url_ << "\n"
@@ -247,8 +377,8 @@ class Runner {
                                    config_.time_scale + ", provisioner " + config_.provisioner + ")"
                              : std::string())
               << "\n"
-              << "  try:               hcpctl --endpoint http://" << parts_.server->endpoint().ToString()
-              << " subscription register\n"
+              << AdminBanner() << "  try:               hcpctl --endpoint http://"
+              << parts_.server->endpoint().ToString() << " subscription register\n"
               << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
     int sig = WaitForSignal(signals);
     logger_.Info("stopping", {{"signal", sig}});
@@ -261,7 +391,9 @@ class Runner {
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
     if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
-    std::cout << "hcprp frontend listening on http://" << parts_.server->endpoint().ToString() << std::endl;
+    if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
+    std::cout << "hcprp frontend listening on http://" << parts_.server->endpoint().ToString() << "\n"
+              << AdminBanner() << std::flush;
     WaitForSignal(signals);
     Shutdown();
     return 0;
@@ -272,7 +404,8 @@ class Runner {
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
     if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
-    std::cout << "hcprp backend running on " << store_url_ << std::endl;
+    if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
+    std::cout << "hcprp backend running on " << store_url_ << "\n" << AdminBanner() << std::flush;
     WaitForSignal(signals);
     Shutdown();
     return 0;
@@ -283,7 +416,9 @@ class Runner {
     config_.cs_listen = config_.listen;
     if (auto s = StartSimulator(false); !s.ok())
       return Fail("starting the Cluster Service simulator", s.error());
-    std::cout << "hcprp clusters-service listening on " << parts_.sim->base_url() << std::endl;
+    if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
+    std::cout << "hcprp clusters-service listening on " << parts_.sim->base_url() << "\n"
+              << AdminBanner() << std::flush;
     WaitForSignal(signals);
     Shutdown();
     return 0;
@@ -343,7 +478,10 @@ class Runner {
   SystemClock clock_;
   Logger logger_;
   std::optional<Logger> sim_logger_;
+  metrics::Registry registry_;  // outlives every part that records into it
   Parts parts_;
+  std::string admin_token_;
+  std::string admin_token_path_;
   std::string store_url_;
   std::string cs_url_;
 };
@@ -356,6 +494,16 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   auto common = [&](CLI::App* s) {
     s->add_option("--log-level", c.log_level, "debug, info, warn or error")->capture_default_str();
+  };
+  auto admin_flags = [&](CLI::App* s) {
+    s->add_option("--admin-listen", c.admin_listen,
+                  "Admin listener HOST:PORT (metrics, admin API, console); off: none")
+        ->capture_default_str();
+    s->add_option(
+        "--admin-token-file", c.admin_token_file,
+        "File whose first line is the admin API token (default: a new token in DATA_DIR/admin-token)");
+    s->add_option("--console-dir", c.console_dir, "Static files of the operations console")
+        ->capture_default_str();
   };
   auto store_flags = [&](CLI::App* s, bool required) {
     auto* o = s->add_option("--store", c.store_url,
@@ -433,24 +581,39 @@ int Main(int argc, char** argv) {
   frontend_flags(serve);
   backend_flags(serve);
   sim_flags(serve);
+  admin_flags(serve);
+  serve
+      ->add_option("--stuck-after", c.stuck_after_seconds,
+                   "Seconds without a status change after which an operation counts as stuck in the metrics")
+      ->capture_default_str();
 
   auto* fe = app.add_subcommand("frontend", "The ARM frontend alone");
   common(fe);
   store_flags(fe, true);
   fe->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
   frontend_flags(fe);
+  admin_flags(fe);
+  fe->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
+      ->capture_default_str();
 
   auto* be = app.add_subcommand("backend", "The backend alone");
   common(be);
   store_flags(be, true);
   be->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
   backend_flags(be);
+  admin_flags(be);
+  be->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
+      ->capture_default_str();
+  be->add_option("--stuck-after", c.stuck_after_seconds,
+                 "Seconds without a status change after which an operation counts as stuck in the metrics")
+      ->capture_default_str();
 
   auto* cs = app.add_subcommand("clusters-service", "The Cluster Service simulator alone");
   common(cs);
   cs->add_option("--listen", c.listen, "HOST:PORT")->required();
   cs->add_option("--data-dir", c.data_dir, "Where the simulator keeps its objects")->capture_default_str();
   sim_flags(cs);
+  admin_flags(cs);
 
   auto* chk = app.add_subcommand("check", "Verify the invariants against a store and a Cluster Service");
   common(chk);
@@ -465,6 +628,10 @@ int Main(int argc, char** argv) {
   chk->add_flag("--json", c.json_output, "JSON report");
 
   CLI11_PARSE(app, argc, argv);
+  if ((*fe && fe->get_option("--data-dir")->count() == 0) ||
+      (*be && be->get_option("--data-dir")->count() == 0)) {
+    c.admin_token_in_data_dir = false;
+  }
   Runner runner(c);
   if (*serve) return runner.Serve();
   if (*fe) return runner.FrontendOnly();

@@ -172,6 +172,7 @@ Result<std::unique_ptr<Backend>> Backend::Create(BackendOptions options, store::
   if (!head.ok()) return head.error();
   std::unique_ptr<Backend> b(new Backend(std::move(options), store, cs, clock, std::move(logger), notifier));
   b->feed_continuation_ = std::move(head).value();
+  if (b->options_.metrics != nullptr) b->RegisterMetrics(*b->options_.metrics);
   return b;
 }
 
@@ -378,6 +379,14 @@ Result<size_t> Backend::PumpChangesOnce() {
       continue;
     }
     if (!page.ok()) return page.error();
+    if (!page->changes.empty()) {
+      const int64_t now_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(clock_->Now().time_since_epoch()).count();
+      feed_lag_seconds_ = std::max<double>(
+          0, static_cast<double>(now_ms - page->changes.back().document.timestamp_ms) / 1000.0);
+    } else {
+      feed_lag_seconds_ = 0;
+    }
     for (const store::Change& c : page->changes) HandleChange(c);
     total += page->changes.size();
     if (!page->continuation.empty()) feed_continuation_ = page->continuation;
@@ -441,6 +450,18 @@ BackendStats Backend::Stats() const {
   s.notifications_sent = n.sent;
   s.notification_failures = n.failed_attempts;
   s.notifications_dropped = n.dropped;
+  s.notifications_pending = notifications_.Pending();
+  {
+    std::lock_guard lock(queue_mu_);
+    s.checks_queued = queue_.size();
+  }
+  s.checks_running = counters_.checks_running;
+  {
+    std::lock_guard lock(state_mu_);
+    s.sweeps_active = sweeps_.size();
+  }
+  s.sweeps_finished = counters_.sweeps_finished;
+  s.feed_lag_seconds = feed_lag_seconds_.load();
   return s;
 }
 
@@ -626,6 +647,7 @@ void Backend::HandleChange(const store::Change& change) {
 }
 
 void Backend::ApplyEvent(const clusterservice::Event& event) {
+  const auto received = std::chrono::steady_clock::now();
   ++counters_.events_received;
   std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
   if (ops.empty()) {
@@ -668,6 +690,10 @@ void Backend::ApplyEvent(const clusterservice::Event& event) {
     }
     Outcome o = Transit(op.partition_key, op.id,
                         [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
+      instruments_.event_to_commit->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+    }
     // The store refused (down or restarting): the event is consumed, so check the status again later.
     if (o == Outcome::kError) EnqueueCheck(op);
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
@@ -792,7 +818,10 @@ Backend::Drained Backend::DrainChecks(size_t max_checks, std::atomic<size_t>* cs
       }
       auto op = index_.Find(key.first, key.second);
       if (!op) continue;
-      if (!CheckOperation(*op, cs_delete_budget)) {
+      ++counters_.checks_running;
+      const bool checked = CheckOperation(*op, cs_delete_budget);
+      --counters_.checks_running;
+      if (!checked) {
         std::lock_guard lock(queue_mu_);
         if (queued_.insert(key).second) queue_.push_back(key);
         stalled = true;
@@ -1319,6 +1348,7 @@ void Backend::RunSweeps(bool exhaustive) {
     if (!failed && sweep.continuation.empty()) {
       if (!sweep.found_any) {
         sweeps_.erase(pk);
+        ++counters_.sweeps_finished;
         logger_.Info("deleted subscription is empty", {{"subscription", pk}});
         continue;
       }
@@ -1451,7 +1481,7 @@ Status Backend::KnownInternalIds(std::string_view doc_type, std::unordered_set<s
 
 bool Backend::CollectIfOrphan(const json::object& listed, std::string_view collection,
                               const std::unordered_set<std::string>& known, TimePoint now,
-                              std::set<std::string>* seen) {
+                              std::set<std::string>* seen, std::vector<OrphanCandidate>* plan) {
   std::string href = HrefOfListed(listed, collection);
   if (href.empty()) return true;
   seen->insert(href);
@@ -1460,8 +1490,18 @@ bool Backend::CollectIfOrphan(const json::object& listed, std::string_view colle
   auto stamp = ParseRfc3339(GetString(listed, "creation_timestamp").value_or(""));
   {
     std::lock_guard lock(state_mu_);
-    TimePoint first_seen = gc_first_seen_.try_emplace(href, now).first->second;
+    TimePoint first_seen = now;
+    if (plan == nullptr) {
+      first_seen = gc_first_seen_.try_emplace(href, now).first->second;
+    } else if (auto it = gc_first_seen_.find(href); it != gc_first_seen_.end()) {
+      first_seen = it->second;
+    }
     created = stamp.ok() ? std::min(*stamp, first_seen) : first_seen;
+  }
+  if (plan != nullptr) {
+    plan->push_back(OrphanCandidate{href, StateOfListed(listed), created, created + options_.gc_window,
+                                    now - created >= options_.gc_window});
+    return true;
   }
   if (now - created < options_.gc_window) return true;
   if (!ownership_->Coordinator()) return false;
@@ -1475,16 +1515,20 @@ bool Backend::CollectIfOrphan(const json::object& listed, std::string_view colle
   return true;
 }
 
-void Backend::RunGc() {
-  if (!ownership_->Coordinator()) return;  // one backend collects for the whole store
+void Backend::RunGc() { (void)CollectOrphans(nullptr); }
+
+Status Backend::CollectOrphans(std::vector<OrphanCandidate>* plan) {
+  // One backend collects for the whole store.
+  if (plan == nullptr && !ownership_->Coordinator()) return Status::Ok();
   // Cluster Service first, documents second: a document is written before its Cluster Service
   // object is created, so every object listed here whose document exists is seen by the query.
   const std::string clusters_href = std::string(clusterservice::kApiPrefix) + "/clusters";
   auto clusters = cs_->List(clusters_href);
-  if (!clusters.ok()) return;
+  if (!clusters.ok()) return clusters.error();
   std::unordered_set<std::string> known;
   for (std::string& href : index_.InternalIds()) known.insert(std::move(href));
-  if (!KnownInternalIds(arm::kClusterDocType, &known).ok()) return;  // never collect on partial knowledge
+  // Never collect on partial knowledge.
+  HCPRP_RETURN_IF_ERROR(KnownInternalIds(arm::kClusterDocType, &known));
 
   TimePoint now = clock_->Now();
   std::set<std::string> seen;
@@ -1492,7 +1536,7 @@ void Backend::RunGc() {
   for (const json::value& item : *clusters) {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
-    if (!CollectIfOrphan(*o, clusters_href, known, now, &seen)) return;
+    if (!CollectIfOrphan(*o, clusters_href, known, now, &seen, plan)) return Status::Ok();
     std::string href = HrefOfListed(*o, clusters_href);
     if (known.count(href) > 0) kept_clusters.push_back(std::move(href));
   }
@@ -1510,7 +1554,7 @@ void Backend::RunGc() {
       for (const auto& [collection, items] : pools) {
         for (const json::value& item : items) {
           const json::object* o = item.if_object();
-          if (o != nullptr && !CollectIfOrphan(*o, collection, known, now, &seen)) return;
+          if (o != nullptr && !CollectIfOrphan(*o, collection, known, now, &seen, plan)) return Status::Ok();
         }
       }
     } else {
@@ -1522,10 +1566,12 @@ void Backend::RunGc() {
     }
   }
 
+  if (plan != nullptr) return Status::Ok();
   std::lock_guard lock(state_mu_);
   for (auto it = gc_first_seen_.begin(); it != gc_first_seen_.end();) {
     it = seen.count(it->first) > 0 ? std::next(it) : gc_first_seen_.erase(it);
   }
+  return Status::Ok();
 }
 
 }  // namespace hcprp::backend

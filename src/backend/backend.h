@@ -61,6 +61,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
+#include "metrics/registry.h"
 #include "store/store.h"
 
 namespace hcprp::backend {
@@ -136,6 +137,10 @@ struct BackendOptions {
   size_t sweep_page_size = 100;
 
   NotificationOptions notifications;
+
+  // Where the backend registers its metrics (not owned, outlives the backend); null: none. See
+  // backend_metrics.cpp for the list (hcprp_backend_*).
+  metrics::Registry* metrics = nullptr;
 };
 
 struct BackendStats {
@@ -164,6 +169,28 @@ struct BackendStats {
   uint64_t notifications_sent = 0;
   uint64_t notification_failures = 0;
   uint64_t notifications_dropped = 0;
+  size_t notifications_pending = 0;  // queued, not yet delivered or given up
+  size_t checks_queued = 0;          // operations waiting for a check
+  size_t checks_running = 0;         // checks in progress
+  size_t sweeps_active = 0;          // deleted subscriptions being swept
+  uint64_t sweeps_finished = 0;
+  double feed_lag_seconds = 0;  // age of the last change read from the feed when it was read
+};
+
+// One Cluster Service object no resource document points at, and what the orphan collector does
+// with it (Backend::PlanOrphanCollection).
+struct OrphanCandidate {
+  std::string internal_id;
+  std::string state;   // the Cluster Service state
+  TimePoint since{};   // creation time, or when the collector first saw it if earlier
+  TimePoint due_at{};  // since + gc_window: deleted at the first pass after it
+  bool due = false;    // the next pass deletes it
+};
+
+struct OrphanPlan {
+  bool coordinator = false;  // this backend runs the collector (it holds shard 0)
+  Duration window{};
+  std::vector<OrphanCandidate> candidates;
 };
 
 class Backend {
@@ -196,13 +223,30 @@ class Backend {
 
   BackendStats Stats() const;
 
+  // Operator actions (the admin API), in steering.cpp. Each acts only on partitions this backend
+  // owns (kConflict otherwise: another backend's admin endpoint is the one to ask).
+  //
+  // Ends a non-terminal operation Failed with error {code, message}, as a deadline would: the same
+  // fenced batch as every transition (the resource's provisioningState, activeOperationId,
+  // notification). kNotFound: no such operation; kPreconditionFailed: it is already terminal.
+  Status FailOperation(std::string_view pk, std::string_view op_id, std::string code, std::string message);
+  // Checks a non-terminal operation against the Cluster Service now, ahead of any event or resync.
+  Status RedriveOperation(std::string_view pk, std::string_view op_id);
+  // What the orphan collector would do on its next pass, without deleting anything.
+  Result<OrphanPlan> PlanOrphanCollection();
+
  private:
   struct Counters {
     std::atomic<uint64_t> full_resyncs{0}, feed_changes{0}, events_received{0}, events_applied{0}, checks{0},
         cs_creates{0}, cs_deletes{0}, transitions{0}, terminal{0}, deadline_failures{0}, recovered_creates{0},
         implicit_deletes{0}, resources_deleted{0}, gc_deleted{0}, fence_refusals{0}, write_conflicts{0},
-        errors{0}, idle_condition_syncs{0};
+        errors{0}, idle_condition_syncs{0}, checks_running{0}, sweeps_finished{0};
   };
+  // Instruments the backend records into (null without options.metrics); backend_metrics.cpp.
+  struct Instruments {
+    metrics::Histogram* event_to_commit = nullptr;
+  };
+  void RegisterMetrics(metrics::Registry& registry);
   enum class Outcome { kApplied, kNoChange, kGone, kNotOwner, kError };
   struct Sweep {
     std::string continuation;
@@ -280,9 +324,12 @@ class Backend {
   // Deletes a listed Cluster Service object that no document knows once it is older than the window
   // (first sightings are remembered); records its href in `seen`. False when this backend stopped
   // being the coordinator.
+  // With `plan`, records what it would do instead and changes nothing.
   bool CollectIfOrphan(const json::object& listed, std::string_view collection,
                        const std::unordered_set<std::string>& known, TimePoint now,
-                       std::set<std::string>* seen);
+                       std::set<std::string>* seen, std::vector<OrphanCandidate>* plan = nullptr);
+  // One pass of the collector (RunGc), or its plan when `plan` is given.
+  Status CollectOrphans(std::vector<OrphanCandidate>* plan);
 
   void FeedLoop();
   void EventLoop();
@@ -308,6 +355,8 @@ class Backend {
   OperationIndex index_;
   NotificationQueue notifications_;
   Counters counters_;
+  Instruments instruments_;
+  std::atomic<double> feed_lag_seconds_{0};
   std::atomic<bool> events_available_{false};
   std::atomic<bool> resync_requested_{true};
   std::atomic<bool> load_subscriptions_requested_{true};
@@ -327,11 +376,11 @@ class Backend {
   std::mutex event_mu_;
   uint64_t events_after_ = 0;  // guarded by event_mu_
 
-  std::mutex queue_mu_;
+  mutable std::mutex queue_mu_;
   std::deque<std::pair<std::string, std::string>> queue_;  // (pk, id); guarded by queue_mu_
   std::set<std::pair<std::string, std::string>> queued_;   // guarded by queue_mu_
 
-  std::mutex state_mu_;
+  mutable std::mutex state_mu_;
   std::map<std::string, Sweep> sweeps_;                          // by partition; guarded by state_mu_
   std::set<std::pair<std::string, std::string>> delete_issued_;  // guarded by state_mu_
   std::map<std::string, TimePoint> gc_first_seen_;               // guarded by state_mu_

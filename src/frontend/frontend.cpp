@@ -2,8 +2,11 @@
 // the handler; every response gets the ARM correlation headers and an access-log line.
 #include "frontend/frontend.h"
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <exception>
+#include <unordered_map>
 
 #include "arm/headers.h"
 #include "arm/system_data.h"
@@ -12,10 +15,33 @@
 
 namespace hcprp::frontend {
 
+// The frontend's instruments; all null without a registry.
+struct RequestMetrics {
+  metrics::Family<metrics::Counter>* requests = nullptr;
+  metrics::Family<metrics::Histogram>* latency = nullptr;
+  metrics::Gauge* in_flight = nullptr;
+  metrics::Counter* too_large = nullptr;
+  metrics::Counter* media_type = nullptr;
+};
+
 struct Frontend::Impl {
   Env env;
+  RequestMetrics metrics;
+  // Distinguishes frontends in the per-thread cache of metric series (see Observe()).
+  uint64_t instance = NextInstance();
+  static uint64_t NextInstance() {
+    static std::atomic<uint64_t> next{1};
+    return next.fetch_add(1);
+  }
   Response Dispatch(RequestContext& ctx);
+  void Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds);
 };
+
+metrics::Counter* BodiesRefusedCounter(metrics::Registry& registry, std::string_view reason) {
+  return registry
+      .AddCounter("hcprp_frontend_bodies_refused_total", "Request bodies refused, by reason", {"reason"})
+      .With({reason});
+}
 
 namespace {
 
@@ -201,6 +227,7 @@ Response Frontend::Impl::Dispatch(RequestContext& ctx) {
   auto matched = MatchRoute(*segments, ctx.method);
   if (auto* e = std::get_if<CloudError>(&matched)) return ErrorReply(*e);
   ctx.route = std::get<Route>(std::move(matched));
+  ctx.route_template = RouteTemplate(ctx.route);
   ctx.query = ParseQuery(raw_query);
 
   if (ctx.route.NeedsApiVersion()) {
@@ -289,8 +316,23 @@ Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, stor
   if (!arm::IsValidLocation(options.location)) {
     return Error::InvalidArgument("the location '" + options.location + "' is not an Azure region name");
   }
-  auto impl =
-      std::make_unique<Impl>(Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}});
+  metrics::Registry* registry = options.metrics;
+  auto impl = std::make_unique<Impl>(
+      Impl{Env{std::move(options), store, cluster_service, clock, std::move(logger)}, RequestMetrics{}});
+  if (registry != nullptr) {
+    RequestMetrics& m = impl->metrics;
+    m.requests =
+        &registry->AddCounter("hcprp_frontend_requests_total",
+                              "ARM requests answered, by route template, method, api-version and status",
+                              {"route", "method", "api_version", "code"}, 2000);
+    m.latency = &registry->AddHistogram("hcprp_frontend_request_duration_seconds",
+                                        "Time to answer an ARM request, by route template and method",
+                                        {"route", "method"}, metrics::LatencyBuckets());
+    m.in_flight =
+        registry->AddGauge("hcprp_frontend_requests_in_flight", "ARM requests being answered").With({});
+    m.too_large = BodiesRefusedCounter(*registry, "too_large");
+    m.media_type = BodiesRefusedCounter(*registry, "media_type");
+  }
   return std::unique_ptr<Frontend>(new Frontend(std::move(impl)));
 }
 
@@ -344,9 +386,63 @@ Response OverloadedResponse() {
   return res;
 }
 
+namespace {
+
+// The series of one label set, cached per thread so that the request path builds no label strings
+// and takes no lock once a thread has seen the label set. Keys carry the frontend's instance number:
+// series of a destroyed frontend are never looked up again.
+struct SeriesKey {
+  uint64_t instance;
+  const char* route;  // a RouteTemplate() literal (or "unmatched")
+  int method;
+  int status;
+  std::array<char, 24> api_version;
+  bool operator==(const SeriesKey&) const = default;
+};
+struct SeriesKeyHash {
+  size_t operator()(const SeriesKey& k) const {
+    size_t h = std::hash<uint64_t>{}(k.instance) ^ (std::hash<const void*>{}(k.route) * 31);
+    h ^= std::hash<int>{}(k.method * 1000 + k.status) * 131;
+    return h ^ std::hash<std::string_view>{}(std::string_view(k.api_version.data()));
+  }
+};
+struct Series {
+  metrics::Counter* requests;
+  metrics::Histogram* latency;
+};
+
+}  // namespace
+
+void Frontend::Impl::Observe(const RequestContext& ctx, bhttp::verb method, int status, double seconds) {
+  if (metrics.requests == nullptr) return;
+  // Label values come from bounded sets only: the route template, the verb, a supported
+  // api-version, the status code.
+  std::string_view api_version;
+  if (!ctx.api_version.empty()) {
+    api_version = api::IsSupportedVersion(ctx.api_version) || ctx.api_version == "2.0"
+                      ? std::string_view(ctx.api_version)
+                      : std::string_view("unsupported");
+  }
+  SeriesKey key{instance, ctx.route_template.data(), static_cast<int>(method), status, {}};
+  api_version.copy(key.api_version.data(), std::min(api_version.size(), key.api_version.size() - 1));
+  thread_local std::unordered_map<SeriesKey, Series, SeriesKeyHash> cache;
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::string_view verb = method == bhttp::verb::unknown ? "other" : bhttp::to_string(method);
+    Series series{metrics.requests->With({ctx.route_template, verb, api_version, std::to_string(status)}),
+                  metrics.latency->With({ctx.route_template, verb})};
+    it = cache.emplace(key, series).first;
+  }
+  it->second.requests->Inc();
+  it->second.latency->Observe(seconds);
+  if (status == 413) metrics.too_large->Inc();
+  if (status == 415) metrics.media_type->Inc();
+}
+
 Response Frontend::Handle(Request&& request) {
   const Env& env = impl_->env;
   const auto started = std::chrono::steady_clock::now();
+  if (impl_->metrics.in_flight != nullptr) impl_->metrics.in_flight->Add(1);
   const bool head = request.method() == bhttp::verb::head;
   RequestContext ctx;
   ctx.req = &request;
@@ -397,6 +493,9 @@ Response Frontend::Handle(Request&& request) {
     if (code != res.end()) fields["error_code"] = code->value();
   }
   env.logger.Info("access", std::move(fields));
+  impl_->Observe(ctx, request.method(), static_cast<int>(res.result_int()),
+                 static_cast<double>(latency.count()) / 1e6);
+  if (impl_->metrics.in_flight != nullptr) impl_->metrics.in_flight->Add(-1);
   return res;
 }
 

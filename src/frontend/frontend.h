@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
+#include "metrics/registry.h"
 #include "store/store.h"
 
 namespace hcprp::frontend {
@@ -55,7 +56,17 @@ struct FrontendOptions {
   // Part of readiness beside a point read of the store: whether the store can write (for example
   // store::WriteHealthStore::CheckWritable). Empty: reads alone decide.
   std::function<Status()> write_probe;
+  // Where the frontend registers its metrics (not owned, outlives the Frontend); null: none.
+  //   hcprp_frontend_requests_total{route,method,api_version,code}  route: RouteTemplate(), "unmatched"
+  //   hcprp_frontend_request_duration_seconds{route,method}
+  //   hcprp_frontend_requests_in_flight
+  //   hcprp_frontend_bodies_refused_total{reason}                    too_large, media_type
+  metrics::Registry* metrics = nullptr;
 };
+
+// The bodies-refused counter of `registry` for `reason` (the HTTP server's on_too_large hook counts
+// its refusals there too).
+metrics::Counter* BodiesRefusedCounter(metrics::Registry& registry, std::string_view reason);
 
 // The answer to a request whose body is over `max_body` bytes, for the HTTP server's on_too_large
 // hook (http::ServerOptions::on_too_large), which sees the request without its body: 413 with the

@@ -36,6 +36,7 @@ struct RequestContext {
   std::string path;                          // decoded path as given, without a trailing slash
   std::map<std::string, std::string> query;  // keys lower-cased, values decoded
   Route route;
+  std::string_view route_template = "unmatched";  // RouteTemplate(route) once a route matched
   std::string api_version;
   std::string request_id;
   std::string correlation_id;

@@ -212,4 +212,60 @@ std::variant<Route, arm::CloudError> MatchRoute(const std::vector<std::string>& 
   return NotFound(s[2]);
 }
 
+std::string_view RouteTemplate(const Route& route) {
+#define HCPRP_SUB "/subscriptions/{subscriptionId}"
+#define HCPRP_RG HCPRP_SUB "/resourceGroups/{resourceGroupName}/providers/Microsoft.RedHatOpenShift"
+#define HCPRP_LOC HCPRP_SUB "/providers/Microsoft.RedHatOpenShift/locations/{location}"
+#define HCPRP_CLUSTER HCPRP_RG "/hcpOpenShiftClusters/{hcpOpenShiftClusterName}"
+  switch (route.kind) {
+    case RouteKind::kHealthz:
+      return "/healthz";
+    case RouteKind::kReadyz:
+      return "/readyz";
+    case RouteKind::kOperationsList:
+      return "/providers/Microsoft.RedHatOpenShift/operations";
+    case RouteKind::kSubscription:
+      return HCPRP_SUB;
+    case RouteKind::kClusterListBySub:
+      return HCPRP_SUB "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters";
+    case RouteKind::kClusterListByRg:
+      return HCPRP_RG "/hcpOpenShiftClusters";
+    case RouteKind::kResource:
+      switch (route.resource_kind) {
+        case arm::ResourceKind::kCluster:
+          return HCPRP_CLUSTER;
+        case arm::ResourceKind::kNodePool:
+          return HCPRP_CLUSTER "/nodePools/{nodePoolName}";
+        case arm::ResourceKind::kExternalAuth:
+          return HCPRP_CLUSTER "/externalAuths/{externalAuthName}";
+      }
+      return HCPRP_CLUSTER;
+    case RouteKind::kChildList:
+      return route.resource_kind == arm::ResourceKind::kNodePool ? HCPRP_CLUSTER "/nodePools"
+                                                                 : HCPRP_CLUSTER "/externalAuths";
+    case RouteKind::kClusterAction:
+      return route.action == "requestAdminCredential" ? HCPRP_CLUSTER "/requestAdminCredential"
+                                                      : HCPRP_CLUSTER "/revokeCredentials";
+    case RouteKind::kOperationStatus:
+      return HCPRP_LOC "/hcpOperationStatuses/{operationId}";
+    case RouteKind::kOperationResult:
+      return HCPRP_LOC "/hcpOperationResults/{operationId}";
+    case RouteKind::kVersionList:
+      return HCPRP_LOC "/hcpOpenShiftVersions";
+    case RouteKind::kVersion:
+      return HCPRP_LOC "/hcpOpenShiftVersions/{versionName}";
+    case RouteKind::kRoleSetList:
+      return HCPRP_LOC "/hcpOperatorIdentityRoleSets";
+    case RouteKind::kRoleSet:
+      return HCPRP_LOC "/hcpOperatorIdentityRoleSets/{roleSetName}";
+    case RouteKind::kPreflight:
+      return HCPRP_RG "/deployments/{deploymentName}/preflight";
+  }
+#undef HCPRP_CLUSTER
+#undef HCPRP_LOC
+#undef HCPRP_RG
+#undef HCPRP_SUB
+  return "unmatched";
+}
+
 }  // namespace hcprp::frontend

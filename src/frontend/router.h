@@ -61,4 +61,9 @@ Result<std::vector<std::string>> SplitPath(std::string_view raw_path);
 std::variant<Route, arm::CloudError> MatchRoute(const std::vector<std::string>& segments,
                                                 boost::beast::http::verb method);
 
+// The path template of a matched route with its variable segments in braces, e.g.
+// "/subscriptions/{subscriptionId}/resourceGroups/{resourceGroupName}/providers/Microsoft.RedHatOpenShift/
+// hcpOpenShiftClusters/{hcpOpenShiftClusterName}": a bounded label for metrics, never an ID.
+std::string_view RouteTemplate(const Route& route);
+
 }  // namespace hcprp::frontend
