@@ -38,6 +38,23 @@ void RegisterSimulatorMetrics(metrics::Registry& registry,
         }
         return out;
       });
+  registry.AddCallback(
+      "hcprp_simulator_azure_requests_total",
+      "Calls to simulated Azure, by service (resource type), call (create, delete, poll) and outcome",
+      Type::kCounter, {"service", "call", "outcome"}, [read] {
+        json::object m = (*read)();
+        std::vector<metrics::Sample> out;
+        const json::array* calls = GetArray(m, "calls_by_service");
+        for (const auto& c : calls ? *calls : json::array{}) {
+          const json::object* o = c.if_object();
+          if (o == nullptr) continue;
+          out.push_back({{std::string(GetString(*o, "service").value_or("")),
+                          std::string(GetString(*o, "call").value_or("")),
+                          std::string(GetString(*o, "outcome").value_or(""))},
+                         static_cast<double>(GetInt(*o, "count").value_or(0))});
+        }
+        return out;
+      });
   registry.AddCallback("hcprp_simulator_azure_operations_pending",
                        "Azure operations in flight in the simulated Azure (futures)", Type::kGauge, {},
                        one("operations_in_flight"));

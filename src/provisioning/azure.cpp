@@ -109,6 +109,7 @@ struct SimulatedAzure::Resource {
 struct SimulatedAzure::Operation {
   std::string token;
   std::string key;  // lower-cased resource ID
+  ResourceType type = ResourceType::kResourceGroup;
   bool is_delete = false;
   TimePoint started{}, done_at{};
   bool settled = false;
@@ -264,6 +265,7 @@ AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::s
   Operation op;
   op.token = "op-" + std::to_string(next_token_++);
   op.key = key;
+  op.type = type;
   op.is_delete = is_delete;
   op.started = now;
   const Duration d = SampleLocked(type, is_delete);
@@ -284,12 +286,20 @@ AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::s
   operations_.emplace(op.token, std::move(op));
   if (d == Duration::zero()) {
     lock.unlock();
-    return Poll(caller, c.token);  // settles at once
+    ResourceType polled = type;
+    return PollUncounted(caller, c.token, polled);  // settles at once
   }
   return c;
 }
 
 AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type, const std::string& id) {
+  AzureCall c = BeginCreateUncounted(caller, type, id);
+  Count(type, 0, c);
+  return c;
+}
+
+AzureCall SimulatedAzure::BeginCreateUncounted(std::string_view caller, ResourceType type,
+                                               const std::string& id) {
   std::unique_lock lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
@@ -331,12 +341,20 @@ AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type
 }
 
 AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string& id) {
+  ResourceType type = ResourceType::kResourceGroup;
+  AzureCall c = BeginDeleteUncounted(caller, id, type);
+  Count(type, 1, c);
+  return c;
+}
+
+AzureCall SimulatedAzure::BeginDeleteUncounted(std::string_view caller, const std::string& id,
+                                               ResourceType& type) {
   std::unique_lock lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
   auto it = resources_.find(key);
-  ResourceType type = it != resources_.end() ? it->second.type : ResourceType::kResourceGroup;
+  type = it != resources_.end() ? it->second.type : ResourceType::kResourceGroup;
   if (auto denied = CheckCallerLocked(caller, type, "delete", id)) return *denied;
   if (it == resources_.end()) return AzureCall{.http_status = 204};
   if (auto f = DrawFaultLocked(type, "delete", "throttle")) return ThrottledCall(*f);
@@ -346,10 +364,19 @@ AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string
 }
 
 AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token) {
+  ResourceType type = ResourceType::kResourceGroup;
+  AzureCall c = PollUncounted(caller, token, type);
+  Count(type, 2, c);
+  return c;
+}
+
+AzureCall SimulatedAzure::PollUncounted(std::string_view caller, const std::string& token,
+                                        ResourceType& type) {
   std::lock_guard lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   auto it = operations_.find(token);
+  if (it != operations_.end()) type = it->second.type;
   if (it == operations_.end()) {
     AzureCall c;
     c.outcome = AzureCall::Outcome::kFailed;
@@ -374,6 +401,41 @@ AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token
   // the resource instead.
   operations_.erase(it);
   return c;
+}
+
+void SimulatedAzure::Count(ResourceType type, size_t call, const AzureCall& c) {
+  size_t outcome = 0;
+  switch (c.outcome) {
+    case AzureCall::Outcome::kDone:
+      outcome = 0;
+      break;
+    case AzureCall::Outcome::kPending:
+      outcome = 1;
+      break;
+    case AzureCall::Outcome::kFailed:
+      outcome = c.credential_error() ? 3 : 2;
+      break;
+    case AzureCall::Outcome::kThrottled:
+      outcome = 4;
+      break;
+  }
+  calls_[static_cast<size_t>(type)][call][outcome].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::vector<SimulatedAzure::CallCount> SimulatedAzure::CallCounts() const {
+  static constexpr std::string_view kCallNames[kCalls] = {"create", "delete", "poll"};
+  static constexpr std::string_view kOutcomeNames[kOutcomes] = {"succeeded", "accepted", "failed",
+                                                                "unauthorized", "throttled"};
+  std::vector<CallCount> out;
+  for (size_t t = 0; t < calls_.size(); ++t) {
+    for (size_t c = 0; c < kCalls; ++c) {
+      for (size_t o = 0; o < kOutcomes; ++o) {
+        int64_t n = calls_[t][c][o].load(std::memory_order_relaxed);
+        if (n > 0) out.push_back({static_cast<ResourceType>(t), kCallNames[c], kOutcomeNames[o], n});
+      }
+    }
+  }
+  return out;
 }
 
 std::optional<std::string> SimulatedAzure::ProvisioningState(const std::string& id) {
@@ -588,6 +650,7 @@ Status SimulatedAzure::Load() {
       Operation op;
       op.token = std::string(GetString(o, "token").value_or(""));
       op.key = std::string(GetString(o, "key").value_or(""));
+      if (auto r = resources_.find(op.key); r != resources_.end()) op.type = r->second.type;
       op.is_delete = GetBool(o, "delete").value_or(false);
       op.started = FromMs(GetInt(o, "started_ms").value_or(0));
       op.done_at = FromMs(GetInt(o, "done_ms").value_or(0));

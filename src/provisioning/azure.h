@@ -11,6 +11,8 @@
 // resource provider's own application, which always may act.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -121,6 +123,16 @@ class SimulatedAzure {
   // The operation in progress on a resource, if any.
   std::optional<std::string> ActiveOperation(const std::string& id);
 
+  // Calls answered since start, by service (resource type), call ("create", "delete", "poll") and
+  // outcome ("succeeded", "accepted", "failed", "unauthorized", "throttled"); zero counts left out.
+  struct CallCount {
+    ResourceType type;
+    std::string_view call;
+    std::string_view outcome;
+    int64_t count;
+  };
+  std::vector<CallCount> CallCounts() const;
+
   // The customer's side. Ensure* creates the resource (and its resource group) at once unless it
   // exists; identities deleted through DeleteIdentity stay deleted.
   void EnsureCustomerResource(ResourceType type, const std::string& id);
@@ -167,7 +179,18 @@ class SimulatedAzure {
   AzureCall StartLocked(std::unique_lock<std::mutex>& lock, std::string_view caller, ResourceType type,
                         const std::string& key, Resource& r, bool is_delete, TimePoint now);
 
+  // The calls without their counting; the delete and the poll report the resource type they saw.
+  AzureCall BeginCreateUncounted(std::string_view caller, ResourceType type, const std::string& id);
+  AzureCall BeginDeleteUncounted(std::string_view caller, const std::string& id, ResourceType& type);
+  AzureCall PollUncounted(std::string_view caller, const std::string& token, ResourceType& type);
+  // Adds `c` to calls_ (`call`: 0 create, 1 delete, 2 poll). Lock-free.
+  void Count(ResourceType type, size_t call, const AzureCall& c);
+
   const AzureOptions options_;
+
+  static constexpr size_t kCalls = 3;     // create, delete, poll
+  static constexpr size_t kOutcomes = 5;  // succeeded, accepted, failed, unauthorized, throttled
+  std::array<std::array<std::array<std::atomic<int64_t>, kOutcomes>, kCalls>, kResourceTypeCount> calls_{};
 
   mutable std::mutex mu_;
   // Guarded by mu_.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <filesystem>
 
 #include "core/uuid.h"
@@ -80,6 +82,30 @@ TEST_F(AzureTest, ThrottlingAnswers429WithRetryAfterAndStartsNothing) {
   EXPECT_EQ(a.retry_after, 17s);
   EXPECT_EQ(az_->CreateStarts(kPip), 0);
   EXPECT_EQ(az_->BeginCreate(kFirstParty, ResourceType::kPublicIp, kPip).outcome, Outcome::kPending);
+}
+
+// Calls are counted by service, call and outcome (the metrics of the simulated Azure).
+TEST_F(AzureTest, CallsAreCountedByServiceCallAndOutcome) {
+  Open();
+  Group();  // resourceGroup: create accepted, poll succeeded
+  AzureFault f;
+  f.kind = "throttle";
+  f.type = ResourceType::kPublicIp;
+  az_->AddFault(f);
+  EXPECT_EQ(az_->BeginCreate(kFirstParty, ResourceType::kPublicIp, kPip).outcome, Outcome::kThrottled);
+  auto a = az_->BeginCreate(kFirstParty, ResourceType::kPublicIp, kPip);
+  ASSERT_EQ(a.outcome, Outcome::kPending);
+  clock_.Set(a.done_at);
+  EXPECT_EQ(az_->Poll(kFirstParty, a.token).outcome, Outcome::kDone);
+  std::map<std::string, int64_t> got;
+  for (const auto& c : az_->CallCounts()) {
+    got[std::string(ShortName(c.type)) + " " + std::string(c.call) + " " + std::string(c.outcome)] += c.count;
+  }
+  EXPECT_EQ(got, (std::map<std::string, int64_t>{{"publicIP create accepted", 1},
+                                                 {"publicIP create throttled", 1},
+                                                 {"publicIP poll succeeded", 1},
+                                                 {"resourceGroup create accepted", 1},
+                                                 {"resourceGroup poll succeeded", 1}}));
 }
 
 TEST_F(AzureTest, DeletingTheGroupDeletesEverythingInIt) {

@@ -65,6 +65,12 @@ std::optional<http::Response> AzureHandler::Handle(const http::Request& req) con
     m["resources"] = azure_->resource_count();
     m["operations_in_flight"] = azure_->operations_in_flight();
     m["machines"] = engine_->machine_count();
+    json::array calls;
+    for (const auto& c : azure_->CallCounts()) {
+      calls.push_back(json::object{
+          {"service", ShortName(c.type)}, {"call", c.call}, {"outcome", c.outcome}, {"count", c.count}});
+    }
+    m["calls_by_service"] = std::move(calls);
     return Json(StatusCode::ok, m);
   }
   if ((rest == "identities/delete" || rest == "identities/permissions") && method == http::Verb::post) {
