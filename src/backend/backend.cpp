@@ -1079,7 +1079,9 @@ void Backend::RecoverCreate(const OperationRecord& op) {
       PropertyString(res.body, "internalId").empty()) {
     std::vector<store::PatchOp> set = {Set(arm::kPathInternalId, json::value(href))};
     // The frontend records these with the internal ID; a create it could not record gets them here.
-    if (!observed.empty() && FindPointer(res.body, arm::kPathObserved) == nullptr) {
+    const json::value* recorded = FindPointer(res.body, arm::kPathObserved);
+    if (!observed.empty() &&
+        (recorded == nullptr || (recorded->is_object() && recorded->as_object().empty()))) {
       set.push_back(Set(arm::kPathObserved, json::value(std::move(observed))));
     }
     ops.push_back(WriteOp::Patch(

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "api/api.h"
 #include "arm/documents.h"
 #include "backend/fake_cluster_service.h"
 #include "core/time.h"
@@ -656,6 +657,14 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   std::string rid = ClusterId("c1");
   std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
   PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+  // As the frontend stores it: the resource, nothing observed yet.
+  json::object stored =
+      api::ToStorage(api::Resource{api::Kind::kCluster, "eastus", {}, std::nullopt, {}, {}});
+  ASSERT_TRUE(
+      store_
+          ->Patch(store::kResources, sub_, arm::ResourceDocumentId(rid),
+                  {{store::PatchOp::Kind::kSet, "/properties/resource", json::value(std::move(stored))}})
+          .ok());
   // The frontend reached the Cluster Service, then died before recording the internal ID and the
   // values the Cluster Service assigned.
   auto made = cs_.Create(kClusters,
@@ -673,8 +682,12 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   EXPECT_EQ(cs_.ObjectCount(), 1u);  // no duplicate
   // GET shows them (every api-version's document requires them in a cluster's body).
   json::value observed = Resource(rid)->resource.at("observed");
-  EXPECT_EQ(*FindPointer(observed, "/api/url"), "https://api.c1.example.com:6443");
-  EXPECT_EQ(*FindPointer(observed, "/platform/issuerUrl"), "https://oidc.example.com/c1");
+  const json::value* api_url = FindPointer(observed, "/api/url");
+  const json::value* issuer = FindPointer(observed, "/platform/issuerUrl");
+  ASSERT_NE(api_url, nullptr) << ToJson(observed);
+  ASSERT_NE(issuer, nullptr) << ToJson(observed);
+  EXPECT_EQ(*api_url, "https://api.c1.example.com:6443");
+  EXPECT_EQ(*issuer, "https://oidc.example.com/c1");
 }
 
 TEST_F(BackendTest, RecoveryRejectedByTheClusterServiceFails) {
