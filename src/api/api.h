@@ -40,7 +40,6 @@ enum class Kind { kCluster, kNodePool, kExternalAuth };
 // The api-version of the canonical model.
 inline constexpr std::string_view kStableVersion = "2026-10-01";
 
-
 // FieldError codes (ARM CloudError codes).
 inline constexpr std::string_view kInvalidRequestContent =
     "InvalidRequestContent";                                               // shape: type, unknown, missing

@@ -36,7 +36,8 @@ class SchemaSet;
 json::object WireToCanonical(std::string_view api_version, Kind kind, json::object wire);
 
 // Fills what stable requires and `api_version` could not express (kms.visibility,
-// platform.vnetIntegrationSubnetId, an empty version profile). Runs after a replace has taken over the existing values.
+// platform.vnetIntegrationSubnetId, an empty version profile). Runs after a replace has taken over the
+// existing values.
 void ApplyConversionDefaults(std::string_view api_version, Kind kind, json::object& canonical);
 
 // `canonical` may carry observed read-only values. The result holds only what `schemas` describes.

@@ -322,9 +322,10 @@ TEST(VersionRules, KeyManagementModeIsRequiredFrom20260630) {
       EXPECT_FALSE(std::get<Resource>(decoded).properties.contains("etcd")) << v.name;
     } else {
       // Without a mode the customer-managed key is also out of place, as the service reports.
-      EXPECT_EQ(Targets(decoded),
-                (std::vector<std::string>{"InvalidRequestContent properties.etcd.dataEncryption.keyManagementMode",
-                                          "InvalidRequestContent properties.etcd.dataEncryption.customerManaged"}))
+      EXPECT_EQ(
+          Targets(decoded),
+          (std::vector<std::string>{"InvalidRequestContent properties.etcd.dataEncryption.keyManagementMode",
+                                    "InvalidRequestContent properties.etcd.dataEncryption.customerManaged"}))
           << v.name;
     }
   }

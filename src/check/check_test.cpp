@@ -34,7 +34,9 @@ class FixedClusterService final : public clusterservice::Client {
     return it->second;
   }
   Result<json::object> GetStatus(std::string_view) override { return Error::Internal("not used"); }
-  Result<json::object> Update(std::string_view, const json::object&) override { return Error::Internal("not used"); }
+  Result<json::object> Update(std::string_view, const json::object&) override {
+    return Error::Internal("not used");
+  }
   Status Delete(std::string_view) override { return Error::Internal("not used"); }
   Result<json::object> Action(std::string_view, std::string_view, const json::object&) override {
     return Error::Internal("not used");
@@ -83,11 +85,11 @@ class CheckTest : public ::testing::Test {
     if (!arm::IsTerminalState(status)) r.active_operation_id = "op1";
     r.provisioning_state = status;
     if (conditions_changed) {
-      r.service_status["conditions"] = json::array{
-          json::object{{"type", "LoadBalancersReady"},
-                       {"status", "False"},
-                       {"reason", "Deleting"},
-                       {"lastTransitionTime", FormatRfc3339(*conditions_changed)}}};
+      r.service_status["conditions"] =
+          json::array{json::object{{"type", "LoadBalancersReady"},
+                                   {"status", "False"},
+                                   {"reason", "Deleting"},
+                                   {"lastTransitionTime", FormatRfc3339(*conditions_changed)}}};
     }
     const std::string pk = arm::PartitionKey(kSub);
     ASSERT_TRUE(store_->Upsert(store::kResources, pk, "op1", op.ToBody()).ok());
@@ -138,10 +140,11 @@ TEST_F(CheckTest, ManagedResourceGroupOfNoClusterIsALeak) {
   cs.objects[std::string(kHref)] = json::object{{"href", kHref}};
   cs.objects[std::string(kHref) + "/azure_resources"] = json::object{{"managed_resource_group", live}};
   cs.objects["/control/azure/resources"] = json::object{
-      {"items", json::array{AzureResource(live, false), AzureResource(live + "/providers/x/y/lb", false),
-                            AzureResource(gone, false), AzureResource(gone + "/providers/x/y/vm", false),
-                            AzureResource(gone + "/providers/x/y/disk", false),
-                            AzureResource("/subscriptions/" + std::string(kSub) + "/resourceGroups/customer", true)}}};
+      {"items",
+       json::array{AzureResource(live, false), AzureResource(live + "/providers/x/y/lb", false),
+                   AzureResource(gone, false), AzureResource(gone + "/providers/x/y/vm", false),
+                   AzureResource(gone + "/providers/x/y/disk", false),
+                   AzureResource("/subscriptions/" + std::string(kSub) + "/resourceGroups/customer", true)}}};
   PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
   auto v = Run(&cs);
   ASSERT_EQ(v.size(), 1u);

@@ -42,14 +42,11 @@ TEST(Registry, HistogramBucketsAreCumulative) {
   m->Observe(7);
   std::string text = r.Expose();
   EXPECT_NE(text.find("# TYPE test_latency_seconds histogram\n"), std::string::npos);
-  EXPECT_NE(text.find("test_latency_seconds_bucket{route=\"/a\",le=\"0.1\"} 2\n"),
-            std::string::npos)
-      << text;
+  EXPECT_NE(text.find("test_latency_seconds_bucket{route=\"/a\",le=\"0.1\"} 2\n"), std::string::npos) << text;
   EXPECT_NE(text.find("test_latency_seconds_bucket{route=\"/a\",le=\"1\"} 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("test_latency_seconds_bucket{route=\"/a\",le=\"+Inf\"} 4\n"), std::string::npos)
       << text;
-  EXPECT_NE(text.find("test_latency_seconds_sum{route=\"/a\"} 7.65\n"), std::string::npos)
-      << text;
+  EXPECT_NE(text.find("test_latency_seconds_sum{route=\"/a\"} 7.65\n"), std::string::npos) << text;
   EXPECT_NE(text.find("test_latency_seconds_count{route=\"/a\"} 4\n"), std::string::npos) << text;
 }
 
