@@ -182,7 +182,7 @@ def test_postgres_restarted_under_load(ctx):
     # finishes it (after the recovery grace, RECOVERY_SECONDS) the cluster has no API or issuer URL,
     # which the published document requires of every cluster body (README, "What is not done yet"):
     # read it once the grace has passed.
-    time.sleep(max(0.0, load.last_unavailable_put + RECOVERY_SECONDS + 2 - time.monotonic()))
+    time.sleep(max(0.0, load.last_unavailable_put + RECOVERY_SECONDS + 8 - time.monotonic()))
     for name in load.unavailable_puts:
         g = load.arm.call("GET", load.arm.cluster_path(name))
         expect(g.status in (200, 404), f"GET {name} after a 503 on its PUT: {g!r}")
