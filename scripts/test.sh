@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds hcprp and runs every test: the release build's whole suite, then the unit tests of the core,
-# store (SQLite and PostgreSQL engines), api, http, Cluster Service client, simulator, frontend and
-# backend libraries again under AddressSanitizer + UndefinedBehaviorSanitizer.
+# store (SQLite and PostgreSQL engines), api, http, Cluster Service client, pki, check, metrics, admin,
+# simulator, frontend and backend libraries again under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Usage: scripts/test.sh [--quick]   (--quick: the release pass only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,7 @@ ctest --preset release -j"$jobs" --timeout 600 --repeat until-pass:3 --output-on
 if [ "${1:-}" != "--quick" ]; then
   # The sanitizer pass covers the libraries whose tests are known clean under ASan/UBSan.
   asan_tests=(core_test store_test sqlite_store_test postgres_store_test api_test http_test clusterservice_test pki_test check_test
+              metrics_test admin_test
               simulator_test frontend_test backend_test backend_ownership_test)
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j"$jobs" --target "${asan_tests[@]}"
