@@ -270,25 +270,12 @@ class SimulatedCredentialTest : public ::testing::Test {
   std::unique_ptr<Scenario> s_;
 };
 
-// The base64 value of `key` in a kubeconfig, decoded.
+// The base64 value of `key` in a kubeconfig, decoded ("" when absent or not base64).
 std::string KubeconfigData(const std::string& kubeconfig, const std::string& key) {
   auto at = kubeconfig.find(key + ": ");
   if (at == std::string::npos) return "";
   at += key.size() + 2;
-  std::string b64 = kubeconfig.substr(at, kubeconfig.find('\n', at) - at);
-  static const std::string kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  int bits = 0, acc = 0;
-  for (char c : b64) {
-    if (c == '=') break;
-    acc = (acc << 6) | static_cast<int>(kAlphabet.find(c));
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
+  return pki::Base64Decode(kubeconfig.substr(at, kubeconfig.find('\n', at) - at)).value_or("");
 }
 
 TEST_F(SimulatedCredentialTest, CsrToSignedCertificateToRevocation) {

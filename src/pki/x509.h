@@ -69,5 +69,7 @@ Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::s
 
 // Standard base64 (with padding), for kubeconfig *-data fields.
 std::string Base64(std::string_view data);
+// The bytes of standard, padded base64; InvalidArgument for anything else.
+Result<std::string> Base64Decode(std::string_view text);
 
 }  // namespace hcprp::pki
