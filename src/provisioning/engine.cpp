@@ -1,9 +1,11 @@
 #include "provisioning/engine.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "core/time.h"
 #include "core/uuid.h"
+#include "provisioning/crash_point.h"
 #include "provisioning/snapshot.h"
 
 namespace hcprp::provisioning {
@@ -14,6 +16,26 @@ using simulator::Operation;
 
 // Set while the engine itself calls the sink, so that Next() recognises its own moves.
 thread_local bool t_engine_transition = false;
+
+// Crash points of the step this thread runs, reached once the step is committed.
+thread_local std::vector<std::string> t_committed_points;
+
+void AfterCommit(std::string name) {
+  if (CrashPointsArmed()) t_committed_points.push_back(std::move(name));
+}
+
+void ReachCommittedPoints() {
+  if (t_committed_points.empty()) return;
+  std::vector<std::string> points;
+  points.swap(t_committed_points);
+  for (const auto& p : points) CrashPoint(p);
+}
+
+std::string KindOf(std::string_view href) {
+  if (href.find("/node_pools/") != std::string_view::npos) return "nodepool";
+  if (href.find("/external_auth_configs/") != std::string_view::npos) return "externalauth";
+  return "cluster";
+}
 
 enum class SvcState { kPending, kCreating, kReady, kFailed, kDeleting, kDeleted, kDeletionFailed };
 
@@ -152,10 +174,16 @@ struct Engine::Obj {
   std::vector<std::string> machines;  // unit keys
   int64_t next_index = 0;
   int64_t orphaned = 0;
+  // Clusters: machines of its node pools whose cleanup was skipped (invalid credentials); their
+  // resources stay until the managed resource group goes.
+  std::vector<std::string> orphaned_machines;
   bool waits_for_control_plane = false;  // its cluster queues it when the control plane is ready
   std::map<std::string, std::pair<std::string, TimePoint>> cond_since;  // type -> (status/reason, since)
   json::array conditions;
   TimePoint validated_at{};  // when validating ends (not persisted: a restart validates again)
+  // Loaded from the state but not announced by the Cluster Service after a restart: it no longer has
+  // the object, so the engine deletes what is left in Azure and tells it nothing (not persisted).
+  bool unknown = false;
 };
 
 struct Engine::Pending {
@@ -244,6 +272,9 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
   const std::string href(info.href);
   std::lock_guard lock(mu_);
   Obj& o = objs_[href];
+  announced_.insert(href);
+  dirty_objs_.insert(href);
+  o.unknown = false;
   o.href = href;
   o.kind = std::string(info.kind);
   o.cluster = info.kind == simulator::kCluster ? href : ParentOf(href);
@@ -315,6 +346,7 @@ void Engine::MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>
                         const std::string& code, const std::string& message) {
   if (obj.cs_state == state) return;
   obj.cs_state = state;
+  if (obj.unknown) return;
   metrics_.transitions++;
   out.push_back(Pending{obj.href, state, code, message, false, {}, ""});
 }
@@ -331,6 +363,7 @@ void Engine::Apply(std::vector<Pending>& out) {
       sink_->PublishConditions(p.href, p.conds);
       continue;
     }
+    if (CrashPointsArmed()) CrashPoint("transition." + KindOf(p.href) + "." + p.state);
     t_engine_transition = true;
     Status st = sink_->Transition(p.href, p.state, p.code, p.message);
     t_engine_transition = false;
@@ -449,6 +482,8 @@ void Engine::ReconcileUnit(const std::string& key) {
     Svc& s = u.svcs[idx];
     AzureCall r;
     ++calls;
+    AfterCommit(std::string(u.control_plane ? "controlplane." : "machine.") +
+                (u.deleting ? "delete." : "create.") + std::string(ShortName(s.type)));
     if (u.deleting) {
       if (s.fut_type == "delete") {
         r = az.Poll(s.caller, s.fut_token);
@@ -549,8 +584,10 @@ void Engine::ReconcileUnit(const std::string& key) {
               }
             }
             ++orphaned_cp;
+            AfterCommit("orphan.controlplane");
             continue;
           }
+          AfterCommit("orphan.machine");
           u.orphaned = true;
           break;
         }
@@ -578,6 +615,8 @@ void Engine::ReconcileUnit(const std::string& key) {
   auto it = units_.find(key);
   if (it == units_.end()) return;
   it->second.svcs = std::move(u.svcs);
+  dirty_units_.insert(key);
+  dirty_objs_.insert(u.cluster);  // its credentials' validity
   if (u.orphaned && !it->second.orphaned) {
     it->second.orphaned = true;
     metrics_.orphaned_machines++;
@@ -653,7 +692,7 @@ void Engine::ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) {
   // External auths need nothing in Azure.
   if (obj.op == Operation::kDelete) {
     const std::string href = obj.href, cluster = obj.cluster;
-    out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
+    if (!obj.unknown) out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
     out.push_back(Pending{"", "", "", "", false, {}, "o:" + cluster});
     objs_.erase(href);
     return;
@@ -680,7 +719,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
       units_.erase(obj.cp_unit);
     }
     const std::string href = obj.href;
-    out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
+    if (!obj.unknown) out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
     objs_.erase(href);
     return;
   }
@@ -721,7 +760,13 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
       auto it = units_.find(k);
       if (it == units_.end()) return true;
       if (!it->second.deleting || !it->second.Done()) return false;
-      if (it->second.orphaned) obj.orphaned++;
+      if (it->second.orphaned) {
+        obj.orphaned++;
+        if (auto c = objs_.find(obj.cluster); c != objs_.end()) {
+          c->second.orphaned_machines.push_back(it->second.name);
+          dirty_objs_.insert(obj.cluster);
+        }
+      }
       units_.erase(it);
       return true;
     });
@@ -738,7 +783,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
     RollUpLocked(obj, out);
     if (!obj.machines.empty()) return;
     const std::string href = obj.href, cluster = obj.cluster;
-    out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
+    if (!obj.unknown) out.push_back(Pending{href, std::string(simulator::kGone), "", "", false, {}, ""});
     out.push_back(Pending{"", "", "", "", false, {}, "o:" + cluster});
     objs_.erase(href);
     return;
@@ -767,12 +812,14 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
     obj.machines.push_back(k);
     active.push_back(obj.machines.size() - 1);
     EnqueueLocked("u:" + k, now);
+    if (obj.cs_state == "updating") AfterCommit("scale.up");
   }
   while (static_cast<int64_t>(active.size()) > obj.desired) {
     Unit& u = units_.at(obj.machines[active.back()]);
     u.deleting = true;
     EnqueueLocked("u:" + u.key, now);
     active.pop_back();
+    AfterCommit("scale.down");
   }
   RollUpLocked(obj, out);
   bool all_ready = active.size() == obj.machines.size();
@@ -926,10 +973,21 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     lock.unlock();
     ReconcileUnit(key.substr(2));
     lock.lock();
+    (void)CommitLocked();
+    ReachCommittedPoints();
   } else {
     std::vector<Pending> out;
-    auto it = objs_.find(key.substr(2));
-    if (it != objs_.end()) ReconcileObjectLocked(it->second, out);
+    const std::string href = key.substr(2);
+    auto it = objs_.find(href);
+    if (it != objs_.end()) {
+      TouchObjectLocked(href);
+      ReconcileObjectLocked(it->second, out);
+      TouchObjectLocked(href);
+    }
+    // Written before the Cluster Service hears of it: after a crash in between it announces the
+    // object again and the engine, which already has the step, repeats only the transition.
+    (void)CommitLocked();
+    ReachCommittedPoints();
     lock.unlock();
     Apply(out);
     lock.lock();
@@ -959,13 +1017,23 @@ size_t Engine::RunDueForTest(int max_rounds) {
       ++ran;
       if (key.rfind("u:", 0) == 0) {
         ReconcileUnit(key.substr(2));
+        std::lock_guard lock(mu_);
+        (void)CommitLocked();
+        ReachCommittedPoints();
         continue;
       }
       std::vector<Pending> out;
       {
         std::lock_guard lock(mu_);
-        auto it = objs_.find(key.substr(2));
-        if (it != objs_.end()) ReconcileObjectLocked(it->second, out);
+        const std::string href = key.substr(2);
+        auto it = objs_.find(href);
+        if (it != objs_.end()) {
+          TouchObjectLocked(href);
+          ReconcileObjectLocked(it->second, out);
+          TouchObjectLocked(href);
+        }
+        (void)CommitLocked();
+        ReachCommittedPoints();
       }
       Apply(out);
     }
@@ -1037,6 +1105,7 @@ Result<json::object> Engine::ClusterView(const std::string& cluster_href) const 
                                  {"machines", std::move(machines)}});
   }
   out["node_pools"] = std::move(pools);
+  out["orphaned_machines"] = json::value_from(c.orphaned_machines);
   return out;
 }
 
@@ -1057,83 +1126,170 @@ size_t Engine::machine_count() const {
   return n;
 }
 
-Status Engine::Flush() {
-  if (options_.data_dir.empty()) return Status::Ok();
-  json::object root;
-  {
-    std::lock_guard lock(mu_);
-    json::array objs;
-    for (const auto& [h, o] : objs_) {
-      json::object cs;
-      for (const auto& [t, p] : o.cond_since)
-        cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
-      objs.push_back(json::object{{"href", o.href},
-                                  {"kind", o.kind},
-                                  {"cluster", o.cluster},
-                                  {"name", o.name},
-                                  {"op", simulator::OperationName(o.op)},
-                                  {"cs_state", o.cs_state},
-                                  {"failure_state", o.failure_state},
-                                  {"desired", o.desired},
-                                  {"sub", o.sub},
-                                  {"mrg_id", o.mrg_id},
-                                  {"caller", o.caller},
-                                  {"cp_unit", o.cp_unit},
-                                  {"creds_valid", o.creds_valid},
-                                  {"creds_reason", o.creds_reason},
-                                  {"creds_message", o.creds_message},
-                                  {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
-                                  {"machines", json::value_from(o.machines)},
-                                  {"next_index", o.next_index},
-                                  {"orphaned", o.orphaned},
-                                  {"cond_since", std::move(cs)}});
-    }
-    json::array units;
-    for (const auto& [k, u] : units_) {
-      json::array svcs;
-      for (const auto& s : u.svcs) {
-        // An operation awaited within the client timeout is not a stored future: after a restart it is
-        // found again by reading the resource (PUT/DELETE adopt the running operation).
-        svcs.push_back(json::object{{"type", static_cast<int>(s.type)},
-                                    {"id", s.id},
-                                    {"caller", s.caller},
-                                    {"state", SvcStateName(s.state)},
-                                    {"fut_type", s.fut_stored ? s.fut_type : ""},
-                                    {"fut_token", s.fut_stored ? s.fut_token : ""},
-                                    {"attempts", s.attempts},
-                                    {"err_status", s.err_status},
-                                    {"err_code", s.err_code},
-                                    {"err_message", s.err_message},
-                                    {"orphaned", s.orphaned},
-                                    {"since_ms", Ms(s.since)}});
-      }
-      units.push_back(json::object{{"key", u.key},
-                                   {"owner", u.owner},
-                                   {"cluster", u.cluster},
-                                   {"name", u.name},
-                                   {"index", u.index},
-                                   {"control_plane", u.control_plane},
-                                   {"deleting", u.deleting},
-                                   {"orphaned", u.orphaned},
-                                   {"svcs", std::move(svcs)}});
-    }
-    root = json::object{
-        {"objects", std::move(objs)}, {"units", std::move(units)}, {"metrics", metrics_.ToJson()}};
+namespace {
+
+constexpr std::string_view kObjectSpace = "engine.object";
+constexpr std::string_view kUnitSpace = "engine.unit";
+
+}  // namespace
+
+json::object Engine::ObjDocLocked(const Obj& o) const {
+  json::object cs;
+  for (const auto& [t, p] : o.cond_since)
+    cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
+  return json::object{{"href", o.href},
+                      {"kind", o.kind},
+                      {"cluster", o.cluster},
+                      {"name", o.name},
+                      {"op", simulator::OperationName(o.op)},
+                      {"cs_state", o.cs_state},
+                      {"failure_state", o.failure_state},
+                      {"desired", o.desired},
+                      {"sub", o.sub},
+                      {"mrg_id", o.mrg_id},
+                      {"caller", o.caller},
+                      {"cp_unit", o.cp_unit},
+                      {"creds_valid", o.creds_valid},
+                      {"creds_reason", o.creds_reason},
+                      {"creds_message", o.creds_message},
+                      {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
+                      {"machines", json::value_from(o.machines)},
+                      {"next_index", o.next_index},
+                      {"orphaned", o.orphaned},
+                      {"orphaned_machines", json::value_from(o.orphaned_machines)},
+                      {"cond_since", std::move(cs)}};
+}
+
+json::object Engine::UnitDocLocked(const Unit& u) const {
+  json::array svcs;
+  for (const auto& s : u.svcs) {
+    // An operation awaited within the client timeout is not a stored future: after a restart it is
+    // found again by reading the resource (PUT/DELETE adopt the running operation).
+    svcs.push_back(json::object{{"type", static_cast<int>(s.type)},
+                                {"id", s.id},
+                                {"caller", s.caller},
+                                {"state", SvcStateName(s.state)},
+                                {"fut_type", s.fut_stored ? s.fut_type : ""},
+                                {"fut_token", s.fut_stored ? s.fut_token : ""},
+                                {"attempts", s.attempts},
+                                {"err_status", s.err_status},
+                                {"err_code", s.err_code},
+                                {"err_message", s.err_message},
+                                {"orphaned", s.orphaned},
+                                {"since_ms", Ms(s.since)}});
   }
-  HCPRP_RETURN_IF_ERROR(WriteFileAtomically(options_.data_dir + "/engine.json", ToJson(root)));
-  return options_.azure->Flush();
+  return json::object{{"key", u.key},           {"owner", u.owner},       {"cluster", u.cluster},
+                      {"name", u.name},         {"index", u.index},       {"control_plane", u.control_plane},
+                      {"deleting", u.deleting}, {"orphaned", u.orphaned}, {"svcs", std::move(svcs)}};
+}
+
+void Engine::TouchObjectLocked(const std::string& href) {
+  dirty_objs_.insert(href);
+  auto it = objs_.find(href);
+  if (it == objs_.end()) return;
+  const Obj& o = it->second;
+  if (!o.cluster.empty()) dirty_objs_.insert(o.cluster);
+  if (!o.cp_unit.empty()) dirty_units_.insert(o.cp_unit);
+  for (const auto& k : o.machines) dirty_units_.insert(k);
+}
+
+Status Engine::CommitLocked() {
+  if (!options_.state) {
+    dirty_objs_.clear();
+    dirty_units_.clear();
+    return Status::Ok();
+  }
+  simulator::StateBatch batch;
+  for (const auto& href : dirty_objs_) {
+    auto it = objs_.find(href);
+    if (it == objs_.end()) {
+      batch.Delete(std::string(kObjectSpace), href);
+    } else {
+      batch.Put(std::string(kObjectSpace), href, ToJson(ObjDocLocked(it->second)));
+    }
+  }
+  for (const auto& key : dirty_units_) {
+    auto it = units_.find(key);
+    if (it == units_.end()) {
+      batch.Delete(std::string(kUnitSpace), key);
+    } else {
+      batch.Put(std::string(kUnitSpace), key, ToJson(UnitDocLocked(it->second)));
+    }
+  }
+  options_.azure->TakeChanges(batch);
+  Status st = options_.state->Commit(batch);
+  if (!st.ok()) {
+    // Kept dirty: the next commit writes them again.
+    if (options_.logger)
+      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
+    return st;
+  }
+  dirty_objs_.clear();
+  dirty_units_.clear();
+  return Status::Ok();
+}
+
+Status Engine::Flush() {
+  std::lock_guard lock(mu_);
+  return CommitLocked();
+}
+
+size_t Engine::DeleteUnannounced() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  const TimePoint now = options_.clock->Now();
+  for (auto& [href, o] : objs_) {
+    if (announced_.count(href)) continue;
+    o.unknown = true;
+    o.op = Operation::kDelete;
+    dirty_objs_.insert(href);
+    EnqueueLocked("o:" + href, now);
+    ++n;
+    if (options_.logger) {
+      options_.logger->Warn("deleting what is left in Azure of an object the Cluster Service no longer has",
+                            {{"href", href}});
+    }
+  }
+  return n;
 }
 
 Status Engine::Load() {
-  if (options_.data_dir.empty()) return Status::Ok();
-  auto text = ReadFileIfExists(options_.data_dir + "/engine.json");
-  if (!text.ok()) return text.error();
-  if (!text->has_value()) return Status::Ok();
-  auto parsed = ParseJson(**text, 16);
-  if (!parsed.ok() || !parsed->is_object()) return Error::Corruption("engine.json is not a JSON object");
-  const json::object& root = parsed->as_object();
-  const TimePoint now = options_.clock->Now();
+  if (!options_.state) return Status::Ok();
+  auto objs = options_.state->Load(kObjectSpace);
+  if (!objs.ok()) return objs.error();
+  auto units = options_.state->Load(kUnitSpace);
+  if (!units.ok()) return units.error();
   std::lock_guard lock(mu_);
+  if (objs->empty() && units->empty()) {
+    // Written by an older version as a periodic snapshot: imported once, then only the database.
+    const std::string legacy = options_.state->dir() + "/engine.json";
+    auto text = ReadFileIfExists(legacy);
+    if (!text.ok()) return text.error();
+    if (!text->has_value()) return Status::Ok();
+    auto parsed = ParseJson(**text, 16);
+    if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
+    HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
+    for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
+    for (const auto& [k, u] : units_) dirty_units_.insert(k);
+    HCPRP_RETURN_IF_ERROR(CommitLocked());
+    std::error_code ec;
+    std::filesystem::remove(legacy, ec);
+    return Status::Ok();
+  }
+  json::array o_docs, u_docs;
+  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+    for (const auto& [key, text] : *list) {
+      auto v = ParseJson(text, 16);
+      if (!v.ok() || !v->is_object())
+        return Error::Corruption("engine document " + key + " is not a JSON object");
+      out->push_back(std::move(*v));
+    }
+  }
+  return LoadDocs(json::object{{"objects", std::move(o_docs)}, {"units", std::move(u_docs)}});
+}
+
+Status Engine::LoadDocs(const json::object& root) {
+  const TimePoint now = options_.clock->Now();
   auto str = [](const json::object& o, std::string_view k) {
     return std::string(GetString(o, k).value_or(""));
   };
@@ -1165,6 +1321,11 @@ Status Engine::Load() {
       }
       o.next_index = GetInt(j, "next_index").value_or(0);
       o.orphaned = GetInt(j, "orphaned").value_or(0);
+      if (const json::array* m = GetArray(j, "orphaned_machines")) {
+        for (const auto& k : *m) {
+          if (k.is_string()) o.orphaned_machines.emplace_back(k.as_string());
+        }
+      }
       if (const json::object* cs = GetObject(j, "cond_since")) {
         for (const auto& [t, p] : *cs) {
           if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
@@ -1214,6 +1375,17 @@ Status Engine::Load() {
       }
       EnqueueLocked("u:" + u.key, now);
       units_[u.key] = std::move(u);
+    }
+  }
+  // A reference to a unit that is not there would fail in a worker; it fails the start instead.
+  for (const auto& [href, o] : objs_) {
+    if (!o.cp_unit.empty() && !units_.count(o.cp_unit))
+      return Error::Corruption("provisioning state: " + href + " names control plane " + o.cp_unit +
+                               ", which does not exist");
+    for (const auto& k : o.machines) {
+      if (!units_.count(k))
+        return Error::Corruption("provisioning state: " + href + " names machine " + k +
+                                 ", which does not exist");
     }
   }
   return Status::Ok();

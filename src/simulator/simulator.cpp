@@ -7,6 +7,7 @@
 #include "http/server.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
+#include "simulator/state_db.h"
 #include "simulator/state_store.h"
 
 namespace hcprp::simulator {
@@ -29,15 +30,13 @@ class ServiceHost final : public EngineHost {
   Service* service_ = nullptr;
 };
 
-constexpr std::string_view kFlushTask = "#simulator/flush-engine";
-
 }  // namespace
 
 // Destroyed in reverse order: the service goes before the engine it calls, the engine before the host.
 struct Simulator::Parts {
   SystemClock system_clock;
   const Clock* clock = nullptr;
-  Duration flush_interval{};
+  std::unique_ptr<StateDb> state;  // the engine's and the service's, so destroyed last
   std::unique_ptr<TimedProvisioner> timed;
   ServiceHost host;
   std::unique_ptr<PluggedProvisioner> engine;
@@ -80,8 +79,13 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   p.logger = options.logger;
   p.timed = std::make_unique<TimedProvisioner>(Timing{options.profile, options.time_scale}, options.seed);
   p.provisioner = options.provisioner ? options.provisioner : p.timed.get();
+  if (!options.data_dir.empty()) {
+    auto state = StateDb::Open(options.data_dir);
+    if (!state.ok()) return state.error();
+    p.state = std::move(*state);
+  }
   if (!options.provisioner && options.provisioner_factory) {
-    ProvisionerContext ctx{p.clock,         options.logger,     options.data_dir,
+    ProvisionerContext ctx{p.clock,         options.logger,     p.state.get(),
                            options.profile, options.time_scale, options.seed};
     auto engine = options.provisioner_factory(ctx);
     if (!engine.ok()) return engine.error();
@@ -94,13 +98,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     if (!versions.ok()) return versions.error();
     p.versions = std::move(*versions);
   }
-  if (options.data_dir.empty()) {
-    p.store = NewMemoryStateStore();
-  } else {
-    auto store = OpenSqliteStateStore(options.data_dir);
-    if (!store.ok()) return store.error();
-    p.store = std::move(*store);
-  }
+  p.store = p.state ? NewStateStore(p.state.get()) : NewMemoryStateStore();
   p.scheduler = std::make_unique<Scheduler>(p.clock);
   ServiceOptions so;
   so.clock = p.clock;
@@ -119,8 +117,6 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   if (p.engine) {
     p.host.set_service(p.service.get());
     p.engine->Start(&p.host);
-    p.flush_interval = options.flush_interval;
-    if (p.flush_interval > Duration::zero()) sim->ScheduleFlush();
   }
   if (options.serve_http) {
     http::ServerOptions ho;
@@ -169,15 +165,6 @@ http::Response Simulator::Handle(http::Request&& request) {
   return parts_->service->Handle(std::move(request));
 }
 
-void Simulator::ScheduleFlush() {
-  Parts* p = parts_.get();
-  p->scheduler->Schedule(std::string(kFlushTask), p->clock->Now() + p->flush_interval, [this, p] {
-    Status st = p->engine->Flush();
-    if (!st.ok() && p->logger) p->logger->Warn("cannot flush the engine", {{"error", st.error().ToString()}});
-    ScheduleFlush();
-  });
-}
-
 void Simulator::Stop() {
   if (!parts_) return;
   std::lock_guard lock(parts_->stop_mu);
@@ -185,7 +172,7 @@ void Simulator::Stop() {
   parts_->stopped = true;
   if (parts_->service) parts_->service->Shutdown();
   if (parts_->server) parts_->server->Stop(std::chrono::seconds(5));
-  // The engine's workers call into the service: stop them (and flush) while the service is still whole.
+  // The engine's workers call into the service: stop them while the service is still whole.
   if (parts_->engine) parts_->engine->Stop();
   if (parts_->scheduler) parts_->scheduler->Stop();
 }
