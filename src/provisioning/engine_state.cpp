@@ -1,0 +1,275 @@
+// Persistence: objects and units as documents of the simulator's database, committed with the simulated
+// Azure's changes of the same step; loading (and importing a legacy engine.json once).
+#include <filesystem>
+
+#include "provisioning/engine_internal.h"
+#include "provisioning/snapshot.h"
+
+namespace hcprp::provisioning {
+
+namespace {
+
+constexpr std::string_view kObjectSpace = "engine.object";
+constexpr std::string_view kUnitSpace = "engine.unit";
+
+}  // namespace
+
+json::object Engine::ObjDocLocked(const Obj& o) const {
+  json::object cs;
+  for (const auto& [t, p] : o.cond_since)
+    cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
+  return json::object{{"href", o.href},
+                      {"kind", o.kind},
+                      {"cluster", o.cluster},
+                      {"name", o.name},
+                      {"op", simulator::OperationName(o.op)},
+                      {"cs_state", o.cs_state},
+                      {"failure_state", o.failure_state},
+                      {"desired", o.desired},
+                      {"sub", o.sub},
+                      {"mrg_id", o.mrg_id},
+                      {"caller", o.caller},
+                      {"cp_unit", o.cp_unit},
+                      {"creds_valid", o.creds_valid},
+                      {"creds_reason", o.creds_reason},
+                      {"creds_message", o.creds_message},
+                      {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
+                      {"machines", json::value_from(o.machines)},
+                      {"next_index", o.next_index},
+                      {"orphaned", o.orphaned},
+                      {"orphaned_machines", json::value_from(o.orphaned_machines)},
+                      {"cond_since", std::move(cs)}};
+}
+
+json::object Engine::UnitDocLocked(const Unit& u) const {
+  json::array svcs;
+  for (const auto& s : u.svcs) {
+    // An operation awaited within the client timeout is not a stored future: after a restart it is
+    // found again by reading the resource (PUT/DELETE adopt the running operation).
+    svcs.push_back(json::object{{"type", static_cast<int>(s.type)},
+                                {"id", s.id},
+                                {"caller", s.caller},
+                                {"state", SvcStateName(s.state)},
+                                {"fut_type", s.fut_stored ? s.fut_type : ""},
+                                {"fut_token", s.fut_stored ? s.fut_token : ""},
+                                {"attempts", s.attempts},
+                                {"err_status", s.err_status},
+                                {"err_code", s.err_code},
+                                {"err_message", s.err_message},
+                                {"orphaned", s.orphaned},
+                                {"since_ms", Ms(s.since)}});
+  }
+  return json::object{{"key", u.key},           {"owner", u.owner},       {"cluster", u.cluster},
+                      {"name", u.name},         {"index", u.index},       {"control_plane", u.control_plane},
+                      {"deleting", u.deleting}, {"orphaned", u.orphaned}, {"svcs", std::move(svcs)}};
+}
+
+void Engine::TouchObjectLocked(const std::string& href) {
+  dirty_objs_.insert(href);
+  auto it = objs_.find(href);
+  if (it == objs_.end()) return;
+  const Obj& o = it->second;
+  if (!o.cluster.empty()) dirty_objs_.insert(o.cluster);
+  if (!o.cp_unit.empty()) dirty_units_.insert(o.cp_unit);
+  for (const auto& k : o.machines) dirty_units_.insert(k);
+}
+
+Status Engine::CommitLocked() {
+  if (!options_.state) {
+    dirty_objs_.clear();
+    dirty_units_.clear();
+    return Status::Ok();
+  }
+  simulator::StateBatch batch;
+  for (const auto& href : dirty_objs_) {
+    auto it = objs_.find(href);
+    if (it == objs_.end()) {
+      batch.Delete(std::string(kObjectSpace), href);
+    } else {
+      batch.Put(std::string(kObjectSpace), href, ToJson(ObjDocLocked(it->second)));
+    }
+  }
+  for (const auto& key : dirty_units_) {
+    auto it = units_.find(key);
+    if (it == units_.end()) {
+      batch.Delete(std::string(kUnitSpace), key);
+    } else {
+      batch.Put(std::string(kUnitSpace), key, ToJson(UnitDocLocked(it->second)));
+    }
+  }
+  options_.azure->TakeChanges(batch);
+  Status st = options_.state->Commit(batch);
+  if (!st.ok()) {
+    // Kept dirty: the next commit writes them again.
+    if (options_.logger)
+      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
+    return st;
+  }
+  dirty_objs_.clear();
+  dirty_units_.clear();
+  return Status::Ok();
+}
+
+Status Engine::Flush() {
+  std::lock_guard lock(mu_);
+  return CommitLocked();
+}
+
+size_t Engine::DeleteUnannounced() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  const TimePoint now = options_.clock->Now();
+  for (auto& [href, o] : objs_) {
+    if (announced_.count(href)) continue;
+    o.unknown = true;
+    o.op = Operation::kDelete;
+    dirty_objs_.insert(href);
+    EnqueueLocked("o:" + href, now);
+    ++n;
+    if (options_.logger) {
+      options_.logger->Warn("deleting what is left in Azure of an object the Cluster Service no longer has",
+                            {{"href", href}});
+    }
+  }
+  return n;
+}
+
+Status Engine::Load() {
+  if (!options_.state) return Status::Ok();
+  auto objs = options_.state->Load(kObjectSpace);
+  if (!objs.ok()) return objs.error();
+  auto units = options_.state->Load(kUnitSpace);
+  if (!units.ok()) return units.error();
+  std::lock_guard lock(mu_);
+  if (objs->empty() && units->empty()) {
+    // Written by an older version as a periodic snapshot: imported once, then only the database.
+    const std::string legacy = options_.state->dir() + "/engine.json";
+    auto text = ReadFileIfExists(legacy);
+    if (!text.ok()) return text.error();
+    if (!text->has_value()) return Status::Ok();
+    auto parsed = ParseJson(**text, 16);
+    if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
+    HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
+    for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
+    for (const auto& [k, u] : units_) dirty_units_.insert(k);
+    HCPRP_RETURN_IF_ERROR(CommitLocked());
+    std::error_code ec;
+    std::filesystem::remove(legacy, ec);
+    return Status::Ok();
+  }
+  json::array o_docs, u_docs;
+  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+    for (const auto& [key, text] : *list) {
+      auto v = ParseJson(text, 16);
+      if (!v.ok() || !v->is_object())
+        return Error::Corruption("engine document " + key + " is not a JSON object");
+      out->push_back(std::move(*v));
+    }
+  }
+  return LoadDocs(json::object{{"objects", std::move(o_docs)}, {"units", std::move(u_docs)}});
+}
+
+Status Engine::LoadDocs(const json::object& root) {
+  const TimePoint now = options_.clock->Now();
+  auto str = [](const json::object& o, std::string_view k) {
+    return std::string(GetString(o, k).value_or(""));
+  };
+  if (const json::array* objs = GetArray(root, "objects")) {
+    for (const auto& v : *objs) {
+      if (!v.is_object()) continue;
+      const json::object& j = v.as_object();
+      Obj o;
+      o.href = str(j, "href");
+      o.kind = str(j, "kind");
+      o.cluster = str(j, "cluster");
+      o.name = str(j, "name");
+      o.op = simulator::ParseOperation(str(j, "op")).value_or(Operation::kCreate);
+      o.cs_state = str(j, "cs_state");
+      o.failure_state = str(j, "failure_state");
+      o.desired = GetInt(j, "desired").value_or(0);
+      o.sub = str(j, "sub");
+      o.mrg_id = str(j, "mrg_id");
+      o.caller = str(j, "caller");
+      o.cp_unit = str(j, "cp_unit");
+      o.creds_valid = GetBool(j, "creds_valid").value_or(true);
+      o.creds_reason = str(j, "creds_reason");
+      o.creds_message = str(j, "creds_message");
+      o.creds_invalid_since = FromMs(GetInt(j, "creds_invalid_since_ms").value_or(0));
+      if (const json::array* m = GetArray(j, "machines")) {
+        for (const auto& k : *m) {
+          if (k.is_string()) o.machines.emplace_back(k.as_string());
+        }
+      }
+      o.next_index = GetInt(j, "next_index").value_or(0);
+      o.orphaned = GetInt(j, "orphaned").value_or(0);
+      if (const json::array* m = GetArray(j, "orphaned_machines")) {
+        for (const auto& k : *m) {
+          if (k.is_string()) o.orphaned_machines.emplace_back(k.as_string());
+        }
+      }
+      if (const json::object* cs = GetObject(j, "cond_since")) {
+        for (const auto& [t, p] : *cs) {
+          if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
+              p.as_array()[1].is_int64()) {
+            o.cond_since[std::string(t)] = {std::string(p.as_array()[0].as_string()),
+                                            FromMs(p.as_array()[1].as_int64())};
+          }
+        }
+      }
+      EnqueueLocked("o:" + o.href, now);
+      objs_[o.href] = std::move(o);
+    }
+  }
+  if (const json::array* units = GetArray(root, "units")) {
+    for (const auto& v : *units) {
+      if (!v.is_object()) continue;
+      const json::object& j = v.as_object();
+      Unit u;
+      u.key = str(j, "key");
+      u.owner = str(j, "owner");
+      u.cluster = str(j, "cluster");
+      u.name = str(j, "name");
+      u.index = GetInt(j, "index").value_or(0);
+      u.control_plane = GetBool(j, "control_plane").value_or(false);
+      u.deleting = GetBool(j, "deleting").value_or(false);
+      u.orphaned = GetBool(j, "orphaned").value_or(false);
+      if (const json::array* svcs = GetArray(j, "svcs")) {
+        for (const auto& sv : *svcs) {
+          if (!sv.is_object()) continue;
+          const json::object& s = sv.as_object();
+          Svc x;
+          x.type = static_cast<ResourceType>(GetInt(s, "type").value_or(0));
+          x.id = str(s, "id");
+          x.caller = str(s, "caller");
+          x.state = ParseSvcState(str(s, "state"));
+          x.fut_type = str(s, "fut_type");
+          x.fut_token = str(s, "fut_token");
+          x.fut_stored = !x.fut_type.empty();
+          x.attempts = static_cast<int>(GetInt(s, "attempts").value_or(0));
+          x.err_status = static_cast<int>(GetInt(s, "err_status").value_or(0));
+          x.err_code = str(s, "err_code");
+          x.err_message = str(s, "err_message");
+          x.orphaned = GetBool(s, "orphaned").value_or(false);
+          x.since = FromMs(GetInt(s, "since_ms").value_or(0));
+          u.svcs.push_back(std::move(x));
+        }
+      }
+      EnqueueLocked("u:" + u.key, now);
+      units_[u.key] = std::move(u);
+    }
+  }
+  // A reference to a unit that is not there would fail in a worker; it fails the start instead.
+  for (const auto& [href, o] : objs_) {
+    if (!o.cp_unit.empty() && !units_.count(o.cp_unit))
+      return Error::Corruption("provisioning state: " + href + " names control plane " + o.cp_unit +
+                               ", which does not exist");
+    for (const auto& k : o.machines) {
+      if (!units_.count(k))
+        return Error::Corruption("provisioning state: " + href + " names machine " + k +
+                                 ", which does not exist");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hcprp::provisioning
