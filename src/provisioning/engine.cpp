@@ -36,6 +36,10 @@ json::object EngineMetrics::ToJson() const {
                       {"transitions", transitions}};
 }
 
+Engine::Engine(const EngineOptions& options) : options_(options) {}
+
+Engine::~Engine() { Stop(); }
+
 Duration Engine::Scaled(Duration d) const {
   return std::chrono::duration_cast<Duration>(std::chrono::duration<double, Duration::period>(d.count()) *
                                               options_.time_scale);

@@ -164,8 +164,12 @@ class Engine final : public simulator::Provisioner {
   Status LoadDocs(const json::object& root);  // REQUIRES mu_
   json::object ObjDocLocked(const Obj& o) const;
   json::object UnitDocLocked(const Unit& u) const;
-  // Commits the dirty objects and units with the simulated Azure's changes in one transaction.
+  // Commits the dirty objects and units with the simulated Azure's changes in one transaction, then
+  // reaches the crash points of the steps it committed.
   Status CommitLocked();
+  // The end of a step: commits now when `must_commit` (its transitions follow) or when the group is
+  // due, else leaves it to a later commit.
+  void EndStepLocked(bool must_commit);
   // Marks everything an object's reconcile may change (itself, its units, its cluster).
   void TouchObjectLocked(const std::string& href);
 
@@ -211,7 +215,9 @@ class Engine final : public simulator::Provisioner {
   TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
   EngineMetrics metrics_;
   std::set<std::string> dirty_objs_, dirty_units_;  // changed since the last commit
-  std::unordered_set<std::string> announced_;       // hrefs Next() was called with
+  std::chrono::steady_clock::time_point last_commit_{};
+  std::vector<std::string> committed_points_;  // crash points of the steps not committed yet
+  std::unordered_set<std::string> announced_;  // hrefs Next() was called with
   bool stopping_ = false;
   std::vector<std::thread> workers_;
   std::thread dispatcher_;

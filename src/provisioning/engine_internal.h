@@ -75,9 +75,15 @@ constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       Reso
                                              ResourceType::kDisk,           ResourceType::kVirtualMachine,
                                              ResourceType::kRoleAssignment, ResourceType::kVmExtension};
 
-// Crash points reached once the step this thread runs is committed (see crash_point.h).
+// Crash points reached once the step this thread runs is committed (see crash_point.h): AfterCommit
+// during the step, TakeStepPoints when it ends.
 void AfterCommit(std::string name);
-void ReachCommittedPoints();
+std::vector<std::string> TakeStepPoints();
+
+// Unit steps are committed in groups: when this many objects and units are dirty, or this long after
+// the last commit, or with the next step that moves an object in the Cluster Service.
+constexpr size_t kGroupCommitSize = 256;
+constexpr auto kGroupCommitInterval = std::chrono::milliseconds(5);
 
 struct Engine::Svc {
   ResourceType type = ResourceType::kPublicIp;
@@ -158,9 +164,5 @@ struct Engine::Pending {
   json::array conds;
   std::string enqueue;  // a key to queue once the transitions before it are applied
 };
-
-Engine::Engine(const EngineOptions& options) : options_(options) {}
-
-Engine::~Engine() { Stop(); }
 
 }  // namespace hcprp::provisioning

@@ -1,5 +1,7 @@
 // The work queue: timers, the dispatcher that moves due work to the ready queue, the workers that run
 // it (each step committed before its transitions are applied), and the test driver.
+#include <algorithm>
+
 #include "provisioning/crash_point.h"
 #include "provisioning/engine_internal.h"
 
@@ -16,11 +18,19 @@ void AfterCommit(std::string name) {
   if (CrashPointsArmed()) t_committed_points.push_back(std::move(name));
 }
 
-void ReachCommittedPoints() {
-  if (t_committed_points.empty()) return;
+std::vector<std::string> TakeStepPoints() {
   std::vector<std::string> points;
   points.swap(t_committed_points);
-  for (const auto& p : points) CrashPoint(p);
+  return points;
+}
+
+void Engine::EndStepLocked(bool must_commit) {
+  for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
+  if (!must_commit && dirty_units_.size() + dirty_objs_.size() < kGroupCommitSize &&
+      std::chrono::steady_clock::now() - last_commit_ < kGroupCommitInterval) {
+    return;
+  }
+  (void)CommitLocked();
 }
 
 void Engine::Start() {
@@ -95,7 +105,13 @@ void Engine::DispatchLoop() {
     TimePoint wake = now + std::chrono::milliseconds(50);
     if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
     dispatcher_wakes_ = wake;
-    timer_cv_.wait_for(lock, wake - now);
+    Duration sleep = wake - now;
+    // Unit steps not committed yet are committed within kGroupCommitInterval.
+    if (!dirty_units_.empty() || !dirty_objs_.empty()) {
+      if (std::chrono::steady_clock::now() - last_commit_ >= kGroupCommitInterval) (void)CommitLocked();
+      sleep = std::min<Duration>(sleep, kGroupCommitInterval);
+    }
+    timer_cv_.wait_for(lock, sleep);
   }
 }
 
@@ -123,8 +139,8 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     lock.unlock();
     ReconcileUnit(key.substr(2));
     lock.lock();
-    (void)CommitLocked();
-    ReachCommittedPoints();
+    // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
+    EndStepLocked(false);
   } else {
     std::vector<Pending> out;
     const std::string href = key.substr(2);
@@ -134,10 +150,10 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
       ReconcileObjectLocked(it->second, out);
       TouchObjectLocked(href);
     }
-    // Written before the Cluster Service hears of it: after a crash in between it announces the
-    // object again and the engine, which already has the step, repeats only the transition.
-    (void)CommitLocked();
-    ReachCommittedPoints();
+    // Written before the Cluster Service hears of a transition: after a crash in between it announces
+    // the object again and the engine, which already has the step, repeats only the transition.
+    EndStepLocked(std::any_of(out.begin(), out.end(),
+                              [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
     lock.unlock();
     Apply(out);
     lock.lock();
@@ -168,8 +184,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
       if (key.rfind("u:", 0) == 0) {
         ReconcileUnit(key.substr(2));
         std::lock_guard lock(mu_);
-        (void)CommitLocked();
-        ReachCommittedPoints();
+        EndStepLocked(true);
         continue;
       }
       std::vector<Pending> out;
@@ -182,8 +197,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
           ReconcileObjectLocked(it->second, out);
           TouchObjectLocked(href);
         }
-        (void)CommitLocked();
-        ReachCommittedPoints();
+        EndStepLocked(true);
       }
       Apply(out);
     }

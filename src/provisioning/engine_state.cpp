@@ -2,6 +2,7 @@
 // Azure's changes of the same step; loading (and importing a legacy engine.json once).
 #include <filesystem>
 
+#include "provisioning/crash_point.h"
 #include "provisioning/engine_internal.h"
 #include "provisioning/snapshot.h"
 
@@ -107,6 +108,10 @@ Status Engine::CommitLocked() {
   }
   dirty_objs_.clear();
   dirty_units_.clear();
+  last_commit_ = std::chrono::steady_clock::now();
+  std::vector<std::string> points;
+  points.swap(committed_points_);
+  for (const auto& p : points) CrashPoint(p);
   return Status::Ok();
 }
 

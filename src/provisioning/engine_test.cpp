@@ -500,5 +500,54 @@ TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {
   EXPECT_EQ(engine_->metrics().throttled, 2);
 }
 
+// What a step changes in the engine and the simulated Azure is in the database once the step is done,
+// without any flush: a crash right after it loses nothing.
+TEST_F(EngineTest, EveryStepIsCommittedWithItsAzureChanges) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  const uint64_t commits = state_->commits();
+  EXPECT_GT(commits, 0u);
+  auto units = state_->Load("engine.unit");
+  ASSERT_TRUE(units.ok());
+  ASSERT_EQ(units->size(), 1u);  // the control plane
+  EXPECT_NE(units->front().second.find("\"state\":\"Ready\""), std::string::npos) << units->front().second;
+  auto resources = state_->Load("azure.resource");
+  ASSERT_TRUE(resources.ok());
+  size_t succeeded = 0;
+  for (const auto& [k, doc] : *resources)
+    succeeded += doc.find("\"state\":\"Succeeded\"") != std::string::npos;
+  EXPECT_GE(succeeded, 4u);  // the group, the IP, the load balancer, the role assignment (and customer's)
+  std::filesystem::remove_all(dir);
+}
+
+// A stored object that names a unit the state does not hold fails the start, naming both.
+TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  auto db = simulator::StateDb::Open(dir);
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  simulator::StateBatch batch;
+  batch.Put(
+      "engine.object", "/c/1",
+      R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","op":"create","cp_unit":"/c/1#controlplane"})");
+  ASSERT_TRUE((*db)->Commit(batch).ok());
+  FakeClock clock;
+  AzureOptions ao;
+  ao.clock = &clock;
+  ao.state = db->get();
+  auto az = SimulatedAzure::Open(ao);
+  ASSERT_TRUE(az.ok());
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.azure = az->get();
+  eo.state = db->get();
+  auto e = Engine::Open(eo);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("/c/1#controlplane"), std::string::npos) << e.error().ToString();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hcprp::provisioning
