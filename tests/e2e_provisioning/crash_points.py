@@ -58,7 +58,10 @@ class Serve:
             env["HCPRP_CRASH_AT"] = point
         self.proc = self.ctx.spawn("serve", [e2e.ARGS.hcprp, "serve", "--data-dir", self.data, "--listen",
                                              "127.0.0.1:0", "--retry-after", "1", "--profile", "demo",
-                                             "--time-scale", SCALE, "--provisioner", "engine"], env=env)
+                                             "--time-scale", SCALE, "--provisioner", "engine",
+                                             # After a restart the RP sees some Cluster Service changes
+                                             # only at its next resync (default 45 s): keep each case short.
+                                             "--resync-seconds", "3"], env=env)
         self.endpoint = self.proc.wait_line(url_after("ARM endpoint:"))
         self.cs = CsClient(self.proc.wait_line(url_after("Cluster Service:")))
         self.ctx.db = os.path.join(self.data, "hcprp.db")

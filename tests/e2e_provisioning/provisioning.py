@@ -232,8 +232,8 @@ def test_identity_without_permissions_does_not_block_deletion(ctx):
 
 
 def test_deletion_resumes_after_kill(ctx):
-    """kill -9 in the middle of a deletion whose identities are gone: the engine resumes from its flushed
-    snapshot and futures, and the deletion still ends with nothing left."""
+    """kill -9 in the middle of a deletion whose identities are gone: the engine resumes from its committed
+    state and futures, and the deletion still ends with nothing left."""
     endpoint, cs = serve(ctx)
     href = create_cluster_and_pool(ctx, endpoint, cs, "crash")
     for rid in identities_of(cs, "crash"):
