@@ -165,7 +165,6 @@ void SimulatedAzure::SettleLocked(TimePoint now) {
     if (oit == operations_.end() || oit->second.settled) continue;
     Operation& op = oit->second;
     op.settled = true;
-    TouchOpLocked(token);
     TouchLocked(op.key);
     auto rit = resources_.find(op.key);
     if (rit == resources_.end() || rit->second.active_op != token) continue;  // superseded
@@ -289,7 +288,6 @@ AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::s
   if (CrashPointsArmed())
     CrashPoint(std::string("azure.") + (is_delete ? "delete." : "create.") + std::string(ShortName(type)));
   TouchLocked(key);
-  TouchOpLocked(op.token);
   dirty_meta_ = true;
   AzureCall c = PendingLocked(op, now);
   operations_.emplace(op.token, std::move(op));
@@ -408,7 +406,6 @@ AzureCall SimulatedAzure::PollUncounted(std::string_view caller, const std::stri
   }
   // A terminal answer is read once; a later poll of the same token finds nothing and the caller reads
   // the resource instead.
-  TouchOpLocked(token);
   operations_.erase(it);
   return c;
 }
@@ -597,7 +594,6 @@ std::map<std::string, int64_t> SimulatedAzure::CreateDurationsMs() const {
 namespace {
 
 constexpr std::string_view kResourceSpace = "azure.resource";
-constexpr std::string_view kOperationSpace = "azure.operation";
 constexpr std::string_view kMetaSpace = "azure.meta";
 
 }  // namespace
@@ -616,6 +612,16 @@ void SimulatedAzure::TakeChanges(simulator::StateBatch& batch) {
     json::object doc{{"create_starts", cs == create_starts_.end() ? 0 : cs->second}};
     if (auto d = create_duration_ms_.find(key); d != create_duration_ms_.end()) doc["create_ms"] = d->second;
     if (r != resources_.end()) {
+      // Its operation in progress goes with it; an operation already ended and not yet polled is not
+      // kept (a poll after a restart finds nothing and the caller reads the resource instead).
+      if (auto op = operations_.find(r->second.active_op); op != operations_.end()) {
+        const Operation& o = op->second;
+        doc["op"] = json::object{{"token", o.token},         {"key", o.key},
+                                 {"delete", o.is_delete},    {"started_ms", Ms(o.started)},
+                                 {"done_ms", Ms(o.done_at)}, {"settled", o.settled},
+                                 {"failed", o.failed},       {"code", o.code},
+                                 {"message", o.message}};
+      }
       doc["resource"] = json::object{{"id", r->second.id},
                                      {"type", static_cast<int>(r->second.type)},
                                      {"state", r->second.state},
@@ -626,24 +632,6 @@ void SimulatedAzure::TakeChanges(simulator::StateBatch& batch) {
     }
     batch.Put(std::string(kResourceSpace), key, ToJson(doc));
   }
-  for (const auto& token : dirty_operations_) {
-    auto it = operations_.find(token);
-    if (it == operations_.end()) {
-      batch.Delete(std::string(kOperationSpace), token);
-      continue;
-    }
-    const Operation& o = it->second;
-    batch.Put(std::string(kOperationSpace), token,
-              ToJson(json::object{{"token", o.token},
-                                  {"key", o.key},
-                                  {"delete", o.is_delete},
-                                  {"started_ms", Ms(o.started)},
-                                  {"done_ms", Ms(o.done_at)},
-                                  {"settled", o.settled},
-                                  {"failed", o.failed},
-                                  {"code", o.code},
-                                  {"message", o.message}}));
-  }
   if (dirty_meta_) {
     json::array tomb;
     for (const auto& [k, v] : deleted_identities_) tomb.push_back(json::value(k));
@@ -651,7 +639,6 @@ void SimulatedAzure::TakeChanges(simulator::StateBatch& batch) {
               ToJson(json::object{{"next_token", next_token_}, {"deleted_identities", std::move(tomb)}}));
   }
   dirty_resources_.clear();
-  dirty_operations_.clear();
   dirty_meta_ = false;
 }
 
@@ -666,13 +653,11 @@ Status SimulatedAzure::Load() {
   if (!options_.state) return Status::Ok();
   auto resources = options_.state->Load(kResourceSpace);
   if (!resources.ok()) return resources.error();
-  auto operations = options_.state->Load(kOperationSpace);
-  if (!operations.ok()) return operations.error();
   auto meta = options_.state->Load(kMetaSpace);
   if (!meta.ok()) return meta.error();
   const std::string legacy = options_.state->dir() + "/azure.json";
   std::unique_lock lock(mu_);
-  if (resources->empty() && operations->empty() && meta->empty()) {
+  if (resources->empty() && meta->empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
     auto text = ReadFileIfExists(legacy);
     if (!text.ok()) return text.error();
@@ -682,7 +667,6 @@ Status SimulatedAzure::Load() {
     HCPRP_RETURN_IF_ERROR(LoadLegacyJson(parsed->as_object()));
     for (const auto& [k, r] : resources_) dirty_resources_.insert(k);
     for (const auto& [k, v] : create_starts_) dirty_resources_.insert(k);
-    for (const auto& [t, o] : operations_) dirty_operations_.insert(t);
     dirty_meta_ = true;
     lock.unlock();
     HCPRP_RETURN_IF_ERROR(Flush());
@@ -700,12 +684,7 @@ Status SimulatedAzure::Load() {
     if (auto n = GetInt(d, "create_starts"); n && *n > 0) starts[key] = *n;
     if (auto ms = GetInt(d, "create_ms")) create_duration_ms_[key] = *ms;
     if (const json::object* r = GetObject(d, "resource")) res.push_back(*r);
-  }
-  for (const auto& [token, text] : *operations) {
-    auto v = ParseJson(text, 16);
-    if (!v.ok() || !v->is_object())
-      return Error::Corruption("azure operation " + token + " is not a JSON object");
-    ops.push_back(std::move(*v));
+    if (const json::object* o = GetObject(d, "op")) ops.push_back(*o);
   }
   json::object root{{"resources", std::move(res)}, {"operations", std::move(ops)}, {"create_starts", starts}};
   for (const auto& [key, text] : *meta) {

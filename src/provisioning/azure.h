@@ -173,7 +173,6 @@ class SimulatedAzure {
   Status Load();
   Status LoadLegacyJson(const json::object& root);  // REQUIRES mu_
   void TouchLocked(const std::string& key) { dirty_resources_.insert(key); }
-  void TouchOpLocked(const std::string& token) { dirty_operations_.insert(token); }
 
   void SettleLocked(TimePoint now);
   // `action` is "<ArmType(type)>/<verb>", or `verb` alone when type is nullopt (built only for errors).
@@ -214,9 +213,8 @@ class SimulatedAzure {
   int64_t next_fault_id_ = 1;
   uint64_t next_token_ = 1;
   std::mt19937_64 rng_;
-  std::set<std::string> dirty_resources_;   // lower-cased IDs changed since TakeChanges
-  std::set<std::string> dirty_operations_;  // tokens changed since TakeChanges
-  bool dirty_meta_ = false;                 // next_token_ or deleted_identities_
+  std::set<std::string> dirty_resources_;  // lower-cased IDs changed since TakeChanges
+  bool dirty_meta_ = false;                // next_token_ or deleted_identities_
 };
 
 }  // namespace hcprp::provisioning

@@ -269,10 +269,12 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
       Unit& u = units_.at(obj.cp_unit);
       if (!u.deleting) {
         u.deleting = true;
+        dirty_units_.insert(u.key);
         EnqueueLocked("u:" + u.key, now);
       }
       RollUpLocked(obj, out);
       if (!u.Done()) return;
+      dirty_units_.insert(obj.cp_unit);
       units_.erase(obj.cp_unit);
     }
     const std::string href = obj.href;
@@ -288,6 +290,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
     Unit u = MakeControlPlaneLocked(obj);
     obj.cp_unit = u.key;
     units_[u.key] = std::move(u);
+    dirty_units_.insert(obj.cp_unit);
     EnqueueLocked("u:" + obj.cp_unit, now);
   }
   RollUpLocked(obj, out);
@@ -324,6 +327,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
           dirty_objs_.insert(obj.cluster);
         }
       }
+      dirty_units_.insert(it->first);
       units_.erase(it);
       return true;
     });
@@ -333,6 +337,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
       Unit& u = units_.at(k);
       if (!u.deleting) {
         u.deleting = true;
+        dirty_units_.insert(k);
         EnqueueLocked("u:" + k, now);
       }
     }
@@ -366,6 +371,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
     Unit u = MakeMachineLocked(obj, cluster, obj.next_index++);
     const std::string k = u.key;
     units_[k] = std::move(u);
+    dirty_units_.insert(k);
     obj.machines.push_back(k);
     active.push_back(obj.machines.size() - 1);
     EnqueueLocked("u:" + k, now);
@@ -374,6 +380,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   while (static_cast<int64_t>(active.size()) > obj.desired) {
     Unit& u = units_.at(obj.machines[active.back()]);
     u.deleting = true;
+    dirty_units_.insert(u.key);
     EnqueueLocked("u:" + u.key, now);
     active.pop_back();
     AfterCommit("scale.down");

@@ -162,15 +162,22 @@ class Engine final : public simulator::Provisioner {
   explicit Engine(const EngineOptions& options);
   Status Load();
   Status LoadDocs(const json::object& root);  // REQUIRES mu_
-  json::object ObjDocLocked(const Obj& o) const;
-  json::object UnitDocLocked(const Unit& u) const;
-  // Commits the dirty objects and units with the simulated Azure's changes in one transaction, then
-  // reaches the crash points of the steps it committed.
-  Status CommitLocked();
+  static json::object ObjDoc(const Obj& o);
+  static json::object UnitDoc(const Unit& u);
+  // One commit: copies of the dirty objects and units and the simulated Azure's changes, taken under
+  // mu_ (REQUIRES) and written outside it by WriteBatch, in the order taken (tickets).
+  struct Batch;
+  Batch TakeBatchLocked();
+  // Writes `batch` after every batch taken before it (with those waiting beside it in one transaction),
+  // then reaches the crash points of the steps it holds. Without mu_.
+  Status WriteBatch(Batch& batch);
+  // TakeBatchLocked, then WriteBatch with `lock` (on mu_) released meanwhile.
+  Status CommitNow(std::unique_lock<std::mutex>& lock);
   // The end of a step: commits now when `must_commit` (its transitions follow) or when the group is
-  // due, else leaves it to a later commit.
-  void EndStepLocked(bool must_commit);
-  // Marks everything an object's reconcile may change (itself, its units, its cluster).
+  // due, else leaves it to a later commit. May release `lock` (on mu_) meanwhile.
+  void EndStep(std::unique_lock<std::mutex>& lock, bool must_commit);
+  // Marks an object and its cluster as changed (the units its reconcile makes, marks or removes are
+  // marked where that happens).
   void TouchObjectLocked(const std::string& href);
 
   void EnqueueLocked(const std::string& key, TimePoint at);
@@ -216,6 +223,13 @@ class Engine final : public simulator::Provisioner {
   EngineMetrics metrics_;
   std::set<std::string> dirty_objs_, dirty_units_;  // changed since the last commit
   std::chrono::steady_clock::time_point last_commit_{};
+  uint64_t next_ticket_ = 1;
+  std::mutex commit_mu_;  // after mu_ is released; orders the writes
+  std::condition_variable commit_cv_;
+  // Guarded by commit_mu_.
+  uint64_t written_ticket_ = 0;
+  std::map<uint64_t, Batch*> queued_batches_;  // taken, waiting to be written (owners wait too)
+  bool writing_ = false;
   std::vector<std::string> committed_points_;  // crash points of the steps not committed yet
   std::unordered_set<std::string> announced_;  // hrefs Next() was called with
   bool stopping_ = false;

@@ -165,4 +165,15 @@ struct Engine::Pending {
   std::string enqueue;  // a key to queue once the transitions before it are applied
 };
 
+struct Engine::Batch {
+  uint64_t ticket = 0;  // 0: nothing to write (no state)
+  std::vector<Obj> objs;
+  std::vector<std::string> removed_objs;
+  std::vector<Unit> units;
+  std::vector<std::string> removed_units;
+  simulator::StateBatch azure;
+  std::vector<std::string> points;  // crash points reached once it is written
+  Status written = Status::Ok();    // set by whoever wrote it
+};
+
 }  // namespace hcprp::provisioning

@@ -24,13 +24,13 @@ std::vector<std::string> TakeStepPoints() {
   return points;
 }
 
-void Engine::EndStepLocked(bool must_commit) {
+void Engine::EndStep(std::unique_lock<std::mutex>& lock, bool must_commit) {
   for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
   if (!must_commit && dirty_units_.size() + dirty_objs_.size() < kGroupCommitSize &&
       std::chrono::steady_clock::now() - last_commit_ < kGroupCommitInterval) {
     return;
   }
-  (void)CommitLocked();
+  (void)CommitNow(lock);
 }
 
 void Engine::Start() {
@@ -82,7 +82,12 @@ void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
 void Engine::DispatchLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    dispatcher_wakes_ = TimePoint::min();
+    dispatcher_wakes_ = TimePoint::min();  // running: nobody needs to wake it
+    if ((!dirty_units_.empty() || !dirty_objs_.empty()) &&
+        std::chrono::steady_clock::now() - last_commit_ >= kGroupCommitInterval) {
+      (void)CommitNow(lock);  // releases mu_ while writing
+      if (stopping_) break;
+    }
     const TimePoint now = options_.clock->Now();
     size_t moved = 0;
     while (!timers_.empty() && timers_.begin()->first <= now) {
@@ -107,10 +112,8 @@ void Engine::DispatchLoop() {
     dispatcher_wakes_ = wake;
     Duration sleep = wake - now;
     // Unit steps not committed yet are committed within kGroupCommitInterval.
-    if (!dirty_units_.empty() || !dirty_objs_.empty()) {
-      if (std::chrono::steady_clock::now() - last_commit_ >= kGroupCommitInterval) (void)CommitLocked();
+    if (!dirty_units_.empty() || !dirty_objs_.empty())
       sleep = std::min<Duration>(sleep, kGroupCommitInterval);
-    }
     timer_cv_.wait_for(lock, sleep);
   }
 }
@@ -140,7 +143,7 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     ReconcileUnit(key.substr(2));
     lock.lock();
     // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
-    EndStepLocked(false);
+    EndStep(lock, false);
   } else {
     std::vector<Pending> out;
     const std::string href = key.substr(2);
@@ -152,7 +155,7 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     }
     // Written before the Cluster Service hears of a transition: after a crash in between it announces
     // the object again and the engine, which already has the step, repeats only the transition.
-    EndStepLocked(std::any_of(out.begin(), out.end(),
+    EndStep(lock, std::any_of(out.begin(), out.end(),
                               [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
     lock.unlock();
     Apply(out);
@@ -183,13 +186,13 @@ size_t Engine::RunDueForTest(int max_rounds) {
       ++ran;
       if (key.rfind("u:", 0) == 0) {
         ReconcileUnit(key.substr(2));
-        std::lock_guard lock(mu_);
-        EndStepLocked(true);
+        std::unique_lock lock(mu_);
+        EndStep(lock, true);
         continue;
       }
       std::vector<Pending> out;
       {
-        std::lock_guard lock(mu_);
+        std::unique_lock lock(mu_);
         const std::string href = key.substr(2);
         auto it = objs_.find(href);
         if (it != objs_.end()) {
@@ -197,7 +200,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
           ReconcileObjectLocked(it->second, out);
           TouchObjectLocked(href);
         }
-        EndStepLocked(true);
+        EndStep(lock, true);
       }
       Apply(out);
     }

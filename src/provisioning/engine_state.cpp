@@ -15,7 +15,7 @@ constexpr std::string_view kUnitSpace = "engine.unit";
 
 }  // namespace
 
-json::object Engine::ObjDocLocked(const Obj& o) const {
+json::object Engine::ObjDoc(const Obj& o) {
   json::object cs;
   for (const auto& [t, p] : o.cond_since)
     cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
@@ -42,7 +42,7 @@ json::object Engine::ObjDocLocked(const Obj& o) const {
                       {"cond_since", std::move(cs)}};
 }
 
-json::object Engine::UnitDocLocked(const Unit& u) const {
+json::object Engine::UnitDoc(const Unit& u) {
   json::array svcs;
   for (const auto& s : u.svcs) {
     // An operation awaited within the client timeout is not a stored future: after a restart it is
@@ -71,53 +71,103 @@ void Engine::TouchObjectLocked(const std::string& href) {
   if (it == objs_.end()) return;
   const Obj& o = it->second;
   if (!o.cluster.empty()) dirty_objs_.insert(o.cluster);
-  if (!o.cp_unit.empty()) dirty_units_.insert(o.cp_unit);
-  for (const auto& k : o.machines) dirty_units_.insert(k);
 }
 
-Status Engine::CommitLocked() {
+Engine::Batch Engine::TakeBatchLocked() {
+  Batch b;
+  for (auto& p : committed_points_) b.points.push_back(std::move(p));
+  committed_points_.clear();
+  last_commit_ = std::chrono::steady_clock::now();
   if (!options_.state) {
     dirty_objs_.clear();
     dirty_units_.clear();
-    return Status::Ok();
+    return b;
   }
-  simulator::StateBatch batch;
+  b.ticket = next_ticket_++;
   for (const auto& href : dirty_objs_) {
     auto it = objs_.find(href);
     if (it == objs_.end()) {
-      batch.Delete(std::string(kObjectSpace), href);
+      b.removed_objs.push_back(href);
     } else {
-      batch.Put(std::string(kObjectSpace), href, ToJson(ObjDocLocked(it->second)));
+      b.objs.push_back(it->second);
     }
   }
   for (const auto& key : dirty_units_) {
     auto it = units_.find(key);
     if (it == units_.end()) {
-      batch.Delete(std::string(kUnitSpace), key);
+      b.removed_units.push_back(key);
     } else {
-      batch.Put(std::string(kUnitSpace), key, ToJson(UnitDocLocked(it->second)));
+      b.units.push_back(it->second);
     }
-  }
-  options_.azure->TakeChanges(batch);
-  Status st = options_.state->Commit(batch);
-  if (!st.ok()) {
-    // Kept dirty: the next commit writes them again.
-    if (options_.logger)
-      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
-    return st;
   }
   dirty_objs_.clear();
   dirty_units_.clear();
-  last_commit_ = std::chrono::steady_clock::now();
-  std::vector<std::string> points;
-  points.swap(committed_points_);
-  for (const auto& p : points) CrashPoint(p);
-  return Status::Ok();
+  options_.azure->TakeChanges(b.azure);
+  return b;
+}
+
+Status Engine::WriteBatch(Batch& b) {
+  if (b.ticket == 0) {
+    for (const auto& p : b.points) CrashPoint(p);
+    return Status::Ok();
+  }
+  std::unique_lock lock(commit_mu_);
+  queued_batches_.emplace(b.ticket, &b);
+  commit_cv_.notify_all();
+  // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
+  // transaction (a later batch may hold newer versions of the same documents); the others wait.
+  while (written_ticket_ < b.ticket) {
+    if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
+      commit_cv_.wait(lock);
+      continue;
+    }
+    writing_ = true;
+    std::vector<Batch*> group;
+    uint64_t last = written_ticket_;
+    for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
+      group.push_back(it->second);
+      ++last;
+      it = queued_batches_.erase(it);
+    }
+    lock.unlock();
+    simulator::StateBatch batch;
+    for (Batch* g : group) {
+      for (const auto& o : g->objs) batch.Put(std::string(kObjectSpace), o.href, ToJson(ObjDoc(o)));
+      for (const auto& h : g->removed_objs) batch.Delete(std::string(kObjectSpace), h);
+      for (const auto& u : g->units) batch.Put(std::string(kUnitSpace), u.key, ToJson(UnitDoc(u)));
+      for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
+      batch.Append(std::move(g->azure));
+    }
+    Status st = options_.state->Commit(batch);
+    if (!st.ok() && options_.logger) {
+      // What the batches held stays in memory; the next change of each document writes it again.
+      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
+    }
+    lock.lock();
+    for (Batch* g : group) g->written = st;
+    written_ticket_ = last;
+    writing_ = false;
+    commit_cv_.notify_all();
+  }
+  Status st = b.written;
+  lock.unlock();
+  if (st.ok()) {
+    for (const auto& p : b.points) CrashPoint(p);
+  }
+  return st;
+}
+
+Status Engine::CommitNow(std::unique_lock<std::mutex>& lock) {
+  Batch b = TakeBatchLocked();
+  lock.unlock();
+  Status st = WriteBatch(b);
+  lock.lock();
+  return st;
 }
 
 Status Engine::Flush() {
-  std::lock_guard lock(mu_);
-  return CommitLocked();
+  std::unique_lock lock(mu_);
+  return CommitNow(lock);
 }
 
 size_t Engine::DeleteUnannounced() {
@@ -145,7 +195,7 @@ Status Engine::Load() {
   if (!objs.ok()) return objs.error();
   auto units = options_.state->Load(kUnitSpace);
   if (!units.ok()) return units.error();
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (objs->empty() && units->empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
     const std::string legacy = options_.state->dir() + "/engine.json";
@@ -157,7 +207,7 @@ Status Engine::Load() {
     HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
     for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
     for (const auto& [k, u] : units_) dirty_units_.insert(k);
-    HCPRP_RETURN_IF_ERROR(CommitLocked());
+    HCPRP_RETURN_IF_ERROR(CommitNow(lock));
     std::error_code ec;
     std::filesystem::remove(legacy, ec);
     return Status::Ok();

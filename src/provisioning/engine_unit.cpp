@@ -191,7 +191,6 @@ void Engine::ReconcileUnit(const std::string& key) {
   if (it == units_.end()) return;
   it->second.svcs = std::move(u.svcs);
   dirty_units_.insert(key);
-  dirty_objs_.insert(u.cluster);  // its credentials' validity
   if (u.orphaned && !it->second.orphaned) {
     it->second.orphaned = true;
     metrics_.orphaned_machines++;
@@ -224,6 +223,7 @@ void Engine::ReconcileUnit(const std::string& key) {
       cl.creds_message.clear();
       creds_changed = true;
     }
+    if (creds_changed) dirty_objs_.insert(u.cluster);
     changed = changed || creds_changed;
     creds_changed_any = creds_changed;
     // The cluster's AzureIdentityValid condition follows what its machines see.
