@@ -223,10 +223,14 @@ def run_random_kills(ctx):
     names = [c["name"] for c in cs.clusters(SUBSCRIPTION).get("items", [])]
     expect_eq(sorted({n for n in names if names.count(n) > 1}), [], "Cluster Service clusters created twice")
 
-    # Everything deleted: nothing the service created may be left.
+    # Everything deleted: nothing the service created may be left. A create whose answer a kill cut off
+    # may still have created its cluster: delete what ARM lists, not only what was acknowledged.
     deletes = []
     for c in clients:
-        for name in list(c.clusters):
+        listed = c.call("GET", f"{c.arm.rg_path()}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters")
+        expect(listed is not None and listed.status == 200, f"cluster list of client {c.index}: {listed!r}")
+        names = {x["name"] for x in listed.body.get("value", [])} | set(c.clusters)
+        for name in sorted(names):
             r = c.call("DELETE", c.arm.cluster_path(name))
             if r is not None and r.status == 202:
                 deletes.append((c, r.header("Azure-AsyncOperation")))
