@@ -290,7 +290,7 @@ class Bench:
         passes = json.loads(out.stdout)["passes"]
         return {"seconds": min(p["seconds"] for p in passes), "cpu_seconds": min(p["cpu_seconds"] for p in passes),
                 "first_seconds": passes[0]["seconds"], "first_cpu_seconds": passes[0]["cpu_seconds"],
-                "in_flight": passes[-1]["in_flight"]}
+                "in_flight": passes[-1]["in_flight"], "checks": [p["checks"] for p in passes]}
 
     def sample_paths(self, loaded):
         rnd = random.Random(17)
@@ -325,6 +325,18 @@ class Bench:
         be = self.procs["backend"]
         r["backend_running_s"], r["backend_startup_s"] = t_running, t_ready
         r["backend_rss_start_mb"] = proc_status(be.p.pid, "VmRSS")
+        # The console's model of the store loads on its own thread after start-up: wait until the
+        # backend is idle (under 5% of a core over 0.5 s) so that the reads below do not share the
+        # cores with it, and report how long that took.
+        t0, prev = time.monotonic(), cpu_seconds(be.p.pid)
+        while time.monotonic() - t0 < 120:
+            time.sleep(0.5)
+            now = cpu_seconds(be.p.pid)
+            if now - prev < 0.025:
+                break
+            prev = now
+        r["backend_idle_after_s"] = r["backend_startup_s"] + time.monotonic() - t0
+        r["backend_rss_loaded_mb"] = proc_status(be.p.pid, "VmRSS")
         cpu0 = cpu_seconds(be.p.pid)
         self.start_frontend()
         fe = self.procs["frontend"]
@@ -357,8 +369,18 @@ class Bench:
         big = self.arm(BIG_SUB)
         be = self.procs["backend"]
         cpu0 = cpu_seconds(be.p.pid)
+        perf = None
+        if self.args.perf_delete:
+            # perf record of the frontend, which creates the Delete operations in the PUT itself.
+            perf = subprocess.Popen(["perf", "record", "-F", "999", "-g", "-o", self.args.perf_delete, "-p",
+                                     str(self.procs["frontend"].p.pid)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            time.sleep(1)
         t0 = time.monotonic()
         big.register(state="Deleted")
+        if perf:
+            perf.send_signal(2)
+            perf.wait(timeout=60)
         t_put = time.monotonic() - t0
         left = before
         while left:
@@ -371,6 +393,23 @@ class Bench:
              "backend_cpu_s": cpu_seconds(be.p.pid) - cpu0}
         log(f"subscription deletion: {r}")
         self.results["delete"] = r
+
+    def resync_in_flight(self):
+        """A full backend pass with --resync-in-flight creates waiting in the Cluster Service."""
+        n = self.args.resync_in_flight
+        r = http_request("PUT", f"{self.cs_url}/control/timing", {"profile": "demo", "time_scale": 1000})
+        if r.status != 200:
+            raise BenchError(f"PUT /control/timing: {r!r}")
+        subs = [self.arm(f"5ca1e000-dddd-4000-8000-{i:012d}") for i in range(max(1, n // 100))]
+        for a in subs:
+            a.register()
+        self.put_all([(subs[i % len(subs)], subs[i % len(subs)].cluster_path(f"w{i:05d}"),
+                       subs[i % len(subs)].cluster_body(f"w{i:05d}")) for i in range(n)])
+        self.stop("backend")
+        r = self.resync()
+        r["operations_in_flight"] = self.non_terminal()
+        log(f"full backend pass with {r['operations_in_flight']} operations in flight: {r}")
+        self.results["resync_in_flight"] = r
 
     def propagation(self):
         spec = importlib.util.spec_from_file_location("propagation_run",
@@ -410,6 +449,8 @@ class Bench:
         print("|---|---:|---:|---:|---|")
         row("backend start-up (holds every shard, first resync done)", b.get("backend_startup_s"),
             s.get("backend_startup_s", float("nan")), TARGETS["backend_startup_s"], "s")
+        row("backend idle again (console model loaded)", b.get("backend_idle_after_s"),
+            s.get("backend_idle_after_s", float("nan")), None, "s")
         row("backend resident memory (VmRSS after the reads)", b.get("backend_rss_mb"),
             s.get("backend_rss_mb", float("nan")), TARGETS["backend_rss_mb"], "MB", "{:.0f}")
         row("backend peak memory (VmHWM)", b.get("backend_hwm_mb"), s.get("backend_hwm_mb", float("nan")), None,
@@ -431,6 +472,16 @@ class Bench:
         row("full backend pass (ReconcileOnce), CPU", b.get("resync", {}).get("cpu_seconds"),
             s.get("resync", {}).get("cpu_seconds", float("nan")), None, "s", "{:.3f}")
         row("store size", b.get("store_mb"), s.get("store_mb", float("nan")), None, "MB", "{:.0f}")
+        ri = self.results.get("resync_in_flight")
+        if ri:
+            row(f"first full backend pass, {ri['operations_in_flight']:,} operations in flight, wall", None,
+                ri["first_seconds"], None, "s", "{:.3f}")
+            row(f"first full backend pass, {ri['operations_in_flight']:,} operations in flight, CPU", None,
+                ri["first_cpu_seconds"], None, "s", "{:.3f}")
+            row(f"full backend pass, {ri['operations_in_flight']:,} operations in flight, wall", None, ri["seconds"],
+                None, "s", "{:.3f}")
+            row(f"full backend pass, {ri['operations_in_flight']:,} operations in flight, CPU", None,
+                ri["cpu_seconds"], None, "s", "{:.3f}")
         if d:
             row(f"subscription of {d['resources']:,} resources set to Deleted, until all are gone", None,
                 d["seconds"], TARGETS["delete_s"], "s", "{:.1f}")
@@ -454,11 +505,14 @@ def main():
     ap.add_argument("--big-node-pools", type=int, default=4, help="node pools per cluster of that subscription")
     ap.add_argument("--gets", type=int, default=2000)
     ap.add_argument("--list-rounds", type=int, default=20)
-    ap.add_argument("--settle", type=float, default=5, help="seconds before reading the backend's memory")
+    ap.add_argument("--settle", type=float, default=2, help="seconds before reading the backend's memory")
     ap.add_argument("--delete-timeout", type=float, default=900)
     ap.add_argument("--in-flight", type=int, default=10000, help="propagation: operations in flight")
     ap.add_argument("--create-rate", type=float, default=45, help="propagation: expected ARM creates per second")
+    ap.add_argument("--resync-in-flight", type=int, default=2000,
+                    help="operations held in flight for the full backend pass (0: skip)")
     ap.add_argument("--skip-propagation", action="store_true")
+    ap.add_argument("--perf-delete", help="perf record the frontend during the subscription PUT into this file")
     ap.add_argument("--workdir", help="use (and keep) this directory")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
@@ -476,6 +530,12 @@ def main():
         bench.delete_subscription()
         if not args.skip_propagation:
             bench.propagation()
+        if args.resync_in_flight:
+            for name, start in (("clusters-service", bench.start_cs), ("frontend", bench.start_frontend),
+                                ("backend", bench.start_backend)):
+                if name not in bench.procs:
+                    start()
+            bench.resync_in_flight()
     finally:
         bench.close()
         bench.report()
