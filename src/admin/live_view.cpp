@@ -79,9 +79,36 @@ Result<std::unique_ptr<LiveView>> LiveView::Start(LiveViewOptions options, store
   std::unique_ptr<LiveView> v(new LiveView(std::move(options), store, clock, std::move(logger)));
   if (v->options_.metrics != nullptr && v->options_.operation_metrics)
     v->RegisterMetrics(*v->options_.metrics);
-  HCPRP_RETURN_IF_ERROR(v->Load());
-  if (v->options_.start_thread) v->thread_ = std::thread([p = v.get()] { p->Run(); });
+  if (v->options_.start_thread) {
+    // The scan reads every document of the store (seconds at 100,000 resources): the reader thread
+    // makes it, so that the process it runs in starts at once; the console fills as it goes.
+    v->thread_ = std::thread([p = v.get()] { p->LoadThenRun(); });
+  } else {
+    HCPRP_RETURN_IF_ERROR(v->Load());
+  }
   return v;
+}
+
+void LiveView::LoadThenRun() {
+  while (true) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = Load();
+    if (s.ok()) {
+      logger_.Info(
+          "console model loaded",
+          {{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}});
+      break;
+    }
+    std::unique_lock lock(mu_);
+    resources_.clear();
+    resource_docs_.clear();
+    subscriptions_.clear();
+    operations_.clear();
+    if (stopping_) return;
+    logger_.Warn("console scan failed", {{"error", s.error().ToString()}});
+    if (cv_.wait_for(lock, options_.feed_wait, [&] { return stopping_; })) return;
+  }
+  Run();
 }
 
 LiveView::~LiveView() { Stop(); }
@@ -117,6 +144,7 @@ Status LiveView::Load() {
         auto page = store_->Query(q);
         if (!page.ok()) return page.error();
         std::lock_guard lock(mu_);
+        if (stopping_) return Error::Canceled("the live view is stopping");
         for (const store::Document& d : page->documents) Apply(d, false, false, true);
         q.continuation = page->continuation;
       } while (!q.continuation.empty());

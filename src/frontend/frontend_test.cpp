@@ -601,6 +601,29 @@ TEST(SubscriptionStateTest, DeletedSubscriptionDeletesEverythingInChunks) {
   EXPECT_EQ(ErrorCodeOf(r), "InvalidSubscriptionState");
 }
 
+// The backend may finish deleting a resource between the frontend's read of it and the batch that
+// starts its Delete operation (the batch fails with NotFound): the cleanup reads it again instead of
+// failing the subscription PUT.
+TEST(SubscriptionStateTest, DeletedSubscriptionReadsAgainAResourceGoneBeforeItsBatch) {
+  Scenario s;
+  s.RegisterSubscription();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(s.Put(ClusterPath("c" + std::to_string(i)) + V(), ClusterBody()).result_int(), 201u);
+  }
+  s.FinishAll();
+  store::FaultInjectingStore faulty(*s.store);
+  auto fe = Frontend::Create({}, &faulty, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+  faulty.FailNthCall(1, Error::NotFound("operation 0: the document does not exist"),
+                     store::FaultInjectingStore::Method::kBatch);
+  s.RegisterSubscription(kSub, "Deleted");                                      // asserts 200
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch), 4u);  // one failed, three committed
+  int deletes = 0;
+  for (const auto& op : s.Operations()) deletes += op.request == arm::OperationRequest::kDelete ? 1 : 0;
+  EXPECT_EQ(deletes, 3);
+}
+
 // --- Headers, routing, metadata -------------------------------------------------------------------
 
 TEST_F(FrontendTest, CorrelationHeaders) {

@@ -51,7 +51,12 @@ Status DeleteEverything(Env& env, std::string_view subscription_id) {
             break;
           }
           started = op.error();
-          if (!op.error().IsPreconditionFailed() && !op.error().IsAlreadyExists()) break;
+          // The backend may finish a delete between the read and the batch (the resource or a child
+          // is gone: NotFound): read again, as after a concurrent write.
+          if (!op.error().IsPreconditionFailed() && !op.error().IsAlreadyExists() &&
+              !op.error().IsNotFound()) {
+            break;
+          }
         }
         if (!started.ok()) return started;
       }
