@@ -32,6 +32,7 @@ namespace {
 using namespace hcprp;
 using namespace hcprp::store;
 namespace fs = std::filesystem;
+namespace sql = hcprp::store::sqlite::sql;
 
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "feed_bench: %s\n", what.c_str());
@@ -218,9 +219,10 @@ int main(int argc, char** argv) {
     // The frontend's PATCH: resource + operation in one batch.
     auto accepted = store.Batch(
         kResources, pk,
-        {WriteOp::Patch("c1", {{PatchOp::Kind::kSet, path("/properties/spec/generation"), i + 1},
-                               {PatchOp::Kind::kSet, path("/properties/provisioningState"), "Accepted"},
-                               {PatchOp::Kind::kSet, path("/properties/activeOperationId"), op}}),
+        {WriteOp::Patch(
+             "c1", {{PatchOp::Kind::kSet, path("/properties/spec/generation"), json::value(i + 1)},
+                    {PatchOp::Kind::kSet, path("/properties/provisioningState"), json::value("Accepted")},
+                    {PatchOp::Kind::kSet, path("/properties/activeOperationId"), json::value(op)}}),
          WriteOp::Create(op, OperationBody(i), 7 * 24 * 3600)});
     if (!accepted.ok()) Die(accepted.error().ToString());
     full.Exec("BEGIN");
@@ -230,9 +232,10 @@ int main(int argc, char** argv) {
     // The backend's terminal batch.
     auto ended = store.Batch(
         kResources, pk,
-        {WriteOp::Patch(op, {{PatchOp::Kind::kSet, path("/properties/status"), "Succeeded"}}),
-         WriteOp::Patch("c1", {{PatchOp::Kind::kSet, path("/properties/provisioningState"), "Succeeded"},
-                               {PatchOp::Kind::kRemove, path("/properties/activeOperationId"), nullptr}})});
+        {WriteOp::Patch(op, {{PatchOp::Kind::kSet, path("/properties/status"), json::value("Succeeded")}}),
+         WriteOp::Patch(
+             "c1", {{PatchOp::Kind::kSet, path("/properties/provisioningState"), json::value("Succeeded")},
+                    {PatchOp::Kind::kRemove, path("/properties/activeOperationId"), json::value(nullptr)}})});
     if (!ended.ok()) Die(ended.error().ToString());
     full.Exec("BEGIN");
     full.Write(c, ended->documents[0], sql::kKindReplace);

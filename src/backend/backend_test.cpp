@@ -56,8 +56,6 @@ class CapturingNotifier final : public Notifier {
   std::vector<std::pair<std::string, json::object>> sent_;
 };
 
-};
-
 // What the frontend leaves behind for one resource and its active operation.
 struct Flow {
   std::string resource_id;
