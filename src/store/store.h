@@ -33,7 +33,7 @@
 //    replace is listed with its body while that version is current; once a later write supersedes
 //    it, it is left out (the later change follows in the feed, so a reader always ends at each
 //    document's latest state). Deletes and expiries are tombstones that keep the last body. A
-//    reader that keeps up sees every version; one that lags sees fewer, never out of order.
+//    reader sees each version that was still current when it read, never out of order.
 //  - Leases give mutual exclusion with expiry and a fencing number that only grows. Leases live in
 //    their own namespace (container, partition key, name); they are not documents and do not appear
 //    in queries or in the change feed.

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "store/document_logic.h"
 #include "store/postgres/pg_connection.h"
 
 namespace hcprp::store::postgres::sql {
@@ -117,7 +118,8 @@ $fn$;
 }
 
 // Change kinds as stored in changes.kind (the values of Change::Kind).
-inline constexpr int16_t kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+inline constexpr int16_t kKindCreate = internal::kKindCreate, kKindReplace = internal::kKindReplace,
+                         kKindDelete = internal::kKindDelete, kKindExpire = internal::kKindExpire;
 
 inline constexpr Statement kBegin{"hb", "BEGIN"};
 inline constexpr Statement kCommit{"hc", "COMMIT"};

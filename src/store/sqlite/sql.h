@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "store/document_logic.h"
+
 namespace hcprp::store::sqlite::sql {
 
 // 'hcpr': marks a database file as an hcprp store (PRAGMA application_id).
@@ -68,7 +70,10 @@ CREATE TABLE IF NOT EXISTS leases (
 )sql";
 
 // Change kinds as stored in changes.kind (the values of Change::Kind).
-inline constexpr int kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+using internal::kKindCreate;
+using internal::kKindDelete;
+using internal::kKindExpire;
+using internal::kKindReplace;
 
 inline constexpr const char* kBegin = "BEGIN IMMEDIATE";
 inline constexpr const char* kCommit = "COMMIT";
