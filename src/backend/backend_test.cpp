@@ -380,6 +380,35 @@ TEST_F(BackendTest, DeleteConfirmedBy404RemovesDocumentsAndClosesBilling) {
   EXPECT_EQ(notifier_.Sent().size(), 1u);
 }
 
+// The billing record commits with the operation's terminal batch: one durable commit, so a failed
+// commit leaves neither and the retry writes both.
+TEST_F(BackendTest, BillingRecordCommitsInTheOperationsTerminalBatch) {
+  store::FaultInjectingStore faulty(*store_);
+  auto made = Backend::Create(Options(), &faulty, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(made.ok());
+  auto b = std::move(made).value();
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "ready");
+  const std::string bill_id = arm::ResourceDocumentId(f.resource_id);
+
+  faulty.FailAllCalls(Error::Unavailable("store down"), store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+  EXPECT_TRUE(store_->Read(store::kBilling, sub_, bill_id).error().IsNotFound());
+
+  faulty.ClearFaults();
+  const uint64_t batches = faulty.CallCount(store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  ASSERT_EQ(Op(f.op).status, arm::kStateSucceeded);
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch) - batches, 1u);
+  auto bill = store_->Read(store::kBilling, sub_, bill_id);
+  ASSERT_TRUE(bill.ok());
+  EXPECT_EQ(GetString(bill->body.as_object(), "internalId").value_or(""), f.href);
+  auto op_doc = store_->Read(store::kResources, sub_, f.op);
+  ASSERT_TRUE(op_doc.ok());
+  EXPECT_EQ(bill->timestamp_ms, op_doc->timestamp_ms);
+}
+
 TEST_F(BackendTest, DeleteSupersedingChildCreateEndsWithBothDocumentsGone) {
   auto b = MakeBackend();
   Flow c = Existing("c1", sub_);
