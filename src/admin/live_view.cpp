@@ -179,7 +179,9 @@ Result<size_t> LiveView::PumpOnce() {
       std::lock_guard lock(mu_);
       for (const store::Change& c : page->changes) {
         bool deleted = c.kind == store::Change::Kind::kDelete || c.kind == store::Change::Kind::kExpire;
-        Apply(c.document, deleted, c.kind == store::Change::Kind::kCreate, false);
+        // Every document met here was written after the view loaded: a create the feed no longer
+        // lists (superseded by a later version before this read) arrives as a replace.
+        Apply(c.document, deleted, /*is_new=*/true, false);
       }
     }
     if (!page->continuation.empty()) continuation_ = page->continuation;
@@ -306,6 +308,8 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
         arm::IsTerminalState(status) || status == arm::kStateDeleting ? status : "Accepted", op.start);
     if (op.timeline.back().first != status) op.timeline.emplace_back(status, changed);
     if (is_new && started_ != nullptr) started_->With({op.request})->Inc();
+    if (is_new && arm::IsTerminalState(status) && ended_ != nullptr)
+      ended_->With({op.request, status})->Inc();
   } else if (status != op.status) {
     if (state_seconds_ != nullptr && !op.status.empty()) {
       state_seconds_->With({op.status})->Observe(std::max(0.0, Seconds(changed - op.timeline.back().second)));

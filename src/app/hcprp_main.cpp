@@ -53,6 +53,7 @@ struct Config {
   std::string owner;
   int lease_ttl_ms = 3000;
   double change_retention_hours = 168;
+  uint64_t change_retention_changes = 1000000;
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
@@ -156,6 +157,7 @@ class Runner {
     o.purge_interval = std::chrono::seconds(60);
     o.change_retention =
         std::chrono::seconds(static_cast<int64_t>(std::max(config_.change_retention_hours, 0.0) * 3600));
+    o.change_retention_changes = config_.change_retention_changes;
     auto s = store::OpenStore(*url, o);
     if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
     parts_.store = std::move(s).value();
@@ -512,6 +514,10 @@ int Main(int argc, char** argv) {
     s->add_option(
          "--change-retention-hours", c.change_retention_hours,
          "Hours the store's change feed keeps a change (0: for ever); a reader away longer resynchronises")
+        ->capture_default_str();
+    s->add_option("--change-retention-changes", c.change_retention_changes,
+                  "At most about this many changes kept in the store's change feed, oldest removed first "
+                  "(0: no bound); a reader behind them resynchronises")
         ->capture_default_str();
   };
   auto frontend_flags = [&](CLI::App* s) {

@@ -619,7 +619,9 @@ Status Backend::LoadDeletedSubscriptions() {
 
 void Backend::HandleChange(const store::Change& change) {
   const store::Document& doc = change.document;
-  if (change.kind == store::Change::Kind::kCreate &&
+  // A replace too: the feed lists a document's latest version, so a create superseded before it was
+  // read shows as a replace (queueing is idempotent).
+  if ((change.kind == store::Change::Kind::kCreate || change.kind == store::Change::Kind::kReplace) &&
       ResourceTypeOf(doc.body) == arm::kPendingNotificationDocType) {
     if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
     return;
@@ -1109,6 +1111,40 @@ void Backend::RecoverCreate(const OperationRecord& op) {
 // ---------------------------------------------------------------------------------------------
 // Writing a transition
 
+namespace {
+
+// The billing writes that commit with an operation's terminal batch (in the billing container, same
+// partition): the record of a created resource, the deletion time of every deleted resource billed.
+Result<std::vector<WriteOp>> BillingWrites(store::Store& store, const OperationRecord& op,
+                                           const Transition& t,
+                                           const std::optional<store::Document>& resource,
+                                           const std::vector<store::Document>& deleted,
+                                           const std::string& now) {
+  std::vector<WriteOp> out;
+  if (op.request == Request::kCreate && t.status == arm::kStateSucceeded && resource.has_value()) {
+    json::object body;
+    body["resourceId"] = PropertyString(resource->body, "resourceId");
+    body["resourceType"] = ResourceTypeOf(resource->body);
+    body["subscriptionId"] = op.partition_key;
+    body["internalId"] = PropertyString(resource->body, "internalId");
+    body["creationTime"] = now;
+    out.push_back(WriteOp::Upsert(resource->id, std::move(body)).In(store::kBilling));
+  }
+  for (const store::Document& res : deleted) {
+    auto existing = store.Read(store::kBilling, res.partition_key, res.id);
+    if (!existing.ok()) {
+      if (existing.error().IsNotFound()) continue;  // never billed
+      return existing.error();
+    }
+    WriteOp patch = WriteOp::Patch(res.id, {Set("/deletionTime", json::value(now))});
+    patch.if_match = existing->etag;
+    out.push_back(std::move(patch).In(store::kBilling));
+  }
+  return out;
+}
+
+}  // namespace
+
 Result<std::optional<store::Document>> Backend::FindResource(std::string_view pk,
                                                              std::string_view resource_id) {
   if (resource_id.empty()) return std::optional<store::Document>();
@@ -1232,6 +1268,15 @@ Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, c
       }
     }
 
+    if (terminal) {  // the billing record commits with the operation's end: one durable commit
+      auto billing = BillingWrites(*store_, *op, *t, owns ? *resource : std::nullopt, deleted, now);
+      if (!billing.ok()) {
+        ++counters_.errors;
+        return Outcome::kError;
+      }
+      for (WriteOp& b : *billing) ops.push_back(std::move(b));
+    }
+
     auto r = store_->Batch(store::kResources, pk, std::move(ops), &*fence);
     if (!r.ok()) {
       const Error& e = r.error();
@@ -1261,16 +1306,14 @@ Backend::Outcome Backend::Transit(std::string_view pk, std::string_view op_id, c
     for (size_t i : ended) {
       if (i < r->documents.size()) ended_docs.push_back(r->documents[i]);
     }
-    AfterTerminal(ended_docs, deleted, *op, *t, *fence, owns ? *resource : std::nullopt);
+    AfterTerminal(ended_docs, deleted);
     return Outcome::kApplied;
   }
   return Outcome::kError;
 }
 
 void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations,
-                            const std::vector<store::Document>& deleted_resources, const OperationRecord& op,
-                            const Transition& t, const store::Lease& fence,
-                            const std::optional<store::Document>& resource) {
+                            const std::vector<store::Document>& deleted_resources) {
   for (const store::Document& d : ended_operations) {
     index_.Remove(d.partition_key, d.id);
     {
@@ -1285,38 +1328,6 @@ void Backend::AfterTerminal(const std::vector<store::Document>& ended_operations
     }
   }
   counters_.resources_deleted += deleted_resources.size();
-  std::string now = FormatRfc3339(clock_->Now(), true);
-  if (op.request == Request::kCreate && t.status == arm::kStateSucceeded && resource.has_value()) {
-    json::object body;
-    body["resourceId"] = PropertyString(resource->body, "resourceId");
-    body["resourceType"] = ResourceTypeOf(resource->body);
-    body["subscriptionId"] = op.partition_key;
-    body["internalId"] = PropertyString(resource->body, "internalId");
-    body["creationTime"] = now;
-    if (Status s = WriteBilling({WriteOp::Upsert(resource->id, std::move(body))}, op.partition_key, fence);
-        !s.ok()) {
-      logger_.Warn("billing creation not recorded",
-                   {{"resource", resource->id}, {"error", s.error().ToString()}});
-    }
-  }
-  for (const store::Document& res : deleted_resources) {
-    auto existing = store_->Read(store::kBilling, res.partition_key, res.id);
-    if (!existing.ok()) continue;  // never billed
-    if (Status s = WriteBilling({WriteOp::Patch(res.id, {Set("/deletionTime", json::value(now))})},
-                                res.partition_key, fence);
-        !s.ok()) {
-      logger_.Warn("billing deletion not recorded", {{"resource", res.id}, {"error", s.error().ToString()}});
-    }
-  }
-}
-
-Status Backend::WriteBilling(std::vector<WriteOp> ops, std::string_view pk, const store::Lease& fence) {
-  auto r = store_->Batch(store::kBilling, pk, std::move(ops), &fence);
-  if (!r.ok()) {
-    ++counters_.errors;
-    return r.error();
-  }
-  return Status::Ok();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -303,12 +303,9 @@ class Backend {
   using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
   Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide);
   Result<std::optional<store::Document>> FindResource(std::string_view pk, std::string_view resource_id);
-  // Index, notifications and billing after a batch ended operations.
+  // Index and notifications after a batch ended operations (billing committed in that batch).
   void AfterTerminal(const std::vector<store::Document>& ended_operations,
-                     const std::vector<store::Document>& deleted_resources, const OperationRecord& op,
-                     const Transition& t, const store::Lease& fence,
-                     const std::optional<store::Document>& resource);
-  Status WriteBilling(std::vector<store::WriteOp> ops, std::string_view pk, const store::Lease& fence);
+                     const std::vector<store::Document>& deleted_resources);
 
   void OnSubscriptionDeleted(const std::string& pk);
   void RunSweeps(bool exhaustive);

@@ -14,6 +14,7 @@
 #include "backend/fake_cluster_service.h"
 #include "core/time.h"
 #include "core/uuid.h"
+#include "store/fault_injecting_store.h"
 
 namespace hcprp::backend {
 namespace {
@@ -53,89 +54,6 @@ class CapturingNotifier final : public Notifier {
   int failures_left_ = 0;
   int attempts_ = 0;
   std::vector<std::pair<std::string, json::object>> sent_;
-};
-
-// Forwards to a store and counts the calls, to show what an idle backend costs.
-class CountingStore final : public store::Store {
- public:
-  explicit CountingStore(store::Store* inner) : inner_(inner) {}
-  uint64_t calls() const { return calls_; }
-
-  Result<store::Document> Read(std::string_view c, std::string_view pk, std::string_view id) override {
-    ++calls_;
-    return inner_->Read(c, pk, id);
-  }
-  Result<store::Document> Create(std::string_view c, std::string_view pk, std::string_view id,
-                                 json::value body, std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Create(c, pk, id, std::move(body), ttl);
-  }
-  Result<store::Document> Replace(std::string_view c, std::string_view pk, std::string_view id,
-                                  json::value body, std::optional<std::string> if_match,
-                                  std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Replace(c, pk, id, std::move(body), std::move(if_match), ttl);
-  }
-  Result<store::Document> Upsert(std::string_view c, std::string_view pk, std::string_view id,
-                                 json::value body, std::optional<std::string> if_match,
-                                 std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Upsert(c, pk, id, std::move(body), std::move(if_match), ttl);
-  }
-  Status Delete(std::string_view c, std::string_view pk, std::string_view id,
-                std::optional<std::string> if_match) override {
-    ++calls_;
-    return inner_->Delete(c, pk, id, std::move(if_match));
-  }
-  Result<store::Document> Patch(std::string_view c, std::string_view pk, std::string_view id,
-                                std::vector<store::PatchOp> ops, std::vector<store::Condition> conditions,
-                                std::optional<std::string> if_match) override {
-    ++calls_;
-    return inner_->Patch(c, pk, id, std::move(ops), std::move(conditions), std::move(if_match));
-  }
-  Result<store::BatchResult> Batch(std::string_view c, std::string_view pk, std::vector<store::WriteOp> ops,
-                                   const store::Lease* fence) override {
-    ++calls_;
-    return inner_->Batch(c, pk, std::move(ops), fence);
-  }
-  Result<store::QueryPage> Query(const store::QueryOptions& options) override {
-    ++calls_;
-
-    return inner_->Query(options);
-  }
-  Result<store::QueryPage> ListPartitions(std::string_view c, size_t max_items,
-                                          std::string_view continuation) override {
-    ++calls_;
-    return inner_->ListPartitions(c, max_items, continuation);
-  }
-  Result<store::ChangePage> ReadChanges(std::string_view c, std::string_view continuation,
-                                        size_t max_changes) override {
-    ++calls_;
-    return inner_->ReadChanges(c, continuation, max_changes);
-  }
-  Result<bool> WaitForChanges(std::string_view c, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override {
-    ++calls_;
-    return inner_->WaitForChanges(c, continuation, timeout);
-  }
-  Result<store::Lease> AcquireLease(std::string_view c, std::string_view pk, std::string_view name,
-                                    std::string_view owner, std::chrono::milliseconds ttl) override {
-    ++calls_;
-    return inner_->AcquireLease(c, pk, name, owner, ttl);
-  }
-  Result<store::Lease> RenewLease(const store::Lease& lease, std::chrono::milliseconds ttl) override {
-    ++calls_;
-    return inner_->RenewLease(lease, ttl);
-  }
-  Status ReleaseLease(const store::Lease& lease) override {
-    ++calls_;
-    return inner_->ReleaseLease(lease);
-  }
-  Result<size_t> PurgeExpired() override { return inner_->PurgeExpired(); }
-
- private:
-  store::Store* const inner_;
-  std::atomic<uint64_t> calls_{0};
 };
 
 // What the frontend leaves behind for one resource and its active operation.
@@ -460,6 +378,35 @@ TEST_F(BackendTest, DeleteConfirmedBy404RemovesDocumentsAndClosesBilling) {
   EXPECT_EQ(GetString(bill->body.as_object(), "deletionTime").value_or(""),
             FormatRfc3339(clock_.Now(), true));
   EXPECT_EQ(notifier_.Sent().size(), 1u);
+}
+
+// The billing record commits with the operation's terminal batch: one durable commit, so a failed
+// commit leaves neither and the retry writes both.
+TEST_F(BackendTest, BillingRecordCommitsInTheOperationsTerminalBatch) {
+  store::FaultInjectingStore faulty(*store_);
+  auto made = Backend::Create(Options(), &faulty, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(made.ok());
+  auto b = std::move(made).value();
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "ready");
+  const std::string bill_id = arm::ResourceDocumentId(f.resource_id);
+
+  faulty.FailAllCalls(Error::Unavailable("store down"), store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+  EXPECT_TRUE(store_->Read(store::kBilling, sub_, bill_id).error().IsNotFound());
+
+  faulty.ClearFaults();
+  const uint64_t batches = faulty.CallCount(store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  ASSERT_EQ(Op(f.op).status, arm::kStateSucceeded);
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch) - batches, 1u);
+  auto bill = store_->Read(store::kBilling, sub_, bill_id);
+  ASSERT_TRUE(bill.ok());
+  EXPECT_EQ(GetString(bill->body.as_object(), "internalId").value_or(""), f.href);
+  auto op_doc = store_->Read(store::kResources, sub_, f.op);
+  ASSERT_TRUE(op_doc.ok());
+  EXPECT_EQ(bill->timestamp_ms, op_doc->timestamp_ms);
 }
 
 TEST_F(BackendTest, DeleteSupersedingChildCreateEndsWithBothDocumentsGone) {
@@ -947,7 +894,11 @@ TEST_F(BackendTest, IdleCostDoesNotGrowWithSubscriptions) {
     PutSubscription(sub, "Registered");
     if (i % 10 == 0) Existing("idle", sub);
   }
-  CountingStore counting(store_.get());
+  // Counts the store calls the backend makes (no fault set: every call is forwarded).
+  store::FaultInjectingStore counting(*store_);
+  auto calls = [&] {
+    return counting.CallCount() - counting.CallCount(store::FaultInjectingStore::Method::kPurgeExpired);
+  };
   BackendOptions o = Options();
   o.gc_enabled = false;
   auto made = Backend::Create(o, &counting, &cs_, &clock_, logger_, &notifier_);
@@ -955,12 +906,12 @@ TEST_F(BackendTest, IdleCostDoesNotGrowWithSubscriptions) {
   auto b = std::move(made).value();
   Reconcile(*b);  // takes the lease, reads the subscriptions once (deleted ones need cleanup)
   int status_reads = cs_.status_reads();
-  uint64_t before = counting.calls();
+  uint64_t before = calls();
   for (int i = 0; i < 10; ++i) {
     clock_.Advance(2s);  // within the leases' ttl, as the lease loop keeps them
     Reconcile(*b);       // a full pass: resync, deadlines, sweeps
   }
-  uint64_t per_pass = (counting.calls() - before) / 10;
+  uint64_t per_pass = (calls() - before) / 10;
   // The lease work is constant: a member record and its query, one renewal per shard.
   EXPECT_LE(per_pass, 10u + o.shards + 2) << "store calls per idle pass";
   EXPECT_EQ(cs_.status_reads(), status_reads);

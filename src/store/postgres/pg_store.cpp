@@ -22,11 +22,18 @@
 namespace hcprp::store::postgres {
 namespace {
 
+using internal::ChangeKindFromInt;
 using internal::CheckContainer;
+using internal::DocName;
+using internal::FromMillis;
 using internal::IndexedFields;
+using internal::LeaseName;
 using internal::MakeDocument;
 using internal::MakeVersion;
+using internal::ParseStoredBody;
+using internal::Printable;
 using internal::StoredRow;
+using internal::ToMillis;
 using internal::ValidateOp;
 using internal::Version;
 using namespace std::chrono_literals;
@@ -36,69 +43,11 @@ constexpr int kTxAttempts = 3;
 constexpr int kConnectTimeoutSeconds = 5;
 constexpr std::chrono::milliseconds kWaitSafetyInterval = 5s;
 
-// For messages: ids and keys may hold any byte.
-std::string Printable(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < 200; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > 200) out += "...";
-  return out;
-}
-
 Error FeedPositionAhead(std::string_view container, uint64_t position, uint64_t last) {
   return Error::OutOfRange("the change feed of " + Printable(container) + " ends at " + std::to_string(last) +
                            ", before position " + std::to_string(position) +
                            " (changes read there were lost by a failover to a server without them); "
                            "start again from \"now\" after a full resynchronisation");
-}
-
-std::string DocName(std::string_view container, std::string_view pk, std::string_view id) {
-  return "document \"" + Printable(id) + "\" in " + Printable(container) + "/\"" + Printable(pk) + "\"";
-}
-
-std::string LeaseName(std::string_view container, std::string_view pk, std::string_view name) {
-  return "lease \"" + Printable(name) + "\" in " + Printable(container) + "/\"" + Printable(pk) + "\"";
-}
-
-Result<json::value> ParseBody(std::string_view text) {
-  thread_local json::parser parser(json::storage_ptr(), [] {
-    json::parse_options o;
-    o.max_depth = 100000;
-    o.allow_invalid_utf8 = true;
-    return o;
-  }());
-  parser.reset();
-  boost::system::error_code ec;
-  parser.write(text.data(), text.size(), ec);
-  if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
-  return parser.release();
-}
-
-int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
-TimePoint FromMillis(int64_t ms) {
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
-}
-
-Change::Kind KindFromInt(int64_t k) {
-  switch (k) {
-    case sql::kKindCreate:
-      return Change::Kind::kCreate;
-    case sql::kKindReplace:
-      return Change::Kind::kReplace;
-    case sql::kKindDelete:
-      return Change::Kind::kDelete;
-    default:
-      return Change::Kind::kExpire;
-  }
 }
 
 // A change recorded by a transaction, numbered when the transaction appends it (see FlushChanges).
@@ -190,7 +139,9 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 
 void RecordVersion(Tx& tx, std::string_view container, int16_t kind, std::string_view pk, std::string_view id,
                    const Version& v) {
-  RecordChange(tx, container, kind, pk, id, v.body, v.etag, v.ts, v.ttl);
+  // Without its body: the feed reads it from the document while this version is current (see
+  // sql::kReadChanges).
+  RecordChange(tx, container, kind, pk, id, std::string(), v.etag, v.ts, v.ttl);
 }
 
 // Removes an expired row that is in the way of a write and records its expiry.
@@ -258,7 +209,7 @@ Result<Document> ApplyCreate(Tx& tx, std::string_view container, std::string_vie
 Status CheckCurrent(const WriteOp& op, const StoredRow& row) {
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row.etag));
   if (op.conditions.empty()) return Status::Ok();
-  auto current = ParseBody(row.body);
+  auto current = ParseStoredBody(row.body);
   if (!current.ok()) return current.error();
   return internal::CheckConditions(&*current, op.conditions);
 }
@@ -343,7 +294,7 @@ Result<Document> ApplyPatch(Tx& tx, std::string_view container, std::string_view
   auto row = LoadLive(tx, container, pk, op.id);
   if (!row.ok()) return row.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseBody(row->body);
+  auto body = ParseStoredBody(row->body);
   if (!body.ok()) return body.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
   HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
@@ -359,7 +310,7 @@ Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view 
   auto row = LoadLive(tx, container, pk, op.id);
   if (!row.ok()) return row.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseBody(row->body);
+  auto body = ParseStoredBody(row->body);
   if (!body.ok()) return body.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
   Document d;
@@ -373,19 +324,21 @@ Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view 
 }
 
 Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
+  // An operation naming another container writes there, in the same partition and transaction.
+  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, container, pk, op);
+      return ApplyCreate(tx, where, pk, op);
     case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, container, pk, op);
+      return ApplyReplace(tx, where, pk, op);
     case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, container, pk, op);
+      return ApplyUpsert(tx, where, pk, op);
     case WriteOp::Kind::kDelete:
-      return ApplyDelete(tx, container, pk, op);
+      return ApplyDelete(tx, where, pk, op);
     case WriteOp::Kind::kPatch:
-      return ApplyPatch(tx, container, pk, op);
+      return ApplyPatch(tx, where, pk, op);
     case WriteOp::Kind::kRead:
-      return ApplyRead(tx, container, pk, op);
+      return ApplyRead(tx, where, pk, op);
   }
   return Error::InvalidArgument("unknown write operation kind");
 }
@@ -851,7 +804,7 @@ Result<Document> PgStore::Read(std::string_view container, std::string_view pk, 
     auto r = c.Exec(sql::kReadDoc, p, "read " + DocName(container, pk, id));
     if (!r.ok()) return r.error();
     if (r->rows() == 0) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-    auto body = ParseBody(r->Bytes(0, 0));
+    auto body = ParseStoredBody(r->Bytes(0, 0));
     if (!body.ok()) return body.error();
     Document d;
     d.id = std::string(id);
@@ -928,7 +881,7 @@ Result<QueryPage> PgStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto body = ParseBody(r->Bytes(i, 2));
+      auto body = ParseStoredBody(r->Bytes(i, 2));
       if (!body.ok()) return body.error();
       Document d;
       d.partition_key = r->String(i, 0);
@@ -1000,32 +953,39 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
     // Reading on would skip the changes that get those numbers here: the reader must resync.
     if (start > *last) return FeedPositionAhead(container, start, *last);
     uint64_t after = start;
-    Params p;
-    p.Bytea(container)
-        .Int8(static_cast<int64_t>(after))
-        .Int8(static_cast<int64_t>(std::min<size_t>(max_changes, INT32_MAX)));
-    auto r = c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container));
-    if (!r.ok()) return r.error();
     ChangePage page;
-    page.changes.reserve(static_cast<size_t>(r->rows()));
-    for (int i = 0; i < r->rows(); ++i) {
-      Change ch;
-      ch.sequence = static_cast<uint64_t>(r->Int8(i, 0));
-      ch.kind = KindFromInt(r->Int2(i, 1));
-      ch.document.partition_key = r->String(i, 2);
-      ch.document.id = r->String(i, 3);
-      auto body = ParseBody(r->Bytes(i, 4));
-      if (!body.ok()) return body.error();
-      ch.document.body = std::move(*body);
-      ch.document.etag = r->String(i, 5);
-      ch.document.timestamp_ms = r->Int8(i, 6);
-      ch.document.ttl_seconds = r->OptInt8(i, 7);
-      after = ch.sequence;
-      page.changes.push_back(std::move(ch));
+    bool gap = false;
+    // Superseded versions are stepped over (the position still moves past them): read ranges until
+    // the page is full or the feed ends.
+    for (bool first = true; page.changes.size() < max_changes; first = false) {
+      const size_t want = max_changes - page.changes.size();
+      Params p;
+      p.Bytea(container)
+          .Int8(static_cast<int64_t>(after))
+          .Int8(static_cast<int64_t>(std::min<size_t>(want, INT32_MAX)));
+      auto r = c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container));
+      if (!r.ok()) return r.error();
+      // Numbers are consecutive: a read that does not start right after the position (or finds
+      // nothing below the last number) met changes removed by retention.
+      if (first) gap = r->rows() == 0 ? *last > start : static_cast<uint64_t>(r->Int8(0, 0)) != start + 1;
+      for (int i = 0; i < r->rows(); ++i) {
+        after = static_cast<uint64_t>(r->Int8(i, 0));
+        if (r->IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
+        Change ch;
+        ch.sequence = after;
+        ch.kind = ChangeKindFromInt(r->Int2(i, 1));
+        ch.document.partition_key = r->String(i, 2);
+        ch.document.id = r->String(i, 3);
+        auto body = ParseStoredBody(r->Bytes(i, 4));
+        if (!body.ok()) return body.error();
+        ch.document.body = std::move(*body);
+        ch.document.etag = r->String(i, 5);
+        ch.document.timestamp_ms = r->Int8(i, 6);
+        ch.document.ttl_seconds = r->OptInt8(i, 7);
+        page.changes.push_back(std::move(ch));
+      }
+      if (static_cast<size_t>(r->rows()) < want) break;
     }
-    // Numbers are consecutive: a read that does not start right after the position (or finds
-    // nothing below the last number) met changes removed by retention.
-    bool gap = page.changes.empty() ? *last > start : page.changes.front().sequence != start + 1;
     if (gap && !continuation.empty()) return internal::FeedPositionExpired(container);
     page.continuation = internal::EncodeChangeContinuation(after);
     return page;
@@ -1213,10 +1173,16 @@ Result<size_t> PgStore::PurgeExpired() {
 }
 
 Status PgStore::TrimChanges() {
-  if (options_.change_retention.count() <= 0) return Status::Ok();
+  const bool by_time = options_.change_retention.count() > 0;
+  const bool by_size = options_.change_retention_changes > 0;
+  if (!by_time && !by_size) return Status::Ok();
   const int64_t cutoff =
-      clock_->NowMillis() -
-      std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count();
+      by_time ? clock_->NowMillis() -
+                    std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count()
+              : std::numeric_limits<int64_t>::min();
+  const int64_t keep = by_size ? static_cast<int64_t>(std::min<uint64_t>(options_.change_retention_changes,
+                                                                         std::numeric_limits<int64_t>::max()))
+                               : std::numeric_limits<int64_t>::max();
   auto containers = WithConn([&](PgConnection& c) -> Result<std::vector<std::string>> {
     auto pending = c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes");
     if (!pending.ok()) return pending.error();
@@ -1235,7 +1201,7 @@ Status PgStore::TrimChanges() {
     while (true) {
       auto removed = WithConn([&](PgConnection& c) -> Result<int> {
         Params p;
-        p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk);
+        p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk).Int8(keep);
         auto r = c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container));
         if (!r.ok()) return r.error();
         return r->affected();

@@ -2,6 +2,10 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -15,15 +19,24 @@
 namespace hcprp::store::sqlite {
 namespace {
 
+using internal::ChangeKindFromInt;
 using internal::CheckContainer;
+using internal::DocName;
+using internal::FromMillis;
 using internal::IndexedFields;
+using internal::LeaseName;
 using internal::MakeDocument;
 using internal::MakeVersion;
+using internal::ParseStoredBody;
+using internal::Printable;
 using internal::StoredRow;
+using internal::ToMillis;
 using internal::ValidateOp;
 using internal::Version;
 
 constexpr size_t kMaxReaders = 32;
+// The most writes one group commit takes (bounds the latency a write adds to the others).
+constexpr size_t kMaxGroup = 64;
 constexpr int64_t kPurgeChunk = 512;
 
 struct Target {
@@ -97,42 +110,6 @@ Result<Target> ParseUrl(std::string_view url) {
     }
   }
   return t;
-}
-
-// For messages: ids and keys may hold any byte.
-std::string Printable(std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < s.size() && i < 200; ++i) {
-    auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f && c != '\\') {
-      out += static_cast<char>(c);
-    } else {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (s.size() > 200) out += "...";
-  return out;
-}
-
-std::string DocName(std::string_view container, std::string_view pk, std::string_view id) {
-  return "document \"" + Printable(id) + "\" in " + std::string(container) + "/\"" + Printable(pk) + "\"";
-}
-
-Result<json::value> ParseBody(std::string_view text) {
-  thread_local json::parser parser(json::storage_ptr(), [] {
-    json::parse_options o;
-    o.max_depth = internal::kMaxBodyDepth + 1;
-    o.allow_invalid_utf8 = true;
-    return o;
-  }());
-  parser.reset();
-  boost::system::error_code ec;
-  parser.write(text.data(), text.size(), ec);
-  if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
-  return parser.release();
 }
 
 // A write transaction in progress on the writer connection.
@@ -246,9 +223,11 @@ Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_vi
   return Status::Ok();
 }
 
+// A create or replace is recorded without its body (sql::kVersionInDocuments): the feed reads it from
+// the document while that version is current and leaves the change out once it is superseded.
 Status RecordVersion(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
                      const Version& v) {
-  return InsertChange(tx, container, kind, pk, id, v.body, v.etag, v.ts, v.ttl);
+  return InsertChange(tx, container, kind, pk, id, sql::kVersionInDocuments, v.etag, v.ts, v.ttl);
 }
 
 // Removes an expired row that is in the way of a write and records its expiry.
@@ -321,7 +300,7 @@ Result<Document> ApplyReplace(Tx& tx, std::string_view container, std::string_vi
     auto row = LoadLive(tx, container, pk, op.id);
     if (!row.ok()) return row.error();
     HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-    auto current = ParseBody(row->body);
+    auto current = ParseStoredBody(row->body);
     if (!current.ok()) return current.error();
     HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
   }
@@ -354,7 +333,7 @@ Result<Document> ApplyUpsert(Tx& tx, std::string_view container, std::string_vie
   }
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &(*row)->etag));
   if (!op.conditions.empty()) {
-    auto current = ParseBody((*row)->body);
+    auto current = ParseStoredBody((*row)->body);
     if (!current.ok()) return current.error();
     HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
   }
@@ -372,7 +351,7 @@ Result<Document> ApplyDelete(Tx& tx, std::string_view container, std::string_vie
     auto row = LoadLive(tx, container, pk, op.id);
     if (!row.ok()) return row.error();
     HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-    auto current = ParseBody(row->body);
+    auto current = ParseStoredBody(row->body);
     if (!current.ok()) return current.error();
     HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
     checked_etag = row->etag;
@@ -394,7 +373,7 @@ Result<Document> ApplyPatch(Tx& tx, std::string_view container, std::string_view
   auto row = LoadLive(tx, container, pk, op.id);
   if (!row.ok()) return row.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseBody(row->body);
+  auto body = ParseStoredBody(row->body);
   if (!body.ok()) return body.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
   HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
@@ -410,7 +389,7 @@ Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view 
   auto row = LoadLive(tx, container, pk, op.id);
   if (!row.ok()) return row.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseBody(row->body);
+  auto body = ParseStoredBody(row->body);
   if (!body.ok()) return body.error();
   HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
   Document d;
@@ -424,20 +403,22 @@ Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view 
 }
 
 Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
+  // An operation naming another container writes there, in the same partition and transaction.
+  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, container, pk, op);
+      return ApplyCreate(tx, where, pk, op);
     case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, container, pk, op);
+      return ApplyReplace(tx, where, pk, op);
     case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, container, pk, op);
+      return ApplyUpsert(tx, where, pk, op);
     case WriteOp::Kind::kDelete:
-      return ApplyDelete(tx, container, pk, op);
+      return ApplyDelete(tx, where, pk, op);
     case WriteOp::Kind::kPatch:
-      return ApplyPatch(tx, container, pk, op);
+      return ApplyPatch(tx, where, pk, op);
     case WriteOp::Kind::kRead:
-      return ApplyRead(tx, container, pk, op);
+      return ApplyRead(tx, where, pk, op);
   }
   return Error::InvalidArgument("unknown write operation kind");
 }
@@ -466,10 +447,6 @@ Result<std::optional<LeaseRow>> LoadLease(Tx& tx, std::string_view container, st
   return std::optional<LeaseRow>(std::move(r));
 }
 
-std::string LeaseName(std::string_view container, std::string_view pk, std::string_view name) {
-  return "lease \"" + Printable(name) + "\" in " + std::string(container) + "/\"" + Printable(pk) + "\"";
-}
-
 Status CheckFence(Tx& tx, const Lease& fence) {
   auto row = LoadLease(tx, fence.container, fence.partition_key, fence.name);
   if (!row.ok()) return row.error();
@@ -483,24 +460,6 @@ Status CheckFence(Tx& tx, const Lease& fence) {
   }
   if (r.expires_at <= tx.now) return Error::PreconditionFailed("fence: " + what + " has expired");
   return Status::Ok();
-}
-
-int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
-TimePoint FromMillis(int64_t ms) {
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
-}
-
-Change::Kind KindFromInt(int64_t k) {
-  switch (k) {
-    case sql::kKindCreate:
-      return Change::Kind::kCreate;
-    case sql::kKindReplace:
-      return Change::Kind::kReplace;
-    case sql::kKindDelete:
-      return Change::Kind::kDelete;
-    default:
-      return Change::Kind::kExpire;
-  }
 }
 
 class SqliteStore final : public internal::PointWritesAsBatches {
@@ -531,10 +490,30 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   static Status InitDatabase(Connection& c, const Target& t);
   Result<std::unique_ptr<Connection>> OpenReader();
 
-  // Runs `body(Tx&)` in a write transaction (BEGIN IMMEDIATE .. COMMIT); rolls back when it fails.
+  // Runs `body(Tx&)` in a write transaction and returns once that transaction has committed (or
+  // failed). Group commit: concurrent writes share one transaction (BEGIN IMMEDIATE .. COMMIT, one
+  // sync), each inside its own savepoint, so a write that fails is undone alone and the others
+  // still commit; no caller returns before the shared COMMIT has returned (synchronous=FULL: the
+  // WAL is synced). When SQLite ends the whole transaction (an I/O error, a full disk) every
+  // member applied so far fails with that error and the rest of the group runs in a new one.
   template <typename T, typename Body>
   Result<T> WriteTx(std::string_view what, Body&& body);
   void Rollback(Connection& c);
+
+  // A write waiting for a group commit; lives in the submitting thread's frame.
+  struct PendingWrite {
+    std::string_view what;
+    std::function<Status(Tx&)> run;  // applies the write; its result stays in the caller's frame
+    // Set by the leader before `done`.
+    Status outcome = Status::Ok();
+    std::exception_ptr exception;
+    bool feed_changed = false;
+    bool done = false;  // guarded by group_mu_
+  };
+  void SubmitWrite(PendingWrite& w);
+  // Commits `group` (holding write_mu_); true when a committed member wrote to the change feed.
+  bool RunGroup(const std::vector<PendingWrite*>& group);
+  static Status Exec(Connection& c, const char* statement, std::string_view what);
 
   // Runs `f(Connection&)` on a reader connection (the writer connection for an in-memory store).
   template <typename F>
@@ -554,6 +533,11 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   const Target target_;
   const OpenOptions options_;
   const Clock* const clock_;
+
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::deque<PendingWrite*> queue_;  // guarded by group_mu_: writes not yet taken by a leader
+  bool leading_ = false;             // guarded by group_mu_: a thread is committing a group
 
   std::mutex write_mu_;
   std::unique_ptr<Connection> writer_;  // guarded by write_mu_
@@ -720,48 +704,129 @@ void SqliteStore::Rollback(Connection& c) {
 
 template <typename T, typename Body>
 Result<T> SqliteStore::WriteTx(std::string_view what, Body&& body) {
-  bool feed_changed = false;
-  Result<T> result = [&]() -> Result<T> {
-    std::lock_guard lk(write_mu_);
-    Connection& c = *writer_;
-    {
-      auto begin = c.Prepare(sql::kBegin);
-      if (!begin.ok()) return begin.error();
-      Stmt s(c.db(), *begin);
-      int rc = s.Step();
-      if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": begin transaction");
-    }
-    Tx tx{c, clock_->NowMillis()};
-    Result<T> r = Error::Internal("unset");
-    try {
-      r = body(tx);
-    } catch (...) {  // a programming error or bad_alloc: leave the connection usable, then rethrow
-      Rollback(c);
-      throw;
-    }
-    if (!r.ok()) {
-      Rollback(c);
-      return r;
-    }
-    {
-      auto commit = c.Prepare(sql::kCommit);
-      if (!commit.ok()) {
-        Rollback(c);
-        return commit.error();
-      }
-      Stmt s(c.db(), *commit);
-      int rc = s.Step();
-      if (rc != SQLITE_DONE) {
-        Error e = SqliteError(c.db(), rc, std::string(what) + ": commit");
-        Rollback(c);
-        return e;
-      }
-    }
-    feed_changed = tx.feed_changed;
-    return r;
-  }();
-  if (feed_changed) NotifyChanged();
+  Result<T> result = Error::Internal("write not run");
+  PendingWrite w;
+  w.what = what;
+  w.run = [&](Tx& tx) -> Status {
+    result = body(tx);
+    if (!result.ok()) return result.error();
+    return Status::Ok();
+  };
+  SubmitWrite(w);
+  if (w.exception) std::rethrow_exception(w.exception);
+  if (!w.outcome.ok()) return w.outcome.error();
   return result;
+}
+
+void SqliteStore::SubmitWrite(PendingWrite& w) {
+  std::unique_lock lk(group_mu_);
+  queue_.push_back(&w);
+  while (!w.done) {
+    if (leading_) {
+      group_cv_.wait(lk);
+      continue;
+    }
+    // This thread leads: it commits everything queued so far (its own write included, unless more
+    // than kMaxGroup were ahead of it) in one transaction, then hands the lead on.
+    leading_ = true;
+    std::vector<PendingWrite*> group;
+    while (!queue_.empty() && group.size() < kMaxGroup) {
+      group.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lk.unlock();
+    bool feed_changed = false;
+    try {
+      feed_changed = RunGroup(group);
+    } catch (...) {  // bad_alloc outside a write: every member fails, nothing was committed
+      for (PendingWrite* g : group) g->exception = std::current_exception();
+    }
+    if (feed_changed) NotifyChanged();
+    lk.lock();
+    for (PendingWrite* g : group) g->done = true;
+    leading_ = false;
+    group_cv_.notify_all();
+  }
+}
+
+Status SqliteStore::Exec(Connection& c, const char* statement, std::string_view what) {
+  auto prepared = c.Prepare(statement);
+  if (!prepared.ok()) return prepared.error();
+  Stmt s(c.db(), *prepared);
+  int rc = s.Step();
+  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": " + statement);
+  return Status::Ok();
+}
+
+bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
+  std::lock_guard lk(write_mu_);
+  Connection& c = *writer_;
+  bool feed_changed = false;
+  size_t next = 0;
+  while (next < group.size()) {
+    Status begun = Exec(c, sql::kBegin, group[next]->what);
+    if (!begun.ok()) {
+      Rollback(c);
+      for (size_t i = next; i < group.size(); ++i) group[i]->outcome = begun;
+      return feed_changed;
+    }
+    // Members applied in this transaction; each keeps its own outcome through a savepoint.
+    std::vector<PendingWrite*> applied;
+    std::optional<Error> lost;  // set when SQLite ended the whole transaction
+    for (; next < group.size() && !lost; ++next) {
+      PendingWrite& w = *group[next];
+      Status saved = Exec(c, sql::kSavepoint, w.what);
+      if (!saved.ok()) {
+        w.outcome = saved;
+        lost = saved.error();
+        continue;
+      }
+      Tx tx{c, clock_->NowMillis()};
+      Status st = Status::Ok();
+      try {
+        st = w.run(tx);
+      } catch (...) {  // a programming error or bad_alloc: undo this member, rethrow in its thread
+        w.exception = std::current_exception();
+        st = Error::Internal("exception in write");
+      }
+      if (st.ok()) {
+        Status released = Exec(c, sql::kRelease, w.what);
+        if (!released.ok()) {
+          w.outcome = released;
+          lost = released.error();
+          continue;
+        }
+        w.feed_changed = tx.feed_changed;
+        applied.push_back(&w);
+        continue;
+      }
+      w.outcome = st;
+      if (sqlite3_get_autocommit(c.db())) {  // SQLite rolled the transaction back (I/O error, full disk)
+        lost = st.error();
+        continue;
+      }
+      Status undone = Exec(c, sql::kRollbackToSavepoint, w.what);
+      if (undone.ok()) undone = Exec(c, sql::kRelease, w.what);
+      if (!undone.ok()) lost = undone.error();
+    }
+    if (lost) {
+      // The members applied before the failure went with the transaction; none was acknowledged.
+      Rollback(c);
+      for (PendingWrite* a : applied) {
+        a->outcome =
+            Error(lost->code(), std::string(a->what) + ": the shared transaction failed: " + lost->message());
+      }
+      continue;  // the rest of the group in a new transaction
+    }
+    Status committed = Exec(c, sql::kCommit, applied.empty() ? std::string_view("write") : applied[0]->what);
+    if (!committed.ok()) {
+      Rollback(c);
+      for (PendingWrite* a : applied) a->outcome = committed;
+      continue;
+    }
+    for (PendingWrite* a : applied) feed_changed = feed_changed || a->feed_changed;
+  }
+  return feed_changed;
 }
 
 void SqliteStore::NotifyChanged() {
@@ -790,7 +855,7 @@ Result<Document> SqliteStore::Read(std::string_view container, std::string_view 
     int rc = s.Step();
     if (rc == SQLITE_DONE) return Error::NotFound(DocName(container, pk, id) + " does not exist");
     if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read " + DocName(container, pk, id));
-    auto body = ParseBody(s.Text(0));
+    auto body = ParseStoredBody(s.Text(0));
     if (!body.ok()) return body.error();
     Document d;
     d.id = std::string(id);
@@ -878,7 +943,7 @@ Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto body = ParseBody(s.Text(2));
+      auto body = ParseStoredBody(s.Text(2));
       if (!body.ok()) return body.error();
       Document d;
       d.partition_key = std::string(s.Blob(0));
@@ -971,21 +1036,31 @@ Result<ChangePage> SqliteStore::ReadChanges(std::string_view container, std::str
       if (!max.ok()) return max.error();
       after = *max;
     }
+    // One statement, so one snapshot: superseded versions are stepped over (the position still
+    // moves past them) until the page is full or the feed ends.
     HCPRP_ASSIGN_STMT(s, c, sql::kReadChanges);
     s.BindText(1, container);
     s.BindInt(2, static_cast<int64_t>(after));
-    s.BindInt(3, static_cast<int64_t>(std::min<size_t>(max_changes, INT32_MAX)));
     ChangePage page;
-    while (true) {
+    while (page.changes.size() < max_changes) {
       int rc = s.Step();
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read changes of " + std::string(container));
+      const uint64_t seq = static_cast<uint64_t>(s.Int(0));
+      std::string_view stored = s.Text(4);
+      if (stored == sql::kVersionInDocuments) {
+        if (s.IsNull(8) || s.Text(8) != s.Text(5)) {  // superseded or gone: a later change says so
+          after = seq;
+          continue;
+        }
+        stored = s.Text(9);
+      }
       Change ch;
-      ch.sequence = static_cast<uint64_t>(s.Int(0));
-      ch.kind = KindFromInt(s.Int(1));
+      ch.sequence = seq;
+      ch.kind = ChangeKindFromInt(s.Int(1));
       ch.document.partition_key = std::string(s.Blob(2));
       ch.document.id = std::string(s.Blob(3));
-      auto body = ParseBody(s.Text(4));
+      auto body = ParseStoredBody(stored);
       if (!body.ok()) return body.error();
       ch.document.body = std::move(*body);
       ch.document.etag = std::string(s.Text(5));
@@ -1203,7 +1278,9 @@ Result<size_t> SqliteStore::PurgeExpired() {
 }
 
 Status SqliteStore::TrimChanges() {
-  if (options_.change_retention.count() <= 0) return Status::Ok();
+  const bool by_time = options_.change_retention.count() > 0;
+  const bool by_size = options_.change_retention_changes > 0;
+  if (!by_time && !by_size) return Status::Ok();
   while (true) {
     auto n = WriteTx<size_t>("trim the change feed", [&](Tx& tx) -> Result<size_t> {
       std::map<std::string, int64_t> last;  // by container
@@ -1211,9 +1288,15 @@ Status SqliteStore::TrimChanges() {
       {
         HCPRP_ASSIGN_STMT(s, tx.c, sql::kTrimChanges);
         s.BindInt(
-            1, tx.now -
-                   std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count());
+            1,
+            by_time
+                ? tx.now -
+                      std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count()
+                : std::numeric_limits<int64_t>::min());
         s.BindInt(2, kPurgeChunk);
+        s.BindInt(3, by_size ? static_cast<int64_t>(std::min<uint64_t>(options_.change_retention_changes,
+                                                                       std::numeric_limits<int64_t>::max()))
+                             : std::numeric_limits<int64_t>::max());
         while (true) {
           int rc = s.Step();
           if (rc == SQLITE_DONE) break;
