@@ -192,6 +192,11 @@ class BackendTest : public ::testing::Test {
     d.internal_id = internal_id;
     d.provisioning_state = std::string(state);
     d.active_operation_id = std::move(active);
+    // As the frontend stores it: the canonical resource (what a recovered create is built from).
+    api::Kind kind = type == arm::kClusterDocType    ? api::Kind::kCluster
+                     : type == arm::kNodePoolDocType ? api::Kind::kNodePool
+                                                     : api::Kind::kExternalAuth;
+    d.resource = api::ToStorage(api::Resource{kind, "eastus", {}, std::nullopt, {}, {}});
     auto r = store_->Upsert(store::kResources, pk, arm::ResourceDocumentId(resource_id), d.ToBody());
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   }

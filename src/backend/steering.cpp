@@ -1,6 +1,6 @@
 // Operator actions on the backend (the admin API's break-glass actions): fail an operation,
 // re-drive one now, and the orphan collector's plan.
-#include "backend/backend.h"
+#include "backend/controller.h"
 
 namespace hcprp::backend {
 
@@ -16,8 +16,8 @@ Result<OperationRecord> ReadOperation(store::Store& store, std::string_view pk, 
 
 }  // namespace
 
-Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
-                              std::string message) {
+Status Controller::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
+                                 std::string message) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
@@ -45,7 +45,7 @@ Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::
   return Error::Unavailable("the store refused the write; retry");
 }
 
-Status Backend::RedriveOperation(std::string_view pk, std::string_view op_id) {
+Status Controller::RedriveOperation(std::string_view pk, std::string_view op_id) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
@@ -61,11 +61,11 @@ Status Backend::RedriveOperation(std::string_view pk, std::string_view op_id) {
   return Status::Ok();
 }
 
-Result<OrphanPlan> Backend::PlanOrphanCollection() {
+Result<OrphanPlan> Controller::PlanOrphanCollection() {
   OrphanPlan plan;
   plan.coordinator = ownership_->Coordinator();
   plan.window = options_.gc_window;
-  HCPRP_RETURN_IF_ERROR(CollectOrphans(&plan.candidates));
+  HCPRP_RETURN_IF_ERROR(orphans_.Plan(&plan.candidates));
   return plan;
 }
 

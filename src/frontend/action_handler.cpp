@@ -1,7 +1,7 @@
 // POST requestAdminCredential and revokeCredentials on a cluster.
 #include "api/api_version.h"
 #include "arm/headers.h"
-#include "frontend/cs_mapping.h"
+#include "clusterservice/mapping.h"
 #include "frontend/internal.h"
 #include "pki/x509.h"
 
@@ -147,8 +147,10 @@ Response HandleClusterAction(Env& env, RequestContext& ctx) {
     }
   }
 
-  auto result = env.cs->Action(c.doc.internal_id,
-                               request_credential ? kCsRequestCredential : kCsRevokeCredentials, cs_body);
+  auto result = env.cs->Action(
+      c.doc.internal_id,
+      request_credential ? clusterservice::kCsRequestCredential : clusterservice::kCsRevokeCredentials,
+      cs_body);
   if (!result.ok()) {
     if (result.error().Is(ErrorCode::kInvalidArgument)) {
       return ErrorReply(CloudError::InvalidRequestContent(result.error().message()));

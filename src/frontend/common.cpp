@@ -7,9 +7,9 @@
 #include "arm/headers.h"
 #include "arm/operation_status.h"
 #include "arm/paging.h"
+#include "clusterservice/mapping.h"
 #include "core/time.h"
 #include "core/uuid.h"
-#include "frontend/cs_mapping.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
@@ -314,7 +314,7 @@ json::array ActiveVersionsOf(const LoadedResource& r, arm::ResourceKind kind) {
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
   json::object observed = std::move(recorded);
   if (!r.doc.service_status.empty()) {
-    for (auto& [key, value] : ObservedFromClusterService(kind, r.doc.service_status)) {
+    for (auto& [key, value] : clusterservice::ObservedFromClusterService(kind, r.doc.service_status)) {
       if (!observed.contains(key)) observed[key] = value;
     }
   }

@@ -1,32 +1,15 @@
-// Starting the deletion of a resource and its children (seed 000 "Delete an HCP OpenShift Cluster").
+// Starting the deletion of a resource and its children (docs/architecture.md, "A delete").
 #include <vector>
 
-#include "core/time.h"
+#include "arm/operation_writes.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
 namespace {
 
-// Patch that cancels a non-terminal operation, unless its status changed meanwhile.
-store::WriteOp CancelPatch(const Env& env, const arm::OperationDocument& op) {
-  arm::OperationError err{std::string(arm::kCanceledCode), std::string(arm::kSupersededMessage), "", {}};
-  std::vector<store::PatchOp> ops = {
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathStatus), json::value(arm::kStateCanceled)},
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathError), json::value(err.ToJson())},
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathLastTransitionTime),
-       json::value(FormatRfc3339(env.clock->Now(), true))},
-  };
-  return store::WriteOp::Patch(op.id, std::move(ops),
-                               {{std::string(arm::kPathStatus), json::value(op.status)}});
-}
-
 // Cancels `op` and, when ARM asked to be notified of it, records the notification the backend owes.
 void AppendCancel(const Env& env, const arm::OperationDocument& op, std::vector<store::WriteOp>* writes) {
-  writes->push_back(CancelPatch(env, op));
-  if (op.notification_uri.empty()) return;
-  writes->push_back(store::WriteOp::Create(arm::PendingNotificationId(op.id),
-                                           arm::PendingNotificationBody(op.id, op.notification_uri),
-                                           arm::kPendingNotificationTtlSeconds));
+  arm::PlanCancel(op, env.clock->Now(), writes);
 }
 
 // Writes that move one resource to Deleting with a new Delete operation (cancelling the active one).
@@ -42,17 +25,14 @@ Result<std::vector<store::WriteOp>> DeleteWrites(const Env& env, const LoadedRes
     *under_way = **active;
     return writes;
   }
-  if (active->has_value()) AppendCancel(env, **active, &writes);
   arm::OperationDocument op =
       NewOperation(env, arm::OperationRequest::kDelete, r.doc.resource_id, r.doc.internal_id, r.doc.location);
   if (expose && ctx != nullptr) Expose(*ctx, op);
-  writes.push_back(store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds));
-  store::WriteOp mark = store::WriteOp::Patch(
-      r.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathProvisioningState),
-                  json::value(arm::kStateDeleting)},
-                 {store::PatchOp::Kind::kSet, std::string(arm::kPathActiveOperationId), json::value(op.id)}});
-  mark.if_match = r.etag;
-  writes.push_back(std::move(mark));
+  arm::ResourceAsRead read{r.doc_id, r.etag, std::nullopt};
+  arm::StartDeletePlan plan =
+      arm::PlanStartDelete(read, op, env.options.operation_ttl_seconds,
+                           active->has_value() ? &**active : nullptr, env.clock->Now());
+  writes = std::move(plan.writes);
   if (created != nullptr) *created = std::move(op);
   return writes;
 }
