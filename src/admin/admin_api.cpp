@@ -127,7 +127,7 @@ json::object DocumentJson(const store::Document& d) {
   return {{"id", d.id},
           {"partitionKey", d.partition_key},
           {"etag", d.etag},
-          {"timestamp", FormatRfc3339(TimePoint(std::chrono::milliseconds(d.timestamp_ms)), true)},
+          {"timestamp", FormatRfc3339(FromUnixMillis(d.timestamp_ms), true)},
           {"body", d.body}};
 }
 

@@ -1,5 +1,6 @@
 // The backend: drives every asynchronous operation the frontend accepted to a terminal state,
-// against the Cluster Service (docs/architecture.md, "A create, end to end" and "Several backends").
+// against the Cluster Service (docs/architecture.md, "A create, end to end", "Several backends" and
+// "Inside the backend").
 //
 // Its parts (all private to src/backend): controller.h runs the loops and steps; transition_planner.h
 // plans the writes of one status change (pure); check_queue.h queues status checks;

@@ -1,5 +1,5 @@
 // Pure mapping from what the Cluster Service reports to the next status of an operation (the one
-// mapping of Cluster Service states to ARM states; docs/architecture.md, "Operation states"). No I/O;
+// mapping of Cluster Service states to ARM states; docs/architecture.md, "Inside the backend"). No I/O;
 // thread-safe (stateless).
 #pragma once
 

@@ -319,7 +319,7 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
     }
   }
   if (!observed.contains("status")) {
-    std::string when = FormatRfc3339(TimePoint(std::chrono::milliseconds(r.timestamp_ms)), true);
+    std::string when = FormatRfc3339(FromUnixMillis(r.timestamp_ms), true);
     std::vector<EngineCondition> engine = EngineConditionsOf(r.doc.service_status);
     json::object status{{"conditions", engine.empty()
                                            ? ConditionsOf(r.doc.provisioning_state, when)

@@ -79,7 +79,8 @@ std::string Trimmed(std::string s) {
   return s.substr(k);
 }
 
-// Seed 002's If-Match / If-None-Match tables. Returns a response when the request stops here.
+// The If-Match / If-None-Match rules (docs/architecture.md, "ETags and preconditions"). Returns a
+// response when the request stops here.
 std::optional<Response> CheckPreconditions(const RequestContext& ctx, const arm::ResourceId& id,
                                            const std::optional<LoadedResource>& existing) {
   std::string if_match = Trimmed(ctx.Header("If-Match"));
