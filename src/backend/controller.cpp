@@ -70,13 +70,12 @@ Result<std::unique_ptr<Controller>> Controller::Create(BackendOptions options, s
   if (options.owner.empty()) options.owner = "backend-" + NewUuidV4();
   if (options.notifications.max_attempts < 1) options.notifications.max_attempts = 1;
   // Start the change feed after everything committed so far; the first resync reads the rest.
-  auto head = FeedHead(*store);
-  if (!head.ok()) return head.error();
+  HCPRP_ASSIGN_OR_RETURN(auto head, FeedHead(*store));
   std::unique_ptr<Controller> b(
       new Controller(std::move(options), store, cs, clock, std::move(logger), notifier));
   {
     MutexLock lock(b->feed_mu_);
-    b->feed_continuation_ = std::move(head).value();
+    b->feed_continuation_ = std::move(head);
   }
   if (b->options_.metrics != nullptr) b->RegisterMetrics(*b->options_.metrics);
   return b;
@@ -259,8 +258,7 @@ void Controller::NotifierLoop() {
 // Steps
 
 Status Controller::ReconcileOnce() {
-  auto pumped = PumpChangesOnce();
-  if (!pumped.ok()) return pumped.error();
+  HCPRP_RETURN_IF_ERROR(PumpChangesOnce());
   resync_requested_ = true;
   Step(true);
   if (!ownership_->Active()) return Error::Conflict("other backends own every shard of the store");
@@ -277,9 +275,8 @@ Result<size_t> Controller::PumpChangesOnce() {
       // Retention removed changes this backend had not read (it was away longer than the store
       // keeps them): start again from now and rebuild the index from the documents.
       logger_.Warn("change feed position expired: resynchronising", {{"error", page.error().ToString()}});
-      auto head = FeedHead(*store_);
-      if (!head.ok()) return head.error();
-      feed_continuation_ = std::move(head).value();
+      HCPRP_ASSIGN_OR_RETURN(auto head, FeedHead(*store_));
+      feed_continuation_ = std::move(head);
       resync_requested_ = true;
       WakeTimerLoop();
       continue;

@@ -7,9 +7,8 @@ namespace hcprp::backend {
 namespace {
 
 Result<OperationRecord> ReadOperation(store::Store& store, std::string_view pk, std::string_view op_id) {
-  auto doc = store.Read(store::kResources, pk, op_id);
-  if (!doc.ok()) return doc.error();
-  auto op = ParseOperation(*doc);
+  HCPRP_ASSIGN_OR_RETURN(auto doc, store.Read(store::kResources, pk, op_id));
+  auto op = ParseOperation(doc);
   if (!op) return Error::NotFound("no operation '" + std::string(op_id) + "'");
   return *op;
 }
@@ -21,10 +20,9 @@ Status Controller::FailOperation(std::string_view pk, std::string_view op_id, st
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
-  auto op = ReadOperation(*store_, pk, op_id);
-  if (!op.ok()) return op.error();
-  if (arm::IsTerminalState(op->status)) {
-    return Error::PreconditionFailed("the operation is already " + op->status);
+  HCPRP_ASSIGN_OR_RETURN(auto op, ReadOperation(*store_, pk, op_id));
+  if (arm::IsTerminalState(op.status)) {
+    return Error::PreconditionFailed("the operation is already " + op.status);
   }
   Outcome o = Transit(pk, op_id, [&](const OperationRecord&) { return FailedWith(code, message); });
   switch (o) {
@@ -49,13 +47,12 @@ Status Controller::RedriveOperation(std::string_view pk, std::string_view op_id)
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
-  auto op = ReadOperation(*store_, pk, op_id);
-  if (!op.ok()) return op.error();
-  if (arm::IsTerminalState(op->status)) {
-    return Error::PreconditionFailed("the operation is already " + op->status);
+  HCPRP_ASSIGN_OR_RETURN(auto op, ReadOperation(*store_, pk, op_id));
+  if (arm::IsTerminalState(op.status)) {
+    return Error::PreconditionFailed("the operation is already " + op.status);
   }
-  index_.Upsert(*op);
-  EnqueueCheck(*op);
+  index_.Upsert(op);
+  EnqueueCheck(op);
   logger_.Info("operation re-driven by an operator",
                {{"subscription", std::string(pk)}, {"operation", std::string(op_id)}});
   return Status::Ok();

@@ -67,9 +67,8 @@ Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env,
   q.non_terminal_only = true;
   q.max_items = 1000;
   do {
-    auto page = env.store->Query(q);
-    if (!page.ok()) return page.error();
-    for (const auto& d : page->documents) {
+    HCPRP_ASSIGN_OR_RETURN(auto page, env.store->Query(q));
+    for (const auto& d : page.documents) {
       auto op = arm::OperationDocument::FromBody(d.id, d.body);
       if (!op.ok() || !EqualsIgnoreCase(op->external_id, cluster_id)) continue;
       if (op->request == arm::OperationRequest::kRequestCredential ||
@@ -77,7 +76,7 @@ Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env,
         out.push_back(std::move(op).value());
       }
     }
-    q.continuation = page->continuation;
+    q.continuation = page.continuation;
   } while (!q.continuation.empty());
   return out;
 }

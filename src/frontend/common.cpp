@@ -79,11 +79,10 @@ Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_v
     if (doc.error().IsNotFound()) return std::optional<LoadedResource>();
     return doc.error();
   }
-  auto parsed = arm::ResourceDocument::FromBody(std::move(doc->body));
-  if (!parsed.ok()) return parsed.error();
+  HCPRP_ASSIGN_OR_RETURN(auto parsed, arm::ResourceDocument::FromBody(std::move(doc->body)));
   r.etag = doc->etag;
   r.timestamp_ms = doc->timestamp_ms;
-  r.doc = std::move(parsed).value();
+  r.doc = std::move(parsed);
   return std::optional<LoadedResource>(std::move(r));
 }
 
@@ -105,9 +104,8 @@ Result<std::optional<arm::OperationDocument>> ActiveOperation(const Env& env, co
   if (!r.doc.active_operation_id) return std::optional<arm::OperationDocument>();
   auto id = arm::ParseResourceId(r.doc.resource_id);
   if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
-  auto op = LoadOperation(env, id->subscription_id, *r.doc.active_operation_id);
-  if (!op.ok()) return op.error();
-  if (!op->has_value() || arm::IsTerminalState((*op)->status)) return std::optional<arm::OperationDocument>();
+  HCPRP_ASSIGN_OR_RETURN(auto op, LoadOperation(env, id->subscription_id, *r.doc.active_operation_id));
+  if (!op.has_value() || arm::IsTerminalState(op->status)) return std::optional<arm::OperationDocument>();
   return op;
 }
 

@@ -135,9 +135,8 @@ store::WriteOp CreateOp(const Env& env, const arm::OperationDocument& op) {
 }
 
 Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r) {
-  auto body = RenderResource(ctx, r);
-  if (!body.ok()) return body.error();
-  Response res = JsonReply(status, *body);
+  HCPRP_ASSIGN_OR_RETURN(auto body, RenderResource(ctx, r));
+  Response res = JsonReply(status, body);
   res.set(bhttp::field::etag, ClientEtag(r.etag));
   return res;
 }
