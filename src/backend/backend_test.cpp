@@ -11,8 +11,8 @@
 
 #include "api/api.h"
 #include "arm/documents.h"
-#include "backend/fake_cluster_service.h"
 #include "clusterservice/mapping.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/time.h"
 #include "core/uuid.h"
 
@@ -20,7 +20,7 @@ namespace hcprp::backend {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::FakeClusterService;
+using clusterservice::testing::FakeClusterService;
 
 const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
 
