@@ -230,7 +230,7 @@ TEST_F(AdminTest, ActionsNeedABackendInTheProcess) {
   AdminApi frontend_only(ao, &scenario_.clock,
                          Logger(scenario_.log, &scenario_.clock, LogLevel::kDebug, "admin"));
   std::string op = CreateCluster("c1");
-  for (std::string target :
+  for (const std::string& target :
        {"/admin/operations/" + std::string(kSub) + "/" + op + "/redrive", std::string("/admin/orphans")}) {
     http::Request r =
         http::MakeRequest(target.ends_with("orphans") ? http::Verb::get : http::Verb::post, target);

@@ -126,7 +126,7 @@ void Controller::Stop() {
 
 void Controller::WaitFor(std::chrono::milliseconds d) {
   MutexLock lock(run_mu_);
-  run_cv_.WaitFor(lock, d, [this] { return stopping_; });
+  run_cv_.WaitFor(lock, d, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
 }
 
 void Controller::FeedLoop() {
@@ -205,7 +205,7 @@ void Controller::TimerLoop() {
     MutexLock lock(run_mu_);
     if (stopping_) return;
     auto wait = std::min(options_.tick, ownership_->RenewInterval());
-    run_cv_.WaitFor(lock, wait, [this] { return stopping_ || wake_; });
+    run_cv_.WaitFor(lock, wait, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || wake_; });
     wake_ = false;
     if (stopping_) return;
   }
@@ -220,7 +220,7 @@ void Controller::LeaseLoop() {
     }
     MutexLock lock(run_mu_);
     if (stopping_) return;
-    run_cv_.WaitFor(lock, ownership_->NextTickIn(), [this] { return stopping_; });
+    run_cv_.WaitFor(lock, ownership_->NextTickIn(), [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
     if (stopping_) return;
   }
 }
@@ -232,7 +232,7 @@ void Controller::GcLoop() {
     if (options_.gc_enabled) orphans_.MaybeRun(false);
     MutexLock lock(run_mu_);
     if (stopping_) return;
-    run_cv_.WaitFor(lock, options_.tick, [this] { return stopping_; });
+    run_cv_.WaitFor(lock, options_.tick, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
     if (stopping_) return;
   }
 }
@@ -248,7 +248,7 @@ void Controller::NotifierLoop() {
     }
     MutexLock lock(run_mu_);
     if (stopping_) return;
-    run_cv_.WaitFor(lock, wait, [this] { return stopping_ || notify_wake_; });
+    run_cv_.WaitFor(lock, wait, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || notify_wake_; });
     notify_wake_ = false;
     if (stopping_) return;
   }
