@@ -1,6 +1,7 @@
 #include "arm/operation_writes.h"
 
 #include "core/time.h"
+#include "core/uuid.h"
 
 namespace hcprp::arm {
 
@@ -27,6 +28,20 @@ store::WriteOp ResourcePatch(const ResourceAsRead& resource, std::vector<store::
 }
 
 }  // namespace
+
+OperationDocument NewOperation(OperationRequest request, std::string external_id, std::string internal_id,
+                               std::string location, TimePoint now) {
+  OperationDocument op;
+  op.id = NewUuidV4();
+  op.request = request;
+  op.external_id = std::move(external_id);
+  op.internal_id = std::move(internal_id);
+  op.location = std::move(location);
+  op.start_time = now;
+  op.last_transition_time = now;
+  op.status = std::string(request == OperationRequest::kDelete ? kStateDeleting : kStateAccepted);
+  return op;
+}
 
 store::PatchOp SetAt(std::string_view path, json::value v) {
   return store::PatchOp{store::PatchOp::Kind::kSet, std::string(path), std::move(v)};

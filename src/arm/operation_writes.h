@@ -22,6 +22,11 @@
 
 namespace hcprp::arm {
 
+// A new operation document (a fresh UUIDv4 id, started `now`, status Deleting for a Delete and
+// Accepted otherwise), not yet exposed to any caller.
+OperationDocument NewOperation(OperationRequest request, std::string external_id, std::string internal_id,
+                               std::string location, TimePoint now);
+
 // Appends the patch that cancels the non-terminal operation `op` (status Canceled, the superseded
 // error, lastTransitionTime `now`) and, when ARM gave a notification URI, the pending notification
 // record (see kPendingNotificationDocType) the backend owes. Returns the patch's index in `writes`.

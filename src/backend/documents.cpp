@@ -2,7 +2,6 @@
 
 #include "arm/operation_status.h"
 #include "arm/resource_id.h"
-#include "core/uuid.h"
 
 namespace hcprp::backend {
 
@@ -57,21 +56,6 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
 std::string PartitionOfResourceId(std::string_view resource_id) {
   auto id = arm::ParseResourceId(resource_id);
   return id.ok() ? arm::PartitionKey(id->subscription_id) : std::string();
-}
-
-arm::OperationDocument NewOperation(arm::OperationRequest request, std::string_view status,
-                                    std::string_view external_id, std::string_view internal_id,
-                                    std::string_view location, TimePoint now) {
-  arm::OperationDocument op;
-  op.id = NewUuidV4();
-  op.request = request;
-  op.external_id = std::string(external_id);
-  op.internal_id = std::string(internal_id);
-  op.location = std::string(location);
-  op.start_time = now;
-  op.last_transition_time = now;
-  op.status = std::string(status);
-  return op;
 }
 
 Result<std::optional<store::Document>> FindResource(store::Store& store, std::string_view pk,

@@ -43,11 +43,6 @@ std::string PropertyString(const json::value& body, std::string_view name);
 // it is not the ID of a cluster, node pool or external auth).
 std::string PartitionOfResourceId(std::string_view resource_id);
 
-// A new (implicit) operation document, not exposed to any caller.
-arm::OperationDocument NewOperation(arm::OperationRequest request, std::string_view status,
-                                    std::string_view external_id, std::string_view internal_id,
-                                    std::string_view location, TimePoint now);
-
 // The resource document of `resource_id` in partition `pk` (by its document id, then by a query for
 // documents written before ids were derived from resource IDs); nullopt when there is none.
 Result<std::optional<store::Document>> FindResource(store::Store& store, std::string_view pk,

@@ -196,8 +196,8 @@ void Controller::EnsureDeleteOperation(const store::Document& resource) {
   auto fence = ownership_->FenceFor(pk);
   if (!fence) return;
   const TimePoint now = clock_->Now();
-  arm::OperationDocument op = NewOperation(Request::kDelete, arm::kStateDeleting, doc->resource_id,
-                                           doc->internal_id, doc->location, now);
+  arm::OperationDocument op =
+      arm::NewOperation(Request::kDelete, doc->resource_id, doc->internal_id, doc->location, now);
   arm::ResourceAsRead read{resource.id, std::nullopt,
                            arm::Unchanged(resource.body, arm::kPathActiveOperationId)};
   arm::StartDeletePlan plan =

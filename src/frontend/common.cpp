@@ -6,6 +6,7 @@
 #include "api/api.h"
 #include "arm/headers.h"
 #include "arm/operation_status.h"
+#include "arm/operation_writes.h"
 #include "arm/paging.h"
 #include "clusterservice/mapping.h"
 #include "core/time.h"
@@ -111,17 +112,8 @@ Result<std::optional<arm::OperationDocument>> ActiveOperation(const Env& env, co
 
 arm::OperationDocument NewOperation(const Env& env, arm::OperationRequest request, std::string external_id,
                                     std::string internal_id, std::string location) {
-  arm::OperationDocument op;
-  op.id = NewUuidV4();
-  op.request = request;
-  op.external_id = std::move(external_id);
-  op.internal_id = std::move(internal_id);
-  op.location = std::move(location);
-  op.start_time = env.clock->Now();
-  op.last_transition_time = op.start_time;
-  op.status = request == arm::OperationRequest::kDelete ? std::string(arm::kStateDeleting)
-                                                        : std::string(arm::kStateAccepted);
-  return op;
+  return arm::NewOperation(request, std::move(external_id), std::move(internal_id), std::move(location),
+                           env.clock->Now());
 }
 
 void Expose(const RequestContext& ctx, arm::OperationDocument& op) {
