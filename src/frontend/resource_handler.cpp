@@ -480,10 +480,11 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
     size_t n = 0;
     bool ok = !it->second.empty() && it->second.size() <= 5;
     for (char c : it->second) {
-      if (c < '0' || c > '9')
+      if (c < '0' || c > '9') {
         ok = false;
-      else
+      } else {
         n = n * 10 + static_cast<size_t>(c - '0');
+      }
     }
     if (!ok || n < 1 || n > arm::kMaxPageSize) {
       return ErrorReply(CloudError(
