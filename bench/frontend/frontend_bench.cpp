@@ -29,10 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "frontend/frontend.h"
-#include "frontend/testing/fake_cluster_service.h"
 #include "http/message.h"
 #include "http/server.h"
 #include "metrics/registry.h"
@@ -280,7 +280,7 @@ struct StoreRun {
 struct Fixture {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;  // with metrics only
-  frontend::testing::FakeClusterService cs;
+  clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
   std::unique_ptr<frontend::Frontend> fe;
   std::string get_target;
   std::string get_body;

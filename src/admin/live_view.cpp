@@ -242,7 +242,7 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
   static const json::object kEmpty;
   const json::object& props = props_ptr ? *props_ptr : kEmpty;
   const std::string key = Key(doc.partition_key, doc.id);
-  const TimePoint committed = TimePoint(std::chrono::milliseconds(doc.timestamp_ms));
+  const TimePoint committed = FromUnixMillis(doc.timestamp_ms);
 
   if (type == arm::kSubscriptionDocType) {
     json::object v{{"subscription", doc.partition_key}, {"state", Prop(props, "state")}};

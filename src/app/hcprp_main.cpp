@@ -14,7 +14,6 @@
 #include "admin/admin_api.h"
 #include "admin/live_view.h"
 #include "admin/simulator_metrics.h"
-#include "app/create_builder.h"
 #include "arm/cloud_error.h"
 #include "backend/backend.h"
 #include "backend/http_notifier.h"
@@ -101,7 +100,6 @@ struct Parts {
   std::unique_ptr<clusterservice::HttpClient> cs;
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
-  std::unique_ptr<CreateBuilder> create_builder;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<frontend::Frontend> frontend;
   std::unique_ptr<http::Server> server;
@@ -183,7 +181,6 @@ class Runner {
   Status StartBackend() {
     parts_.notify_http = std::make_unique<http::Client>();
     parts_.notifier = std::make_unique<backend::HttpNotifier>(parts_.notify_http.get());
-    parts_.create_builder = std::make_unique<CreateBuilder>();
     backend::BackendOptions o;
     o.owner = config_.owner;
     o.lease_ttl = std::chrono::milliseconds(config_.lease_ttl_ms);
@@ -192,7 +189,7 @@ class Runner {
     o.check_concurrency = config_.check_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
-    o.create_request_builder = parts_.create_builder.get();
+    o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.metrics = &registry_;
     auto b = backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                       logger_.WithComponent("backend"), parts_.notifier.get());

@@ -11,7 +11,8 @@
 
 #include "api/api.h"
 #include "arm/documents.h"
-#include "backend/fake_cluster_service.h"
+#include "clusterservice/mapping.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/time.h"
 #include "core/uuid.h"
 #include "store/fault_injecting_store.h"
@@ -20,7 +21,7 @@ namespace hcprp::backend {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::FakeClusterService;
+using clusterservice::testing::FakeClusterService;
 
 const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
 
@@ -110,6 +111,11 @@ class BackendTest : public ::testing::Test {
     d.internal_id = internal_id;
     d.provisioning_state = std::string(state);
     d.active_operation_id = std::move(active);
+    // As the frontend stores it: the canonical resource (what a recovered create is built from).
+    api::Kind kind = type == arm::kClusterDocType    ? api::Kind::kCluster
+                     : type == arm::kNodePoolDocType ? api::Kind::kNodePool
+                                                     : api::Kind::kExternalAuth;
+    d.resource = api::ToStorage(api::Resource{kind, "eastus", {}, std::nullopt, {}, {}});
     auto r = store_->Upsert(store::kResources, pk, arm::ResourceDocumentId(resource_id), d.ToBody());
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   }
@@ -635,6 +641,60 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   ASSERT_NE(issuer, nullptr) << ToJson(observed);
   EXPECT_EQ(*api_url, "https://api.c1.example.com:6443");
   EXPECT_EQ(*issuer, "https://oidc.example.com/c1");
+}
+
+TEST_F(BackendTest, RecoveredCreateSendsTheBodyTheFrontendSends) {
+  // The subscription's tenant goes into the cluster's azure block, as the frontend sends it.
+  arm::SubscriptionDocument sub;
+  sub.id = sub_;
+  sub.properties = json::object{{"state", "Registered"},
+                                {"registrationDate", "2025-01-01T00:00:00Z"},
+                                {"properties", {{"tenantId", "72f988bf-86f1-41af-91ab-2d7cd011db47"}}}};
+  ASSERT_TRUE(store_->Upsert(store::kResources, sub_, sub_, sub.ToBody()).ok());
+  auto b = MakeBackend();
+  std::string rid = ClusterId("c1");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
+  PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+  clock_.Advance(5min);
+  Reconcile(*b);
+  std::string href = Op(op).internal_id;
+  ASSERT_FALSE(href.empty());
+  auto sent = cs_.Get(href);
+  ASSERT_TRUE(sent.ok());
+  auto expected =
+      clusterservice::CreateRequestFor(*Resource(rid), "", "72f988bf-86f1-41af-91ab-2d7cd011db47");
+  ASSERT_TRUE(expected.ok()) << expected.error().ToString();
+  EXPECT_EQ(expected->collection_href, kClusters);
+  for (const auto& [key, value] : expected->body) {
+    ASSERT_TRUE(sent->contains(key)) << key;
+    EXPECT_EQ(sent->at(key), value) << key;
+  }
+  const json::value sent_value(*sent);
+  const json::value* tenant = FindPointer(sent_value, "/azure/tenant_id");
+  ASSERT_NE(tenant, nullptr);
+  EXPECT_EQ(*tenant, "72f988bf-86f1-41af-91ab-2d7cd011db47");
+  const json::value* name = FindPointer(sent_value, "/azure/resource_name");
+  ASSERT_NE(name, nullptr);
+  EXPECT_EQ(*name, "c1");
+}
+
+TEST_F(BackendTest, ImplicitDeleteOperationsLiveForTheConfiguredTtl) {
+  const std::string sub = "99999999-0000-0000-0000-000000000007";
+  PutSubscription(sub, "Registered");
+  Flow f = Existing("c1", sub);
+  BackendOptions o = Options();
+  o.operation_ttl_seconds = 3600;
+  auto b = MakeBackend(o);
+  Reconcile(*b);
+  PutSubscription(sub, "Deleted");
+  Reconcile(*b);
+  ASSERT_EQ(b->Stats().implicit_deletes, 1u);
+  auto resource = Resource(f.resource_id, sub);
+  ASSERT_TRUE(resource.has_value());
+  ASSERT_TRUE(resource->active_operation_id.has_value());
+  auto op = store_->Read(store::kResources, sub, *resource->active_operation_id);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(op->ttl_seconds, std::optional<int64_t>(3600));
 }
 
 TEST_F(BackendTest, RecoveryRejectedByTheClusterServiceFails) {

@@ -41,7 +41,7 @@ struct FrontendOptions {
   std::string location = "eastus";
   // Retry-After (seconds) on 202 responses and on operation results still running. ARM wants 10-600.
   int retry_after_seconds = 10;
-  // Lifetime of operation documents (7 days in seed 000).
+  // Lifetime of operation documents (7 days by default; docs/architecture.md, "Data model").
   int64_t operation_ttl_seconds = 604800;
   // Bodies larger than this are refused (ARM's limit is 4 MiB).
   size_t max_body_bytes = 4 * 1024 * 1024;

@@ -81,7 +81,8 @@ TEST_F(FrontendTest, CreateClusterFollowsTheAsyncContract) {
   EXPECT_FALSE(Header(r, "x-ms-request-id").empty());
   EXPECT_EQ(Header(r, "x-ms-correlation-request-id"), "corr-1");
 
-  // Documents per seed 000: resource with internalId and active operation; exposed operation.
+  // Documents as docs/architecture.md ("Data model") lays them out: resource with internalId and active
+  // operation; exposed operation.
   std::string op_id = OperationIdOf(async);
   auto doc = s.Resource(path);
   ASSERT_TRUE(doc);
@@ -486,7 +487,8 @@ TEST_F(FrontendTest, StoreUnavailableIs503WithRetryAfterAndRecovers) {
   EXPECT_EQ(after.result_int(), 201u) << after.body();
 }
 
-// --- Seed 002 ETag tables, row by row ------------------------------------------------------------
+// --- ETag tables (docs/architecture.md), row by row
+// ------------------------------------------------------------
 
 TEST_F(FrontendTest, EtagTablePut) {
   const std::string absent = ClusterPath("etag-absent");

@@ -19,9 +19,8 @@ Status DeleteEverything(Env& env, std::string_view subscription_id) {
     q.resource_type = std::string(type);
     q.max_items = std::max<size_t>(1, env.options.delete_batch_size);
     do {
-      auto page = env.store->Query(q);
-      if (!page.ok()) return page.error();
-      for (const auto& d : page->documents) {
+      HCPRP_ASSIGN_OR_RETURN(auto page, env.store->Query(q));
+      for (const auto& d : page.documents) {
         Status started = Error::Internal("not attempted");
         for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
           auto current = env.store->Read(store::kResources, pk, d.id);
@@ -60,7 +59,7 @@ Status DeleteEverything(Env& env, std::string_view subscription_id) {
         }
         if (!started.ok()) return started;
       }
-      q.continuation = page->continuation;
+      q.continuation = page.continuation;
     } while (!q.continuation.empty());
   }
   return Status::Ok();

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The provisioning engine behind `hcprp serve --provisioner engine`, through the ARM API and hcpctl:
-a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl show; seed 003 (the customer deletes the cluster's
+a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl show; deletions whose identities are gone (the customer deletes the cluster's
 managed identities, or strips one of its permissions, then deletes the cluster): the deletion ends
 Succeeded after the orphan threshold, with nothing left in the simulated Azure or the simulator."""
 
@@ -291,7 +291,7 @@ def test_arm_conditions_move_through_creating_to_ready(ctx):
 
 
 def test_nodepool_deleted_with_deleted_identities(ctx):
-    """Seed 003 for a node pool: the customer deletes the identities, then just the node pool; its machines
+    """A deletion whose identities are gone, for a node pool: the customer deletes the identities, then just the node pool; its machines
     are orphaned after the threshold and the delete ends Succeeded. Deleting the cluster afterwards leaves
     nothing in the simulated Azure."""
     endpoint, cs = serve(ctx)
