@@ -129,7 +129,7 @@ std::string BaseUrl(const RequestContext& ctx, const FrontendOptions& options) {
     }
   }
   std::string host = ctx.Header("Host");
-  if (ValidHost(host)) return "http://" + host;
+  if (ValidHost(host)) return options.scheme + "://" + host;
   return options.default_base_url;
 }
 

@@ -49,6 +49,8 @@ struct FrontendOptions {
   size_t max_json_depth = 64;
   // Used to build absolute header URLs when a request has neither Referer nor Host.
   std::string default_base_url = "http://localhost";
+  // Scheme of the URLs built from the Host header (no Referer): "https" behind a TLS listener.
+  std::string scheme = "http";
   // How many times a request is re-evaluated after losing a store race before answering 409.
   int max_store_retries = 3;
   // Store batch size when a delete fans out over many resources (children, subscription delete).
