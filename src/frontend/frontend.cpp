@@ -376,6 +376,17 @@ Response TooLargeResponse(const Request& header_only, size_t max_body) {
   return res;
 }
 
+Response UnauthenticatedResponse(std::string_view reason) {
+  Response res = ErrorReply(arm::CloudError(
+      401, arm::codes::kAuthenticationFailed,
+      "The client certificate was not accepted (" + std::string(reason) +
+          "): only Azure Resource Manager, authenticated by one of its published certificates, may call."));
+  res.set(arm::headers::kRequestId, NewUuidV4());
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
 Response OverloadedResponse() {
   Response res = ErrorReply(arm::CloudError(503, arm::codes::kServiceUnavailable,
                                             "The service has too many open connections; retry shortly."));

@@ -80,6 +80,9 @@ Response TooLargeResponse(const Request& header_only, size_t max_body);
 // (http::ServerOptions::on_overloaded), which reads no request: 503 ServiceUnavailable with the ARM
 // error body, an x-ms-request-id and Retry-After: 1. Thread-safe.
 Response OverloadedResponse();
+// The answer to a caller that did not authenticate as ARM (`reason`: no_certificate, unknown_certificate,
+// expired, ...): 401 AuthenticationFailed.
+Response UnauthenticatedResponse(std::string_view reason);
 
 class Frontend {
  public:
