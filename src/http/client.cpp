@@ -35,6 +35,11 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // timeouts (async operations + run()).
 struct Connection {
   Connection() : stream(ioc) {}
+  // A connection closed without a close_notify would mark its session as bad and unresumable; the
+  // pool closes idle connections at will, so it counts as an orderly end.
+  ~Connection() {
+    if (tls) SSL_set_shutdown(tls->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
   asio::io_context ioc;
   beast::tcp_stream stream;
   std::shared_ptr<asio::ssl::context> tls_context;  // outlives `tls`
@@ -228,7 +233,6 @@ class Client::Impl {
     }
     c.stream.expires_never();
     if (SSL_session_reused(ssl)) resumed_.fetch_add(1);
-    RememberSession(c, ep);
     return Status::Ok();
   }
 

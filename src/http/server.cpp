@@ -428,6 +428,8 @@ class ServerImpl final : public Server {
     }
     beast::flat_buffer plain;
     co_await Serve(conn, tls_stream, plain);
+    // The session stays resumable although the connection ends without a close_notify exchange.
+    SSL_set_shutdown(tls_stream.native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
   }
 
   bool IsOpenPath(const Request& req) const {
