@@ -71,6 +71,8 @@ Result<std::shared_ptr<ssl::context>> ServerContext::Build(const ServerContextOp
   if (SSL_CTX_check_private_key(native) != 1) {
     return Error::InvalidArgument("the key " + o.key_file + " does not match " + o.cert_file);
   }
+  // One ticket per connection is enough to resume it (the default is two).
+  SSL_CTX_set_num_tickets(native, 1);
   static constexpr unsigned char kSessionContext[] = "hcprp";
   SSL_CTX_set_session_id_context(native, kSessionContext, sizeof(kSessionContext) - 1);
   if (!o.client_ca_file.empty()) {
