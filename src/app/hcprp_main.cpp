@@ -688,8 +688,10 @@ int Main(int argc, char** argv) {
                   "default: TLS_DIR/arm-client-certificates.json)");
   };
   auto control_flags = [&](CLI::App* s) {
-    s->add_option("--control-listen", c.control_listen,
-                  "Loopback HOST:PORT of the simulator's /control API; off: no control API over the network")
+    s->add_option(
+         "--control-listen", c.control_listen,
+         "Loopback HOST:PORT of the simulator's /control API (bearer token); off: /control stays on the "
+         "Cluster Service listener")
         ->capture_default_str();
     s->add_option("--control-token-file", c.control_token_file,
                   "File whose first line is the /control bearer token (default: TLS_DIR/control-token)");
