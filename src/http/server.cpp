@@ -86,8 +86,9 @@ struct Connection {
   Peer peer;
   bool idle = true;
   bool close_requested = false;
-  // Set after a TLS handshake when ServerTls::authenticate refused the client.
-  std::optional<tls::Refusal> refusal;
+  // After a TLS handshake: the certificate the client presented (nullopt: none).
+  bool tls_done = false;
+  std::optional<tls::PeerCertificate> peer_certificate;
 };
 
 using TlsStream = asio::ssl::stream<beast::tcp_stream&>;
@@ -422,10 +423,8 @@ class ServerImpl final : public Server {
         co_await tls_stream.async_handshake(asio::ssl::stream_base::server, buffer.data(), kNoThrow);
     if (hec) co_return;
     buffer.consume(used);
-    if (options_.tls.authenticate) {
-      auto peer = tls::PeerCertificateOf(tls_stream.native_handle());
-      c.refusal = options_.tls.authenticate(peer ? &*peer : nullptr);
-    }
+    c.tls_done = true;
+    if (options_.tls.authenticate) c.peer_certificate = tls::PeerCertificateOf(tls_stream.native_handle());
     beast::flat_buffer plain;
     co_await Serve(conn, tls_stream, plain);
     // The session stays resumable although the connection ends without a close_notify exchange.
@@ -459,9 +458,15 @@ class ServerImpl final : public Server {
         co_return;
       }
       if (closed) co_return;
-      if (c.refusal && !IsOpenPath(parser.get())) {
+      // Judged on every request, so that a connection opened before a rotation of the trusted set (or
+      // before its certificate expired) does not outlive the trust.
+      std::optional<tls::Refusal> refusal;
+      if (c.tls_done && options_.tls.authenticate && !IsOpenPath(parser.get())) {
+        refusal = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
+      }
+      if (refusal) {
         // An untrusted caller: answered before any handler runs, and the connection ends.
-        Response refused = on_refused_(parser.get(), *c.refusal, c.peer);
+        Response refused = on_refused_(parser.get(), *refusal, c.peer);
         refused.version(parser.get().version());
         co_await Write(c, s, refused, false);
         co_return;

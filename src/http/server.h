@@ -46,8 +46,8 @@ using OverloadHandler = std::function<Response()>;
 // TLS on a listener, and who may use it.
 struct ServerTls {
   std::shared_ptr<tls::ServerContext> context;  // null: plain HTTP
-  // Judges the client's certificate once the handshake is done (null: the client sent none); nullopt
-  // trusts the caller. Unset: every client that completes the handshake is trusted.
+  // Judges the client's certificate (null: the client sent none) before each request outside
+  // open_paths; nullopt trusts the caller. Unset: every client that completes the handshake is trusted.
   std::function<std::optional<tls::Refusal>(const tls::PeerCertificate*)> authenticate;
   // Paths (without query) an untrusted caller may still request: health probes.
   std::vector<std::string> open_paths = {"/healthz", "/readyz"};

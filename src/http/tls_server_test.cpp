@@ -203,9 +203,10 @@ TEST_F(TlsServerTest, TrustedSetRotatesWithoutRestart) {
   auto doc = tls::TrustedSetDocument({ReadAll(other_.cert)});
   ASSERT_TRUE(doc.ok());
   WriteAll(files_.trusted_set, *doc);
-  old_client->CloseIdle();
-  new_client->CloseIdle();
+  // The old certificate's keep-alive connection does not outlive the trust.
+  EXPECT_EQ(old_client->connections_opened(), 1u);
   EXPECT_EQ(Get(*old_client)->result_int(), 401);
+  EXPECT_EQ(old_client->connections_opened(), 1u);
   EXPECT_EQ(Get(*new_client)->result_int(), 200);
 }
 
