@@ -89,6 +89,10 @@ struct Connection {
   // After a TLS handshake: the certificate the client presented (nullopt: none).
   bool tls_done = false;
   std::optional<tls::PeerCertificate> peer_certificate;
+  // The last verdict of ServerTls::authenticate on it, and when it was reached.
+  bool judged = false;
+  std::optional<tls::Refusal> verdict;
+  std::chrono::steady_clock::time_point judged_at{};
 };
 
 using TlsStream = asio::ssl::stream<beast::tcp_stream&>;
@@ -458,11 +462,17 @@ class ServerImpl final : public Server {
         co_return;
       }
       if (closed) co_return;
-      // Judged on every request, so that a connection opened before a rotation of the trusted set (or
-      // before its certificate expired) does not outlive the trust.
+      // Judged again at least every recheck_interval, so that a connection opened before a rotation of
+      // the trusted set (or before its certificate expired) does not outlive the trust.
       std::optional<tls::Refusal> refusal;
       if (c.tls_done && options_.tls.authenticate && !IsOpenPath(parser.get())) {
-        refusal = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
+        const auto now = std::chrono::steady_clock::now();
+        if (!c.judged || now - c.judged_at >= options_.tls.recheck_interval) {
+          c.verdict = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
+          c.judged = true;
+          c.judged_at = now;
+        }
+        refusal = c.verdict;
       }
       if (refusal) {
         // An untrusted caller: answered before any handler runs, and the connection ends.

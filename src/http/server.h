@@ -46,14 +46,18 @@ using OverloadHandler = std::function<Response()>;
 // TLS on a listener, and who may use it.
 struct ServerTls {
   std::shared_ptr<tls::ServerContext> context;  // null: plain HTTP
-  // Judges the client's certificate (null: the client sent none) before each request outside
-  // open_paths; nullopt trusts the caller. Unset: every client that completes the handshake is trusted.
+  // Judges the client's certificate (null: the client sent none) before the first request outside
+  // open_paths and again before the first one after each recheck_interval; nullopt trusts the caller.
+  // Unset: every client that completes the handshake is trusted.
   std::function<std::optional<tls::Refusal>(const tls::PeerCertificate*)> authenticate;
   // Paths (without query) an untrusted caller may still request: health probes.
   std::vector<std::string> open_paths = {"/healthz", "/readyz"};
   // The answer to each request of an untrusted caller outside open_paths; the handler never sees the
   // request and the connection is closed after the answer. Default: 401, text body.
   std::function<Response(const Request&, tls::Refusal, const Peer&)> on_refused;
+  // How long a connection's verdict stands before a request has it judged again (a rotated trusted set
+  // reaches keep-alive connections within it). Zero: before every request.
+  std::chrono::milliseconds recheck_interval{1'000};
   // Time for the TLS handshake, from the connection's first byte.
   std::chrono::milliseconds handshake_timeout{10'000};
 };

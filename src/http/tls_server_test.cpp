@@ -194,7 +194,9 @@ TEST_F(TlsServerTest, HealthProbesNeedNoCertificate) {
 }
 
 TEST_F(TlsServerTest, TrustedSetRotatesWithoutRestart) {
-  StartArmListener();
+  ServerOptions o;
+  o.tls.recheck_interval = std::chrono::milliseconds(0);  // keep-alive connections judged on every request
+  StartArmListener(o);
   auto old_client = ClientWith(files_.client_cert, files_.client_key);
   auto new_client = ClientWith(other_.cert, other_.key);
   ASSERT_EQ(Get(*old_client)->result_int(), 200);
