@@ -18,7 +18,7 @@ ctest --preset release -j"$jobs" --timeout 600 --repeat until-pass:3 --output-on
 
 if [ "${1:-}" != "--quick" ]; then
   # The sanitizer pass covers the libraries whose tests are known clean under ASan/UBSan.
-  asan_tests=(core_test store_test sqlite_store_test postgres_store_test api_test http_test clusterservice_test pki_test check_test
+  asan_tests=(core_test store_test sqlite_store_test postgres_store_test api_test http_test http_tls_test tls_test clusterservice_test pki_test check_test
               metrics_test admin_test
               simulator_test frontend_test backend_test backend_ownership_test)
   cmake --preset asan >/dev/null
