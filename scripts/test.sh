@@ -50,7 +50,7 @@ if [ "${1:-}" != "--quick" ]; then
 
   step "AddressSanitizer + UndefinedBehaviorSanitizer"
   # Every unit test binary.
-  asan_tests=(core_test store_test sqlite_store_test postgres_store_test arm_test api_test http_test
+  asan_tests=(core_test store_test sqlite_store_test postgres_store_test arm_test api_test http_test http_tls_test tls_test
               clusterservice_test pki_test check_test metrics_test admin_test simulator_test provisioning_test
               frontend_test backend_test backend_ownership_test backend_state_mapping_test)
   cmake --preset asan >/dev/null

@@ -181,7 +181,9 @@ class Stack:
         cs = self.spawn("clusters-service", [hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
                                              os.path.join(self.dir, "cs"), "--profile", "demo",
                                              "--time-scale", "1000", "--provisioner", "timed",
-                                             "--log-level", "warn"])
+                                             "--log-level", "warn",
+                                             # plain HTTP on loopback, /control on the same listener
+                                             "--insecure-http", "--control-listen", "off"])
         self.cs_url = cs.wait_line(url_after("listening on"))
         backend_cs = self.cs_url
         if polling:
@@ -191,7 +193,8 @@ class Stack:
             wait_for(lambda: os.path.exists(ready), 20, what="the proxy")
             backend_cs = open(ready).read().strip()
         fe = self.spawn("frontend", [hcprp, "frontend", "--store", self.store, "--clusters-service", self.cs_url,
-                                     "--listen", "127.0.0.1:0", "--log-level", "warn", "--threads", "8"])
+                                     "--listen", "127.0.0.1:0", "--log-level", "warn", "--threads", "8",
+                                     "--insecure-http"])
         self.endpoint = fe.wait_line(url_after("listening on"))
         self.backend = self.spawn("backend", [hcprp, "backend", "--store", self.store, "--clusters-service",
                                               backend_cs, "--log-level", "warn"])

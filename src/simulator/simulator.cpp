@@ -30,6 +30,19 @@ class ServiceHost final : public EngineHost {
   Service* service_ = nullptr;
 };
 
+bool IsControlPath(const http::Request& req) {
+  std::string_view t = req.target();
+  return t == "/control" || t.rfind("/control/", 0) == 0 || t.rfind("/control?", 0) == 0;
+}
+
+// Compares in time independent of where the first difference is.
+bool TokenMatches(std::string_view got, std::string_view expected) {
+  if (expected.size() <= 7 || got.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ expected[i]);
+  return diff == 0;
+}
+
 }  // namespace
 
 // Destroyed in reverse order: the service goes before the engine it calls, the engine before the host.
@@ -46,6 +59,8 @@ struct Simulator::Parts {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Service> service;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> control_server;
+  bool tls = false;
   std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
   const Logger* logger = nullptr;
   std::mutex stop_mu;
@@ -125,14 +140,50 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     ho.max_body_bytes = options.max_body_bytes;
     ho.on_too_large = &Service::TooLarge;
     ho.server_header = "hcprp-cluster-service-simulator";
+    ho.tls = options.tls;
+    p.tls = options.tls.context != nullptr;
     Simulator* self = sim.get();
-    auto server =
-        http::Server::Start(ho, [self](http::Request&& req) { return self->Handle(std::move(req)); });
+    const bool control_apart = options.control_listen.has_value();
+    auto server = http::Server::Start(ho, [self, control_apart](http::Request&& req) {
+      if (control_apart && req.method() != http::Verb::get && IsControlPath(req)) {
+        return http::MakeResponse(http::StatusCode::not_found,
+                                  R"({"error":"the control API has its own listener"})", "application/json");
+      }
+      return self->Handle(std::move(req));
+    });
     if (!server.ok()) {
       sim->Stop();
       return server.error();
     }
     p.server = std::move(*server);
+    if (control_apart) {
+      http::ServerOptions co;
+      co.listen = *options.control_listen;
+      co.threads = 2;
+      co.max_connections = 256;
+      co.max_body_bytes = options.max_body_bytes;
+      co.server_header = ho.server_header;
+      auto control =
+          http::Server::Start(co, [self, expected = "Bearer " + options.control_token](http::Request&& req) {
+            if (!IsControlPath(req)) {
+              return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
+                                        "application/json");
+            }
+            if (!TokenMatches(req[http::Field::authorization], expected)) {
+              http::Response res = http::MakeResponse(
+                  http::StatusCode::unauthorized, R"({"error":"the control API requires its bearer token"})",
+                  "application/json");
+              res.set(http::Field::www_authenticate, "Bearer");
+              return res;
+            }
+            return self->Handle(std::move(req));
+          });
+      if (!control.ok()) {
+        sim->Stop();
+        return control.error();
+      }
+      p.control_server = std::move(*control);
+    }
   }
   if (options.logger) {
     options.logger->Info("cluster service simulator started", {{"port", sim->port()},
@@ -152,7 +203,12 @@ std::string Simulator::base_url() const {
   http::Endpoint ep = parts_->server->endpoint();
   if (ep.host == "0.0.0.0") ep.host = "127.0.0.1";
   if (ep.host == "::") ep.host = "::1";
-  return "http://" + ep.ToString();
+  return (parts_->tls ? "https://" : "http://") + ep.ToString();
+}
+
+std::string Simulator::control_url() const {
+  if (!parts_->control_server) return "";
+  return "http://" + parts_->control_server->endpoint().ToString();
 }
 
 http::Response Simulator::Handle(http::Request&& request) {
@@ -171,6 +227,7 @@ void Simulator::Stop() {
   if (parts_->stopped) return;
   parts_->stopped = true;
   if (parts_->service) parts_->service->Shutdown();
+  if (parts_->control_server) parts_->control_server->Stop(std::chrono::seconds(2));
   if (parts_->server) parts_->server->Stop(std::chrono::seconds(5));
   // The engine's workers call into the service: stop them while the service is still whole.
   if (parts_->engine) parts_->engine->Stop();

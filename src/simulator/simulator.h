@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "core/result.h"
 #include "http/message.h"
+#include "http/server.h"
 #include "http/url.h"
 #include "simulator/provisioner.h"
 
@@ -97,6 +98,14 @@ struct SimulatorOptions {
   size_t max_body_bytes = 4 * 1024 * 1024;
   uint64_t seed = 0;       // randomness of timing and faults; 0 = random
   bool serve_http = true;  // false: no socket, use Handle() (for in-process tests)
+  // TLS of the Cluster Service listener; with tls.context built on a client CA, callers need a client
+  // certificate (mutual TLS, as between a resource provider and the Cluster Service).
+  http::ServerTls tls;
+  // When set, the /control API that changes things (faults, timing, simulated Azure) moves to a listener
+  // of its own that requires "Authorization: Bearer <control_token>"; the main listener then answers only
+  // GETs under /control (health and read-only views, used by `hcprp check`).
+  std::optional<http::Endpoint> control_listen;
+  std::string control_token;
 };
 
 // Parses "--profile" and "--time-scale" values into options; InvalidArgument on bad input.
@@ -109,9 +118,11 @@ class Simulator {
   static Result<std::unique_ptr<Simulator>> Start(const SimulatorOptions& options);
   ~Simulator();  // Stop()
 
-  // The bound port (0 when serve_http is false) and "http://host:port" for clients.
+  // The bound port (0 when serve_http is false) and "http(s)://host:port" for clients.
   uint16_t port() const;
   std::string base_url() const;
+  // "http://host:port" of the /control listener; empty without one.
+  std::string control_url() const;
 
   // The request handler without a socket.
   http::Response Handle(http::Request&& request);
