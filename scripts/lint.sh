@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The style checks CI runs: clang-format (.clang-format) on every C++ file of the repository, then
 # clang-tidy (.clang-tidy, every warning an error, Clang's thread-safety analysis included) on the C++
-# sources a change touches: the files that differ from the merge base with main (HCPRP_LINT_BASE
-# overrides the base; a changed header brings the source of the same name). Needs the build's
+# sources a change touches: the files that differ from the merge base with main, or on main from the
+# last commit's first parent (HCPRP_LINT_BASE overrides the base; a changed header brings the source of the same name). Needs the build's
 # compile_commands.json.
 # Usage: scripts/lint.sh [build-dir]   (default build/release)
 set -euo pipefail
@@ -14,6 +14,9 @@ echo "== clang-format"
 git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run -Werror
 
 base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD~1)}
+# On main itself (as in CI's clone) the change is what the last commit brought: for a merge, everything
+# since its first parent.
+[ "$base" = "$(git rev-parse HEAD)" ] && base=$(git rev-parse HEAD^1)
 declare -A seen=()
 sources=()
 while IFS= read -r f; do

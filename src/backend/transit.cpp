@@ -101,7 +101,8 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit
       if (Status s = AppendBilling(pk, &plan); !s.ok()) {
         ++counters_.errors;
-        logger_.Warn("billing record not read", {{"operation", std::string(op_id)}, {"error", s.error().ToString()}});
+        logger_.Warn("billing record not read",
+                     {{"operation", std::string(op_id)}, {"error", s.error().ToString()}});
         return Outcome::kError;
       }
     }
@@ -140,7 +141,8 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
   return Outcome::kError;
 }
 
-void Controller::AfterTerminal(const std::vector<store::Document>& ended_operations, const TransitionPlan& plan) {
+void Controller::AfterTerminal(const std::vector<store::Document>& ended_operations,
+                               const TransitionPlan& plan) {
   for (const store::Document& d : ended_operations) {
     index_.Remove(d.partition_key, d.id);
     {

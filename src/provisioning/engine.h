@@ -14,7 +14,7 @@
 // DeletionFailed) are kept per machine and rolled up per node pool and cluster, together with
 // "AzureIdentityValid"; they drive the Cluster Service states through the StateSink.
 //
-// Identities that disappear (seed 003): every call on a cluster's resources acts as the cluster's
+// Identities that disappear: every call on a cluster's resources acts as the cluster's
 // CAPZ identity. A 401 (identity deleted: AADSTS700016) or 403 (permissions removed) sets
 // AzureIdentityValid=False. A deletion whose calls keep failing with such an error for longer than
 // orphan_threshold is orphaned: its cleanup is skipped (logged, counted), and the cluster's managed

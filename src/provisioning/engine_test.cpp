@@ -357,7 +357,7 @@ TEST_F(EngineTest, WorkInProgressIsFinishedAfterACrash) {
 class IdentityLossTest : public EngineTest {
  protected:
   // Creates a ready cluster with a node pool of 3, breaks identities with `breakage`, deletes the
-  // cluster and checks the seed 003 success criteria.
+  // cluster and checks that its deletion finishes with nothing left behind.
   void Run(const std::function<void()>& breakage, std::string_view reason) {
     Open(LatencyProfile::kDemo);
     // The normal deletion time of the same cluster, for the bound below.
@@ -424,7 +424,7 @@ TEST_F(IdentityLossTest, ClusterWithAnIdentityStrippedOfPermissionsIsDeletedWith
       "AuthorizationFailed");
 }
 
-// Seed 003 for a node pool alone: its machines cannot be deleted with the customer's identities gone;
+// Orphaning for a node pool alone: its machines cannot be deleted with the customer's identities gone;
 // after the orphan threshold they are skipped and the node pool deletion ends. The cluster's deletion
 // later removes what they left behind with the managed resource group.
 TEST_F(EngineTest, NodePoolWithDeletedIdentitiesIsDeletedAfterTheThreshold) {

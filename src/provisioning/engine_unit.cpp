@@ -148,7 +148,7 @@ void Engine::ReconcileUnit(const std::string& key) {
       }
       if (u.deleting) {
         if (now - creds_since >= threshold) {
-          // Seed 003: skip the cleanup the customer's identity can no longer do; the first-party
+          // Orphaning: skip the cleanup the customer's identity can no longer do; the first-party
           // identity deletes the managed resource group with everything in it.
           if (u.control_plane) {
             for (auto& o : u.svcs) {
