@@ -240,9 +240,10 @@ int main(int argc, char** argv) {
               marks[1].second, marks[2].second);
   std::printf("  CPU (user+sys)            %8.3f s   (%.0f%% of one core over the run)\n", cpu_s,
               100.0 * cpu_s / wall_s);
-  if (state)
+  if (state) {
     std::printf("  state: %llu commits to %s/simulator.db\n",
                 static_cast<unsigned long long>(state->commits()), data_dir.c_str());
+  }
   std::printf("  memory: RSS before %ld MiB, peak during %ld MiB, max RSS %ld MiB\n", rss0 / 1024,
               peak_rss / 1024, MaxRssKb() / 1024);
   std::printf(

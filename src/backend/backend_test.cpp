@@ -386,6 +386,35 @@ TEST_F(BackendTest, DeleteConfirmedBy404RemovesDocumentsAndClosesBilling) {
   EXPECT_EQ(notifier_.Sent().size(), 1u);
 }
 
+// A create whose frontend stopped after the Cluster Service made the cluster but before the internal
+// ID was recorded, deleted before its recovery: the Delete finds the object by its ARM names and
+// deletes it (not another cluster) instead of leaving it behind.
+TEST_F(BackendTest, DeleteOfACreateWhoseInternalIdWasNeverRecordedDeletesItsObject) {
+  auto b = MakeBackend();
+  auto make = [&](std::string_view name) {
+    json::object azure{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", name}};
+    auto made = cs_.Create(kClusters, json::object{{"name", name}, {"azure", azure}}, NewUuidV4());
+    EXPECT_TRUE(made.ok());
+    return std::string(GetString(*made, "href").value_or(""));
+  };
+  const std::string lost = make("c1");
+  const std::string other = make("c2");
+  const std::string resource_id = ClusterId("c1");
+  std::string del = PutOperation(sub_, arm::OperationRequest::kDelete, resource_id, "", arm::kStateDeleting);
+  PutResource(sub_, resource_id, arm::kClusterDocType, "", arm::kStateDeleting, del);
+
+  Reconcile(*b);
+  EXPECT_EQ(cs_.deletes(), 1);
+  EXPECT_EQ(Op(del).status, arm::kStateDeleting);  // uninstalling: not gone yet
+  cs_.Remove(lost);
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateSucceeded);
+  EXPECT_FALSE(Resource(resource_id).has_value());
+  EXPECT_FALSE(cs_.Exists(lost));
+  EXPECT_TRUE(cs_.Exists(other));
+  EXPECT_EQ(cs_.deletes(), 1);
+}
+
 // The billing record commits with the operation's terminal batch: one durable commit, so a failed
 // commit leaves neither and the retry writes both.
 TEST_F(BackendTest, BillingRecordCommitsInTheOperationsTerminalBatch) {

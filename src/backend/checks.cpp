@@ -142,6 +142,16 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
       return true;
     }
     if (resource->has_value()) href = PropertyString((*resource)->body, "internalId");
+    if (href.empty() && op.request == Request::kDelete) {
+      // A create whose frontend stopped after the Cluster Service made the object, before the internal
+      // ID was recorded, and that was deleted before its recovery: find the object by what it names.
+      auto unrecorded = FindUnrecordedObject(op.partition_key, op.external_id);
+      if (!unrecorded.ok()) {
+        ++counters_.errors;
+        return true;
+      }
+      href = std::move(unrecorded).value();
+    }
     if (href.empty()) {
       // Nothing was ever made in the Cluster Service: a Delete is done, anything else cannot be.
       Transit(op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {
@@ -228,6 +238,31 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
     MarkDeleteIssued(op, false);
   }
   return o != Outcome::kError;  // a store failure: requeued, tried again on a later step
+}
+
+Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::string_view resource_id) {
+  HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(resource_id));
+  std::string parent_href;
+  std::string search;
+  if (id.kind == arm::ResourceKind::kCluster) {
+    search = "azure.subscription_id = " + clusterservice::SearchLiteral(id.subscription_id) +
+             " and azure.resource_group_name = " + clusterservice::SearchLiteral(id.resource_group) +
+             " and azure.resource_name = " + clusterservice::SearchLiteral(id.cluster_name);
+  } else {
+    HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> parent,
+                           FindResource(*store_, pk, id.Cluster().ToString()));
+    if (parent) parent_href = PropertyString(parent->body, "internalId");
+    if (parent_href.empty()) return std::string();  // no parent object: nothing under it either
+    search = "name = " + clusterservice::SearchLiteral(id.child_name);
+  }
+  HCPRP_ASSIGN_OR_RETURN(json::array found,
+                         cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href), search));
+  for (const json::value& item : found) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    if (auto href = GetString(*o, "href"); href && !href->empty()) return std::string(*href);
+  }
+  return std::string();
 }
 
 void Controller::RecoverCreate(const OperationRecord& op) {

@@ -122,6 +122,9 @@ class Controller {
   // Moves the plan's billing record into its writes and adds the deletion time of every deleted
   // resource that was billed (read for its ETag); a store failure other than not-found is returned.
   Status AppendBilling(std::string_view pk, TransitionPlan* plan);
+  // The href of the Cluster Service object made for `resource_id` whose internal ID was never recorded
+  // (searched by the ARM names it carries); empty when there is none.
+  Result<std::string> FindUnrecordedObject(std::string_view pk, std::string_view resource_id);
   // Index and notifications after a batch ended operations.
   void AfterTerminal(const std::vector<store::Document>& ended_operations, const TransitionPlan& plan);
   // A resource of a deleted subscription: gives it a Delete operation unless it has one.

@@ -139,7 +139,7 @@ Status CheckSimulatedAzure(clusterservice::Client& cs, const json::array& cluste
       if (!pools.count(pool)) ++left[pool];
     }
     for (const auto& [pool, n] : left) {
-      add(href + "/node_pools/" + pool,
+      add(std::string(href).append("/node_pools/").append(pool),
           std::to_string(n) +
               " Azure resource(s) of machines of a node pool the Cluster Service no "
               "longer has, neither deleted nor orphaned");
@@ -193,7 +193,8 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
           }
           ++report.resources;
           if (!r->internal_id.empty()) known_internal_ids.insert(ToLower(r->internal_id));
-          resources.emplace(ToLower(r->resource_id), std::move(r).value());
+          std::string key = ToLower(r->resource_id);
+          resources.emplace(std::move(key), std::move(r).value());
         } else if (type == arm::kOperationDocType) {
           auto o = arm::OperationDocument::FromBody(d.id, d.body);
           if (!o.ok()) {

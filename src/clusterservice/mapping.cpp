@@ -17,6 +17,16 @@ std::string ClusterServiceCollection(arm::ResourceKind kind, std::string_view pa
   return "";
 }
 
+std::string SearchLiteral(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
 Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
                                                    std::string_view tenant_id) {
   AzureContext azure;

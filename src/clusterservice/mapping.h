@@ -48,6 +48,9 @@ struct CreateRequest {
 Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::string_view parent_internal_id,
                                        std::string_view tenant_id);
 
+// `text` as a string literal of the Cluster Service's search language: single-quoted, a quote doubled.
+std::string SearchLiteral(std::string_view text);
+
 // Cluster Service action names.
 inline constexpr std::string_view kCsRequestCredential = "request_admin_credential";
 inline constexpr std::string_view kCsRevokeCredentials = "revoke_credentials";

@@ -61,9 +61,12 @@ class Serve:
                                              "--time-scale", SCALE, "--provisioner", "engine",
                                              # After a restart the RP sees some Cluster Service changes
                                              # only at its next resync (default 45 s): keep each case short.
-                                             "--resync-seconds", "3"], env=env)
+                                             "--resync-seconds", "3", "--tls-dir", self.ctx.tls.dir],
+                                   env=env)
         self.endpoint = self.proc.wait_line(url_after("ARM endpoint:"))
         self.cs = CsClient(self.proc.wait_line(url_after("Cluster Service:")))
+        control = self.proc.wait_line(url_after("simulator control:"))
+        e2e.CONTROL[self.cs.base] = control[:-len("/control")]
         self.ctx.db = os.path.join(self.data, "hcprp.db")
         self.ctx.cs_url = self.cs.base
 

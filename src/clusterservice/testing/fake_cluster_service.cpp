@@ -198,15 +198,74 @@ Result<json::object> FakeClusterService::Action(std::string_view href, std::stri
   return Error::InvalidArgument("unknown action " + std::string(action));
 }
 
-Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view) {
+namespace {
+
+// The equality subset of the Cluster Service's search language: `path = 'value'` terms joined by
+// `and`, compared ignoring ASCII case. Anything else is refused, so a caller relying on more fails.
+using SearchTerms = std::vector<std::pair<std::string, std::string>>;
+
+Result<SearchTerms> ParseEqualitySearch(std::string_view text) {
+  SearchTerms terms;
+  while (!text.empty()) {
+    size_t eq = text.find(" = '");
+    if (eq == std::string_view::npos)
+      return Error::InvalidArgument("unsupported search: " + std::string(text));
+    std::string path(text.substr(0, eq));
+    std::string value;
+    size_t i = eq + 4;
+    for (;; ++i) {
+      if (i >= text.size()) return Error::InvalidArgument("unterminated literal in search");
+      if (text[i] != '\'') {
+        value += text[i];
+      } else if (i + 1 < text.size() && text[i + 1] == '\'') {
+        value += '\'';
+        ++i;
+      } else {
+        break;
+      }
+    }
+    terms.emplace_back(std::move(path), std::move(value));
+    text.remove_prefix(i + 1);
+    if (text.starts_with(" and "))
+      text.remove_prefix(5);
+    else if (!text.empty())
+      return Error::InvalidArgument("unsupported search: " + std::string(text));
+  }
+  return terms;
+}
+
+bool Matches(const json::object& fields, const SearchTerms& terms) {
+  for (const auto& [path, want] : terms) {
+    const json::object* at = &fields;
+    std::string_view rest = path;
+    const json::value* v = nullptr;
+    while (at != nullptr) {
+      size_t dot = rest.find('.');
+      v = at->if_contains(rest.substr(0, dot));
+      if (v == nullptr || dot == std::string_view::npos) break;
+      at = v->if_object();
+      rest.remove_prefix(dot + 1);
+      v = nullptr;
+    }
+    if (v == nullptr || !v->is_string() || !EqualsIgnoreCase(v->as_string(), want)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view search) {
   std::lock_guard lock(mu_);
   if (auto failed = CallLocked("List " + std::string(collection_href))) return *failed;
   if (collection_href.ends_with("/versions") && versions_) return *versions_;
+  auto terms = ParseEqualitySearch(search);
+  if (!terms.ok()) return terms.error();
   json::array out;
   std::string prefix = std::string(collection_href) + "/";
   for (const auto& [h, o] : objects_) {
     if (!h.starts_with(prefix) || h.find('/', prefix.size()) != std::string::npos) continue;
-    out.push_back(RenderLocked(o));
+    json::object rendered = RenderLocked(o);
+    if (Matches(rendered, *terms)) out.push_back(std::move(rendered));
   }
   return out;
 }
