@@ -100,7 +100,7 @@ class TlsServerTest : public ::testing::Test {
     o.tls.context = std::move(*ctx);
     o.tls.authenticate = [this](const tls::PeerCertificate* p) { return auth_->Check(p); };
     o.tls.on_refused = [this](const Request&, tls::Refusal r, const Peer&) {
-      refusals_.push_back(std::string(tls::RefusalName(r)));
+      refusals_.emplace_back(tls::RefusalName(r));
       return MakeResponse(StatusCode::unauthorized, "refused " + std::string(tls::RefusalName(r)),
                           "text/plain");
     };
@@ -387,8 +387,9 @@ TEST_F(TlsServerTest, FuzzCorpusThroughTheTlsListener) {
     const auto nl = seed.find('\n');
     const std::string target = "/" + seed.substr(1, std::min<size_t>(nl == std::string::npos ? 64 : nl, 64));
     const std::string body = nl == std::string::npos ? seed : seed.substr(nl + 1);
-    inputs.push_back("PUT " + target + " HTTP/1.1\r\nHost: h\r\nContent-Length: " +
-                     std::to_string(body.size()) + "\r\n\r\n" + body);
+    std::string request = "PUT " + target + " HTTP/1.1\r\nHost: h\r\nContent-Length: ";
+    request.append(std::to_string(body.size())).append("\r\n\r\n").append(body);
+    inputs.push_back(std::move(request));
     inputs.push_back(seed);                             // the seed as raw bytes
     inputs.push_back(seed.substr(0, seed.size() / 2));  // and truncated
     inputs.push_back("POST /x HTTP/1.1\r\nHost: h\r\nContent-Length: " + std::to_string(seed.size() + 10) +

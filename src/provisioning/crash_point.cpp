@@ -18,7 +18,7 @@ struct Armed {
 };
 
 const Armed& TheArmed() {
-  static const Armed armed = [] {
+  static const Armed kArmed = [] {
     Armed a;
     const char* v = std::getenv("HCPRP_CRASH_AT");
     if (v == nullptr || *v == '\0') return a;
@@ -31,7 +31,7 @@ const Armed& TheArmed() {
     a.name = s;
     return a;
   }();
-  return armed;
+  return kArmed;
 }
 
 std::atomic<long> g_hits{0};

@@ -315,13 +315,16 @@ Status Engine::LoadDocs(const json::object& root) {
   }
   // A reference to a unit that is not there would fail in a worker; it fails the start instead.
   for (const auto& [href, o] : objs_) {
-    if (!o.cp_unit.empty() && !units_.count(o.cp_unit))
+    if (!o.cp_unit.empty() && !units_.count(o.cp_unit)) {
       return Error::Corruption("provisioning state: " + href + " names control plane " + o.cp_unit +
                                ", which does not exist");
+    }
     for (const auto& k : o.machines) {
-      if (!units_.count(k))
-        return Error::Corruption("provisioning state: " + href + " names machine " + k +
-                                 ", which does not exist");
+      if (!units_.count(k)) {
+        std::string message = "provisioning state: " + href;
+        message.append(" names machine ").append(k).append(", which does not exist");
+        return Error::Corruption(message);
+      }
     }
   }
   return Status::Ok();

@@ -365,9 +365,10 @@ void Service::OnStepDue(const std::string& href) {
   }
   Status st = CommitLocked(txn);
   if (!st.ok()) {
-    if (options_.logger)
+    if (options_.logger) {
       options_.logger->Error("cannot persist a transition",
                              {{"href", href}, {"error", st.error().ToString()}});
+    }
     // CommitLocked restored the object: try again shortly.
     if (FindLocked(href, "")) {
       options_.scheduler->Schedule(href, now + std::chrono::seconds(1), [this, href] { OnStepDue(href); });

@@ -356,8 +356,12 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
     for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.rfind(prefix, 0) == 0;
          ++it) {
       if (EqualsIgnoreCase(GetString(it->second.object, "name").value_or(""), name)) {
-        return OcmError(StatusCode::conflict,
-                        std::string(kind) + " '" + name + "' already exists in cluster '" + parent + "'");
+        return OcmError(StatusCode::conflict, std::string(kind)
+                                                  .append(" '")
+                                                  .append(name)
+                                                  .append("' already exists in cluster '")
+                                                  .append(parent)
+                                                  .append("'"));
       }
     }
   } else {

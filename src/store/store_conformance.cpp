@@ -425,7 +425,7 @@ TEST_P(StoreConformanceTest, PatchKeepsTtlAndRestartsIt) {
 }
 
 TEST_P(StoreConformanceTest, BodiesMustBeObjects) {
-  for (auto body : {J("[1,2]"), J("\"text\""), J("null"), J("42"), J("true")}) {
+  for (const auto& body : {J("[1,2]"), J("\"text\""), J("null"), J("42"), J("true")}) {
     EXPECT_TRUE(HasCode(store_->Create(kC, "p", "x", body), ErrorCode::kInvalidArgument));
     EXPECT_TRUE(HasCode(store_->Upsert(kC, "p", "x", body), ErrorCode::kInvalidArgument));
     EXPECT_TRUE(HasCode(store_->Replace(kC, "p", "x", body), ErrorCode::kInvalidArgument));
@@ -1061,8 +1061,7 @@ TEST_P(StoreConformanceTest, RetentionBySizeKeepsTheNewestChanges) {
   ASSERT_NE(store_, nullptr);
   std::string before = Now(*store_);
   for (int i = 0; i < 7; ++i) ASSERT_TRUE(IsOk(store_->Create(kC, "p", "d" + std::to_string(i), J("{}"))));
-  std::string late = before;
-  auto first_four = store_->ReadChanges(kC, late, 4);
+  auto first_four = store_->ReadChanges(kC, before, 4);
   ASSERT_TRUE(IsOk(first_four));
   ASSERT_EQ(first_four->changes.size(), 4u);
   ASSERT_TRUE(IsOk(store_->PurgeExpired()));  // no time passed: only the size bound applies
@@ -1373,7 +1372,7 @@ TEST_P(StoreConformanceTest, IfMatchRaceHasExactlyOneWinnerPerEtag) {
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&] {
-      for (int round = 0; round < kRounds; ++round) {
+      for (std::atomic<int>& round_wins : wins) {
         sync.arrive_and_wait();  // nobody writes before everyone has read
         auto d = store_->Read(kC, "p", "counter");
         ASSERT_TRUE(IsOk(d));
@@ -1382,7 +1381,7 @@ TEST_P(StoreConformanceTest, IfMatchRaceHasExactlyOneWinnerPerEtag) {
         body.as_object()["n"] = body.as_object()["n"].as_int64() + 1;
         auto r = store_->Replace(kC, "p", "counter", std::move(body), d->etag);
         if (r.ok()) {
-          wins[round].fetch_add(1);
+          round_wins.fetch_add(1);
         } else {
           EXPECT_TRUE(HasCode(r, ErrorCode::kPreconditionFailed));
         }
