@@ -226,10 +226,11 @@ Result<SearchTerms> ParseEqualitySearch(std::string_view text) {
     }
     terms.emplace_back(std::move(path), std::move(value));
     text.remove_prefix(i + 1);
-    if (text.starts_with(" and "))
+    if (text.starts_with(" and ")) {
       text.remove_prefix(5);
-    else if (!text.empty())
+    } else if (!text.empty()) {
       return Error::InvalidArgument("unsupported search: " + std::string(text));
+    }
   }
   return terms;
 }
