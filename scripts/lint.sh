@@ -13,10 +13,14 @@ jobs=$(nproc)
 echo "== clang-format"
 git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run -Werror
 
-base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse HEAD~1)}
+base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse -q --verify HEAD~1 || true)}
 # On main itself (as in CI's clone) the change is what the last commit brought: for a merge, everything
 # since its first parent.
-[ "$base" = "$(git rev-parse HEAD)" ] && base=$(git rev-parse HEAD^1)
+if [ "$base" = "$(git rev-parse HEAD)" ]; then base=$(git rev-parse -q --verify HEAD^1 || true); fi
+if [ -z "$base" ]; then
+  echo "== clang-tidy: no earlier commit in this clone (shallow?) to tell the changed sources; skipped"
+  exit 0
+fi
 declare -A seen=()
 sources=()
 while IFS= read -r f; do
