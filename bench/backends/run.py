@@ -135,7 +135,9 @@ def run_one(args, pgs, count, workdir):
     session = Psql(pgs)
     try:
         cs = spawn([args.hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
-                    os.path.join(workdir, f"cs{count}"), "--profile", "instant", "--provisioner", "timed"],
+                    os.path.join(workdir, f"cs{count}"), "--profile", "instant", "--provisioner", "timed",
+                    # plain HTTP on loopback, /control on the same listener: the benchmark measures backends
+                    "--insecure-http", "--control-listen", "off"],
                    os.path.join(workdir, "cs.log"))
         procs.append(cs)
         cs_url = url_in(wait_line(cs, "listening on"))
@@ -146,7 +148,7 @@ def run_one(args, pgs, count, workdir):
                                                           "methods": ["GET"]}).encode())
             urllib.request.urlopen(req, timeout=10).read()
         fe = spawn([args.hcprp, "frontend", "--store", store, "--clusters-service", cs_url, "--listen",
-                    "127.0.0.1:0"], os.path.join(workdir, "fe.log"))
+                    "127.0.0.1:0", "--insecure-http"], os.path.join(workdir, "fe.log"))
         procs.append(fe)
         endpoint = url_in(wait_line(fe, "listening on"))
         subs = [Arm(endpoint, subscription=f"be0c0de0-0000-4000-8000-{i:012d}") for i in range(args.subscriptions)]

@@ -19,6 +19,7 @@
 // store's raw durable batch rate (bench/store_bench, "batch of 5" raw row) on the same machine.
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,18 +28,23 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "frontend/frontend.h"
-#include "frontend/testing/fake_cluster_service.h"
+#include "http/client.h"
 #include "http/message.h"
 #include "http/server.h"
 #include "metrics/registry.h"
 #include "store/metrics_store.h"
 #include "store/postgres/pg_test_server.h"
 #include "store/store.h"
+#include "tls/arm_trust.h"
+#include "tls/context.h"
+#include "tls/local_ca.h"
 
 namespace {
 
@@ -191,6 +197,7 @@ struct Options {
   bool keep = false;
   long in_process = 0;     // > 0: only call Frontend::Handle this many times per kind, no HTTP (profiling)
   int metrics_rounds = 0;  // > 0: GET with metrics off and on, alternating, this many rounds each
+  bool https = false;      // the HTTPS comparison only (GET plain vs TLS, handshakes per second)
 };
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -233,12 +240,14 @@ Options Parse(int argc, char** argv) {
       o.pg_url = next();
     } else if (a == "--keep") {
       o.keep = true;
+    } else if (a == "--https") {
+      o.https = true;
     } else if (a == "--in-process") {
       o.in_process = std::atol(next().c_str());
     } else {
       Die("unknown argument " + a +
           " (--duration S, --connections N, --wrk-threads N, --workers N, --dir DIR, --only get|put, "
-          "--stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N)");
+          "--stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N, --https)");
     }
   }
   if (o.duration < 1 || o.connections < 1 || o.wrk_threads < 1 || o.workers < 1) Die("bad option value");
@@ -280,7 +289,7 @@ struct StoreRun {
 struct Fixture {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;  // with metrics only
-  frontend::testing::FakeClusterService cs;
+  clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
   std::unique_ptr<frontend::Frontend> fe;
   std::string get_target;
   std::string get_body;
@@ -365,6 +374,114 @@ StoreRun RunStore(const Options& o, const std::string& name, Fixture& f, const s
 
 }  // namespace
 
+// Clients on `threads` threads, each with its own keep-alive connection, sending GET `target` for
+// `seconds`; requests per second. Any answer but 200 ends the run.
+double KeepAliveGets(const http::ClientOptions& co, uint16_t port, const std::string& target, int seconds,
+                     int threads) {
+  std::atomic<long> done{0};
+  std::atomic<bool> failed{false};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      http::Client c(co);
+      while (std::chrono::steady_clock::now() < until && !failed.load()) {
+        auto r = c.Send(http::Endpoint{"127.0.0.1", port}, http::MakeRequest(bhttp::verb::get, target, ""),
+                        std::chrono::seconds(10));
+        if (!r.ok() || r->result_int() != 200) {
+          std::fprintf(stderr, "GET failed: %s\n",
+                       r.ok() ? std::to_string(r->result_int()).c_str() : r.error().ToString().c_str());
+          failed = true;
+          return;
+        }
+        done.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  if (failed) Die("keep-alive GETs failed");
+  return static_cast<double>(done.load()) / seconds;
+}
+
+// New TLS connections per second, one GET each: with `resume`, each thread's client resumes its last
+// session; without, every handshake is a full one.
+double NewConnectionGets(const http::ClientOptions& co, uint16_t port, const std::string& target, int seconds,
+                         int threads, bool resume, std::atomic<long>* resumed) {
+  std::atomic<long> done{0};
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t) {
+    ts.emplace_back([&] {
+      auto c = std::make_unique<http::Client>(co);
+      while (std::chrono::steady_clock::now() < until) {
+        if (!resume) c = std::make_unique<http::Client>(co);  // no session to resume
+        auto r = c->Send(http::Endpoint{"127.0.0.1", port}, http::MakeRequest(bhttp::verb::get, target, ""),
+                         std::chrono::seconds(10));
+        if (!r.ok() || r->result_int() != 200) Die("GET on a new connection failed");
+        c->CloseIdle();
+        done.fetch_add(1);
+      }
+      resumed->fetch_add(static_cast<long>(c->sessions_resumed()));
+    });
+  }
+  for (auto& t : ts) t.join();
+  return static_cast<double>(done.load()) / seconds;
+}
+
+// The frontend (on the first store) behind a plain and behind an HTTPS listener with ARM client-certificate
+// authentication, driven by the same in-process client: GET with keep-alive, then new connections.
+int RunHttps(const Options& o, Fixture& f, const std::filesystem::path& dir, const Clock& clock) {
+  auto files = tls::EnsureLocalFiles((dir / "tls").string(), clock);
+  if (!files.ok()) Die("TLS files: " + files.error().ToString());
+  auto server_ctx = tls::ServerContext::Load({files->server_cert, files->server_key, "", true});
+  if (!server_ctx.ok()) Die("server context: " + server_ctx.error().ToString());
+  auto auth = tls::ArmAuthenticator::Load(files->trusted_set, &clock);
+  if (!auth.ok()) Die("trusted set: " + auth.error().ToString());
+  auto client_ctx = tls::ClientContext::Load({files->ca, files->client_cert, files->client_key});
+  if (!client_ctx.ok()) Die("client context: " + client_ctx.error().ToString());
+
+  auto* fe = f.fe.get();
+  auto handler = [fe](http::Request&& r) { return fe->Handle(std::move(r)); };
+  auto plain = http::Server::Start(ServerOptionsFor(o), handler);
+  http::ServerOptions tso = ServerOptionsFor(o);
+  tso.tls.context = *server_ctx;
+  tls::ArmAuthenticator* a = auth->get();
+  tso.tls.authenticate = [a](const tls::PeerCertificate* p) { return a->Check(p); };
+  auto secure = http::Server::Start(tso, handler);
+  if (!plain.ok() || !secure.ok()) Die("cannot start the servers");
+  http::ClientOptions plain_co;
+  http::ClientOptions tls_co;
+  tls_co.tls = *client_ctx;
+  const int threads = std::min(o.connections, 8);
+  std::printf(
+      "frontend_bench --https: %d client threads in this process, %d s per figure, %d handler workers\n",
+      threads, o.duration, o.workers);
+  std::printf("GET %s (frontend on %s)\n\n", f.get_target.c_str(), o.stores.front().c_str());
+  // Alternating rounds so that both see the same load on the machine.
+  double plain_rps = 0, tls_rps = 0;
+  for (int round = 0; round < 2; ++round) {
+    plain_rps += KeepAliveGets(plain_co, (*plain)->port(), f.get_target, o.duration, threads) / 2;
+    tls_rps += KeepAliveGets(tls_co, (*secure)->port(), f.get_target, o.duration, threads) / 2;
+  }
+  std::printf("GET keep-alive, plain HTTP:             %10.0f req/s\n", plain_rps);
+  std::printf("GET keep-alive, HTTPS + client cert:    %10.0f req/s   %5.1f%% of plain; target >= 80%%: %s\n",
+              tls_rps, 100.0 * tls_rps / plain_rps, tls_rps >= 0.8 * plain_rps ? "met" : "NOT met");
+  std::atomic<long> resumed_full{0}, resumed{0};
+  double full =
+      NewConnectionGets(tls_co, (*secure)->port(), f.get_target, o.duration, threads, false, &resumed_full);
+  double resumed_rate =
+      NewConnectionGets(tls_co, (*secure)->port(), f.get_target, o.duration, threads, true, &resumed);
+  double plain_new =
+      NewConnectionGets(plain_co, (*plain)->port(), f.get_target, o.duration, threads, true, &resumed_full);
+  std::printf("new connection + GET, plain HTTP:       %10.0f conn/s\n", plain_new);
+  std::printf("new TLS handshake + GET, full:          %10.0f conn/s\n", full);
+  std::printf("new TLS handshake + GET, resumed:       %10.0f conn/s   (%ld of %.0f handshakes resumed)\n",
+              resumed_rate, resumed.load(), resumed_rate * o.duration);
+  (*secure)->Stop();
+  (*plain)->Stop();
+  return 0;
+}
+
 int main(int argc, char** argv) {
   Options o = Parse(argc, argv);
   std::filesystem::path dir = o.dir;
@@ -400,6 +517,14 @@ int main(int argc, char** argv) {
       url += "schema=frontend_bench_" + std::to_string(getpid());
       urls.emplace_back(name, url);
     }
+  }
+
+  if (o.https) {
+    auto f = OpenFixture(urls.front().second, clock, logger);
+    int rc = RunHttps(o, *f, dir, clock);
+    std::fclose(devnull);
+    if (!o.keep && o.dir.empty()) std::filesystem::remove_all(dir);
+    return rc;
   }
 
   if (o.in_process > 0) {

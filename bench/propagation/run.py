@@ -169,16 +169,21 @@ def run_proxy(target, ready_file):
 class Stack:
     """clusters-service + frontend + backend (+ proxy) in a temporary directory."""
 
-    def __init__(self, hcprp, polling, keep=False):
+    def __init__(self, hcprp, polling, keep=False, seed_store=None):
         self.hcprp = hcprp
         self.dir = tempfile.mkdtemp(prefix="hcprp-bench-propagation-")
         self.procs = []
         self.keep = keep
         self.store = "sqlite://" + os.path.join(self.dir, "hcprp.db")
+        if seed_store:
+            # A store that already holds documents (bench/scale loads 100,000 resources into one).
+            shutil.copyfile(seed_store, os.path.join(self.dir, "hcprp.db"))
         cs = self.spawn("clusters-service", [hcprp, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
                                              os.path.join(self.dir, "cs"), "--profile", "demo",
                                              "--time-scale", "1000", "--provisioner", "timed",
-                                             "--log-level", "warn"])
+                                             "--log-level", "warn",
+                                             # plain HTTP on loopback, /control on the same listener
+                                             "--insecure-http", "--control-listen", "off"])
         self.cs_url = cs.wait_line(url_after("listening on"))
         backend_cs = self.cs_url
         if polling:
@@ -188,7 +193,8 @@ class Stack:
             wait_for(lambda: os.path.exists(ready), 20, what="the proxy")
             backend_cs = open(ready).read().strip()
         fe = self.spawn("frontend", [hcprp, "frontend", "--store", self.store, "--clusters-service", self.cs_url,
-                                     "--listen", "127.0.0.1:0", "--log-level", "warn", "--threads", "8"])
+                                     "--listen", "127.0.0.1:0", "--log-level", "warn", "--threads", "8",
+                                     "--insecure-http"])
         self.endpoint = fe.wait_line(url_after("listening on"))
         self.backend = self.spawn("backend", [hcprp, "backend", "--store", self.store, "--clusters-service",
                                               backend_cs, "--log-level", "warn"])
@@ -443,7 +449,7 @@ def measure_staggered(args, polling, n):
     scale = args.scale or max(4.0, (args.duration + gap + create_est + 15.0) / 6.0)
     log(f"--- staggered, {mode}, {n} in flight, {m} changes at {args.rate}/s; demo scale {scale:.1f} "
         f"(lifetime {8 * scale:.0f} s)")
-    stack = Stack(args.hcprp, polling, args.keep)
+    stack = Stack(args.hcprp, polling, args.keep, getattr(args, "seed_store", None))
     try:
         subs = [Arm(stack.endpoint, resource_group="bench-rg") for _ in range(max(1, n // 100))]
         for a in subs:
@@ -612,7 +618,7 @@ def measure_idle_cpu(args, subscriptions, seconds, polling=False):
         stack.close()
 
 
-def main():
+def main_parser():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--hcprp", help="path to the hcprp binary")
     ap.add_argument("--quick", action="store_true", help="1,000 operations only; 10 s CPU sample")
@@ -636,6 +642,12 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     ap.add_argument("--proxy-to", help=argparse.SUPPRESS)
     ap.add_argument("--proxy-ready-file", help=argparse.SUPPRESS)
+    ap.add_argument("--seed-store", help="staggered: start from a copy of this SQLite store file")
+    return ap
+
+
+def main():
+    ap = main_parser()
     args = ap.parse_args()
     if args.proxy_to:
         run_proxy(args.proxy_to, args.proxy_ready_file)

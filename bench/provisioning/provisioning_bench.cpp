@@ -20,6 +20,7 @@
 #include "provisioning/engine.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
+#include "simulator/state_db.h"
 #include "simulator/state_store.h"
 
 using namespace hcprp;
@@ -67,6 +68,13 @@ int Arg(int argc, char** argv, const std::string& name, int def) {
   return def;
 }
 
+std::string ArgS(int argc, char** argv, const std::string& name) {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] == name) return argv[i + 1];
+  }
+  return "";
+}
+
 double ArgD(int argc, char** argv, const std::string& name, double def) {
   for (int i = 1; i + 1 < argc; ++i) {
     if (argv[i] == name) return std::atof(argv[i + 1]);
@@ -82,6 +90,17 @@ int main(int argc, char** argv) {
   const int machines = Arg(argc, argv, "--machines", 20);
   const double scale = ArgD(argc, argv, "--time-scale", 0.01);
   const int concurrency = Arg(argc, argv, "--concurrency", 10);
+  // With a data dir every step commits to DIR/simulator.db as under `hcprp serve --data-dir`.
+  const std::string data_dir = ArgS(argc, argv, "--data-dir");
+  std::unique_ptr<simulator::StateDb> state;
+  if (!data_dir.empty()) {
+    auto db = simulator::StateDb::Open(data_dir);
+    if (!db.ok()) {
+      std::fprintf(stderr, "%s\n", db.error().ToString().c_str());
+      return 1;
+    }
+    state = std::move(*db);
+  }
 
   SystemClock clock;
   AzureOptions ao;
@@ -89,14 +108,16 @@ int main(int argc, char** argv) {
   ao.profile = LatencyProfile::kRealistic;
   ao.time_scale = scale;
   ao.seed = 11;
+  ao.state = state.get();
   auto azure = SimulatedAzure::Open(ao);
   EngineOptions eo;
   eo.clock = &clock;
   eo.azure = azure->get();
   eo.time_scale = scale;
   eo.concurrency = concurrency;
+  eo.state = state.get();
   auto engine = Engine::Open(eo);
-  auto store = simulator::NewMemoryStateStore();
+  auto store = state ? simulator::NewStateStore(state.get()) : simulator::NewMemoryStateStore();
   simulator::Scheduler scheduler(&clock);
   simulator::ServiceOptions so;
   so.clock = &clock;
@@ -219,6 +240,10 @@ int main(int argc, char** argv) {
               marks[1].second, marks[2].second);
   std::printf("  CPU (user+sys)            %8.3f s   (%.0f%% of one core over the run)\n", cpu_s,
               100.0 * cpu_s / wall_s);
+  if (state) {
+    std::printf("  state: %llu commits to %s/simulator.db\n",
+                static_cast<unsigned long long>(state->commits()), data_dir.c_str());
+  }
   std::printf("  memory: RSS before %ld MiB, peak during %ld MiB, max RSS %ld MiB\n", rss0 / 1024,
               peak_rss / 1024, MaxRssKb() / 1024);
   std::printf(

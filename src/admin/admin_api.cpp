@@ -27,7 +27,7 @@ Response Json(StatusCode status, const json::value& body) {
 Response ErrorResponse(StatusCode status, std::string_view code, std::string message,
                        std::string target = "") {
   json::object e{{"code", code}, {"message", std::move(message)}};
-  if (!target.empty()) e["target"] = std::move(target);
+  if (!target.empty()) e["target"] = target;
   return Json(status, json::object{{"error", std::move(e)}});
 }
 
@@ -127,7 +127,7 @@ json::object DocumentJson(const store::Document& d) {
   return {{"id", d.id},
           {"partitionKey", d.partition_key},
           {"etag", d.etag},
-          {"timestamp", FormatRfc3339(TimePoint(std::chrono::milliseconds(d.timestamp_ms)), true)},
+          {"timestamp", FormatRfc3339(FromUnixMillis(d.timestamp_ms), true)},
           {"body", d.body}};
 }
 

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-#include "backend/fake_cluster_service.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "frontend/testing/scenario.h"
 #include "http/url.h"
 
@@ -84,7 +84,7 @@ class AdminTest : public ::testing::Test {
 
   metrics::Registry registry_;  // before the parts that record into it
   frontend::testing::Scenario scenario_;
-  backend::testing::FakeClusterService backend_cs_;
+  clusterservice::testing::FakeClusterService backend_cs_;
   std::unique_ptr<backend::Backend> backend_;
   std::unique_ptr<LiveView> live_;
   std::unique_ptr<AdminApi> api_;
@@ -230,7 +230,7 @@ TEST_F(AdminTest, ActionsNeedABackendInTheProcess) {
   AdminApi frontend_only(ao, &scenario_.clock,
                          Logger(scenario_.log, &scenario_.clock, LogLevel::kDebug, "admin"));
   std::string op = CreateCluster("c1");
-  for (std::string target :
+  for (const std::string& target :
        {"/admin/operations/" + std::string(kSub) + "/" + op + "/redrive", std::string("/admin/orphans")}) {
     http::Request r =
         http::MakeRequest(target.ends_with("orphans") ? http::Verb::get : http::Verb::post, target);

@@ -79,9 +79,36 @@ Result<std::unique_ptr<LiveView>> LiveView::Start(LiveViewOptions options, store
   std::unique_ptr<LiveView> v(new LiveView(std::move(options), store, clock, std::move(logger)));
   if (v->options_.metrics != nullptr && v->options_.operation_metrics)
     v->RegisterMetrics(*v->options_.metrics);
-  HCPRP_RETURN_IF_ERROR(v->Load());
-  if (v->options_.start_thread) v->thread_ = std::thread([p = v.get()] { p->Run(); });
+  if (v->options_.start_thread) {
+    // The scan reads every document of the store (seconds at 100,000 resources): the reader thread
+    // makes it, so that the process it runs in starts at once; the console fills as it goes.
+    v->thread_ = std::thread([p = v.get()] { p->LoadThenRun(); });
+  } else {
+    HCPRP_RETURN_IF_ERROR(v->Load());
+  }
   return v;
+}
+
+void LiveView::LoadThenRun() {
+  while (true) {
+    auto t0 = std::chrono::steady_clock::now();
+    Status s = Load();
+    if (s.ok()) {
+      logger_.Info(
+          "console model loaded",
+          {{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}});
+      break;
+    }
+    std::unique_lock lock(mu_);
+    resources_.clear();
+    resource_docs_.clear();
+    subscriptions_.clear();
+    operations_.clear();
+    if (stopping_) return;
+    logger_.Warn("console scan failed", {{"error", s.error().ToString()}});
+    if (cv_.wait_for(lock, options_.feed_wait, [&] { return stopping_; })) return;
+  }
+  Run();
 }
 
 LiveView::~LiveView() { Stop(); }
@@ -117,6 +144,7 @@ Status LiveView::Load() {
         auto page = store_->Query(q);
         if (!page.ok()) return page.error();
         std::lock_guard lock(mu_);
+        if (stopping_) return Error::Canceled("the live view is stopping");
         for (const store::Document& d : page->documents) Apply(d, false, false, true);
         q.continuation = page->continuation;
       } while (!q.continuation.empty());
@@ -151,7 +179,9 @@ Result<size_t> LiveView::PumpOnce() {
       std::lock_guard lock(mu_);
       for (const store::Change& c : page->changes) {
         bool deleted = c.kind == store::Change::Kind::kDelete || c.kind == store::Change::Kind::kExpire;
-        Apply(c.document, deleted, c.kind == store::Change::Kind::kCreate, false);
+        // Every document met here was written after the view loaded: a create the feed no longer
+        // lists (superseded by a later version before this read) arrives as a replace.
+        Apply(c.document, deleted, /*is_new=*/true, false);
       }
     }
     if (!page->continuation.empty()) continuation_ = page->continuation;
@@ -212,7 +242,7 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
   static const json::object kEmpty;
   const json::object& props = props_ptr ? *props_ptr : kEmpty;
   const std::string key = Key(doc.partition_key, doc.id);
-  const TimePoint committed = TimePoint(std::chrono::milliseconds(doc.timestamp_ms));
+  const TimePoint committed = FromUnixMillis(doc.timestamp_ms);
 
   if (type == arm::kSubscriptionDocType) {
     json::object v{{"subscription", doc.partition_key}, {"state", Prop(props, "state")}};
@@ -278,6 +308,8 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
         arm::IsTerminalState(status) || status == arm::kStateDeleting ? status : "Accepted", op.start);
     if (op.timeline.back().first != status) op.timeline.emplace_back(status, changed);
     if (is_new && started_ != nullptr) started_->With({op.request})->Inc();
+    if (is_new && arm::IsTerminalState(status) && ended_ != nullptr)
+      ended_->With({op.request, status})->Inc();
   } else if (status != op.status) {
     if (state_seconds_ != nullptr && !op.status.empty()) {
       state_seconds_->With({op.status})->Observe(std::max(0.0, Seconds(changed - op.timeline.back().second)));

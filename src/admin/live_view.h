@@ -61,7 +61,9 @@ struct Events {
 
 class LiveView {
  public:
-  // Scans the store (partitions, then each partition's documents) and starts the feed reader.
+  // Starts the feed reader, which first scans the store (partitions, then each partition's
+  // documents); until the scan is done the model holds part of the store. With
+  // options.start_thread false the scan is made here, before Start returns (its error is returned).
   static Result<std::unique_ptr<LiveView>> Start(LiveViewOptions options, store::Store* store,
                                                  const Clock* clock, Logger logger);
   ~LiveView();
@@ -95,6 +97,7 @@ class LiveView {
   };
   LiveView(LiveViewOptions options, store::Store* store, const Clock* clock, Logger logger);
   Status Load();
+  void LoadThenRun();  // the reader thread: Load (again after a failure) then Run
   void Run();
   // Applies one document (or its deletion) to the model and queues its event. REQUIRES mu_.
   void Apply(const store::Document& doc, bool deleted, bool is_new, bool during_load);

@@ -14,7 +14,6 @@
 #include "admin/admin_api.h"
 #include "admin/live_view.h"
 #include "admin/simulator_metrics.h"
-#include "app/create_builder.h"
 #include "arm/cloud_error.h"
 #include "backend/backend.h"
 #include "backend/http_notifier.h"
@@ -30,6 +29,9 @@
 #include "store/metrics_store.h"
 #include "store/store.h"
 #include "store/write_health.h"
+#include "tls/arm_trust.h"
+#include "tls/context.h"
+#include "tls/local_ca.h"
 
 namespace hcprp::app {
 namespace {
@@ -53,6 +55,7 @@ struct Config {
   std::string owner;
   int lease_ttl_ms = 3000;
   double change_retention_hours = 168;
+  uint64_t change_retention_changes = 1000000;
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
@@ -65,7 +68,29 @@ struct Config {
   std::string admin_token_file;              // default: a new token written to data_dir/admin-token
   std::string console_dir = HCPRP_CONSOLE_DIR;
   bool admin_token_in_data_dir = true;  // false for frontend and backend without --data-dir
+  // TLS. Files default to those under tls_dir (data_dir/tls), created on first start.
+  std::string tls_dir;
+  std::string tls_cert, tls_key;               // the listeners' certificate
+  std::string tls_ca;                          // trust anchor for the Cluster Service and its clients
+  std::string arm_trusted_certs;               // the frontend's trusted ARM certificates (ARM metadata shape)
+  std::string cs_client_cert, cs_client_key;   // the RP's certificate towards the Cluster Service
+  bool insecure_http = false;                  // plain HTTP, loopback only
+  std::string control_listen = "127.0.0.1:0";  // the simulator's /control listener
+  std::string control_token_file;              // default: tls_dir/control-token
 };
+
+bool IsLoopback(const std::string& host) {
+  return host == "127.0.0.1" || host == "::1" || host == "[::1]" || host == "localhost" ||
+         host.rfind("127.", 0) == 0;
+}
+
+std::string FirstLine(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  return line;
+}
 
 // Blocks SIGINT and SIGTERM in every thread created from now on; WaitForSignal() then receives them.
 sigset_t BlockStopSignals() {
@@ -93,6 +118,7 @@ Result<std::string> DefaultStoreUrl(const Config& c) {
 
 // The parts a process runs, owned in the order they must be torn down (reverse of declaration).
 struct Parts {
+  std::unique_ptr<tls::ArmAuthenticator> arm_auth;
   std::unique_ptr<simulator::Simulator> sim;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;     // wraps store, counting calls
@@ -100,7 +126,6 @@ struct Parts {
   std::unique_ptr<clusterservice::HttpClient> cs;
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
-  std::unique_ptr<CreateBuilder> create_builder;
   std::unique_ptr<backend::Backend> backend;
   std::unique_ptr<frontend::Frontend> frontend;
   std::unique_ptr<http::Server> server;
@@ -121,11 +146,79 @@ class Runner {
     return 1;
   }
 
+  // Resolves the TLS files: the flags' files, the rest from --tls-dir (created on first start).
+  // With --insecure-http nothing is created and every listener must be on loopback.
+  Status PrepareTls(const std::vector<std::string>& listen_addresses) {
+    if (config_.insecure_http) {
+      for (const auto& a : listen_addresses) {
+        auto ep = http::ParseListenAddress(a);
+        if (!ep.ok()) return ep.error();
+        if (!IsLoopback(ep->host)) {
+          return Error::InvalidArgument("--insecure-http listens on loopback addresses only, not " + a);
+        }
+      }
+    }
+    if (config_.tls_dir.empty()) config_.tls_dir = (std::filesystem::path(config_.data_dir) / "tls").string();
+    const bool all_given = !config_.tls_cert.empty() && !config_.tls_key.empty() && !config_.tls_ca.empty() &&
+                           !config_.arm_trusted_certs.empty() && !config_.cs_client_cert.empty() &&
+                           !config_.cs_client_key.empty() && !config_.control_token_file.empty();
+    tls::LocalFiles f = tls::LocalFilesIn(config_.tls_dir);
+    if (!all_given) {
+      auto made = tls::EnsureLocalFiles(config_.tls_dir, clock_);
+      if (!made.ok())
+        return Error(made.error().code(), "TLS files in " + config_.tls_dir + ": " + made.error().message());
+      f = *made;
+    }
+    auto pick = [](std::string& v, const std::string& d) {
+      if (v.empty()) v = d;
+    };
+    pick(config_.tls_cert, f.server_cert);
+    pick(config_.tls_key, f.server_key);
+    pick(config_.tls_ca, f.ca);
+    pick(config_.arm_trusted_certs, f.trusted_set);
+    pick(config_.cs_client_cert, f.rp_client_cert);
+    pick(config_.cs_client_key, f.rp_client_key);
+    pick(config_.control_token_file, f.control_token);
+    tls_files_ = f;
+    return Status::Ok();
+  }
+
+  Result<std::shared_ptr<tls::ServerContext>> ServerTlsContext(bool mutual) {
+    tls::ServerContextOptions o;
+    o.cert_file = config_.tls_cert;
+    o.key_file = config_.tls_key;
+    if (mutual) {
+      o.client_ca_file = config_.tls_ca;
+    } else {
+      o.request_client_certificate = true;
+    }
+    return tls::ServerContext::Load(o);
+  }
+
   Status StartSimulator(bool with_data_dir_subfolder) {
     simulator::SimulatorOptions o;
     auto ep = http::ParseListenAddress(config_.cs_listen);
     if (!ep.ok()) return ep.error();
     o.listen = *ep;
+    if (!config_.insecure_http) {
+      auto ctx = ServerTlsContext(true);
+      if (!ctx.ok()) return ctx.error();
+      o.tls.context = std::move(*ctx);
+    }
+    if (config_.control_listen != "off") {
+      auto cep = http::ParseListenAddress(config_.control_listen);
+      if (!cep.ok()) return cep.error();
+      if (!IsLoopback(cep->host)) {
+        return Error::InvalidArgument("--control-listen must be a loopback address, not " +
+                                      config_.control_listen);
+      }
+      o.control_listen = *cep;
+      o.control_token = FirstLine(config_.control_token_file);
+      if (o.control_token.size() < 16) {
+        return Error::InvalidArgument("the control token in " + config_.control_token_file +
+                                      " must have at least 16 characters");
+      }
+    }
     o.data_dir = with_data_dir_subfolder
                      ? (std::filesystem::path(config_.data_dir) / "clusters-service").string()
                      : config_.data_dir;
@@ -156,6 +249,7 @@ class Runner {
     o.purge_interval = std::chrono::seconds(60);
     o.change_retention =
         std::chrono::seconds(static_cast<int64_t>(std::max(config_.change_retention_hours, 0.0) * 3600));
+    o.change_retention_changes = config_.change_retention_changes;
     auto s = store::OpenStore(*url, o);
     if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
     parts_.store = std::move(s).value();
@@ -171,6 +265,11 @@ class Runner {
     o.base_url = config_.cluster_service_url.empty() && parts_.sim ? parts_.sim->base_url()
                                                                    : config_.cluster_service_url;
     if (o.base_url.empty()) return Error::InvalidArgument("--clusters-service URL is required");
+    if (o.base_url.rfind("https://", 0) == 0) {
+      auto ctx = tls::ClientContext::Load({config_.tls_ca, config_.cs_client_cert, config_.cs_client_key});
+      if (!ctx.ok()) return ctx.error();
+      o.http.tls = std::move(*ctx);
+    }
     auto c = clusterservice::HttpClient::Create(o);
     if (!c.ok()) return c.error();
     parts_.cs = std::move(c).value();
@@ -181,7 +280,6 @@ class Runner {
   Status StartBackend() {
     parts_.notify_http = std::make_unique<http::Client>();
     parts_.notifier = std::make_unique<backend::HttpNotifier>(parts_.notify_http.get());
-    parts_.create_builder = std::make_unique<CreateBuilder>();
     backend::BackendOptions o;
     o.owner = config_.owner;
     o.lease_ttl = std::chrono::milliseconds(config_.lease_ttl_ms);
@@ -190,7 +288,7 @@ class Runner {
     o.check_concurrency = config_.check_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
-    o.create_request_builder = parts_.create_builder.get();
+    o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.metrics = &registry_;
     auto b = backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                       logger_.WithComponent("backend"), parts_.notifier.get());
@@ -219,6 +317,7 @@ class Runner {
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
     o.metrics = &registry_;
+    o.scheme = config_.insecure_http ? "http" : "https";
     auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                         logger_.WithComponent("frontend"));
     if (!f.ok()) return f.error();
@@ -238,11 +337,39 @@ class Runner {
         };
     so.max_connections = ConnectionCap(config_.max_connections);
     so.on_overloaded = frontend::OverloadedResponse;
+    if (!config_.insecure_http) HCPRP_RETURN_IF_ERROR(ArmClientAuthentication(so.tls));
     auto* fe = parts_.frontend.get();
     auto s = http::Server::Start(so, [fe](http::Request&& r) { return fe->Handle(std::move(r)); });
     if (!s.ok())
       return Error(s.error().code(), "listening on " + config_.listen + ": " + s.error().message());
     parts_.server = std::move(s).value();
+    return Status::Ok();
+  }
+
+  // TLS of the ARM listener: only callers presenting one of ARM's trusted certificates reach the
+  // handlers; every refusal is logged and counted by reason.
+  Status ArmClientAuthentication(http::ServerTls& t) {
+    auto ctx = ServerTlsContext(false);
+    if (!ctx.ok()) return ctx.error();
+    t.context = std::move(*ctx);
+    auto auth = tls::ArmAuthenticator::Load(config_.arm_trusted_certs, &clock_);
+    if (!auth.ok()) return auth.error();
+    parts_.arm_auth = std::move(*auth);
+    auto* a = parts_.arm_auth.get();
+    t.authenticate = [a](const tls::PeerCertificate* peer) { return a->Check(peer); };
+    auto& refusals =
+        registry_.AddCounter("hcprp_auth_refusals_total",
+                             "Requests refused because the caller did not authenticate as ARM", {"reason"});
+    t.on_refused = [this, &refusals](const http::Request& req, tls::Refusal r, const http::Peer& peer) {
+      const std::string reason(tls::RefusalName(r));
+      refusals.With({reason})->Inc();
+      logger_.Warn("request refused: caller not authenticated as ARM",
+                   {{"reason", reason},
+                    {"peer", peer.address},
+                    {"method", std::string(req.method_string())},
+                    {"path", std::string(req.target().substr(0, req.target().find('?')))}});
+      return frontend::UnauthenticatedResponse(reason);
+    };
     return Status::Ok();
   }
 
@@ -360,8 +487,29 @@ class Runner {
     if (parts_.sim) parts_.sim->Stop();
   }
 
+  std::string Scheme() const { return config_.insecure_http ? "http://" : "https://"; }
+
+  // How to call the ARM endpoint with the generated files.
+  std::string TlsBanner() const {
+    if (config_.insecure_http) return "  TLS:               off (--insecure-http)\n";
+    std::string out = "  CA certificate:    " + config_.tls_ca + "\n";
+    out += "  ARM client cert:   " + tls_files_.client_cert + " (key " + tls_files_.client_key + ")\n";
+    out += "  trusted ARM certs: " + config_.arm_trusted_certs + "\n";
+    out += "  curl:              curl --cacert " + config_.tls_ca + " --cert " + tls_files_.client_cert +
+           " --key " + tls_files_.client_key + " " + Scheme() + parts_.server->endpoint().ToString() +
+           "/healthz\n";
+    return out;
+  }
+
+  std::string ControlBanner() const {
+    if (!parts_.sim || parts_.sim->control_url().empty()) return "";
+    return "  simulator control: " + parts_.sim->control_url() +
+           "/control (Authorization: Bearer <token>, token in " + config_.control_token_file + ")\n";
+  }
+
   int Serve() {
     auto signals = BlockStopSignals();
+    if (auto s = PrepareTls({config_.listen, config_.cs_listen}); !s.ok()) return Fail("TLS", s.error());
     if (auto s = StartSimulatorIfNeeded(); !s.ok())
       return Fail("starting the Cluster Service simulator", s.error());
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
@@ -370,15 +518,17 @@ class Runner {
     if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
     if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
     std::cout << "hcprp serve is running\n"
-              << "  ARM endpoint:      http://" << parts_.server->endpoint().ToString() << "\n"
+              << "  ARM endpoint:      " << Scheme() << parts_.server->endpoint().ToString() << "\n"
               << "  store:             " << store_url_ << "\n"
               << "  Cluster Service:   " << cs_url_
               << (parts_.sim ? " (simulator, profile " + config_.profile + ", time scale " +
                                    config_.time_scale + ", provisioner " + config_.provisioner + ")"
                              : std::string())
               << "\n"
-              << AdminBanner() << "  try:               hcpctl --endpoint http://"
-              << parts_.server->endpoint().ToString() << " subscription register\n"
+              << ControlBanner() << TlsBanner() << AdminBanner() << "  try:               hcpctl --endpoint "
+              << Scheme() << parts_.server->endpoint().ToString()
+              << (config_.insecure_http ? std::string() : " --data-dir " + config_.data_dir)
+              << " subscription register\n"
               << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
     int sig = WaitForSignal(signals);
     logger_.Info("stopping", {{"signal", sig}});
@@ -388,12 +538,13 @@ class Runner {
 
   int FrontendOnly() {
     auto signals = BlockStopSignals();
+    if (auto s = PrepareTls({config_.listen}); !s.ok()) return Fail("TLS", s.error());
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
     if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
     if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
-    std::cout << "hcprp frontend listening on http://" << parts_.server->endpoint().ToString() << "\n"
-              << AdminBanner() << std::flush;
+    std::cout << "hcprp frontend listening on " << Scheme() << parts_.server->endpoint().ToString() << "\n"
+              << TlsBanner() << AdminBanner() << std::flush;
     WaitForSignal(signals);
     Shutdown();
     return 0;
@@ -401,6 +552,9 @@ class Runner {
 
   int BackendOnly() {
     auto signals = BlockStopSignals();
+    if (config_.cluster_service_url.rfind("https://", 0) == 0) {
+      if (auto s = PrepareTls({}); !s.ok()) return Fail("TLS", s.error());
+    }
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
     if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
@@ -414,17 +568,21 @@ class Runner {
   int ClustersService() {
     auto signals = BlockStopSignals();
     config_.cs_listen = config_.listen;
+    if (auto s = PrepareTls({config_.listen}); !s.ok()) return Fail("TLS", s.error());
     if (auto s = StartSimulator(false); !s.ok())
       return Fail("starting the Cluster Service simulator", s.error());
     if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());
     std::cout << "hcprp clusters-service listening on " << parts_.sim->base_url() << "\n"
-              << AdminBanner() << std::flush;
+              << ControlBanner() << AdminBanner() << std::flush;
     WaitForSignal(signals);
     Shutdown();
     return 0;
   }
 
   int Check() {
+    if (config_.cluster_service_url.rfind("https://", 0) == 0) {
+      if (auto s = PrepareTls({}); !s.ok()) return Fail("TLS", s.error());
+    }
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     clusterservice::Client* cs = nullptr;
     if (!config_.cluster_service_url.empty()) {
@@ -484,6 +642,7 @@ class Runner {
   std::string admin_token_path_;
   std::string store_url_;
   std::string cs_url_;
+  tls::LocalFiles tls_files_;
 };
 
 }  // namespace
@@ -505,6 +664,37 @@ int Main(int argc, char** argv) {
     s->add_option("--console-dir", c.console_dir, "Static files of the operations console")
         ->capture_default_str();
   };
+  auto tls_flags = [&](CLI::App* s, bool listens, bool calls_cs) {
+    s->add_option("--tls-dir", c.tls_dir,
+                  "Folder of the TLS files, created with a local CA on first start (default: DATA_DIR/tls)");
+    s->add_option("--tls-ca", c.tls_ca,
+                  "CA certificate (PEM) the Cluster Service and its clients are verified against");
+    if (listens) {
+      s->add_option("--tls-cert", c.tls_cert, "Listener certificate (PEM, reloaded when it changes)");
+      s->add_option("--tls-key", c.tls_key, "Listener private key (PEM)");
+      s->add_flag("--insecure-http", c.insecure_http,
+                  "Plain HTTP without authentication; loopback addresses only");
+    }
+    if (calls_cs) {
+      s->add_option("--clusters-service-cert", c.cs_client_cert,
+                    "Client certificate (PEM) presented to the Cluster Service");
+      s->add_option("--clusters-service-key", c.cs_client_key, "Its private key (PEM)");
+    }
+  };
+  auto arm_flags = [&](CLI::App* s) {
+    s->add_option("--arm-trusted-certs", c.arm_trusted_certs,
+                  "ARM's client certificates in the shape of ARM's metadata (JSON; reloaded when it changes; "
+                  "default: TLS_DIR/arm-client-certificates.json)");
+  };
+  auto control_flags = [&](CLI::App* s) {
+    s->add_option(
+         "--control-listen", c.control_listen,
+         "Loopback HOST:PORT of the simulator's /control API (bearer token); off: /control stays on the "
+         "Cluster Service listener")
+        ->capture_default_str();
+    s->add_option("--control-token-file", c.control_token_file,
+                  "File whose first line is the /control bearer token (default: TLS_DIR/control-token)");
+  };
   auto store_flags = [&](CLI::App* s, bool required) {
     auto* o = s->add_option("--store", c.store_url,
                             "Store URL: sqlite:///abs/file.db or postgresql://user@host:port/db");
@@ -512,6 +702,10 @@ int Main(int argc, char** argv) {
     s->add_option(
          "--change-retention-hours", c.change_retention_hours,
          "Hours the store's change feed keeps a change (0: for ever); a reader away longer resynchronises")
+        ->capture_default_str();
+    s->add_option("--change-retention-changes", c.change_retention_changes,
+                  "At most about this many changes kept in the store's change feed, oldest removed first "
+                  "(0: no bound); a reader behind them resynchronises")
         ->capture_default_str();
   };
   auto frontend_flags = [&](CLI::App* s) {
@@ -582,6 +776,9 @@ int Main(int argc, char** argv) {
   backend_flags(serve);
   sim_flags(serve);
   admin_flags(serve);
+  tls_flags(serve, true, true);
+  arm_flags(serve);
+  control_flags(serve);
   serve
       ->add_option("--stuck-after", c.stuck_after_seconds,
                    "Seconds without a status change after which an operation counts as stuck in the metrics")
@@ -593,6 +790,8 @@ int Main(int argc, char** argv) {
   fe->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
   frontend_flags(fe);
   admin_flags(fe);
+  tls_flags(fe, true, true);
+  arm_flags(fe);
   fe->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
       ->capture_default_str();
 
@@ -602,6 +801,7 @@ int Main(int argc, char** argv) {
   be->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
   backend_flags(be);
   admin_flags(be);
+  tls_flags(be, false, true);
   be->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
       ->capture_default_str();
   be->add_option("--stuck-after", c.stuck_after_seconds,
@@ -614,6 +814,8 @@ int Main(int argc, char** argv) {
   cs->add_option("--data-dir", c.data_dir, "Where the simulator keeps its objects")->capture_default_str();
   sim_flags(cs);
   admin_flags(cs);
+  tls_flags(cs, true, false);
+  control_flags(cs);
 
   auto* chk = app.add_subcommand("check", "Verify the invariants against a store and a Cluster Service");
   common(chk);
@@ -626,6 +828,8 @@ int Main(int argc, char** argv) {
          "Seconds without a change of an operation's status or conditions after which it is stuck (0: off)")
       ->capture_default_str();
   chk->add_flag("--json", c.json_output, "JSON report");
+  chk->add_option("--data-dir", c.data_dir, "Where the TLS files are (DATA_DIR/tls)")->capture_default_str();
+  tls_flags(chk, false, true);
 
   CLI11_PARSE(app, argc, argv);
   if ((*fe && fe->get_option("--data-dir")->count() == 0) ||

@@ -3,6 +3,7 @@
 #include "arm/cloud_error.h"
 #include "arm/documents.h"
 #include "arm/operation_status.h"
+#include "arm/operation_writes.h"
 #include "arm/paging.h"
 #include "arm/resource_id.h"
 #include "arm/system_data.h"
@@ -240,6 +241,57 @@ TEST(OperationStatusTest, Renders) {
   op.error.reset();
   j = RenderOperationStatus(op, path);
   EXPECT_EQ(j.at("error").at("code"), "InternalServerError");
+}
+
+TEST(OperationWrites, StartDeleteCancelsTheActiveOperationCreatesTheDeleteAndMarksTheResource) {
+  const TimePoint now = ParseRfc3339("2025-01-01T00:00:00Z").value();
+  OperationDocument active;
+  active.id = "create-op";
+  active.request = OperationRequest::kCreate;
+  active.status = "Provisioning";
+  active.notification_uri = "https://arm.example/cb";
+  OperationDocument del;
+  del.id = "delete-op";
+  del.request = OperationRequest::kDelete;
+  del.status = std::string(kStateDeleting);
+  ResourceAsRead resource{"doc", std::string("etag1"), std::nullopt};
+  StartDeletePlan plan = PlanStartDelete(resource, del, 3600, &active, now);
+  ASSERT_TRUE(plan.canceled_index.has_value());
+  const store::WriteOp& cancel = plan.writes[*plan.canceled_index];
+  EXPECT_EQ(cancel.id, "create-op");
+  ASSERT_EQ(cancel.conditions.size(), 1u);
+  EXPECT_EQ(cancel.conditions[0].path, kPathStatus);
+  EXPECT_EQ(cancel.conditions[0].equals, std::optional<json::value>("Provisioning"));
+  bool pending = false;
+  for (const store::WriteOp& w : plan.writes) pending = pending || w.id == PendingNotificationId("create-op");
+  EXPECT_TRUE(pending);
+  const store::WriteOp& create = plan.writes[plan.created_index];
+  EXPECT_EQ(create.kind, store::WriteOp::Kind::kCreate);
+  EXPECT_EQ(create.id, "delete-op");
+  EXPECT_EQ(create.ttl_seconds, std::optional<int64_t>(3600));
+  const store::WriteOp& mark = plan.writes.back();
+  EXPECT_EQ(mark.id, "doc");
+  EXPECT_EQ(mark.if_match, std::optional<std::string>("etag1"));
+  ASSERT_EQ(mark.patch.size(), 2u);
+  EXPECT_EQ(mark.patch[0].value, "Deleting");
+  EXPECT_EQ(mark.patch[1].value, "delete-op");
+}
+
+TEST(OperationWrites, StartDeleteOfAnIdleResourceCancelsNothing) {
+  OperationDocument del;
+  del.id = "delete-op";
+  del.request = OperationRequest::kDelete;
+  OperationDocument ended;
+  ended.id = "old";
+  ended.status = std::string(kStateSucceeded);
+  ResourceAsRead resource{
+      "doc", std::nullopt,
+      Unchanged(json::value(json::object{{"properties", json::object{}}}), kPathActiveOperationId)};
+  StartDeletePlan plan = PlanStartDelete(resource, del, 60, &ended, TimePoint{});
+  EXPECT_FALSE(plan.canceled_index.has_value());
+  ASSERT_EQ(plan.writes.size(), 2u);
+  ASSERT_EQ(plan.writes[1].conditions.size(), 1u);
+  EXPECT_FALSE(plan.writes[1].conditions[0].equals.has_value());  // activeOperationId still absent
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ inline constexpr std::string_view kMethodNotAllowed = "MethodNotAllowed";
 inline constexpr std::string_view kTooManyRequests = "TooManyRequests";
 inline constexpr std::string_view kGatewayTimeout = "GatewayTimeout";
 inline constexpr std::string_view kRequestEntityTooLarge = "RequestEntityTooLarge";
+inline constexpr std::string_view kAuthenticationFailed = "AuthenticationFailed";
 }  // namespace codes
 
 struct CloudErrorBody {

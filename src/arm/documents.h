@@ -1,4 +1,5 @@
-// The documents hcprp keeps in the "resources" container of the store (seed 000's data model), with
+// The documents hcprp keeps in the "resources" container of the store (docs/architecture.md, "Data
+// model"), with
 // their conversion to and from the stored JSON body. Frontend and backend share these types.
 //
 // Every body has the envelope {"resourceType": <lower-cased type>, "properties": {...}}; the store
@@ -135,7 +136,7 @@ struct OperationDocument {
 // deleted once the notification was delivered or given up, so that a backend that restarts, or the
 // one that takes the partition over, still delivers it. Id: PendingNotificationId(operation id).
 inline constexpr std::string_view kPendingNotificationDocType = "hcprp/pendingnotifications";
-inline constexpr int64_t kPendingNotificationTtlSeconds = 2 * 24 * 3600;
+inline constexpr int64_t kPendingNotificationTtlSeconds = int64_t{2} * 24 * 3600;
 std::string PendingNotificationId(std::string_view operation_id);
 // {"resourceType", "properties": {"operationId", "uri"}}
 json::value PendingNotificationBody(std::string_view operation_id, std::string_view uri);

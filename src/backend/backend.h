@@ -1,5 +1,12 @@
 // The backend: drives every asynchronous operation the frontend accepted to a terminal state,
-// against the Cluster Service (seed 000 "RP Backend Pod", DESIGN.md sections 2, 4 and 5).
+// against the Cluster Service (docs/architecture.md, "A create, end to end", "Several backends" and
+// "Inside the backend").
+//
+// Its parts (all private to src/backend): controller.h runs the loops and steps; transition_planner.h
+// plans the writes of one status change (pure); check_queue.h queues status checks;
+// subscription_sweeper.h creates the Delete operations of deleted subscriptions; orphan_collector.h
+// deletes Cluster Service objects no document points at; condition_sync.h copies Cluster Service
+// conditions into resource documents.
 //
 // How it learns of work:
 //  - the store's change feed (resources container): new and changed operation documents and
@@ -35,28 +42,16 @@
 // are safe from any thread, also while started.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <optional>
-#include <set>
 #include <string>
-#include <thread>
-#include <unordered_set>
+#include <string_view>
 #include <vector>
 
-#include "backend/documents.h"
+#include "arm/documents.h"
 #include "backend/notifier.h"
-#include "backend/operation_index.h"
 #include "backend/ownership.h"
-#include "backend/state_mapping.h"
 #include "clusterservice/client.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -65,32 +60,6 @@
 #include "store/store.h"
 
 namespace hcprp::backend {
-
-// The Cluster Service create request of a resource whose Create operation lost its frontend
-// before the internal ID was recorded.
-struct ClusterServiceCreateRequest {
-  std::string collection_href;  // e.g. /api/aro_hcp/v1alpha1/clusters
-  json::object body;
-};
-
-// Builds that request from the resource document (and, for node pools and external auths, the
-// parent cluster's document). The composition root plugs the api-version conversion in here.
-class CreateRequestBuilder {
- public:
-  virtual ~CreateRequestBuilder() = default;
-  virtual Result<ClusterServiceCreateRequest> Build(const store::Document& resource,
-                                                    const store::Document* parent) = 0;
-};
-
-// The default builder: the collection from the resource type and the parent's internal ID, and the
-// body the frontend sends ({"kind", "name", "azure": {...}, "properties": canonical properties from
-// the document's stored resource}). With the idempotency key it re-fetches an object the Cluster
-// Service already made; otherwise it creates the object the frontend meant to create.
-class DocumentCreateRequestBuilder final : public CreateRequestBuilder {
- public:
-  Result<ClusterServiceCreateRequest> Build(const store::Document& resource,
-                                            const store::Document* parent) override;
-};
 
 struct BackendOptions {
   // This backend's name in the leases; empty gives "backend-<uuid>".
@@ -120,7 +89,8 @@ struct BackendOptions {
   Duration credential_deadline = std::chrono::minutes(60);
   // An Accepted Create without internalId older than this lost its frontend midway.
   Duration create_recovery_grace = std::chrono::minutes(2);
-  CreateRequestBuilder* create_request_builder = nullptr;  // not owned; null: the default builder
+  // Lifetime of the operation documents the backend creates (implicit deletes), as the frontend's.
+  int64_t operation_ttl_seconds = arm::kDefaultOperationTtlSeconds;
 
   // Orphan collection: a Cluster Service cluster, or a node pool of a cluster that has a document,
   // that no resource document points at and older than the window is deleted.
@@ -187,6 +157,8 @@ struct OrphanCandidate {
   bool due = false;    // the next pass deletes it
 };
 
+class Controller;  // controller.h
+
 struct OrphanPlan {
   bool coordinator = false;  // this backend runs the collector (it holds shard 0)
   Duration window{};
@@ -236,164 +208,9 @@ class Backend {
   Result<OrphanPlan> PlanOrphanCollection();
 
  private:
-  struct Counters {
-    std::atomic<uint64_t> full_resyncs{0}, feed_changes{0}, events_received{0}, events_applied{0}, checks{0},
-        cs_creates{0}, cs_deletes{0}, transitions{0}, terminal{0}, deadline_failures{0}, recovered_creates{0},
-        implicit_deletes{0}, resources_deleted{0}, gc_deleted{0}, fence_refusals{0}, write_conflicts{0},
-        errors{0}, idle_condition_syncs{0}, checks_running{0}, sweeps_finished{0};
-  };
-  // Instruments the backend records into (null without options.metrics); backend_metrics.cpp.
-  struct Instruments {
-    metrics::Histogram* event_to_commit = nullptr;
-  };
-  void RegisterMetrics(metrics::Registry& registry);
-  enum class Outcome { kApplied, kNoChange, kGone, kNotOwner, kError };
-  struct Sweep {
-    std::string continuation;
-    bool found_any = false;
-    TimePoint due{};
-  };
+  explicit Backend(std::unique_ptr<Controller> controller);
 
-  Backend(BackendOptions options, store::Store* store, clusterservice::Client* cs, const Clock* clock,
-          Logger logger, Notifier* notifier);
-
-  // Timer work. `exhaustive` (ReconcileOnce) lifts the per-step bounds and forces every periodic
-  // task.
-  void Step(bool exhaustive);
-  Status RebuildIndex();
-  Status LoadDeletedSubscriptions();
-  // Notifications owed from before this backend owned the partition (a restart, a takeover) or
-  // recorded by the frontend (operations a delete canceled).
-  Status LoadPendingNotifications();
-  void QueuePendingNotification(const store::Document& pending);
-  static void AppendPendingNotification(std::string_view op_id, std::string_view uri,
-                                        std::vector<store::WriteOp>* ops);
-  void HandleChange(const store::Change& change);
-  void ApplyEvent(const clusterservice::Event& event);
-  // Copies the Cluster Service object's status.conditions (when it has some and they changed) into the
-  // resource document of `op` (arm::kPathServiceStatus), for the frontend to render. Best effort: a
-  // refused or failed write is left to the next event or status read. Never changes the operation.
-  void SyncConditions(const OperationRecord& op, const std::string& href, const json::object& status);
-  void SyncConditionsOf(const std::string& pk, const std::string& resource_id, const std::string& href,
-                        const json::object& status);
-  // An event of a cluster or node pool with no operation in flight (an identity deleted while the
-  // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
-  // and syncs its conditions the same way.
-  void SyncIdleConditions(const clusterservice::Event& event);
-
-  // Wake the timer loop (a step is due now) or the notifier loop (a notification is queued).
-  void WakeTimerLoop();
-  void WakeNotifierLoop();
-
-  void EnqueueCheck(const OperationRecord& op);
-  // How a drain of the check queue ended.
-  enum class Drained {
-    kEmptied,      // nothing left
-    kBudgetSpent,  // max_checks started: the rest is due at once, after the step's other work
-    kStalled,      // a check must wait (store failure, Cluster Service delete budget): next tick
-  };
-  Drained DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget);
-  // Returns false when it needs a CS delete but the budget is spent (re-queue it).
-  bool CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget);
-  void RecoverCreate(const OperationRecord& op);
-  void ApplyDeadlines();
-  std::optional<Duration> DeadlineOf(Request request) const;
-
-  // Moves an operation to decide(current record)'s transition in one fenced batch (see header).
-  using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
-  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide);
-  Result<std::optional<store::Document>> FindResource(std::string_view pk, std::string_view resource_id);
-  // Index, notifications and billing after a batch ended operations.
-  void AfterTerminal(const std::vector<store::Document>& ended_operations,
-                     const std::vector<store::Document>& deleted_resources, const OperationRecord& op,
-                     const Transition& t, const store::Lease& fence,
-                     const std::optional<store::Document>& resource);
-  Status WriteBilling(std::vector<store::WriteOp> ops, std::string_view pk, const store::Lease& fence);
-
-  void OnSubscriptionDeleted(const std::string& pk);
-  void RunSweeps(bool exhaustive);
-  // One page of a deleted subscription's resources; returns false when the sweep is finished.
-  Status SweepPage(const std::string& pk, Sweep* sweep);
-  void EnsureDeleteOperation(const store::Document& resource);
-
-  void RunGc();
-  // Runs RunGc when the gc interval has passed since the last pass (or `force`).
-  void MaybeRunGc(bool force);
-  // Adds the internalIds of every resource document of `doc_type` to `known`.
-  Status KnownInternalIds(std::string_view doc_type, std::unordered_set<std::string>* known);
-  // Deletes a listed Cluster Service object that no document knows once it is older than the window
-  // (first sightings are remembered); records its href in `seen`. False when this backend stopped
-  // being the coordinator.
-  // With `plan`, records what it would do instead and changes nothing.
-  bool CollectIfOrphan(const json::object& listed, std::string_view collection,
-                       const std::unordered_set<std::string>& known, TimePoint now,
-                       std::set<std::string>* seen, std::vector<OrphanCandidate>* plan = nullptr);
-  // One pass of the collector (RunGc), or its plan when `plan` is given.
-  Status CollectOrphans(std::vector<OrphanCandidate>* plan);
-
-  void FeedLoop();
-  void EventLoop();
-  void TimerLoop();
-  // Renews ownership on its own cadence, so that a long step (slow Cluster Service) never lets the
-  // lease lapse.
-  void LeaseLoop();
-  void NotifierLoop();
-  void GcLoop();
-  void WaitFor(std::chrono::milliseconds d);  // real time, ends early on Stop()
-
-  // Constant after construction.
-  const BackendOptions options_;
-  store::Store* const store_;
-  clusterservice::Client* const cs_;
-  const Clock* const clock_;
-  const Logger logger_;
-  std::unique_ptr<Ownership> owned_ownership_;
-  Ownership* ownership_;
-  DocumentCreateRequestBuilder default_builder_;
-  CreateRequestBuilder* builder_;
-
-  OperationIndex index_;
-  NotificationQueue notifications_;
-  Counters counters_;
-  Instruments instruments_;
-  std::atomic<double> feed_lag_seconds_{0};
-  std::atomic<bool> events_available_{false};
-  std::atomic<bool> resync_requested_{true};
-  std::atomic<bool> load_subscriptions_requested_{true};
-
-  std::mutex pass_mu_;  // one Step() at a time
-  std::mutex gc_mu_;    // one RunGc() at a time
-  // Writes to one partition (Transit(), create recovery, implicit deletes) run one at a time;
-  // different partitions' may run at once.
-  std::mutex& ApplyMutex(std::string_view pk) {
-    return apply_mu_[std::hash<std::string_view>{}(pk) % apply_mu_.size()];
-  }
-  std::array<std::mutex, 32> apply_mu_;
-
-  std::mutex feed_mu_;
-  std::string feed_continuation_;  // guarded by feed_mu_
-
-  std::mutex event_mu_;
-  uint64_t events_after_ = 0;  // guarded by event_mu_
-
-  mutable std::mutex queue_mu_;
-  std::deque<std::pair<std::string, std::string>> queue_;  // (pk, id); guarded by queue_mu_
-  std::set<std::pair<std::string, std::string>> queued_;   // guarded by queue_mu_
-
-  mutable std::mutex state_mu_;
-  std::map<std::string, Sweep> sweeps_;                          // by partition; guarded by state_mu_
-  std::set<std::pair<std::string, std::string>> delete_issued_;  // guarded by state_mu_
-  std::map<std::string, TimePoint> gc_first_seen_;               // guarded by state_mu_
-  TimePoint next_resync_{};                                      // guarded by state_mu_
-  TimePoint next_poll_{};                                        // guarded by state_mu_
-  TimePoint next_gc_{};                                          // guarded by state_mu_
-
-  std::mutex run_mu_;
-  std::condition_variable run_cv_;
-  bool stopping_ = false;     // guarded by run_mu_
-  bool wake_ = false;         // guarded by run_mu_: work was queued
-  bool notify_wake_ = false;  // guarded by run_mu_: a notification was queued
-  std::vector<std::thread> threads_;
+  std::unique_ptr<Controller> controller_;
 };
 
 }  // namespace hcprp::backend

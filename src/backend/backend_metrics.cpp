@@ -10,7 +10,7 @@
 // and one histogram recorded as it happens:
 //   hcprp_backend_event_to_commit_seconds: a Cluster Service event received to the operation status
 //   it caused committed.
-#include "backend/backend.h"
+#include "backend/controller.h"
 
 namespace hcprp::backend {
 
@@ -23,7 +23,7 @@ std::vector<Sample> One(double v) { return {Sample{{}, v}}; }
 
 }  // namespace
 
-void Backend::RegisterMetrics(metrics::Registry& r) {
+void Controller::RegisterMetrics(metrics::Registry& r) {
   instruments_.event_to_commit = r.AddHistogram("hcprp_backend_event_to_commit_seconds",
                                                 "Cluster Service event received to the operation status it "
                                                 "caused committed in the store",

@@ -11,15 +11,17 @@
 
 #include "api/api.h"
 #include "arm/documents.h"
-#include "backend/fake_cluster_service.h"
+#include "clusterservice/mapping.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/time.h"
 #include "core/uuid.h"
+#include "store/fault_injecting_store.h"
 
 namespace hcprp::backend {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::FakeClusterService;
+using clusterservice::testing::FakeClusterService;
 
 const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
 
@@ -53,89 +55,6 @@ class CapturingNotifier final : public Notifier {
   int failures_left_ = 0;
   int attempts_ = 0;
   std::vector<std::pair<std::string, json::object>> sent_;
-};
-
-// Forwards to a store and counts the calls, to show what an idle backend costs.
-class CountingStore final : public store::Store {
- public:
-  explicit CountingStore(store::Store* inner) : inner_(inner) {}
-  uint64_t calls() const { return calls_; }
-
-  Result<store::Document> Read(std::string_view c, std::string_view pk, std::string_view id) override {
-    ++calls_;
-    return inner_->Read(c, pk, id);
-  }
-  Result<store::Document> Create(std::string_view c, std::string_view pk, std::string_view id,
-                                 json::value body, std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Create(c, pk, id, std::move(body), ttl);
-  }
-  Result<store::Document> Replace(std::string_view c, std::string_view pk, std::string_view id,
-                                  json::value body, std::optional<std::string> if_match,
-                                  std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Replace(c, pk, id, std::move(body), std::move(if_match), ttl);
-  }
-  Result<store::Document> Upsert(std::string_view c, std::string_view pk, std::string_view id,
-                                 json::value body, std::optional<std::string> if_match,
-                                 std::optional<int64_t> ttl) override {
-    ++calls_;
-    return inner_->Upsert(c, pk, id, std::move(body), std::move(if_match), ttl);
-  }
-  Status Delete(std::string_view c, std::string_view pk, std::string_view id,
-                std::optional<std::string> if_match) override {
-    ++calls_;
-    return inner_->Delete(c, pk, id, std::move(if_match));
-  }
-  Result<store::Document> Patch(std::string_view c, std::string_view pk, std::string_view id,
-                                std::vector<store::PatchOp> ops, std::vector<store::Condition> conditions,
-                                std::optional<std::string> if_match) override {
-    ++calls_;
-    return inner_->Patch(c, pk, id, std::move(ops), std::move(conditions), std::move(if_match));
-  }
-  Result<store::BatchResult> Batch(std::string_view c, std::string_view pk, std::vector<store::WriteOp> ops,
-                                   const store::Lease* fence) override {
-    ++calls_;
-    return inner_->Batch(c, pk, std::move(ops), fence);
-  }
-  Result<store::QueryPage> Query(const store::QueryOptions& options) override {
-    ++calls_;
-
-    return inner_->Query(options);
-  }
-  Result<store::QueryPage> ListPartitions(std::string_view c, size_t max_items,
-                                          std::string_view continuation) override {
-    ++calls_;
-    return inner_->ListPartitions(c, max_items, continuation);
-  }
-  Result<store::ChangePage> ReadChanges(std::string_view c, std::string_view continuation,
-                                        size_t max_changes) override {
-    ++calls_;
-    return inner_->ReadChanges(c, continuation, max_changes);
-  }
-  Result<bool> WaitForChanges(std::string_view c, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override {
-    ++calls_;
-    return inner_->WaitForChanges(c, continuation, timeout);
-  }
-  Result<store::Lease> AcquireLease(std::string_view c, std::string_view pk, std::string_view name,
-                                    std::string_view owner, std::chrono::milliseconds ttl) override {
-    ++calls_;
-    return inner_->AcquireLease(c, pk, name, owner, ttl);
-  }
-  Result<store::Lease> RenewLease(const store::Lease& lease, std::chrono::milliseconds ttl) override {
-    ++calls_;
-    return inner_->RenewLease(lease, ttl);
-  }
-  Status ReleaseLease(const store::Lease& lease) override {
-    ++calls_;
-    return inner_->ReleaseLease(lease);
-  }
-  Result<size_t> PurgeExpired() override { return inner_->PurgeExpired(); }
-
- private:
-  store::Store* const inner_;
-  std::atomic<uint64_t> calls_{0};
 };
 
 // What the frontend leaves behind for one resource and its active operation.
@@ -192,6 +111,11 @@ class BackendTest : public ::testing::Test {
     d.internal_id = internal_id;
     d.provisioning_state = std::string(state);
     d.active_operation_id = std::move(active);
+    // As the frontend stores it: the canonical resource (what a recovered create is built from).
+    api::Kind kind = type == arm::kClusterDocType    ? api::Kind::kCluster
+                     : type == arm::kNodePoolDocType ? api::Kind::kNodePool
+                                                     : api::Kind::kExternalAuth;
+    d.resource = api::ToStorage(api::Resource{kind, "eastus", {}, std::nullopt, {}, {}});
     auto r = store_->Upsert(store::kResources, pk, arm::ResourceDocumentId(resource_id), d.ToBody());
     ASSERT_TRUE(r.ok()) << r.error().ToString();
   }
@@ -462,6 +386,64 @@ TEST_F(BackendTest, DeleteConfirmedBy404RemovesDocumentsAndClosesBilling) {
   EXPECT_EQ(notifier_.Sent().size(), 1u);
 }
 
+// A create whose frontend stopped after the Cluster Service made the cluster but before the internal
+// ID was recorded, deleted before its recovery: the Delete finds the object by its ARM names and
+// deletes it (not another cluster) instead of leaving it behind.
+TEST_F(BackendTest, DeleteOfACreateWhoseInternalIdWasNeverRecordedDeletesItsObject) {
+  auto b = MakeBackend();
+  auto make = [&](std::string_view name) {
+    json::object azure{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", name}};
+    auto made = cs_.Create(kClusters, json::object{{"name", name}, {"azure", azure}}, NewUuidV4());
+    EXPECT_TRUE(made.ok());
+    return std::string(GetString(*made, "href").value_or(""));
+  };
+  const std::string lost = make("c1");
+  const std::string other = make("c2");
+  const std::string resource_id = ClusterId("c1");
+  std::string del = PutOperation(sub_, arm::OperationRequest::kDelete, resource_id, "", arm::kStateDeleting);
+  PutResource(sub_, resource_id, arm::kClusterDocType, "", arm::kStateDeleting, del);
+
+  Reconcile(*b);
+  EXPECT_EQ(cs_.deletes(), 1);
+  EXPECT_EQ(Op(del).status, arm::kStateDeleting);  // uninstalling: not gone yet
+  cs_.Remove(lost);
+  Reconcile(*b);
+  EXPECT_EQ(Op(del).status, arm::kStateSucceeded);
+  EXPECT_FALSE(Resource(resource_id).has_value());
+  EXPECT_FALSE(cs_.Exists(lost));
+  EXPECT_TRUE(cs_.Exists(other));
+  EXPECT_EQ(cs_.deletes(), 1);
+}
+
+// The billing record commits with the operation's terminal batch: one durable commit, so a failed
+// commit leaves neither and the retry writes both.
+TEST_F(BackendTest, BillingRecordCommitsInTheOperationsTerminalBatch) {
+  store::FaultInjectingStore faulty(*store_);
+  auto made = Backend::Create(Options(), &faulty, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(made.ok());
+  auto b = std::move(made).value();
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "ready");
+  const std::string bill_id = arm::ResourceDocumentId(f.resource_id);
+
+  faulty.FailAllCalls(Error::Unavailable("store down"), store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+  EXPECT_TRUE(store_->Read(store::kBilling, sub_, bill_id).error().IsNotFound());
+
+  faulty.ClearFaults();
+  const uint64_t batches = faulty.CallCount(store::FaultInjectingStore::Method::kBatch);
+  Reconcile(*b);
+  ASSERT_EQ(Op(f.op).status, arm::kStateSucceeded);
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch) - batches, 1u);
+  auto bill = store_->Read(store::kBilling, sub_, bill_id);
+  ASSERT_TRUE(bill.ok());
+  EXPECT_EQ(GetString(bill->body.as_object(), "internalId").value_or(""), f.href);
+  auto op_doc = store_->Read(store::kResources, sub_, f.op);
+  ASSERT_TRUE(op_doc.ok());
+  EXPECT_EQ(bill->timestamp_ms, op_doc->timestamp_ms);
+}
+
 TEST_F(BackendTest, DeleteSupersedingChildCreateEndsWithBothDocumentsGone) {
   auto b = MakeBackend();
   Flow c = Existing("c1", sub_);
@@ -688,6 +670,60 @@ TEST_F(BackendTest, RecoveryReusesTheObjectTheFrontendAlreadyCreated) {
   ASSERT_NE(issuer, nullptr) << ToJson(observed);
   EXPECT_EQ(*api_url, "https://api.c1.example.com:6443");
   EXPECT_EQ(*issuer, "https://oidc.example.com/c1");
+}
+
+TEST_F(BackendTest, RecoveredCreateSendsTheBodyTheFrontendSends) {
+  // The subscription's tenant goes into the cluster's azure block, as the frontend sends it.
+  arm::SubscriptionDocument sub;
+  sub.id = sub_;
+  sub.properties = json::object{{"state", "Registered"},
+                                {"registrationDate", "2025-01-01T00:00:00Z"},
+                                {"properties", {{"tenantId", "72f988bf-86f1-41af-91ab-2d7cd011db47"}}}};
+  ASSERT_TRUE(store_->Upsert(store::kResources, sub_, sub_, sub.ToBody()).ok());
+  auto b = MakeBackend();
+  std::string rid = ClusterId("c1");
+  std::string op = PutOperation(sub_, arm::OperationRequest::kCreate, rid, "", arm::kStateAccepted);
+  PutResource(sub_, rid, arm::kClusterDocType, "", arm::kStateAccepted, op);
+  clock_.Advance(5min);
+  Reconcile(*b);
+  std::string href = Op(op).internal_id;
+  ASSERT_FALSE(href.empty());
+  auto sent = cs_.Get(href);
+  ASSERT_TRUE(sent.ok());
+  auto expected =
+      clusterservice::CreateRequestFor(*Resource(rid), "", "72f988bf-86f1-41af-91ab-2d7cd011db47");
+  ASSERT_TRUE(expected.ok()) << expected.error().ToString();
+  EXPECT_EQ(expected->collection_href, kClusters);
+  for (const auto& [key, value] : expected->body) {
+    ASSERT_TRUE(sent->contains(key)) << key;
+    EXPECT_EQ(sent->at(key), value) << key;
+  }
+  const json::value sent_value(*sent);
+  const json::value* tenant = FindPointer(sent_value, "/azure/tenant_id");
+  ASSERT_NE(tenant, nullptr);
+  EXPECT_EQ(*tenant, "72f988bf-86f1-41af-91ab-2d7cd011db47");
+  const json::value* name = FindPointer(sent_value, "/azure/resource_name");
+  ASSERT_NE(name, nullptr);
+  EXPECT_EQ(*name, "c1");
+}
+
+TEST_F(BackendTest, ImplicitDeleteOperationsLiveForTheConfiguredTtl) {
+  const std::string sub = "99999999-0000-0000-0000-000000000007";
+  PutSubscription(sub, "Registered");
+  Flow f = Existing("c1", sub);
+  BackendOptions o = Options();
+  o.operation_ttl_seconds = 3600;
+  auto b = MakeBackend(o);
+  Reconcile(*b);
+  PutSubscription(sub, "Deleted");
+  Reconcile(*b);
+  ASSERT_EQ(b->Stats().implicit_deletes, 1u);
+  auto resource = Resource(f.resource_id, sub);
+  ASSERT_TRUE(resource.has_value());
+  ASSERT_TRUE(resource->active_operation_id.has_value());
+  auto op = store_->Read(store::kResources, sub, *resource->active_operation_id);
+  ASSERT_TRUE(op.ok());
+  EXPECT_EQ(op->ttl_seconds, std::optional<int64_t>(3600));
 }
 
 TEST_F(BackendTest, RecoveryRejectedByTheClusterServiceFails) {
@@ -947,7 +983,11 @@ TEST_F(BackendTest, IdleCostDoesNotGrowWithSubscriptions) {
     PutSubscription(sub, "Registered");
     if (i % 10 == 0) Existing("idle", sub);
   }
-  CountingStore counting(store_.get());
+  // Counts the store calls the backend makes (no fault set: every call is forwarded).
+  store::FaultInjectingStore counting(*store_);
+  auto calls = [&] {
+    return counting.CallCount() - counting.CallCount(store::FaultInjectingStore::Method::kPurgeExpired);
+  };
   BackendOptions o = Options();
   o.gc_enabled = false;
   auto made = Backend::Create(o, &counting, &cs_, &clock_, logger_, &notifier_);
@@ -955,12 +995,12 @@ TEST_F(BackendTest, IdleCostDoesNotGrowWithSubscriptions) {
   auto b = std::move(made).value();
   Reconcile(*b);  // takes the lease, reads the subscriptions once (deleted ones need cleanup)
   int status_reads = cs_.status_reads();
-  uint64_t before = counting.calls();
+  uint64_t before = calls();
   for (int i = 0; i < 10; ++i) {
     clock_.Advance(2s);  // within the leases' ttl, as the lease loop keeps them
     Reconcile(*b);       // a full pass: resync, deadlines, sweeps
   }
-  uint64_t per_pass = (counting.calls() - before) / 10;
+  uint64_t per_pass = (calls() - before) / 10;
   // The lease work is constant: a member record and its query, one renewal per shard.
   EXPECT_LE(per_pass, 10u + o.shards + 2) << "store calls per idle pass";
   EXPECT_EQ(cs_.status_reads(), status_reads);

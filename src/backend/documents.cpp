@@ -1,6 +1,7 @@
 #include "backend/documents.h"
 
 #include "arm/operation_status.h"
+#include "arm/resource_id.h"
 
 namespace hcprp::backend {
 
@@ -52,25 +53,27 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
   return r;
 }
 
-std::string SubscriptionOfResourceId(std::string_view resource_id) {
-  constexpr std::string_view kPrefix = "/subscriptions/";
-  if (!StartsWithIgnoreCase(resource_id, kPrefix)) return {};
-  std::string_view rest = resource_id.substr(kPrefix.size());
-  return ToLower(rest.substr(0, rest.find('/')));
+std::string PartitionOfResourceId(std::string_view resource_id) {
+  auto id = arm::ParseResourceId(resource_id);
+  return id.ok() ? arm::PartitionKey(id->subscription_id) : std::string();
 }
 
-json::value NewOperationBody(arm::OperationRequest request, std::string_view status,
-                             std::string_view external_id, std::string_view internal_id,
-                             std::string_view location, TimePoint now) {
-  arm::OperationDocument op;
-  op.request = request;
-  op.external_id = std::string(external_id);
-  op.internal_id = std::string(internal_id);
-  op.location = std::string(location);
-  op.start_time = now;
-  op.last_transition_time = now;
-  op.status = std::string(status);
-  return op.ToBody();
+Result<std::optional<store::Document>> FindResource(store::Store& store, std::string_view pk,
+                                                    std::string_view resource_id) {
+  if (resource_id.empty()) return std::optional<store::Document>();
+  auto doc = store.Read(store::kResources, pk, arm::ResourceDocumentId(resource_id));
+  if (doc.ok()) return std::optional<store::Document>(std::move(doc).value());
+  if (!doc.error().IsNotFound()) return doc.error();
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = std::string(pk);
+  q.resource_id = std::string(resource_id);
+  q.max_items = 10;
+  HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, store.Query(q));
+  for (store::Document& d : page.documents) {
+    if (IsResourceDocument(d.body)) return std::optional<store::Document>(std::move(d));
+  }
+  return std::optional<store::Document>();
 }
 
 json::object OperationStatusResource(const store::Document& operation) {
@@ -78,7 +81,7 @@ json::object OperationStatusResource(const store::Document& operation) {
   if (!op.ok()) return json::object{{"name", operation.id}};
   std::string path = op->operation_id;
   if (path.empty()) {
-    path = arm::OperationStatusPath(SubscriptionOfResourceId(op->external_id), op->location, op->id);
+    path = arm::OperationStatusPath(PartitionOfResourceId(op->external_id), op->location, op->id);
   }
   return arm::RenderOperationStatus(*op, path);
 }

@@ -39,13 +39,14 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc);
 // A string member of body.properties, or "" when absent.
 std::string PropertyString(const json::value& body, std::string_view name);
 
-// The subscription ID of an Azure resource ID, lower-cased ("" when malformed).
-std::string SubscriptionOfResourceId(std::string_view resource_id);
+// The partition key (lower-cased subscription ID) of a resource ID, by arm::ParseResourceId ("" when
+// it is not the ID of a cluster, node pool or external auth).
+std::string PartitionOfResourceId(std::string_view resource_id);
 
-// The body of a new (implicit) operation document.
-json::value NewOperationBody(arm::OperationRequest request, std::string_view status,
-                             std::string_view external_id, std::string_view internal_id,
-                             std::string_view location, TimePoint now);
+// The resource document of `resource_id` in partition `pk` (by its document id, then by a query for
+// documents written before ids were derived from resource IDs); nullopt when there is none.
+Result<std::optional<store::Document>> FindResource(store::Store& store, std::string_view pk,
+                                                    std::string_view resource_id);
 
 // The ARM operation status resource of an operation document, as POSTed to a notification URI.
 json::object OperationStatusResource(const store::Document& operation);

@@ -6,9 +6,8 @@ namespace hcprp::backend {
 
 Status HttpNotifier::Notify(std::string_view uri, const json::object& body) {
   http::Request req = http::MakeRequest(http::Verb::post, uri, ToJson(body));
-  auto res = client_->Send(std::move(req), timeout_);
-  if (!res.ok()) return res.error();
-  unsigned code = res->result_int();
+  HCPRP_ASSIGN_OR_RETURN(auto res, client_->Send(std::move(req), timeout_));
+  unsigned code = res.result_int();
   if (code >= 200 && code < 300) return Status::Ok();
   std::string message = "notification answered " + std::to_string(code);
   if (code == 429) return Error::Throttled(message);

@@ -14,7 +14,7 @@ NotificationQueue::NotificationQueue(NotificationOptions options, Notifier* noti
 
 bool NotificationQueue::Enqueue(std::string uri, json::object body, std::string partition_key,
                                 std::string id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!id.empty() && !keys_.emplace(partition_key, id).second) return false;
   items_.push_back(
       Item{std::move(uri), std::move(body), std::move(partition_key), std::move(id), 0, clock_->Now()});
@@ -22,7 +22,7 @@ bool NotificationQueue::Enqueue(std::string uri, json::object body, std::string 
 }
 
 bool NotificationQueue::Contains(const std::string& partition_key, const std::string& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return keys_.count({partition_key, id}) > 0;
 }
 
@@ -30,7 +30,7 @@ void NotificationQueue::Done(const Item& item) {
   if (item.id.empty()) return;
   // The document goes first: a reader that no longer finds the key queued finds no document either.
   if (on_done_) on_done_(item.partition_key, item.id);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   keys_.erase({item.partition_key, item.id});
 }
 
@@ -38,7 +38,7 @@ size_t NotificationQueue::Deliver() {
   std::vector<Item> due;
   TimePoint now = clock_->Now();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = items_.begin(); it != items_.end();) {
       if (it->due <= now) {
         due.push_back(std::move(*it));
@@ -60,7 +60,7 @@ size_t NotificationQueue::Deliver() {
     }
     bool give_up = item.attempts >= options_.max_attempts;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++counters_.failed_attempts;
       if (give_up) ++counters_.dropped;
     }
@@ -76,14 +76,14 @@ size_t NotificationQueue::Deliver() {
     item.due = now + backoff;
     retry.push_back(std::move(item));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   counters_.sent += delivered;
   for (Item& item : retry) items_.push_back(std::move(item));
   return delivered;
 }
 
 std::optional<Duration> NotificationQueue::NextDueIn() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (items_.empty()) return std::nullopt;
   TimePoint next = items_.front().due;
   for (const Item& item : items_) next = std::min(next, item.due);
@@ -92,12 +92,12 @@ std::optional<Duration> NotificationQueue::NextDueIn() const {
 }
 
 size_t NotificationQueue::Pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return items_.size();
 }
 
 NotificationCounters NotificationQueue::Counters() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return counters_;
 }
 

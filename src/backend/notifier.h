@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -19,6 +18,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace hcprp::backend {
@@ -82,10 +82,11 @@ class NotificationQueue {
   const Logger logger_;
   const DoneFn on_done_;
 
-  mutable std::mutex mu_;
-  std::deque<Item> items_;                              // guarded by mu_
-  std::set<std::pair<std::string, std::string>> keys_;  // guarded by mu_: keyed items queued or in flight
-  NotificationCounters counters_;                       // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<Item> items_ HCPRP_GUARDED_BY(mu_);
+  std::set<std::pair<std::string, std::string>> keys_
+      HCPRP_GUARDED_BY(mu_);  // keyed items queued or in flight
+  NotificationCounters counters_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace hcprp::backend

@@ -26,7 +26,7 @@ void EraseLink(std::unordered_multimap<std::string, std::string>& links, const s
 
 bool OperationIndex::Upsert(const OperationRecord& op) {
   std::string key = Key(op.partition_key, op.id);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_key_.find(key);
   bool fresh = it == by_key_.end();
   if (!fresh) {
@@ -47,7 +47,7 @@ bool OperationIndex::Upsert(const OperationRecord& op) {
 
 void OperationIndex::Remove(std::string_view partition_key, std::string_view id) {
   std::string key = Key(partition_key, id);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   if (!it->second.internal_id.empty()) EraseLink(by_internal_id_, it->second.internal_id, key);
@@ -56,7 +56,7 @@ void OperationIndex::Remove(std::string_view partition_key, std::string_view id)
 
 std::optional<OperationRecord> OperationIndex::Find(std::string_view partition_key,
                                                     std::string_view id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_key_.find(Key(partition_key, id));
   if (it == by_key_.end()) return std::nullopt;
   return it->second;
@@ -64,7 +64,7 @@ std::optional<OperationRecord> OperationIndex::Find(std::string_view partition_k
 
 std::vector<OperationRecord> OperationIndex::ByInternalId(std::string_view internal_id) const {
   std::vector<OperationRecord> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto [first, last] = by_internal_id_.equal_range(std::string(internal_id));
   for (auto it = first; it != last; ++it) {
     auto op = by_key_.find(it->second);
@@ -75,7 +75,7 @@ std::vector<OperationRecord> OperationIndex::ByInternalId(std::string_view inter
 
 std::vector<OperationRecord> OperationIndex::All() const {
   std::vector<OperationRecord> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   out.reserve(by_key_.size());
   for (const auto& [key, op] : by_key_) out.push_back(op);
   return out;
@@ -83,13 +83,13 @@ std::vector<OperationRecord> OperationIndex::All() const {
 
 std::vector<std::string> OperationIndex::InternalIds() const {
   std::vector<std::string> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [href, key] : by_internal_id_) out.push_back(href);
   return out;
 }
 
 size_t OperationIndex::Size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return by_key_.size();
 }
 

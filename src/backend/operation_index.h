@@ -7,7 +7,6 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include "backend/documents.h"
+#include "core/mutex.h"
 
 namespace hcprp::backend {
 
@@ -34,9 +34,9 @@ class OperationIndex {
  private:
   static std::string Key(std::string_view partition_key, std::string_view id);
 
-  mutable std::mutex mu_;
-  std::map<std::string, OperationRecord> by_key_;                     // guarded by mu_
-  std::unordered_multimap<std::string, std::string> by_internal_id_;  // href -> key; guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, OperationRecord> by_key_ HCPRP_GUARDED_BY(mu_);
+  std::unordered_multimap<std::string, std::string> by_internal_id_ HCPRP_GUARDED_BY(mu_);  // href -> key
 };
 
 }  // namespace hcprp::backend

@@ -84,7 +84,7 @@ void ShardedLeases::Heartbeat(TimePoint now) {
     if (page->continuation.empty()) break;
     q.continuation = page->continuation;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   live_members_ = std::max<size_t>(1, live + (self ? 0 : 1));
   next_member_expiry_ = next_expiry;
 }
@@ -93,7 +93,7 @@ void ShardedLeases::RenewDue(TimePoint now) {
   for (uint32_t i = 0; i < options_.shards; ++i) {
     std::optional<store::Lease> lease;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       Shard& s = shards_[i];
       if (!s.lease.has_value()) continue;
       if (now >= s.lease->expires_at) {
@@ -105,7 +105,7 @@ void ShardedLeases::RenewDue(TimePoint now) {
       lease = s.lease;
     }
     auto renewed = store_->RenewLease(*lease, options_.ttl);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Shard& s = shards_[i];
     if (!s.lease.has_value() || s.lease->fencing_token != lease->fencing_token) continue;
     if (renewed.ok()) {
@@ -127,7 +127,7 @@ bool ShardedLeases::Balance(TimePoint now) {
   size_t held = 0;
   size_t target = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const Shard& s : shards_) held += s.lease.has_value() ? 1 : 0;
     target = (options_.shards + live_members_ - 1) / live_members_;
   }
@@ -137,7 +137,7 @@ bool ShardedLeases::Balance(TimePoint now) {
     for (auto it = preference_.rbegin(); it != preference_.rend() && held > target; ++it) {
       std::optional<store::Lease> lease;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         lease.swap(shards_[*it].lease);
       }
       if (!lease) continue;
@@ -151,7 +151,7 @@ bool ShardedLeases::Balance(TimePoint now) {
   for (uint32_t i : preference_) {
     if (held >= target) break;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (shards_[i].lease.has_value()) continue;
     }
     auto acquired = store_->AcquireLease(store::kLocks, options_.partition_key, LeaseName(i), options_.owner,
@@ -160,7 +160,7 @@ bool ShardedLeases::Balance(TimePoint now) {
     logger_.Info("shard lease acquired", {{"owner", options_.owner},
                                           {"shard", static_cast<int64_t>(i)},
                                           {"fence", static_cast<int64_t>(acquired->fencing_token)}});
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     shards_[i].lease = std::move(acquired).value();
     shards_[i].last_renewal = now;
     shards_[i].suspect = false;
@@ -171,11 +171,11 @@ bool ShardedLeases::Balance(TimePoint now) {
 }
 
 bool ShardedLeases::Tick() {
-  std::lock_guard tick(tick_mu_);
+  MutexLock tick(tick_mu_);
   TimePoint now = clock_->Now();
   bool member_lapsed = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     member_lapsed = next_member_expiry_.has_value() && now >= *next_member_expiry_ + kLapseMargin;
   }
   bool heartbeat = !heartbeat_once_ || now - last_heartbeat_ >= RenewInterval() || member_lapsed;
@@ -194,7 +194,7 @@ bool ShardedLeases::Tick() {
 }
 
 std::chrono::milliseconds ShardedLeases::NextTickIn() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!next_member_expiry_) return RenewInterval();
   auto until =
       std::chrono::ceil<std::chrono::milliseconds>(*next_member_expiry_ + kLapseMargin - clock_->Now());
@@ -205,31 +205,32 @@ std::chrono::milliseconds ShardedLeases::NextTickIn() const {
 bool ShardedLeases::Active() const { return HeldShards() > 0; }
 
 bool ShardedLeases::Coordinator() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return HeldLocked(shards_[0], clock_->Now());
 }
 
 size_t ShardedLeases::HeldShards() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   TimePoint now = clock_->Now();
-  return static_cast<size_t>(
-      std::count_if(shards_.begin(), shards_.end(), [&](const Shard& s) { return HeldLocked(s, now); }));
+  size_t held = 0;
+  for (const Shard& s : shards_) held += HeldLocked(s, now) ? 1 : 0;
+  return held;
 }
 
 size_t ShardedLeases::LiveMembers() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return live_members_;
 }
 
 std::optional<store::Lease> ShardedLeases::FenceFor(std::string_view partition_key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Shard& s = shards_[ShardOf(partition_key, options_.shards)];
   if (!HeldLocked(s, clock_->Now())) return std::nullopt;
   return s.lease;
 }
 
 void ShardedLeases::FenceRefused(const store::Lease& lease) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (Shard& s : shards_) {
     if (s.lease.has_value() && s.lease->name == lease.name && s.lease->fencing_token == lease.fencing_token)
       s.suspect = true;
@@ -237,10 +238,10 @@ void ShardedLeases::FenceRefused(const store::Lease& lease) {
 }
 
 void ShardedLeases::Release() {
-  std::lock_guard tick(tick_mu_);
+  MutexLock tick(tick_mu_);
   std::vector<store::Lease> held;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Shard& s : shards_) {
       if (s.lease.has_value()) held.push_back(*std::move(s.lease));
       s.lease.reset();

@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "store/store.h"
 
 namespace hcprp::backend {
@@ -90,14 +90,14 @@ class ShardedLeases final : public Ownership {
     TimePoint last_renewal{};
     bool suspect = false;  // a fenced write was refused
   };
-  bool HeldLocked(const Shard& s, TimePoint now) const;  // REQUIRES mu_
-  // Writes this backend's member record and counts the live ones. REQUIRES tick_mu_.
-  void Heartbeat(TimePoint now);
-  // Renews due leases and drops lapsed or lost ones. REQUIRES tick_mu_.
-  void RenewDue(TimePoint now);
+  bool HeldLocked(const Shard& s, TimePoint now) const HCPRP_REQUIRES(mu_);
+  // Writes this backend's member record and counts the live ones.
+  void Heartbeat(TimePoint now) HCPRP_REQUIRES(tick_mu_);
+  // Renews due leases and drops lapsed or lost ones.
+  void RenewDue(TimePoint now) HCPRP_REQUIRES(tick_mu_);
   // Releases the surplus over the fair share or takes free shards up to it; returns true when it
-  // took any. REQUIRES tick_mu_.
-  bool Balance(TimePoint now);
+  // took any.
+  bool Balance(TimePoint now) HCPRP_REQUIRES(tick_mu_);
   std::string LeaseName(uint32_t shard) const { return "shard-" + std::to_string(shard); }
 
   // Constant after construction.
@@ -107,15 +107,15 @@ class ShardedLeases final : public Ownership {
   const Logger logger_;
   const std::vector<uint32_t> preference_;  // order in which this backend takes shards
 
-  std::mutex tick_mu_;           // one Tick()/Release() at a time; held across store calls
-  TimePoint last_heartbeat_{};   // guarded by tick_mu_
-  TimePoint last_balance_{};     // guarded by tick_mu_
-  bool heartbeat_once_ = false;  // guarded by tick_mu_
+  Mutex tick_mu_;  // one Tick()/Release() at a time; held across store calls
+  TimePoint last_heartbeat_ HCPRP_GUARDED_BY(tick_mu_){};
+  TimePoint last_balance_ HCPRP_GUARDED_BY(tick_mu_){};
+  bool heartbeat_once_ HCPRP_GUARDED_BY(tick_mu_) = false;
 
-  mutable std::mutex mu_;                        // never held across store calls
-  std::vector<Shard> shards_;                    // guarded by mu_
-  size_t live_members_ = 1;                      // guarded by mu_
-  std::optional<TimePoint> next_member_expiry_;  // guarded by mu_; earliest of the other live members
+  mutable Mutex mu_;  // never held across store calls
+  std::vector<Shard> shards_ HCPRP_GUARDED_BY(mu_);
+  size_t live_members_ HCPRP_GUARDED_BY(mu_) = 1;
+  std::optional<TimePoint> next_member_expiry_ HCPRP_GUARDED_BY(mu_);  // earliest of the other live members
 };
 
 }  // namespace hcprp::backend

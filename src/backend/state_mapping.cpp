@@ -1,5 +1,6 @@
 #include "backend/state_mapping.h"
 
+#include "clusterservice/convert.h"
 #include "core/json.h"
 
 using hcprp::arm::kStateDeleting;
@@ -103,6 +104,15 @@ std::optional<Transition> Decide(Request request, ObjectKind kind, const Observa
       return DecideNodePool(o);
   }
   return std::nullopt;
+}
+
+Observation ObservationFromStatus(const json::object& status) {
+  clusterservice::CsStatus parsed = clusterservice::ParseCsStatus(status);
+  Observation o;
+  o.state = std::move(parsed.state);
+  o.error_code = std::move(parsed.provision_error_code);
+  o.error_message = std::move(parsed.provision_error_message);
+  return o;
 }
 
 }  // namespace hcprp::backend

@@ -1,5 +1,6 @@
-// Pure mapping from what the Cluster Service reports to the next status of an operation
-// (DESIGN.md section 5, seed 000). No I/O; thread-safe (stateless).
+// Pure mapping from what the Cluster Service reports to the next status of an operation (the one
+// mapping of Cluster Service states to ARM states; docs/architecture.md, "Inside the backend"). No I/O;
+// thread-safe (stateless).
 #pragma once
 
 #include <optional>
@@ -7,6 +8,7 @@
 #include <string_view>
 
 #include "arm/documents.h"
+#include "core/json.h"
 
 namespace hcprp::backend {
 
@@ -30,6 +32,9 @@ struct Observation {
   std::string error_code;     // provision_error_code, when reported
   std::string error_message;  // provision_error_message, when reported
 };
+
+// An observation from a Cluster Service status object ({"state", "provision_error_code", ...}).
+Observation ObservationFromStatus(const json::object& status);
 
 inline constexpr std::string_view kCredentialsRevoked = "credentials_revoked";
 inline constexpr std::string_view kCredentialsRevoking = "credentials_revoking";

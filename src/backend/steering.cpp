@@ -1,30 +1,28 @@
 // Operator actions on the backend (the admin API's break-glass actions): fail an operation,
 // re-drive one now, and the orphan collector's plan.
-#include "backend/backend.h"
+#include "backend/controller.h"
 
 namespace hcprp::backend {
 
 namespace {
 
 Result<OperationRecord> ReadOperation(store::Store& store, std::string_view pk, std::string_view op_id) {
-  auto doc = store.Read(store::kResources, pk, op_id);
-  if (!doc.ok()) return doc.error();
-  auto op = ParseOperation(*doc);
+  HCPRP_ASSIGN_OR_RETURN(auto doc, store.Read(store::kResources, pk, op_id));
+  auto op = ParseOperation(doc);
   if (!op) return Error::NotFound("no operation '" + std::string(op_id) + "'");
   return *op;
 }
 
 }  // namespace
 
-Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
-                              std::string message) {
+Status Controller::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
+                                 std::string message) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
-  auto op = ReadOperation(*store_, pk, op_id);
-  if (!op.ok()) return op.error();
-  if (arm::IsTerminalState(op->status)) {
-    return Error::PreconditionFailed("the operation is already " + op->status);
+  HCPRP_ASSIGN_OR_RETURN(auto op, ReadOperation(*store_, pk, op_id));
+  if (arm::IsTerminalState(op.status)) {
+    return Error::PreconditionFailed("the operation is already " + op.status);
   }
   Outcome o = Transit(pk, op_id, [&](const OperationRecord&) { return FailedWith(code, message); });
   switch (o) {
@@ -45,27 +43,26 @@ Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::
   return Error::Unavailable("the store refused the write; retry");
 }
 
-Status Backend::RedriveOperation(std::string_view pk, std::string_view op_id) {
+Status Controller::RedriveOperation(std::string_view pk, std::string_view op_id) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
-  auto op = ReadOperation(*store_, pk, op_id);
-  if (!op.ok()) return op.error();
-  if (arm::IsTerminalState(op->status)) {
-    return Error::PreconditionFailed("the operation is already " + op->status);
+  HCPRP_ASSIGN_OR_RETURN(auto op, ReadOperation(*store_, pk, op_id));
+  if (arm::IsTerminalState(op.status)) {
+    return Error::PreconditionFailed("the operation is already " + op.status);
   }
-  index_.Upsert(*op);
-  EnqueueCheck(*op);
+  index_.Upsert(op);
+  EnqueueCheck(op);
   logger_.Info("operation re-driven by an operator",
                {{"subscription", std::string(pk)}, {"operation", std::string(op_id)}});
   return Status::Ok();
 }
 
-Result<OrphanPlan> Backend::PlanOrphanCollection() {
+Result<OrphanPlan> Controller::PlanOrphanCollection() {
   OrphanPlan plan;
   plan.coordinator = ownership_->Coordinator();
   plan.window = options_.gc_window;
-  HCPRP_RETURN_IF_ERROR(CollectOrphans(&plan.candidates));
+  HCPRP_RETURN_IF_ERROR(orphans_.Plan(&plan.candidates));
   return plan;
 }
 

@@ -64,8 +64,33 @@ std::string ResourceGroupOf(std::string_view id) {
   return lower.substr(0, end);
 }
 
+// The machine a resource of the provisioning engine belongs to ("<pool>-<index>"), from its ID:
+// virtualMachines/M, virtualMachines/M/extensions/..., networkInterfaces/M-nic, disks/M-osdisk,
+// publicIPAddresses/M-pip; "" for anything else (the control plane's, role assignments).
+std::string MachineOf(std::string_view id) {
+  const std::string lower = ToLower(id);
+  auto after = [&](std::string_view marker) -> std::string {
+    size_t p = lower.find(marker);
+    if (p == std::string::npos) return "";
+    std::string rest = lower.substr(p + marker.size());
+    return rest.substr(0, rest.find('/'));
+  };
+  auto strip = [](std::string name, std::string_view suffix) -> std::string {
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return "";
+    return name.substr(0, name.size() - suffix.size());
+  };
+  if (auto m = after("/virtualmachines/"); !m.empty()) return m;
+  if (auto m = after("/networkinterfaces/"); !m.empty()) return strip(m, "-nic");
+  if (auto m = after("/disks/"); !m.empty()) return strip(m, "-osdisk");
+  if (auto m = after("/publicipaddresses/"); !m.empty() && m != "kube-apiserver-pip") return strip(m, "-pip");
+  return "";
+}
+
 // Invariant 9 against the simulator's Azure: managed resource groups (and whatever is in them) of
-// clusters the Cluster Service no longer has. A Cluster Service without a simulated Azure (404 on
+// clusters the Cluster Service no longer has, and in the groups of the clusters it has, machines of
+// node pools it no longer has that were not orphaned (left to the group's deletion because the
+// cluster's identity could not delete them). A Cluster Service without a simulated Azure (404 on
 // its control API) is not checked.
 Status CheckSimulatedAzure(clusterservice::Client& cs, const json::array& clusters,
                            const std::function<void(std::string, std::string)>& add) {
@@ -81,6 +106,44 @@ Status CheckSimulatedAzure(clusterservice::Client& cs, const json::array& cluste
       return view.error();
     }
     live_groups.insert(ToLower(GetString(*view, "managed_resource_group").value_or("")));
+    // Node pools the Cluster Service has (by name, and by the last segment of their href).
+    std::set<std::string> pools;
+    const std::string href(GetString(*obj, "href").value_or(""));
+    auto listed_pools = cs.List(href + "/node_pools");
+    if (!listed_pools.ok()) {
+      if (listed_pools.error().IsNotFound()) continue;  // deleted in the meantime
+      return listed_pools.error();
+    }
+    for (const auto& p : *listed_pools) {
+      const auto* po = p.if_object();
+      if (po == nullptr) continue;
+      pools.insert(ToLower(GetString(*po, "name").value_or("")));
+      const std::string ph(GetString(*po, "href").value_or(""));
+      pools.insert(ToLower(ph.substr(ph.rfind('/') + 1)));
+    }
+    std::set<std::string> orphaned;
+    if (const json::array* o = GetArray(*view, "orphaned_machines")) {
+      for (const auto& m : *o) {
+        if (m.is_string()) orphaned.insert(ToLower(m.as_string()));
+      }
+    }
+    std::map<std::string, size_t> left;  // node pool -> resources of its machines
+    const json::array* in_group = GetArray(*view, "azure_resources");
+    for (const auto& r : in_group ? *in_group : json::array{}) {
+      const auto* ro = r.if_object();
+      if (ro == nullptr) continue;
+      const std::string machine = MachineOf(GetString(*ro, "id").value_or(""));
+      size_t dash = machine.rfind('-');
+      if (machine.empty() || dash == std::string::npos || orphaned.count(machine)) continue;
+      const std::string pool = machine.substr(0, dash);
+      if (!pools.count(pool)) ++left[pool];
+    }
+    for (const auto& [pool, n] : left) {
+      add(std::string(href).append("/node_pools/").append(pool),
+          std::to_string(n) +
+              " Azure resource(s) of machines of a node pool the Cluster Service no "
+              "longer has, neither deleted nor orphaned");
+    }
   }
   std::map<std::string, size_t> leaked;  // group -> resources in it
   const json::array* items = GetArray(*listed, "items");
@@ -130,7 +193,8 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
           }
           ++report.resources;
           if (!r->internal_id.empty()) known_internal_ids.insert(ToLower(r->internal_id));
-          resources.emplace(ToLower(r->resource_id), std::move(r).value());
+          std::string key = ToLower(r->resource_id);
+          resources.emplace(std::move(key), std::move(r).value());
         } else if (type == arm::kOperationDocType) {
           auto o = arm::OperationDocument::FromBody(d.id, d.body);
           if (!o.ok()) {

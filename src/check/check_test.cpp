@@ -43,8 +43,10 @@ class FixedClusterService final : public clusterservice::Client {
   }
   Result<json::array> List(std::string_view collection, std::string_view) override {
     if (collection == std::string(clusterservice::kApiPrefix) + "/clusters") return clusters;
+    if (auto it = lists.find(std::string(collection)); it != lists.end()) return it->second;
     return json::array{};
   }
+  std::map<std::string, json::array> lists;  // other collections by href
   Result<clusterservice::EventPage> WatchEvents(uint64_t, std::chrono::milliseconds) override {
     return Error::Internal("not used");
   }
@@ -155,6 +157,41 @@ TEST_F(CheckTest, ManagedResourceGroupOfNoClusterIsALeak) {
   // A Cluster Service without a simulated Azure is not checked for it.
   cs.objects.erase("/control/azure/resources");
   EXPECT_TRUE(Run(&cs).empty());
+}
+
+TEST_F(CheckTest, MachinesOfADeletedNodePoolNotOrphanedAreALeak) {
+  FixedClusterService cs;
+  const std::string mrg = "/subscriptions/" + std::string(kSub) + "/resourceGroups/arohcp-live";
+  const std::string p = mrg + "/providers/";
+  cs.clusters.push_back(json::object{{"href", kHref}, {"creation_timestamp", FormatRfc3339(clock_.Now())}});
+  cs.objects[std::string(kHref)] = json::object{{"href", kHref}};
+  cs.lists[std::string(kHref) + "/node_pools"] =
+      json::array{json::object{{"href", std::string(kHref) + "/node_pools/id1"}, {"name", "live"}}};
+  json::array in_group{
+      AzureResource(mrg, false),
+      AzureResource(p + "Microsoft.Network/publicIPAddresses/kube-apiserver-pip", false),
+      AzureResource(p + "Microsoft.Compute/virtualMachines/live-0", false),
+      AzureResource(p + "Microsoft.Network/networkInterfaces/live-0-nic", false),
+      // gone-0: deleted pool, not orphaned: its VM, NIC and disk are leaks.
+      AzureResource(p + "Microsoft.Compute/virtualMachines/gone-0", false),
+      AzureResource(p + "Microsoft.Compute/virtualMachines/gone-0/extensions/node-bootstrap", false),
+      AzureResource(p + "Microsoft.Compute/disks/gone-0-osdisk", false),
+      // gone-1: orphaned (its identity could not delete it): left to the group deletion.
+      AzureResource(p + "Microsoft.Compute/virtualMachines/gone-1", false),
+      AzureResource(p + "Microsoft.Network/networkInterfaces/gone-1-nic", false)};
+  cs.objects[std::string(kHref) + "/azure_resources"] =
+      json::object{{"managed_resource_group", mrg},
+                   {"orphaned_machines", json::array{json::value("gone-1")}},
+                   {"azure_resources", in_group}};
+  cs.objects["/control/azure/resources"] = json::object{{"items", in_group}};
+  PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
+  std::vector<Violation> v;
+  for (auto& x : Run(&cs)) {
+    if (x.invariant == 9) v.push_back(std::move(x));  // (the live pool has no resource document: 6)
+  }
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].subject, std::string(kHref) + "/node_pools/gone");
+  EXPECT_NE(v[0].message.find("3 Azure resource"), std::string::npos) << v[0].message;
 }
 
 }  // namespace

@@ -16,7 +16,15 @@ bool IsTerminalStatus(std::string_view status) {
          EqualsIgnoreCase(status, "Canceled");
 }
 
-ArmClient::ArmClient(ArmClientOptions options) : options_(std::move(options)) {}
+namespace {
+http::ClientOptions HttpOptions(const ArmClientOptions& o) {
+  http::ClientOptions h;
+  h.tls = o.tls;
+  return h;
+}
+}  // namespace
+
+ArmClient::ArmClient(ArmClientOptions options) : options_(std::move(options)), http_(HttpOptions(options_)) {}
 
 Result<ArmResponse> ArmClient::Send(http::Request req, const http::Url& url) {
   req.set(http::Field::accept, "application/json");
@@ -26,6 +34,12 @@ Result<ArmResponse> ArmClient::Send(http::Request req, const http::Url& url) {
   if (!options_.tenant_id.empty()) req.set("x-ms-home-tenant-id", options_.tenant_id);
   if (!options_.client_object_id.empty()) req.set("x-ms-client-object-id", options_.client_object_id);
   req.set(http::Field::referer, url.scheme + "://" + url.endpoint.ToString() + url.target);
+  if ((url.scheme == "https") != (options_.tls != nullptr)) {
+    return Error::InvalidArgument(
+        url.scheme == "https" ? "an https endpoint needs the CA and client certificate (--data-dir, or "
+                                "--ca, --cert and --key)"
+                              : "the endpoint is http:// but TLS files were given");
+  }
   auto res = http_.Send(url.endpoint, std::move(req), options_.request_timeout);
   if (!res.ok()) {
     return Error(res.error().code(),

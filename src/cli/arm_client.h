@@ -14,11 +14,15 @@
 #include "core/json.h"
 #include "core/result.h"
 #include "http/client.h"
+#include "tls/context.h"
 
 namespace hcprp::cli {
 
 struct ArmClientOptions {
-  std::string endpoint = "http://127.0.0.1:8443";  // scheme://host:port of the frontend
+  std::string endpoint = "https://127.0.0.1:8443";  // scheme://host:port of the frontend
+  // For https endpoints: the CA that signed the frontend's certificate and the client certificate ARM
+  // presents. Required for https, unused for http.
+  std::shared_ptr<tls::ClientContext> tls;
   std::string api_version = std::string(api::kStableVersion);
   std::string tenant_id;         // sent as x-ms-home-tenant-id
   std::string client_object_id;  // sent as x-ms-client-object-id

@@ -27,7 +27,13 @@ std::string Env(const char* name, const char* fallback) {
 }
 
 struct Globals {
-  std::string endpoint = Env("HCPCTL_ENDPOINT", "http://127.0.0.1:8443");
+  std::string endpoint = Env("HCPCTL_ENDPOINT", "https://127.0.0.1:8443");
+  // TLS: the files of `hcprp serve --data-dir DIR` (DIR/tls/ca.pem, client.pem, client-key.pem) unless
+  // given one by one.
+  std::string data_dir = Env("HCPCTL_DATA_DIR", "");
+  std::string ca = Env("HCPCTL_CA", "");
+  std::string cert = Env("HCPCTL_CERT", "");
+  std::string key = Env("HCPCTL_KEY", "");
   std::string subscription = Env("HCPCTL_SUBSCRIPTION", "00000000-0000-4000-8000-000000000001");
   std::string resource_group = Env("HCPCTL_RESOURCE_GROUP", "hcp-demo");
   std::string output = "table";
@@ -70,7 +76,31 @@ class Program {
     o.tenant_id = g_.tenant;
     o.client_object_id = g_.client_object_id;
     o.max_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(g_.max_poll_seconds * 1000));
+    o.tls = tls_;
     return ArmClient(o);
+  }
+
+  // Loads the TLS files for an https endpoint; false (with a message) when they cannot be used.
+  bool PrepareTls() {
+    if (g_.endpoint.rfind("https://", 0) != 0) return true;
+    const std::string dir = g_.data_dir.empty() ? "" : g_.data_dir + "/tls/";
+    auto pick = [&](const std::string& given, const char* name) {
+      return given.empty() && !dir.empty() ? dir + name : given;
+    };
+    tls::ClientContextOptions o{pick(g_.ca, "ca.pem"), pick(g_.cert, "client.pem"),
+                                pick(g_.key, "client-key.pem")};
+    if (o.cert_file.empty() || o.key_file.empty()) {
+      err_ << "hcpctl: " << g_.endpoint
+           << " is https: give --data-dir (of hcprp serve) or --cert and --key (and --ca)\n";
+      return false;
+    }
+    auto ctx = tls::ClientContext::Load(o);
+    if (!ctx.ok()) {
+      err_ << "hcpctl: " << ctx.error().message() << "\n";
+      return false;
+    }
+    tls_ = std::move(*ctx);
+    return true;
   }
 
   std::string RgPath() const {
@@ -110,6 +140,7 @@ class Program {
   bool progress_;
   Globals g_;
   Target t_;
+  std::shared_ptr<tls::ClientContext> tls_;
   // The private key of the CSR hcpctl made for a credential request: added to the kubeconfig it prints
   // unless the kubeconfig carries a key of its own (api-versions before 2026-09-01-preview).
   std::string credential_key_pem_;
@@ -488,6 +519,14 @@ int Program::Run(int argc, char** argv) {
   app.add_option("--tenant", g_.tenant, "Home tenant ID sent as x-ms-home-tenant-id (env HCPCTL_TENANT)");
   app.add_option("--client-object-id", g_.client_object_id, "Caller object ID sent as x-ms-client-object-id");
   app.add_flag("--no-wait", g_.no_wait, "Do not wait for long-running operations");
+  app.add_option(
+      "--data-dir", g_.data_dir,
+      "Data directory of hcprp serve: its tls/ca.pem, tls/client.pem and tls/client-key.pem are used "
+      "(env HCPCTL_DATA_DIR)");
+  app.add_option("--ca", g_.ca,
+                 "CA certificate (PEM) the frontend's certificate is verified against (env HCPCTL_CA)");
+  app.add_option("--cert", g_.cert, "Client certificate (PEM) presented as ARM (env HCPCTL_CERT)");
+  app.add_option("--key", g_.key, "Its private key (PEM) (env HCPCTL_KEY)");
   app.add_option("--max-poll-interval", g_.max_poll_seconds,
                  "Longest wait between two polls in seconds, whatever Retry-After says (0: obey it)")
       ->capture_default_str();
@@ -653,6 +692,7 @@ int Program::Run(int argc, char** argv) {
     return app.exit(e, out_, err_) == 0 ? 0 : 2;
   }
   if (!action) return 2;
+  if (!PrepareTls()) return 2;
   return action();
 }
 

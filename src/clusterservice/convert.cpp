@@ -1,5 +1,7 @@
 #include "clusterservice/convert.h"
 
+#include "arm/resource_id.h"
+
 #include <vector>
 
 namespace hcprp::clusterservice {
@@ -255,36 +257,12 @@ json::object ExternalAuthBodyToCs(const json::object& p) {
 
 }  // namespace
 
-Result<ResourceIdParts> SplitResourceId(std::string_view resource_id) {
-  std::vector<std::string_view> segs;
-  std::string_view rest = resource_id;
-  while (!rest.empty()) {
-    auto slash = rest.find('/');
-    auto seg = rest.substr(0, slash);
-    if (!seg.empty()) segs.push_back(seg);
-    if (slash == std::string_view::npos) break;
-    rest = rest.substr(slash + 1);
-  }
-  // subscriptions/{s}/resourceGroups/{rg}/providers/{ns}/{type}/{name}[/{childType}/{child}]
-  if (segs.size() != 8 && segs.size() != 10) {
-    return Error::InvalidArgument("not a cluster or child resource ID: '" + std::string(resource_id) + "'");
-  }
-  if (!EqualsIgnoreCase(segs[0], "subscriptions") || !EqualsIgnoreCase(segs[2], "resourceGroups") ||
-      !EqualsIgnoreCase(segs[4], "providers")) {
-    return Error::InvalidArgument("malformed resource ID: '" + std::string(resource_id) + "'");
-  }
-  ResourceIdParts out;
-  out.subscription_id = std::string(segs[1]);
-  out.resource_group = std::string(segs[3]);
-  out.cluster_name = std::string(segs[7]);
-  if (segs.size() == 10) out.child_name = std::string(segs[9]);
-  return out;
-}
-
 Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) {
-  auto id = SplitResourceId(az.resource_id);
+  auto id = arm::ParseResourceId(az.resource_id);
   if (!id.ok()) return id.error();
-  if (!id->child_name.empty()) return Error::InvalidArgument("not a cluster resource ID: " + az.resource_id);
+  if (id->kind != arm::ResourceKind::kCluster) {
+    return Error::InvalidArgument("not a cluster resource ID: " + az.resource_id);
+  }
   json::object out;
   out["name"] = id->cluster_name;
   if (!az.location.empty()) out["region"] = json::object{{"id", LowerAscii(az.location)}};
@@ -340,9 +318,11 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
 }
 
 Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az) {
-  auto id = SplitResourceId(az.resource_id);
+  auto id = arm::ParseResourceId(az.resource_id);
   if (!id.ok()) return id.error();
-  if (id->child_name.empty()) return Error::InvalidArgument("not a node pool resource ID: " + az.resource_id);
+  if (id->kind != arm::ResourceKind::kNodePool) {
+    return Error::InvalidArgument("not a node pool resource ID: " + az.resource_id);
+  }
   json::object out = NodePoolMutableToCs(p);
   out["name"] = id->child_name;
   const json::object& platform = ObjectOrEmpty(p, "platform");
@@ -369,10 +349,11 @@ Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az)
 }
 
 Result<json::object> ExternalAuthToCs(const json::object& p, const AzureContext& az) {
-  auto id = SplitResourceId(az.resource_id);
+  auto id = arm::ParseResourceId(az.resource_id);
   if (!id.ok()) return id.error();
-  if (id->child_name.empty())
+  if (id->kind != arm::ResourceKind::kExternalAuth) {
     return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
+  }
   json::object out = ExternalAuthBodyToCs(p);
   out["name"] = id->child_name;
   return out;
@@ -415,40 +396,6 @@ CsStatus ParseCsStatus(const json::object& status) {
   if (out.provision_error_message.empty()) {
     out.provision_error_message = std::string(GetString(status, "message").value_or(""));
   }
-  return out;
-}
-
-ArmState MapState(std::string_view kind, const CsStatus& s, bool deleting) {
-  const std::string& st = s.state;
-  ArmState out{"Accepted", false, "", ""};
-  auto failed = [&](bool use_code) {
-    out.provisioning_state = "Failed";
-    out.terminal = true;
-    out.error_code =
-        use_code && !s.provision_error_code.empty() ? s.provision_error_code : "InternalServerError";
-    out.error_message = s.provision_error_message.empty()
-                            ? "The " + std::string(kind) + " is in state '" + st + "'"
-                            : s.provision_error_message;
-  };
-  if (st == "installing") {
-    out.provisioning_state = "Provisioning";
-  } else if (st == "updating") {
-    out.provisioning_state = "Updating";
-  } else if (st == "uninstalling") {
-    out.provisioning_state = "Deleting";
-  } else if (st == "ready") {
-    if (deleting) {
-      out.provisioning_state = "Deleting";
-    } else {
-      out.provisioning_state = "Succeeded";
-      out.terminal = true;
-    }
-  } else if (st == "error") {
-    failed(kind == "Cluster");
-  } else if (st == "recoverable_error") {
-    failed(false);
-  }
-  // validating, pending, validating_update, pending_update, unknown: no change (Accepted).
   return out;
 }
 

@@ -44,15 +44,6 @@ struct AzureContext {
   json::object identity;    // the ARM ManagedServiceIdentity; clusters only; may be empty
 };
 
-// The parts of an ARM resource ID the Cluster Service cares about; the last name is the resource's own.
-struct ResourceIdParts {
-  std::string subscription_id;
-  std::string resource_group;
-  std::string cluster_name;
-  std::string child_name;  // node pool or external auth name; empty for a cluster
-};
-Result<ResourceIdParts> SplitResourceId(std::string_view resource_id);
-
 // Full objects for POST.
 Result<json::object> ClusterToCs(const json::object& properties, const AzureContext& azure);
 Result<json::object> NodePoolToCs(const json::object& properties, const AzureContext& azure);
@@ -80,17 +71,5 @@ struct CsStatus {
 // Accepts {"state": "ready", ...} and the real service's node pool shape
 // {"state": {"node_pool_state_value": "ready"}, "message": ...}.
 CsStatus ParseCsStatus(const json::object& status);
-
-// What a Cluster Service state means for an ARM operation (DESIGN.md section 5).
-struct ArmState {
-  std::string
-      provisioning_state;  // "Accepted", "Provisioning", "Updating", "Deleting", "Succeeded", "Failed"
-  bool terminal = false;
-  std::string error_code;     // Failed only: provision_error_code, or "InternalServerError"
-  std::string error_message;  // Failed only
-};
-// `kind` is "Cluster", "NodePool" or "ExternalAuth"; `deleting` is true while a Delete operation is active
-// (then "ready" is not success: the object must disappear). An unknown state maps to Accepted, non-terminal.
-ArmState MapState(std::string_view kind, const CsStatus& status, bool deleting);
 
 }  // namespace hcprp::clusterservice

@@ -15,20 +15,6 @@ const std::string kClusterId =
     "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/MyRG/providers/"
     "Microsoft.RedHatOpenShift/hcpOpenShiftClusters/my-cluster";
 
-TEST(Convert, SplitResourceId) {
-  auto c = SplitResourceId(kClusterId);
-  ASSERT_TRUE(c.ok());
-  EXPECT_EQ(c->subscription_id, "00000000-0000-0000-0000-000000000001");
-  EXPECT_EQ(c->resource_group, "MyRG");
-  EXPECT_EQ(c->cluster_name, "my-cluster");
-  EXPECT_EQ(c->child_name, "");
-  auto np = SplitResourceId(kClusterId + "/nodePools/np1");
-  ASSERT_TRUE(np.ok());
-  EXPECT_EQ(np->child_name, "np1");
-  EXPECT_FALSE(SplitResourceId("/subscriptions/x").ok());
-  EXPECT_FALSE(SplitResourceId("/foo/x/resourceGroups/y/providers/a/b/c").ok());
-}
-
 TEST(Convert, Cluster) {
   auto props = Obj(R"({
     "provisioningState": "Accepted",
@@ -162,7 +148,7 @@ TEST(Convert, ReadOnlyFromCs) {
       R"({"api":{"url":"https://api"},"console":{"url":"https://console"},"dns":{"baseDomain":"x.example.com"},"platform":{"issuerUrl":"https://oidc"}})");
 }
 
-TEST(Convert, StatusAndStateMapping) {
+TEST(Convert, Status) {
   auto s = ParseCsStatus(
       Obj(R"({"state":"error","provision_error_code":"OCM3055","provision_error_message":"quota"})"));
   EXPECT_EQ(s.state, "error");
@@ -170,33 +156,8 @@ TEST(Convert, StatusAndStateMapping) {
   EXPECT_EQ(real_np.state, "ready");
   EXPECT_EQ(real_np.provision_error_message, "m");
 
-  auto m = [](std::string_view kind, std::string state, bool deleting) {
-    return MapState(kind, CsStatus{std::move(state), "", ""}, deleting);
-  };
-  for (auto st : {"validating", "pending", "validating_update", "pending_update", "whatever"}) {
-    EXPECT_EQ(m("NodePool", st, false).provisioning_state, "Accepted") << st;
-    EXPECT_FALSE(m("NodePool", st, false).terminal);
-  }
-  EXPECT_EQ(m("Cluster", "installing", false).provisioning_state, "Provisioning");
-  EXPECT_EQ(m("Cluster", "updating", false).provisioning_state, "Updating");
-  EXPECT_EQ(m("Cluster", "uninstalling", true).provisioning_state, "Deleting");
-  EXPECT_EQ(m("Cluster", "ready", false).provisioning_state, "Succeeded");
-  EXPECT_TRUE(m("Cluster", "ready", false).terminal);
-  EXPECT_EQ(m("Cluster", "ready", true).provisioning_state, "Deleting");
-  EXPECT_FALSE(m("Cluster", "ready", true).terminal);
-
-  auto failed = MapState("Cluster", s, false);
-  EXPECT_EQ(failed.provisioning_state, "Failed");
-  EXPECT_TRUE(failed.terminal);
-  EXPECT_EQ(failed.error_code, "OCM3055");
-  EXPECT_EQ(failed.error_message, "quota");
-  auto no_code = MapState("Cluster", CsStatus{"error", "", ""}, false);
-  EXPECT_EQ(no_code.error_code, "InternalServerError");
-  EXPECT_FALSE(no_code.error_message.empty());
-  auto np_failed = MapState("NodePool", CsStatus{"recoverable_error", "X", "disk"}, false);
-  EXPECT_EQ(np_failed.provisioning_state, "Failed");
-  EXPECT_EQ(np_failed.error_code, "InternalServerError");
-  EXPECT_EQ(np_failed.error_message, "disk");
+  EXPECT_EQ(s.provision_error_code, "OCM3055");
+  EXPECT_EQ(s.provision_error_message, "quota");
 }
 
 }  // namespace

@@ -52,8 +52,13 @@ Result<json::object> ParseObject(const http::Response& res) {
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options) {
   auto url = http::ParseUrl(options.base_url);
   if (!url.ok()) return url.error();
-  if (url->scheme != "http")
-    return Error::InvalidArgument("Cluster Service URL must be http://: " + options.base_url);
+  // https:// needs the TLS context (CA, client certificate) in options.http.tls; http:// must not have one.
+  if (url->scheme != (options.http.tls ? "https" : "http")) {
+    return Error::InvalidArgument(
+        std::string("Cluster Service URL must be ") +
+        (options.http.tls ? "https://" : "http:// (or https:// with a TLS context)") + ": " +
+        options.base_url);
+  }
   std::string prefix(http::SplitTarget(url->target).path);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
   return std::unique_ptr<HttpClient>(new HttpClient(std::move(options), url->endpoint, std::move(prefix)));

@@ -13,7 +13,8 @@
 namespace hcprp::clusterservice {
 
 struct HttpClientOptions {
-  std::string base_url;                       // "http://127.0.0.1:8081"; hrefs are appended to it
+  // "http://127.0.0.1:8081", or "https://..." with http.tls set; hrefs are appended to it.
+  std::string base_url;
   std::chrono::milliseconds timeout{10'000};  // per attempt, for everything but WatchEvents
   // Extra time on top of the long-poll wait before a WatchEvents call gives up.
   std::chrono::milliseconds watch_margin{5'000};

@@ -129,3 +129,14 @@ using Status = Result<void>;
     auto hcprp_status_ = (expr);                           \
     if (!hcprp_status_.ok()) return hcprp_status_.error(); \
   } while (0)
+
+// Declares `lhs` from the value of a Result-valued expression, or returns its error from the enclosing
+// function: HCPRP_ASSIGN_OR_RETURN(auto doc, store.Read(...)); `lhs` may also be an existing variable.
+#define HCPRP_ASSIGN_OR_RETURN(lhs, expr) \
+  HCPRP_ASSIGN_OR_RETURN_IMPL_(HCPRP_RESULT_CONCAT_(hcprp_result_, __LINE__), lhs, expr)
+#define HCPRP_RESULT_CONCAT_INNER_(a, b) a##b
+#define HCPRP_RESULT_CONCAT_(a, b) HCPRP_RESULT_CONCAT_INNER_(a, b)
+#define HCPRP_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                                 \
+  if (!tmp.ok()) return tmp.error();                 \
+  lhs = std::move(tmp).value()

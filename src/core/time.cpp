@@ -112,4 +112,14 @@ Result<TimePoint> ParseRfc3339(std::string_view s) {
   return TimePoint(std::chrono::duration_cast<Duration>(dur));
 }
 
+int64_t ToUnixMillis(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+TimePoint FromUnixMillis(int64_t ms) {
+  return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::milliseconds(ms)));
+}
+
+int64_t ToMillis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
 }  // namespace hcprp

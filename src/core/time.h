@@ -1,6 +1,8 @@
-// RFC 3339 timestamps, always in UTC.
+// Time points as text and as numbers: RFC 3339 timestamps (always UTC) and milliseconds since the
+// Unix epoch (the store's timestamps).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -14,5 +16,11 @@ std::string FormatRfc3339(TimePoint t, bool with_fraction = false);
 
 // Accepts "Z" or a numeric offset ("+02:00") and up to nanosecond fractions; the result is UTC.
 Result<TimePoint> ParseRfc3339(std::string_view text);
+
+// Milliseconds since the Unix epoch, and back.
+int64_t ToUnixMillis(TimePoint t);
+TimePoint FromUnixMillis(int64_t ms);
+// A duration in whole milliseconds (truncated).
+int64_t ToMillis(Duration d);
 
 }  // namespace hcprp

@@ -1,7 +1,7 @@
 // POST requestAdminCredential and revokeCredentials on a cluster.
 #include "api/api_version.h"
 #include "arm/headers.h"
-#include "frontend/cs_mapping.h"
+#include "clusterservice/mapping.h"
 #include "frontend/internal.h"
 #include "pki/x509.h"
 
@@ -67,9 +67,8 @@ Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env,
   q.non_terminal_only = true;
   q.max_items = 1000;
   do {
-    auto page = env.store->Query(q);
-    if (!page.ok()) return page.error();
-    for (const auto& d : page->documents) {
+    HCPRP_ASSIGN_OR_RETURN(auto page, env.store->Query(q));
+    for (const auto& d : page.documents) {
       auto op = arm::OperationDocument::FromBody(d.id, d.body);
       if (!op.ok() || !EqualsIgnoreCase(op->external_id, cluster_id)) continue;
       if (op->request == arm::OperationRequest::kRequestCredential ||
@@ -77,7 +76,7 @@ Result<std::vector<arm::OperationDocument>> CredentialOperations(const Env& env,
         out.push_back(std::move(op).value());
       }
     }
-    q.continuation = page->continuation;
+    q.continuation = page.continuation;
   } while (!q.continuation.empty());
   return out;
 }
@@ -147,8 +146,10 @@ Response HandleClusterAction(Env& env, RequestContext& ctx) {
     }
   }
 
-  auto result = env.cs->Action(c.doc.internal_id,
-                               request_credential ? kCsRequestCredential : kCsRevokeCredentials, cs_body);
+  auto result = env.cs->Action(
+      c.doc.internal_id,
+      request_credential ? clusterservice::kCsRequestCredential : clusterservice::kCsRevokeCredentials,
+      cs_body);
   if (!result.ok()) {
     if (result.error().Is(ErrorCode::kInvalidArgument)) {
       return ErrorReply(CloudError::InvalidRequestContent(result.error().message()));

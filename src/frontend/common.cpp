@@ -6,10 +6,11 @@
 #include "api/api.h"
 #include "arm/headers.h"
 #include "arm/operation_status.h"
+#include "arm/operation_writes.h"
 #include "arm/paging.h"
+#include "clusterservice/mapping.h"
 #include "core/time.h"
 #include "core/uuid.h"
-#include "frontend/cs_mapping.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
@@ -79,11 +80,10 @@ Result<std::optional<LoadedResource>> LoadResource(const Env& env, std::string_v
     if (doc.error().IsNotFound()) return std::optional<LoadedResource>();
     return doc.error();
   }
-  auto parsed = arm::ResourceDocument::FromBody(std::move(doc->body));
-  if (!parsed.ok()) return parsed.error();
+  HCPRP_ASSIGN_OR_RETURN(auto parsed, arm::ResourceDocument::FromBody(std::move(doc->body)));
   r.etag = doc->etag;
   r.timestamp_ms = doc->timestamp_ms;
-  r.doc = std::move(parsed).value();
+  r.doc = std::move(parsed);
   return std::optional<LoadedResource>(std::move(r));
 }
 
@@ -105,25 +105,15 @@ Result<std::optional<arm::OperationDocument>> ActiveOperation(const Env& env, co
   if (!r.doc.active_operation_id) return std::optional<arm::OperationDocument>();
   auto id = arm::ParseResourceId(r.doc.resource_id);
   if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
-  auto op = LoadOperation(env, id->subscription_id, *r.doc.active_operation_id);
-  if (!op.ok()) return op.error();
-  if (!op->has_value() || arm::IsTerminalState((*op)->status)) return std::optional<arm::OperationDocument>();
+  HCPRP_ASSIGN_OR_RETURN(auto op, LoadOperation(env, id->subscription_id, *r.doc.active_operation_id));
+  if (!op.has_value() || arm::IsTerminalState(op->status)) return std::optional<arm::OperationDocument>();
   return op;
 }
 
 arm::OperationDocument NewOperation(const Env& env, arm::OperationRequest request, std::string external_id,
                                     std::string internal_id, std::string location) {
-  arm::OperationDocument op;
-  op.id = NewUuidV4();
-  op.request = request;
-  op.external_id = std::move(external_id);
-  op.internal_id = std::move(internal_id);
-  op.location = std::move(location);
-  op.start_time = env.clock->Now();
-  op.last_transition_time = op.start_time;
-  op.status = request == arm::OperationRequest::kDelete ? std::string(arm::kStateDeleting)
-                                                        : std::string(arm::kStateAccepted);
-  return op;
+  return arm::NewOperation(request, std::move(external_id), std::move(internal_id), std::move(location),
+                           env.clock->Now());
 }
 
 void Expose(const RequestContext& ctx, arm::OperationDocument& op) {
@@ -314,12 +304,12 @@ json::array ActiveVersionsOf(const LoadedResource& r, arm::ResourceKind kind) {
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
   json::object observed = std::move(recorded);
   if (!r.doc.service_status.empty()) {
-    for (auto& [key, value] : ObservedFromClusterService(kind, r.doc.service_status)) {
+    for (auto& [key, value] : clusterservice::ObservedFromClusterService(kind, r.doc.service_status)) {
       if (!observed.contains(key)) observed[key] = value;
     }
   }
   if (!observed.contains("status")) {
-    std::string when = FormatRfc3339(TimePoint(std::chrono::milliseconds(r.timestamp_ms)), true);
+    std::string when = FormatRfc3339(FromUnixMillis(r.timestamp_ms), true);
     std::vector<EngineCondition> engine = EngineConditionsOf(r.doc.service_status);
     json::object status{{"conditions", engine.empty()
                                            ? ConditionsOf(r.doc.provisioning_state, when)

@@ -1,32 +1,15 @@
-// Starting the deletion of a resource and its children (seed 000 "Delete an HCP OpenShift Cluster").
+// Starting the deletion of a resource and its children (docs/architecture.md, "A delete").
 #include <vector>
 
-#include "core/time.h"
+#include "arm/operation_writes.h"
 #include "frontend/internal.h"
 
 namespace hcprp::frontend {
 namespace {
 
-// Patch that cancels a non-terminal operation, unless its status changed meanwhile.
-store::WriteOp CancelPatch(const Env& env, const arm::OperationDocument& op) {
-  arm::OperationError err{std::string(arm::kCanceledCode), std::string(arm::kSupersededMessage), "", {}};
-  std::vector<store::PatchOp> ops = {
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathStatus), json::value(arm::kStateCanceled)},
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathError), json::value(err.ToJson())},
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathLastTransitionTime),
-       json::value(FormatRfc3339(env.clock->Now(), true))},
-  };
-  return store::WriteOp::Patch(op.id, std::move(ops),
-                               {{std::string(arm::kPathStatus), json::value(op.status)}});
-}
-
 // Cancels `op` and, when ARM asked to be notified of it, records the notification the backend owes.
 void AppendCancel(const Env& env, const arm::OperationDocument& op, std::vector<store::WriteOp>* writes) {
-  writes->push_back(CancelPatch(env, op));
-  if (op.notification_uri.empty()) return;
-  writes->push_back(store::WriteOp::Create(arm::PendingNotificationId(op.id),
-                                           arm::PendingNotificationBody(op.id, op.notification_uri),
-                                           arm::kPendingNotificationTtlSeconds));
+  arm::PlanCancel(op, env.clock->Now(), writes);
 }
 
 // Writes that move one resource to Deleting with a new Delete operation (cancelling the active one).
@@ -35,26 +18,19 @@ Result<std::vector<store::WriteOp>> DeleteWrites(const Env& env, const LoadedRes
                                                  const RequestContext* ctx,
                                                  std::optional<arm::OperationDocument>* under_way,
                                                  arm::OperationDocument* created) {
-  std::vector<store::WriteOp> writes;
-  auto active = ActiveOperation(env, r);
-  if (!active.ok()) return active.error();
-  if (active->has_value() && (*active)->request == arm::OperationRequest::kDelete) {
-    *under_way = **active;
-    return writes;
+  HCPRP_ASSIGN_OR_RETURN(std::optional<arm::OperationDocument> active, ActiveOperation(env, r));
+  if (active.has_value() && active->request == arm::OperationRequest::kDelete) {
+    *under_way = *active;
+    return std::vector<store::WriteOp>();
   }
-  if (active->has_value()) AppendCancel(env, **active, &writes);
   arm::OperationDocument op =
       NewOperation(env, arm::OperationRequest::kDelete, r.doc.resource_id, r.doc.internal_id, r.doc.location);
   if (expose && ctx != nullptr) Expose(*ctx, op);
-  writes.push_back(store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds));
-  store::WriteOp mark = store::WriteOp::Patch(
-      r.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathProvisioningState),
-                  json::value(arm::kStateDeleting)},
-                 {store::PatchOp::Kind::kSet, std::string(arm::kPathActiveOperationId), json::value(op.id)}});
-  mark.if_match = r.etag;
-  writes.push_back(std::move(mark));
+  arm::ResourceAsRead read{r.doc_id, r.etag, std::nullopt};
+  arm::StartDeletePlan plan = arm::PlanStartDelete(read, op, env.options.operation_ttl_seconds,
+                                                   active.has_value() ? &*active : nullptr, env.clock->Now());
   if (created != nullptr) *created = std::move(op);
-  return writes;
+  return std::move(plan.writes);
 }
 
 }  // namespace
@@ -74,30 +50,26 @@ Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
     q.resource_id_prefix = target.doc.resource_id + "/";
     q.max_items = std::max<size_t>(1, env.options.delete_batch_size);
     do {
-      auto page = env.store->Query(q);
-      if (!page.ok()) return page.error();
+      HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, env.store->Query(q));
       std::vector<store::WriteOp> batch;
-      for (const auto& d : page->documents) {
+      for (const auto& d : page.documents) {
         auto parsed = arm::ResourceDocument::FromBody(d.body);
         if (!parsed.ok()) continue;
         LoadedResource child{d.id, d.etag, std::move(parsed).value()};
         std::optional<arm::OperationDocument> under_way;
-        auto writes = DeleteWrites(env, child, false, nullptr, &under_way, nullptr);
-        if (!writes.ok()) return writes.error();
-        for (auto& w : *writes) batch.push_back(std::move(w));
+        HCPRP_ASSIGN_OR_RETURN(std::vector<store::WriteOp> writes,
+                               DeleteWrites(env, child, false, nullptr, &under_way, nullptr));
+        for (auto& w : writes) batch.push_back(std::move(w));
       }
-      if (!batch.empty()) {
-        auto done = env.store->Batch(store::kResources, pk, std::move(batch));
-        if (!done.ok()) return done.error();
-      }
-      q.continuation = page->continuation;
+      if (!batch.empty()) HCPRP_RETURN_IF_ERROR(env.store->Batch(store::kResources, pk, std::move(batch)));
+      q.continuation = page.continuation;
     } while (!q.continuation.empty());
   }
 
   std::optional<arm::OperationDocument> under_way;
   arm::OperationDocument op;
-  auto writes = DeleteWrites(env, target, true, ctx, &under_way, &op);
-  if (!writes.ok()) return writes.error();
+  HCPRP_ASSIGN_OR_RETURN(std::vector<store::WriteOp> writes,
+                         DeleteWrites(env, target, true, ctx, &under_way, &op));
   if (under_way) {
     // Already deleting: point at that operation, exposing it to this caller if nobody was shown it.
     if (!under_way->exposed() && ctx != nullptr) {
@@ -109,8 +81,7 @@ Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
            {store::PatchOp::Kind::kSet, "/properties/clientId", json::value(exposed.client_id)},
            {store::PatchOp::Kind::kSet, "/properties/operationId", json::value(exposed.operation_id)}},
           {{"/properties/operationId", std::nullopt}});
-      auto done = env.store->Batch(store::kResources, pk, {std::move(w)});
-      if (!done.ok()) return done.error();
+      HCPRP_RETURN_IF_ERROR(env.store->Batch(store::kResources, pk, {std::move(w)}));
       return exposed;
     }
     return *under_way;
@@ -124,21 +95,19 @@ Result<arm::OperationDocument> StartDelete(Env& env, const RequestContext* ctx,
     q.non_terminal_only = true;
     q.max_items = 1000;
     do {
-      auto page = env.store->Query(q);
-      if (!page.ok()) return page.error();
-      for (const auto& d : page->documents) {
+      HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, env.store->Query(q));
+      for (const auto& d : page.documents) {
         auto other = arm::OperationDocument::FromBody(d.id, d.body);
         if (!other.ok() || !EqualsIgnoreCase(other->external_id, target.doc.resource_id)) continue;
         if (other->request == arm::OperationRequest::kRequestCredential ||
             other->request == arm::OperationRequest::kRevokeCredentials) {
-          AppendCancel(env, *other, &*writes);
+          AppendCancel(env, *other, &writes);
         }
       }
-      q.continuation = page->continuation;
+      q.continuation = page.continuation;
     } while (!q.continuation.empty());
   }
-  auto done = env.store->Batch(store::kResources, pk, std::move(writes).value());
-  if (!done.ok()) return done.error();
+  HCPRP_RETURN_IF_ERROR(env.store->Batch(store::kResources, pk, std::move(writes)));
   return op;
 }
 

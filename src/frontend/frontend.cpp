@@ -129,7 +129,7 @@ std::string BaseUrl(const RequestContext& ctx, const FrontendOptions& options) {
     }
   }
   std::string host = ctx.Header("Host");
-  if (ValidHost(host)) return "http://" + host;
+  if (ValidHost(host)) return options.scheme + "://" + host;
   return options.default_base_url;
 }
 
@@ -371,6 +371,17 @@ Response TooLargeResponse(const Request& header_only, size_t max_body) {
   }
   Response res = TooLargeReply(max_body);
   AddCorrelationHeaders(header_only, ctx, HeaderOf(header_only, arm::headers::kClientRequestId), res);
+  res.keep_alive(false);
+  res.prepare_payload();
+  return res;
+}
+
+Response UnauthenticatedResponse(std::string_view reason) {
+  Response res = ErrorReply(arm::CloudError(
+      401, arm::codes::kAuthenticationFailed,
+      "The client certificate was not accepted (" + std::string(reason) +
+          "): only Azure Resource Manager, authenticated by one of its published certificates, may call."));
+  res.set(arm::headers::kRequestId, NewUuidV4());
   res.keep_alive(false);
   res.prepare_payload();
   return res;

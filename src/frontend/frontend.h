@@ -41,7 +41,7 @@ struct FrontendOptions {
   std::string location = "eastus";
   // Retry-After (seconds) on 202 responses and on operation results still running. ARM wants 10-600.
   int retry_after_seconds = 10;
-  // Lifetime of operation documents (7 days in seed 000).
+  // Lifetime of operation documents (7 days by default; docs/architecture.md, "Data model").
   int64_t operation_ttl_seconds = 604800;
   // Bodies larger than this are refused (ARM's limit is 4 MiB).
   size_t max_body_bytes = 4 * 1024 * 1024;
@@ -49,6 +49,8 @@ struct FrontendOptions {
   size_t max_json_depth = 64;
   // Used to build absolute header URLs when a request has neither Referer nor Host.
   std::string default_base_url = "http://localhost";
+  // Scheme of the URLs built from the Host header (no Referer): "https" behind a TLS listener.
+  std::string scheme = "http";
   // How many times a request is re-evaluated after losing a store race before answering 409.
   int max_store_retries = 3;
   // Store batch size when a delete fans out over many resources (children, subscription delete).
@@ -78,6 +80,9 @@ Response TooLargeResponse(const Request& header_only, size_t max_body);
 // (http::ServerOptions::on_overloaded), which reads no request: 503 ServiceUnavailable with the ARM
 // error body, an x-ms-request-id and Retry-After: 1. Thread-safe.
 Response OverloadedResponse();
+// The answer to a caller that did not authenticate as ARM (`reason`: no_certificate, unknown_certificate,
+// expired, ...): 401 AuthenticationFailed.
+Response UnauthenticatedResponse(std::string_view reason);
 
 class Frontend {
  public:

@@ -81,7 +81,8 @@ TEST_F(FrontendTest, CreateClusterFollowsTheAsyncContract) {
   EXPECT_FALSE(Header(r, "x-ms-request-id").empty());
   EXPECT_EQ(Header(r, "x-ms-correlation-request-id"), "corr-1");
 
-  // Documents per seed 000: resource with internalId and active operation; exposed operation.
+  // Documents as docs/architecture.md ("Data model") lays them out: resource with internalId and active
+  // operation; exposed operation.
   std::string op_id = OperationIdOf(async);
   auto doc = s.Resource(path);
   ASSERT_TRUE(doc);
@@ -486,7 +487,8 @@ TEST_F(FrontendTest, StoreUnavailableIs503WithRetryAfterAndRecovers) {
   EXPECT_EQ(after.result_int(), 201u) << after.body();
 }
 
-// --- Seed 002 ETag tables, row by row ------------------------------------------------------------
+// --- ETag tables (docs/architecture.md), row by row
+// ------------------------------------------------------------
 
 TEST_F(FrontendTest, EtagTablePut) {
   const std::string absent = ClusterPath("etag-absent");
@@ -599,6 +601,29 @@ TEST(SubscriptionStateTest, DeletedSubscriptionDeletesEverythingInChunks) {
   auto r = s.Get(ClusterPath("c1") + V());
   EXPECT_EQ(r.result_int(), 400u);
   EXPECT_EQ(ErrorCodeOf(r), "InvalidSubscriptionState");
+}
+
+// The backend may finish deleting a resource between the frontend's read of it and the batch that
+// starts its Delete operation (the batch fails with NotFound): the cleanup reads it again instead of
+// failing the subscription PUT.
+TEST(SubscriptionStateTest, DeletedSubscriptionReadsAgainAResourceGoneBeforeItsBatch) {
+  Scenario s;
+  s.RegisterSubscription();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(s.Put(ClusterPath("c" + std::to_string(i)) + V(), ClusterBody()).result_int(), 201u);
+  }
+  s.FinishAll();
+  store::FaultInjectingStore faulty(*s.store);
+  auto fe = Frontend::Create({}, &faulty, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+  faulty.FailNthCall(1, Error::NotFound("operation 0: the document does not exist"),
+                     store::FaultInjectingStore::Method::kBatch);
+  s.RegisterSubscription(kSub, "Deleted");                                      // asserts 200
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch), 4u);  // one failed, three committed
+  int deletes = 0;
+  for (const auto& op : s.Operations()) deletes += op.request == arm::OperationRequest::kDelete ? 1 : 0;
+  EXPECT_EQ(deletes, 3);
 }
 
 // --- Headers, routing, metadata -------------------------------------------------------------------

@@ -105,10 +105,9 @@ std::optional<json::object> Version(const RequestContext& ctx, const json::objec
 // Every version the Cluster Service lists, enabled or not, in every channel group (as the real
 // service lists them).
 Result<json::array> Versions(Env& env, const RequestContext& ctx) {
-  auto listed = env.cs->List(std::string(clusterservice::kApiPrefix) + "/versions");
-  if (!listed.ok()) return listed.error();
+  HCPRP_ASSIGN_OR_RETURN(auto listed, env.cs->List(std::string(clusterservice::kApiPrefix) + "/versions"));
   json::array out;
-  for (const auto& v : *listed) {
+  for (const auto& v : listed) {
     if (!v.is_object()) continue;
     if (auto item = Version(ctx, v.as_object())) out.push_back(std::move(*item));
   }

@@ -12,7 +12,8 @@ CloudError OperationNotFound(const RequestContext& ctx) {
   return {404, arm::codes::kNotFound, "The operation '" + ctx.route.name + "' was not found.", ctx.path};
 }
 
-// Seed 001's operation result rules: same subscription (the partition), same location, exposed, and
+// The operation result rules (docs/architecture.md, "Operation status and visibility"): same
+// subscription (the partition), same location, exposed, and
 // the same tenant and client object ID as the request that started it.
 bool Visible(const RequestContext& ctx, const arm::OperationDocument& op) {
   if (!op.exposed()) return false;

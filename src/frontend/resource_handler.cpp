@@ -5,7 +5,7 @@
 #include "arm/headers.h"
 #include "arm/paging.h"
 #include "arm/system_data.h"
-#include "frontend/cs_mapping.h"
+#include "clusterservice/mapping.h"
 #include "frontend/internal.h"
 #include "frontend/request_decode.h"
 
@@ -79,7 +79,8 @@ std::string Trimmed(std::string s) {
   return s.substr(k);
 }
 
-// Seed 002's If-Match / If-None-Match tables. Returns a response when the request stops here.
+// The If-Match / If-None-Match rules (docs/architecture.md, "ETags and preconditions"). Returns a
+// response when the request stops here.
 std::optional<Response> CheckPreconditions(const RequestContext& ctx, const arm::ResourceId& id,
                                            const std::optional<LoadedResource>& existing) {
   std::string if_match = Trimmed(ctx.Header("If-Match"));
@@ -134,9 +135,8 @@ store::WriteOp CreateOp(const Env& env, const arm::OperationDocument& op) {
 }
 
 Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r) {
-  auto body = RenderResource(ctx, r);
-  if (!body.ok()) return body.error();
-  Response res = JsonReply(status, *body);
+  HCPRP_ASSIGN_OR_RETURN(auto body, RenderResource(ctx, r));
+  Response res = JsonReply(status, body);
   res.set(bhttp::field::etag, ClientEtag(r.etag));
   return res;
 }
@@ -216,10 +216,11 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
                         created->documents.at(0).timestamp_ms};
 
   // Step 2: the Cluster Service, with the operation id as idempotency key.
-  auto cs_body = BuildClusterServiceCreateBody(id, resource, ctx.tenant_id);
+  auto cs_body = clusterservice::BuildClusterServiceCreateBody(id, resource, ctx.tenant_id);
   if (!cs_body.ok()) return Outcome::Done(Fail(env, ctx, cs_body.error()));
-  auto cs = env.cs->Create(ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""), *cs_body,
-                           op.id);
+  auto cs =
+      env.cs->Create(clusterservice::ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""),
+                     *cs_body, op.id);
   if (!cs.ok()) {
     const Error& e = cs.error();
     if (e.Is(ErrorCode::kInvalidArgument) || e.Is(ErrorCode::kConflict)) {
@@ -244,7 +245,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     // Step 3: record the internal ID on both documents, and what the Cluster Service assigned.
     std::vector<store::PatchOp> doc_ops = {
         {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(*href)}};
-    json::object observed = ObservedFromClusterService(id.kind, *cs);
+    json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
     if (!observed.empty()) {
       doc_ops.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(observed)});
     }
@@ -327,7 +328,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   LoadedResource result{existing.doc_id, written->documents.at(0).etag, doc,
                         written->documents.at(0).timestamp_ms};
 
-  auto cs = env.cs->Update(existing.doc.internal_id, ClusterServiceUpdateBody(id, resource));
+  auto cs = env.cs->Update(existing.doc.internal_id, clusterservice::ClusterServiceUpdateBody(id, resource));
   if (!cs.ok()) {
     // Undo: the previous resource document comes back and the operation disappears.
     auto undone =
@@ -365,7 +366,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   }
   // Values the Cluster Service assigned that the document lacks (its create was finished by the
   // backend, which records only the internal ID) are recorded now.
-  json::object observed = ObservedFromClusterService(id.kind, *cs);
+  json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
   bool news = false;
   for (const auto& [key, value] : observed) {
     const json::value* known = resource.observed.if_contains(key);
@@ -479,10 +480,11 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
     size_t n = 0;
     bool ok = !it->second.empty() && it->second.size() <= 5;
     for (char c : it->second) {
-      if (c < '0' || c > '9')
+      if (c < '0' || c > '9') {
         ok = false;
-      else
+      } else {
         n = n * 10 + static_cast<size_t>(c - '0');
+      }
     }
     if (!ok || n < 1 || n > arm::kMaxPageSize) {
       return ErrorReply(CloudError(

@@ -19,9 +19,8 @@ Status DeleteEverything(Env& env, std::string_view subscription_id) {
     q.resource_type = std::string(type);
     q.max_items = std::max<size_t>(1, env.options.delete_batch_size);
     do {
-      auto page = env.store->Query(q);
-      if (!page.ok()) return page.error();
-      for (const auto& d : page->documents) {
+      HCPRP_ASSIGN_OR_RETURN(auto page, env.store->Query(q));
+      for (const auto& d : page.documents) {
         Status started = Error::Internal("not attempted");
         for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
           auto current = env.store->Read(store::kResources, pk, d.id);
@@ -51,11 +50,16 @@ Status DeleteEverything(Env& env, std::string_view subscription_id) {
             break;
           }
           started = op.error();
-          if (!op.error().IsPreconditionFailed() && !op.error().IsAlreadyExists()) break;
+          // The backend may finish a delete between the read and the batch (the resource or a child
+          // is gone: NotFound): read again, as after a concurrent write.
+          if (!op.error().IsPreconditionFailed() && !op.error().IsAlreadyExists() &&
+              !op.error().IsNotFound()) {
+            break;
+          }
         }
         if (!started.ok()) return started;
       }
-      q.continuation = page->continuation;
+      q.continuation = page.continuation;
     } while (!q.continuation.empty());
   }
   return Status::Ok();

@@ -6,6 +6,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -19,6 +20,9 @@
 #include <optional>
 #include <vector>
 
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
 namespace hcprp::http {
 namespace {
 
@@ -31,11 +35,24 @@ using SteadyTime = std::chrono::steady_clock::time_point;
 // timeouts (async operations + run()).
 struct Connection {
   Connection() : stream(ioc) {}
+  // A connection closed without a close_notify would mark its session as bad and unresumable; the
+  // pool closes idle connections at will, so it counts as an orderly end.
+  ~Connection() {
+    if (tls) SSL_set_shutdown(tls->native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
   asio::io_context ioc;
   beast::tcp_stream stream;
+  std::shared_ptr<asio::ssl::context> tls_context;  // outlives `tls`
+  std::unique_ptr<asio::ssl::stream<beast::tcp_stream&>> tls;
   beast::flat_buffer buffer;
   SteadyTime idle_since{};
+  bool session_saved = false;
 };
+
+struct SessionDeleter {
+  void operator()(SSL_SESSION* s) const { SSL_SESSION_free(s); }
+};
+using SessionPtr = std::shared_ptr<SSL_SESSION>;
 
 bool IsTimeout(const boost::system::error_code& ec) {
   return ec == beast::error::timeout || ec == asio::error::timed_out;
@@ -71,6 +88,8 @@ class Client::Impl {
  public:
   explicit Impl(ClientOptions options) : options_(std::move(options)) {}
 
+  bool secure() const { return options_.tls != nullptr; }
+
   Result<Response> Send(const Endpoint& ep, Request req, std::chrono::milliseconds timeout) {
     if (req.find(Field::host) == req.end()) req.set(Field::host, ep.ToString());
     if (req.find(Field::user_agent) == req.end() && !options_.user_agent.empty()) {
@@ -91,6 +110,7 @@ class Client::Impl {
       bool got_some = false;
       auto res = RoundTrip(*conn, ep, req, timeout, got_some);
       if (res.ok()) {
+        RememberSession(*conn, ep);
         if (res->keep_alive() && !res->need_eof()) {
           Release(ep, std::move(conn));
         }
@@ -111,6 +131,7 @@ class Client::Impl {
   }
 
   size_t connections_opened() const { return opened_.load(); }
+  size_t sessions_resumed() const { return resumed_.load(); }
 
  private:
   std::unique_ptr<Connection> TakeIdle(const Endpoint& ep) {
@@ -165,8 +186,69 @@ class Client::Impl {
     if (ec) return TransportError(ec, "connecting to", ep);
     boost::system::error_code opt_ec;
     c->stream.socket().set_option(tcp::no_delay(true), opt_ec);
+    if (secure()) HCPRP_RETURN_IF_ERROR(Handshake(*c, ep));
     opened_.fetch_add(1);
     return c;
+  }
+
+  // TLS over the connected socket: SNI and host name (or IP address) verification, resuming the
+  // endpoint's last session when there is one.
+  Status Handshake(Connection& c, const Endpoint& ep) {
+    c.tls_context = options_.tls->Current();
+    c.tls = std::make_unique<asio::ssl::stream<beast::tcp_stream&>>(c.stream, *c.tls_context);
+    SSL* ssl = c.tls->native_handle();
+    std::string host = ep.host;
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+    boost::system::error_code addr_ec;
+    asio::ip::make_address(host, addr_ec);
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    if (addr_ec) {
+      SSL_set_tlsext_host_name(ssl, host.c_str());
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      X509_VERIFY_PARAM_set1_host(param, host.c_str(), host.size());
+    } else {
+      X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
+    }
+    const std::string key = ep.ToString();
+    SessionPtr session;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = sessions_.find(key); it != sessions_.end() && it->second.first == c.tls_context) {
+        session = it->second.second;
+      }
+    }
+    if (session) SSL_set_session(ssl, session.get());
+    boost::system::error_code ec;
+    c.stream.expires_after(options_.connect_timeout);
+    c.tls->async_handshake(asio::ssl::stream_base::client,
+                           [&](const boost::system::error_code& e) { ec = e; });
+    c.ioc.run();
+    c.ioc.restart();
+    if (ec) {
+      std::string why = ec.message();
+      long verify = SSL_get_verify_result(ssl);
+      if (verify != X509_V_OK)
+        why = std::string("certificate verify failed: ") + X509_verify_cert_error_string(verify);
+      return Error::Unavailable("TLS handshake with " + ep.ToString() + ": " + why);
+    }
+    c.stream.expires_never();
+    if (SSL_session_reused(ssl)) resumed_.fetch_add(1);
+    return Status::Ok();
+  }
+
+  // Keeps the connection's session for the endpoint's next connection once it can be resumed (with
+  // TLS 1.3 that is after the server's tickets arrived, i.e. after the first response).
+  void RememberSession(Connection& c, const Endpoint& ep) {
+    if (!c.tls || c.session_saved) return;
+    SSL_SESSION* s = SSL_get1_session(c.tls->native_handle());
+    if (s == nullptr) return;
+    if (SSL_SESSION_is_resumable(s) != 1) {
+      SSL_SESSION_free(s);
+      return;
+    }
+    c.session_saved = true;
+    std::lock_guard lock(mu_);
+    sessions_[ep.ToString()] = {c.tls_context, SessionPtr(s, SessionDeleter{})};
   }
 
   Result<Response> RoundTrip(Connection& c, const Endpoint& ep, Request& req,
@@ -177,12 +259,19 @@ class Client::Impl {
     parser.body_limit(options_.max_response_body_bytes);
     if (req.method() == Verb::head) parser.skip(true);
     c.stream.expires_after(timeout);
-    beast_http::async_write(c.stream, req, [&](const boost::system::error_code& e, size_t) {
-      ec = e;
-      if (ec) return;
-      beast_http::async_read(c.stream, c.buffer, parser,
-                             [&](const boost::system::error_code& e2, size_t) { ec = e2; });
-    });
+    auto exchange = [&](auto& s) {
+      beast_http::async_write(s, req, [&](const boost::system::error_code& e, size_t) {
+        ec = e;
+        if (ec) return;
+        beast_http::async_read(s, c.buffer, parser,
+                               [&](const boost::system::error_code& e2, size_t) { ec = e2; });
+      });
+    };
+    if (c.tls) {
+      exchange(*c.tls);
+    } else {
+      exchange(c.stream);
+    }
     c.ioc.run();
     c.ioc.restart();
     got_some = parser.got_some();
@@ -195,8 +284,11 @@ class Client::Impl {
 
   const ClientOptions options_;
   std::atomic<size_t> opened_{0};
+  std::atomic<size_t> resumed_{0};
   std::mutex mu_;
   std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;  // guarded by mu_
+  // The last TLS session of each endpoint, with the context it belongs to; guarded by mu_.
+  std::map<std::string, std::pair<std::shared_ptr<asio::ssl::context>, SessionPtr>> sessions_;
 };
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
@@ -209,7 +301,11 @@ Result<Response> Client::Send(const Endpoint& endpoint, Request request, std::ch
 Result<Response> Client::Send(Request request, std::chrono::milliseconds timeout) {
   auto url = ParseUrl(request.target());
   if (!url.ok()) return url.error();
-  if (url->scheme != "http") return Error::InvalidArgument("only http:// URLs are supported");
+  const std::string expected = impl_->secure() ? "https" : "http";
+  if (url->scheme != expected) {
+    return Error::InvalidArgument("this client sends " + expected + ":// URLs only, not " + url->scheme +
+                                  "://");
+  }
   request.target(url->target);
   return impl_->Send(url->endpoint, std::move(request), timeout);
 }
@@ -217,5 +313,6 @@ Result<Response> Client::Send(Request request, std::chrono::milliseconds timeout
 void Client::CloseIdle() { impl_->CloseIdle(); }
 
 size_t Client::connections_opened() const { return impl_->connections_opened(); }
+size_t Client::sessions_resumed() const { return impl_->sessions_resumed(); }
 
 }  // namespace hcprp::http

@@ -1,4 +1,6 @@
-// A synchronous HTTP/1.1 client for http:// URLs with a keep-alive connection pool per host.
+// A synchronous HTTP/1.1 client for http:// and https:// URLs with a keep-alive connection pool per host.
+// Over TLS it verifies the server's certificate and host name, presents a client certificate when its
+// context has one, and resumes the last TLS session of an endpoint on a new connection.
 //
 // Send() never throws: connection refused, reset or closed is kUnavailable, an expired timeout is
 // kTimeout, a malformed response is kIoError. Retries are the caller's business; SendWithRetry()
@@ -13,6 +15,7 @@
 #include "core/result.h"
 #include "http/message.h"
 #include "http/url.h"
+#include "tls/context.h"
 
 namespace hcprp::http {
 
@@ -24,6 +27,8 @@ struct ClientOptions {
   std::chrono::milliseconds max_idle_time{30'000};
   size_t max_response_body_bytes = 64 * 1024 * 1024;
   std::string user_agent = "hcprp";
+  // Set: connections are TLS (https). Unset: plain HTTP; https:// URLs are refused.
+  std::shared_ptr<tls::ClientContext> tls;
 };
 
 // Thread-safe: any number of threads may Send at once; each request uses its own connection.
@@ -41,7 +46,8 @@ class Client {
   // response was received and the request is idempotent or carries X-Idempotency-Key.
   Result<Response> Send(const Endpoint& endpoint, Request request, std::chrono::milliseconds timeout);
 
-  // As above, with an absolute target ("http://host:port/path?query") naming the endpoint.
+  // As above, with an absolute target ("http://host:port/path?query") naming the endpoint. The scheme
+  // must match the client: https:// when ClientOptions::tls is set, http:// otherwise.
   Result<Response> Send(Request request, std::chrono::milliseconds timeout);
 
   // Closes every pooled connection.
@@ -49,6 +55,8 @@ class Client {
 
   // Connections opened since construction; for tests of connection reuse.
   size_t connections_opened() const;
+  // TLS connections whose handshake resumed an earlier session.
+  size_t sessions_resumed() const;
 
  private:
   class Impl;

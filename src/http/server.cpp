@@ -9,6 +9,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -81,11 +82,25 @@ auto AsyncOnPool(internal::WorkerPool& pool, std::function<Response()> fn, Token
 // `close_requested` are only touched there.
 struct Connection {
   explicit Connection(tcp::socket s) : stream(std::move(s)) {}
-  beast::tcp_stream stream;
+  beast::tcp_stream stream;  // the TCP layer: timeouts and closing act on it
   Peer peer;
   bool idle = true;
   bool close_requested = false;
+  // After a TLS handshake: the certificate the client presented (nullopt: none).
+  bool tls_done = false;
+  std::optional<tls::PeerCertificate> peer_certificate;
+  // The last verdict of ServerTls::authenticate on it, and when it was reached.
+  bool judged = false;
+  std::optional<tls::Refusal> verdict;
+  std::chrono::steady_clock::time_point judged_at{};
 };
+
+using TlsStream = asio::ssl::stream<beast::tcp_stream&>;
+
+Response DefaultRefused(const Request&, tls::Refusal r, const Peer&) {
+  return MakeResponse(StatusCode::unauthorized,
+                      "client certificate refused: " + std::string(tls::RefusalName(r)) + "\n", "text/plain");
+}
 
 class ServerImpl final : public Server {
  public:
@@ -94,6 +109,7 @@ class ServerImpl final : public Server {
         handler_(std::move(handler)),
         on_too_large_(options.on_too_large ? options.on_too_large : TooLargeHandler(DefaultTooLarge)),
         on_overloaded_(options.on_overloaded ? options.on_overloaded : OverloadHandler(DefaultOverloaded)),
+        on_refused_(options.tls.on_refused ? options.tls.on_refused : DefaultRefused),
         acceptor_strand_(asio::make_strand(ioc_)),
         acceptor_(acceptor_strand_),
         work_(asio::make_work_guard(ioc_)),
@@ -227,6 +243,10 @@ class ServerImpl final : public Server {
   // linger. It is not counted in connections_: the whole exchange is bounded by one second.
   awaitable<void> Refuse(std::shared_ptr<Connection> conn) {
     Connection& c = *conn;
+    if (options_.tls.context) {  // a plaintext answer means nothing to a TLS client
+      CloseSocket(c);
+      co_return;
+    }
     Response res = on_overloaded_();
     res.keep_alive(false);
     res.prepare_payload();
@@ -248,14 +268,15 @@ class ServerImpl final : public Server {
 
   // Writes `res`; false when the connection failed. (Arguments of
   // co_await calls are named lvalues: GCC 12 mishandles temporaries inside co_await expressions.)
-  awaitable<bool> Write(Connection& c, Response& res, bool keep_alive) {
+  template <typename Stream>
+  awaitable<bool> Write(Connection& c, Stream& s, Response& res, bool keep_alive) {
     if (!options_.server_header.empty() && res.find(Field::server) == res.end()) {
       res.set(Field::server, options_.server_header);
     }
     res.keep_alive(keep_alive);
     res.prepare_payload();
     c.stream.expires_after(options_.read_timeout);
-    auto [ec, n] = co_await beast_http::async_write(c.stream, res, kNoThrow);
+    auto [ec, n] = co_await beast_http::async_write(s, res, kNoThrow);
     (void)n;
     if (ec) co_return false;
     if (!keep_alive) {
@@ -268,13 +289,14 @@ class ServerImpl final : public Server {
   // Reads and discards what the client still sends for a short while after an answer that did not
   // read the request body, so that closing does not reset the connection before the client has
   // read the answer.
-  awaitable<void> Linger(Connection& c, beast::flat_buffer& buffer) {
+  template <typename Stream>
+  awaitable<void> Linger(Connection& c, Stream& s, beast::flat_buffer& buffer) {
     c.stream.expires_after(
         std::min<std::chrono::milliseconds>(options_.read_timeout, std::chrono::seconds(2)));
     size_t drained = 0;
     while (drained < 64 * 1024 * 1024) {
       buffer.clear();
-      auto [ec, n] = co_await c.stream.async_read_some(buffer.prepare(64 * 1024), kNoThrow);
+      auto [ec, n] = co_await s.async_read_some(buffer.prepare(64 * 1024), kNoThrow);
       if (ec) break;
       drained += n;
     }
@@ -313,21 +335,22 @@ class ServerImpl final : public Server {
 
   // Reads one request into `parser`. Returns the answer to send instead of calling the handler
   // (limits exceeded, malformed input), or nullopt; `closed` is set when the connection is gone.
-  awaitable<std::optional<Response>> ReadRequest(Connection& c, beast::flat_buffer& buffer,
+  template <typename Stream>
+  awaitable<std::optional<Response>> ReadRequest(Connection& c, Stream& s, beast::flat_buffer& buffer,
                                                  beast_http::request_parser<beast_http::string_body>& parser,
                                                  bool& closed) {
     boost::system::error_code ec;
     // Wait for the first byte under the idle timeout, then read the rest under the read timeout.
     if (buffer.size() == 0) {
       c.stream.expires_after(options_.idle_timeout);
-      auto [rec, n] = co_await c.stream.async_read_some(buffer.prepare(4096), kNoThrow);
+      auto [rec, n] = co_await s.async_read_some(buffer.prepare(4096), kNoThrow);
       buffer.commit(n);
       ec = rec;
     }
     c.idle = false;
     if (!ec && !parser.is_header_done()) {
       c.stream.expires_after(options_.read_timeout);
-      auto [rec, n] = co_await beast_http::async_read_header(c.stream, buffer, parser, kNoThrow);
+      auto [rec, n] = co_await beast_http::async_read_header(s, buffer, parser, kNoThrow);
       (void)n;
       ec = rec;
     }
@@ -353,7 +376,7 @@ class ServerImpl final : public Server {
     if (beast::iequals(parser.get()[Field::expect], "100-continue")) {
       beast_http::response<beast_http::empty_body> cont{StatusCode::continue_, 11};
       c.stream.expires_after(options_.read_timeout);
-      auto [wec, wn] = co_await beast_http::async_write(c.stream, cont, kNoThrow);
+      auto [wec, wn] = co_await beast_http::async_write(s, cont, kNoThrow);
       (void)wn;
       if (wec) {
         closed = true;
@@ -361,7 +384,7 @@ class ServerImpl final : public Server {
       }
     }
     c.stream.expires_after(options_.read_timeout);
-    auto [rec, n] = co_await beast_http::async_read(c.stream, buffer, parser, kNoThrow);
+    auto [rec, n] = co_await beast_http::async_read(s, buffer, parser, kNoThrow);
     (void)n;
     if (rec == beast_http::error::body_limit) co_return on_too_large_(parser.get());
     if (rec) {
@@ -372,9 +395,58 @@ class ServerImpl final : public Server {
     co_return std::nullopt;
   }
 
+  static bool IsTlsRecordStart(const beast::flat_buffer& buffer) {
+    const auto* bytes = static_cast<const unsigned char*>(buffer.data().data());
+    return buffer.size() > 0 && bytes[0] == 0x16;  // TLS handshake record
+  }
+
   awaitable<void> Session(std::shared_ptr<Connection> conn) {
+    if (!options_.tls.context) {
+      beast::flat_buffer buffer;
+      co_await Serve(conn, conn->stream, buffer);
+      co_return;
+    }
     Connection& c = *conn;
+    // The first bytes arrive under the idle timeout, the rest of the handshake under its own.
     beast::flat_buffer buffer;
+    c.stream.expires_after(options_.idle_timeout);
+    auto [rec, rn] = co_await c.stream.async_read_some(buffer.prepare(4096), kNoThrow);
+    buffer.commit(rn);
+    if (rec) co_return;
+    if (!IsTlsRecordStart(buffer)) {
+      // Plain HTTP on the TLS port: say so in plain HTTP, then close.
+      Response res =
+          MakeResponse(StatusCode::bad_request, "this port speaks HTTPS (TLS 1.2 or 1.3)\n", "text/plain");
+      if (co_await Write(c, c.stream, res, false)) co_await Linger(c, c.stream, buffer);
+      co_return;
+    }
+    std::shared_ptr<asio::ssl::context> context = options_.tls.context->Current();  // outlives the stream
+    TlsStream tls_stream(c.stream, *context);
+    c.stream.expires_after(options_.tls.handshake_timeout);
+    auto [hec, used] =
+        co_await tls_stream.async_handshake(asio::ssl::stream_base::server, buffer.data(), kNoThrow);
+    if (hec) co_return;
+    buffer.consume(used);
+    c.tls_done = true;
+    if (options_.tls.authenticate) c.peer_certificate = tls::PeerCertificateOf(tls_stream.native_handle());
+    beast::flat_buffer plain;
+    co_await Serve(conn, tls_stream, plain);
+    // The session stays resumable although the connection ends without a close_notify exchange.
+    SSL_set_shutdown(tls_stream.native_handle(), SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
+  }
+
+  bool IsOpenPath(const Request& req) const {
+    std::string_view target = req.target();
+    target = target.substr(0, target.find('?'));
+    for (const auto& p : options_.tls.open_paths) {
+      if (target == p) return true;
+    }
+    return false;
+  }
+
+  template <typename Stream>
+  awaitable<void> Serve(std::shared_ptr<Connection> conn, Stream& s, beast::flat_buffer& buffer) {
+    Connection& c = *conn;
     for (;;) {
       c.idle = true;
       if (c.close_requested || stopping_.load()) co_return;
@@ -382,14 +454,33 @@ class ServerImpl final : public Server {
       parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
       parser.body_limit(options_.max_body_bytes);
       bool closed = false;
-      std::optional<Response> rejection = co_await ReadRequest(c, buffer, parser, closed);
+      std::optional<Response> rejection = co_await ReadRequest(c, s, buffer, parser, closed);
       if (rejection) {
         // The rest of the request was not read: answer, drain a little, close.
-        bool wrote = co_await Write(c, *rejection, false);
-        if (wrote && !closed) co_await Linger(c, buffer);
+        bool wrote = co_await Write(c, s, *rejection, false);
+        if (wrote && !closed) co_await Linger(c, s, buffer);
         co_return;
       }
       if (closed) co_return;
+      // Judged again at least every recheck_interval, so that a connection opened before a rotation of
+      // the trusted set (or before its certificate expired) does not outlive the trust.
+      std::optional<tls::Refusal> refusal;
+      if (c.tls_done && options_.tls.authenticate && !IsOpenPath(parser.get())) {
+        const auto now = std::chrono::steady_clock::now();
+        if (!c.judged || now - c.judged_at >= options_.tls.recheck_interval) {
+          c.verdict = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
+          c.judged = true;
+          c.judged_at = now;
+        }
+        refusal = c.verdict;
+      }
+      if (refusal) {
+        // An untrusted caller: answered before any handler runs, and the connection ends.
+        Response refused = on_refused_(parser.get(), *refusal, c.peer);
+        refused.version(parser.get().version());
+        co_await Write(c, s, refused, false);
+        co_return;
+      }
 
       auto req = std::make_shared<Request>(parser.release());
       const bool want_keep_alive = req->keep_alive();
@@ -407,7 +498,7 @@ class ServerImpl final : public Server {
       res.version(version);
       const bool keep =
           handler_keep && want_keep_alive && version >= 11 && !c.close_requested && !stopping_.load();
-      if (!co_await Write(c, res, keep) || !keep) co_return;
+      if (!co_await Write(c, s, res, keep) || !keep) co_return;
     }
   }
 
@@ -415,6 +506,7 @@ class ServerImpl final : public Server {
   const PeerHandler handler_;
   const TooLargeHandler on_too_large_;
   const OverloadHandler on_overloaded_;
+  const std::function<Response(const Request&, tls::Refusal, const Peer&)> on_refused_;
 
   asio::io_context ioc_;
   asio::strand<asio::io_context::executor_type> acceptor_strand_;

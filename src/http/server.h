@@ -18,11 +18,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "http/message.h"
 #include "http/url.h"
+#include "tls/arm_trust.h"
+#include "tls/context.h"
 
 namespace hcprp::http {
 
@@ -38,6 +42,25 @@ using PeerHandler = std::function<Response(Request&&, const Peer&)>;
 using TooLargeHandler = std::function<Response(const Request& header_only)>;
 // Builds the answer sent, without reading a request, on a connection over ServerOptions::max_connections.
 using OverloadHandler = std::function<Response()>;
+
+// TLS on a listener, and who may use it.
+struct ServerTls {
+  std::shared_ptr<tls::ServerContext> context;  // null: plain HTTP
+  // Judges the client's certificate (null: the client sent none) before the first request outside
+  // open_paths and again before the first one after each recheck_interval; nullopt trusts the caller.
+  // Unset: every client that completes the handshake is trusted.
+  std::function<std::optional<tls::Refusal>(const tls::PeerCertificate*)> authenticate;
+  // Paths (without query) an untrusted caller may still request: health probes.
+  std::vector<std::string> open_paths = {"/healthz", "/readyz"};
+  // The answer to each request of an untrusted caller outside open_paths; the handler never sees the
+  // request and the connection is closed after the answer. Default: 401, text body.
+  std::function<Response(const Request&, tls::Refusal, const Peer&)> on_refused;
+  // How long a connection's verdict stands before a request has it judged again (a rotated trusted set
+  // reaches keep-alive connections within it). Zero: before every request.
+  std::chrono::milliseconds recheck_interval{1'000};
+  // Time for the TLS handshake, from the connection's first byte.
+  std::chrono::milliseconds handshake_timeout{10'000};
+};
 
 struct ServerOptions {
   Endpoint listen{"127.0.0.1", 0};  // port 0: ephemeral, see Server::port()
@@ -57,6 +80,8 @@ struct ServerOptions {
   // Retry-After: 1.
   size_t max_connections = 10'000;
   OverloadHandler on_overloaded;
+  // HTTPS when tls.context is set. A plaintext request on a TLS listener gets a plaintext 400.
+  ServerTls tls;
   // Value of the Server header; empty for none.
   std::string server_header = "hcprp";
 };

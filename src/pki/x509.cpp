@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
+#include <openssl/sha.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -308,6 +309,78 @@ Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::s
     return Error::PreconditionFailed(X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())));
   }
   return InfoOf(cert->get());
+}
+
+Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::string_view common_name,
+                                           Usage usage, const std::vector<std::string>& dns_names,
+                                           const std::vector<std::string>& ip_addresses, TimePoint not_before,
+                                           TimePoint not_after) {
+  auto key = NewKey();
+  if (!key.ok()) return key.error();
+  auto ca_cert = ReadCert(ca.cert_pem);
+  if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
+  auto ca_key = ReadKey(ca.key_pem);
+  if (!ca_key.ok()) return ca_key.error();
+  CertPtr cert(X509_new());
+  X509_set_version(cert.get(), 2);
+  HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  X509_NAME_add_entry_by_NID(name, NID_commonName, MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(common_name.data()),
+                             static_cast<int>(common_name.size()), -1, 0);
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert->get()));
+  HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), not_before, not_after - not_before));
+  X509_set_pubkey(cert.get(), key->get());
+  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_basic_constraints, "critical,CA:FALSE"));
+  HCPRP_RETURN_IF_ERROR(
+      AddExtension(cert.get(), ca_cert->get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
+  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_ext_key_usage,
+                                     usage == Usage::kServer ? "serverAuth" : "clientAuth"));
+  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_authority_key_identifier, "keyid"));
+  std::string san;
+  for (const auto& d : dns_names) san += (san.empty() ? "DNS:" : ",DNS:") + d;
+  for (const auto& ip : ip_addresses) san += (san.empty() ? "IP:" : ",IP:") + ip;
+  if (!san.empty()) {
+    HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_subject_alt_name, san.c_str()));
+  }
+  if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) == 0)
+    return Error::Internal("cannot sign the certificate: " + OpenSslReason());
+  BioPtr out(BIO_new(BIO_s_mem()));
+  if (PEM_write_bio_PrivateKey(out.get(), key->get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
+    return Error::Internal("cannot write the key: " + OpenSslReason());
+  return KeyAndCertificate{BioText(out.get()), CertPem(cert.get())};
+}
+
+Result<CertificateInfo> ParseCertificate(std::string_view cert_pem) {
+  auto cert = ReadCert(cert_pem);
+  if (!cert.ok()) return cert.error();
+  return InfoOf(cert->get());
+}
+
+std::string ThumbprintOfDer(std::string_view der) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(der.data()), der.size(), digest);
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+Result<std::string> CertificateDer(std::string_view cert_pem) {
+  auto block = FirstPemBlock(cert_pem);
+  if (!block || block->type != "CERTIFICATE") {
+    return Error::InvalidArgument("failed to decode PEM block as CERTIFICATE");
+  }
+  return block->der;
+}
+
+Result<std::string> Thumbprint(std::string_view cert_pem) {
+  auto der = CertificateDer(cert_pem);
+  if (!der.ok()) return der.error();
+  return ThumbprintOfDer(*der);
 }
 
 std::string Base64(std::string_view data) {

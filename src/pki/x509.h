@@ -67,6 +67,30 @@ Result<IssuedCertificate> SignCsr(const CertificateAuthority& ca, std::string_vi
 Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::string_view cert_pem,
                                           TimePoint now);
 
+// What a certificate issued for TLS is for.
+enum class Usage { kServer, kClient };
+
+// A new key and a certificate signed by `ca` for subject CN=`common_name`, valid from `not_before`
+// to `not_after`: for kServer with the subject alternative names `dns_names` and `ip_addresses`
+// (extended key usage serverAuth), for kClient with clientAuth.
+struct KeyAndCertificate {
+  std::string key_pem;
+  std::string cert_pem;
+};
+Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::string_view common_name,
+                                           Usage usage, const std::vector<std::string>& dns_names,
+                                           const std::vector<std::string>& ip_addresses, TimePoint not_before,
+                                           TimePoint not_after);
+
+// The first certificate of `cert_pem` as recorded; InvalidArgument when there is none.
+Result<CertificateInfo> ParseCertificate(std::string_view cert_pem);
+
+// A certificate's SHA-1 thumbprint over its DER form, upper-case hex (the form ARM publishes).
+Result<std::string> Thumbprint(std::string_view cert_pem);
+std::string ThumbprintOfDer(std::string_view der);
+// The DER bytes of the first certificate of `cert_pem`.
+Result<std::string> CertificateDer(std::string_view cert_pem);
+
 // Standard base64 (with padding), for kubeconfig *-data fields.
 std::string Base64(std::string_view data);
 // The bytes of standard, padded base64; InvalidArgument for anything else.

@@ -11,6 +11,7 @@
 
 #include "core/time.h"
 #include "core/uuid.h"
+#include "provisioning/crash_point.h"
 #include "provisioning/snapshot.h"
 
 namespace hcprp::provisioning {
@@ -164,6 +165,7 @@ void SimulatedAzure::SettleLocked(TimePoint now) {
     if (oit == operations_.end() || oit->second.settled) continue;
     Operation& op = oit->second;
     op.settled = true;
+    TouchLocked(op.key);
     auto rit = resources_.find(op.key);
     if (rit == resources_.end() || rit->second.active_op != token) continue;  // superseded
     Resource& r = rit->second;
@@ -181,6 +183,7 @@ void SimulatedAzure::SettleLocked(TimePoint now) {
       const std::string prefix = op.key + "/";
       for (auto it = resources_.lower_bound(prefix);
            it != resources_.end() && it->first.rfind(prefix, 0) == 0;) {
+        TouchLocked(it->first);
         it = resources_.erase(it);
       }
     }
@@ -282,6 +285,10 @@ AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::s
     create_duration_ms_[key] = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
   }
   due_.emplace(op.done_at, op.token);
+  if (CrashPointsArmed())
+    CrashPoint(std::string("azure.") + (is_delete ? "delete." : "create.") + std::string(ShortName(type)));
+  TouchLocked(key);
+  dirty_meta_ = true;
   AzureCall c = PendingLocked(op, now);
   operations_.emplace(op.token, std::move(op));
   if (d == Duration::zero()) {
@@ -469,6 +476,7 @@ void SimulatedAzure::EnsureCustomerResource(ResourceType type, const std::string
     g.created = now;
     g.customer = true;
     resources_.emplace(rg, std::move(g));
+    TouchLocked(rg);
   }
   if (resources_.count(key)) return;
   Resource r;
@@ -478,6 +486,7 @@ void SimulatedAzure::EnsureCustomerResource(ResourceType type, const std::string
   r.created = now;
   r.customer = true;
   resources_.emplace(key, std::move(r));
+  TouchLocked(key);
 }
 
 Status SimulatedAzure::DeleteIdentity(const std::string& id) {
@@ -489,6 +498,8 @@ Status SimulatedAzure::DeleteIdentity(const std::string& id) {
   }
   resources_.erase(it);
   deleted_identities_[key] = true;
+  TouchLocked(key);
+  dirty_meta_ = true;
   if (options_.logger) options_.logger->Info("managed identity deleted", {{"id", id}});
   return Status::Ok();
 }
@@ -500,6 +511,7 @@ Status SimulatedAzure::SetIdentityPermissions(const std::string& id, bool grante
     return Error::NotFound("managed identity '" + id + "' not found");
   }
   it->second.permissions = granted;
+  TouchLocked(it->first);
   return Status::Ok();
 }
 
@@ -579,55 +591,111 @@ std::map<std::string, int64_t> SimulatedAzure::CreateDurationsMs() const {
   return std::map<std::string, int64_t>(create_duration_ms_.begin(), create_duration_ms_.end());
 }
 
-Status SimulatedAzure::Flush() {
-  if (options_.data_dir.empty()) return Status::Ok();
-  json::object root;
-  {
-    std::lock_guard lock(mu_);
-    json::array res;
-    for (const auto& [k, r] : resources_) {
-      res.push_back(json::object{{"id", r.id},
-                                 {"type", static_cast<int>(r.type)},
-                                 {"state", r.state},
-                                 {"created_ms", Ms(r.created)},
-                                 {"active_op", r.active_op},
-                                 {"customer", r.customer},
-                                 {"permissions", r.permissions}});
+namespace {
+
+constexpr std::string_view kResourceSpace = "azure.resource";
+constexpr std::string_view kMetaSpace = "azure.meta";
+
+}  // namespace
+
+void SimulatedAzure::TakeChanges(simulator::StateBatch& batch) {
+  if (!options_.state) return;
+  std::lock_guard lock(mu_);
+  for (const auto& key : dirty_resources_) {
+    auto r = resources_.find(key);
+    auto cs = create_starts_.find(key);
+    if (r == resources_.end() && cs == create_starts_.end()) {
+      batch.Delete(std::string(kResourceSpace), key);
+      continue;
     }
-    json::array ops;
-    for (const auto& [t, o] : operations_) {
-      ops.push_back(json::object{{"token", o.token},
-                                 {"key", o.key},
-                                 {"delete", o.is_delete},
-                                 {"started_ms", Ms(o.started)},
-                                 {"done_ms", Ms(o.done_at)},
-                                 {"settled", o.settled},
-                                 {"failed", o.failed},
-                                 {"code", o.code},
-                                 {"message", o.message}});
+    // The create count outlives the resource: it is how duplicates are told.
+    json::object doc{{"create_starts", cs == create_starts_.end() ? 0 : cs->second}};
+    if (auto d = create_duration_ms_.find(key); d != create_duration_ms_.end()) doc["create_ms"] = d->second;
+    if (r != resources_.end()) {
+      // Its operation in progress goes with it; an operation already ended and not yet polled is not
+      // kept (a poll after a restart finds nothing and the caller reads the resource instead).
+      if (auto op = operations_.find(r->second.active_op); op != operations_.end()) {
+        const Operation& o = op->second;
+        doc["op"] = json::object{{"token", o.token},         {"key", o.key},
+                                 {"delete", o.is_delete},    {"started_ms", Ms(o.started)},
+                                 {"done_ms", Ms(o.done_at)}, {"settled", o.settled},
+                                 {"failed", o.failed},       {"code", o.code},
+                                 {"message", o.message}};
+      }
+      doc["resource"] = json::object{{"id", r->second.id},
+                                     {"type", static_cast<int>(r->second.type)},
+                                     {"state", r->second.state},
+                                     {"created_ms", Ms(r->second.created)},
+                                     {"active_op", r->second.active_op},
+                                     {"customer", r->second.customer},
+                                     {"permissions", r->second.permissions}};
     }
-    json::object starts;
-    for (const auto& [k, v] : create_starts_) starts[k] = v;
+    batch.Put(std::string(kResourceSpace), key, ToJson(doc));
+  }
+  if (dirty_meta_) {
     json::array tomb;
     for (const auto& [k, v] : deleted_identities_) tomb.push_back(json::value(k));
-    root = json::object{{"resources", std::move(res)},
-                        {"operations", std::move(ops)},
-                        {"create_starts", std::move(starts)},
-                        {"deleted_identities", std::move(tomb)},
-                        {"next_token", next_token_}};
+    batch.Put(std::string(kMetaSpace), "meta",
+              ToJson(json::object{{"next_token", next_token_}, {"deleted_identities", std::move(tomb)}}));
   }
-  return WriteFileAtomically(options_.data_dir + "/azure.json", ToJson(root));
+  dirty_resources_.clear();
+  dirty_meta_ = false;
+}
+
+Status SimulatedAzure::Flush() {
+  if (!options_.state) return Status::Ok();
+  simulator::StateBatch batch;
+  TakeChanges(batch);
+  return options_.state->Commit(batch);
 }
 
 Status SimulatedAzure::Load() {
-  if (options_.data_dir.empty()) return Status::Ok();
-  auto text = ReadFileIfExists(options_.data_dir + "/azure.json");
-  if (!text.ok()) return text.error();
-  if (!text->has_value()) return Status::Ok();
-  auto parsed = ParseJson(**text, 16);
-  if (!parsed.ok() || !parsed->is_object()) return Error::Corruption("azure.json is not a JSON object");
-  const json::object& root = parsed->as_object();
-  std::lock_guard lock(mu_);
+  if (!options_.state) return Status::Ok();
+  auto resources = options_.state->Load(kResourceSpace);
+  if (!resources.ok()) return resources.error();
+  auto meta = options_.state->Load(kMetaSpace);
+  if (!meta.ok()) return meta.error();
+  const std::string legacy = options_.state->dir() + "/azure.json";
+  std::unique_lock lock(mu_);
+  if (resources->empty() && meta->empty()) {
+    // Written by an older version as a periodic snapshot: imported once, then only the database.
+    auto text = ReadFileIfExists(legacy);
+    if (!text.ok()) return text.error();
+    if (!text->has_value()) return Status::Ok();
+    auto parsed = ParseJson(**text, 16);
+    if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
+    HCPRP_RETURN_IF_ERROR(LoadLegacyJson(parsed->as_object()));
+    for (const auto& [k, r] : resources_) dirty_resources_.insert(k);
+    for (const auto& [k, v] : create_starts_) dirty_resources_.insert(k);
+    dirty_meta_ = true;
+    lock.unlock();
+    HCPRP_RETURN_IF_ERROR(Flush());
+    std::error_code ec;
+    std::filesystem::remove(legacy, ec);
+    return Status::Ok();
+  }
+  json::array res, ops;
+  json::object starts;
+  for (const auto& [key, text] : *resources) {
+    auto v = ParseJson(text, 16);
+    if (!v.ok() || !v->is_object())
+      return Error::Corruption("azure resource " + key + " is not a JSON object");
+    const json::object& d = v->as_object();
+    if (auto n = GetInt(d, "create_starts"); n && *n > 0) starts[key] = *n;
+    if (auto ms = GetInt(d, "create_ms")) create_duration_ms_[key] = *ms;
+    if (const json::object* r = GetObject(d, "resource")) res.push_back(*r);
+    if (const json::object* o = GetObject(d, "op")) ops.push_back(*o);
+  }
+  json::object root{{"resources", std::move(res)}, {"operations", std::move(ops)}, {"create_starts", starts}};
+  for (const auto& [key, text] : *meta) {
+    auto v = ParseJson(text, 16);
+    if (!v.ok() || !v->is_object()) return Error::Corruption("azure meta is not a JSON object");
+    for (const auto& [k, x] : v->as_object()) root[k] = x;
+  }
+  return LoadLegacyJson(root);
+}
+
+Status SimulatedAzure::LoadLegacyJson(const json::object& root) {
   if (const json::array* res = GetArray(root, "resources")) {
     for (const auto& v : *res) {
       if (!v.is_object()) continue;

@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +30,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/result.h"
+#include "simulator/state_db.h"
 
 namespace hcprp::provisioning {
 
@@ -70,8 +72,10 @@ struct AzureOptions {
   // Longest wait an operation status answer advises (Retry-After) before the caller polls again,
   // before scaling. The advice is min(this, time left), as Azure's polling hint would be.
   Duration poll_interval = std::chrono::seconds(10);
-  std::string data_dir;  // azure.json is written here by Flush(); empty: nothing persists
-  uint64_t seed = 0;     // 0: random
+  // Where resources and operations persist (not owned; null: nothing persists). A legacy
+  // DIR/azure.json in its directory is imported once and removed.
+  simulator::StateDb* state = nullptr;
+  uint64_t seed = 0;  // 0: random
 };
 
 // The answer to a create, delete or poll.
@@ -108,7 +112,7 @@ struct AzureFault {
 // Thread-safe.
 class SimulatedAzure {
  public:
-  // Loads DIR/azure.json when a data dir is given and the file exists.
+  // Loads the resources and operations of `options.state`.
   static Result<std::unique_ptr<SimulatedAzure>> Open(const AzureOptions& options);
   ~SimulatedAzure();
 
@@ -156,7 +160,10 @@ class SimulatedAzure {
   // (creates only): lets a benchmark compute the critical path implied by the draws.
   std::map<std::string, int64_t> CreateDurationsMs() const;
 
-  // Writes DIR/azure.json atomically (temporary file, fsync, rename). No-op without a data dir.
+  // Moves the documents of what changed since the last call into `batch`, for a caller that commits
+  // them in one transaction with its own changes of the same step. Nothing without a state.
+  void TakeChanges(simulator::StateBatch& batch);
+  // Commits the changes nobody took yet (the control API's). No-op without a state.
   Status Flush();
 
  private:
@@ -164,6 +171,8 @@ class SimulatedAzure {
   struct Operation;
   explicit SimulatedAzure(const AzureOptions& options);
   Status Load();
+  Status LoadLegacyJson(const json::object& root);  // REQUIRES mu_
+  void TouchLocked(const std::string& key) { dirty_resources_.insert(key); }
 
   void SettleLocked(TimePoint now);
   // `action` is "<ArmType(type)>/<verb>", or `verb` alone when type is nullopt (built only for errors).
@@ -204,6 +213,8 @@ class SimulatedAzure {
   int64_t next_fault_id_ = 1;
   uint64_t next_token_ = 1;
   std::mt19937_64 rng_;
+  std::set<std::string> dirty_resources_;  // lower-cased IDs changed since TakeChanges
+  bool dirty_meta_ = false;                // next_token_ or deleted_identities_
 };
 
 }  // namespace hcprp::provisioning

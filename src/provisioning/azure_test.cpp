@@ -26,7 +26,12 @@ class AzureTest : public ::testing::Test {
     AzureOptions o;
     o.clock = &clock_;
     o.profile = LatencyProfile::kDemo;  // deterministic: realistic median / 30
-    o.data_dir = std::move(dir);
+    if (!dir.empty()) {
+      auto db = simulator::StateDb::Open(dir);
+      ASSERT_TRUE(db.ok()) << db.error().ToString();
+      state_ = std::move(*db);
+    }
+    o.state = state_.get();
     auto az = SimulatedAzure::Open(o);
     ASSERT_TRUE(az.ok()) << az.error().ToString();
     az_ = std::move(*az);
@@ -39,6 +44,7 @@ class AzureTest : public ::testing::Test {
     }
   }
   FakeClock clock_;
+  std::unique_ptr<simulator::StateDb> state_;
   std::unique_ptr<SimulatedAzure> az_;
 };
 
@@ -169,6 +175,7 @@ TEST_F(AzureTest, StateSurvivesARestart) {
   auto a = az_->BeginCreate(kFirstParty, ResourceType::kPublicIp, kPip);
   ASSERT_TRUE(az_->Flush().ok());
   az_.reset();
+  state_.reset();
   Open(dir);
   EXPECT_EQ(az_->ProvisioningState(kPip), "Creating");
   clock_.Set(a.done_at);

@@ -14,7 +14,7 @@
 // DeletionFailed) are kept per machine and rolled up per node pool and cluster, together with
 // "AzureIdentityValid"; they drive the Cluster Service states through the StateSink.
 //
-// Identities that disappear (seed 003): every call on a cluster's resources acts as the cluster's
+// Identities that disappear: every call on a cluster's resources acts as the cluster's
 // CAPZ identity. A 401 (identity deleted: AADSTS700016) or 403 (permissions removed) sets
 // AzureIdentityValid=False. A deletion whose calls keep failing with such an error for longer than
 // orphan_threshold is orphaned: its cleanup is skipped (logged, counted), and the cluster's managed
@@ -77,8 +77,10 @@ struct EngineOptions {
   const Clock* clock = nullptr;     // required; not owned
   SimulatedAzure* azure = nullptr;  // required; not owned
   const Logger* logger = nullptr;   // may be null; not owned
-  std::string data_dir;             // engine.json; empty: nothing persists
-  double time_scale = 1.0;          // scales the durations below
+  // Where objects and units persist, committed with the simulated Azure's changes of the same step
+  // (not owned; null: nothing persists). A legacy DIR/engine.json beside it is imported once, removed.
+  simulator::StateDb* state = nullptr;
+  double time_scale = 1.0;  // scales the durations below
   Duration client_timeout = std::chrono::seconds(2);
   // How long a new or changed object stays in validating / validating_update (the Cluster Service's
   // checks before anything is provisioned) before the engine starts on it.
@@ -114,7 +116,7 @@ struct EngineMetrics {
 // Thread-safe.
 class Engine final : public simulator::Provisioner {
  public:
-  // Loads DIR/engine.json (objects, machines, futures) when it exists; every loaded unit is queued.
+  // Loads the objects and units (machines, futures) of options.state; every loaded unit is queued.
   static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
   ~Engine() override;  // Stop()
 
@@ -122,7 +124,7 @@ class Engine final : public simulator::Provisioner {
   void Attach(StateSink* sink);
   // Starts `concurrency` worker threads that reconcile as work comes due by the clock.
   void Start();
-  // Stops the workers (a reconcile in progress finishes) and flushes the snapshots. Idempotent.
+  // Stops the workers (a reconcile in progress finishes) and commits what is left. Idempotent.
   void Stop();
   // Without workers: runs, in the calling thread, every reconcile due by the clock now (and those they
   // make due now), at most max_rounds passes. Returns how many ran.
@@ -144,8 +146,13 @@ class Engine final : public simulator::Provisioner {
   EngineMetrics metrics() const;
   size_t object_count() const;
   size_t machine_count() const;
-  // Writes DIR/engine.json atomically; no-op without a data dir.
+  // Commits what changed and was not committed yet (every reconcile commits its own changes; this
+  // covers what Next() recorded). No-op without a state.
   Status Flush();
+  // After a restart, once the Cluster Service has announced its objects (Next): objects loaded from the
+  // state that it no longer has are deleted from Azure without telling it (it has nothing to move).
+  // Returns how many.
+  size_t DeleteUnannounced();
 
  private:
   struct Svc;
@@ -154,6 +161,24 @@ class Engine final : public simulator::Provisioner {
   struct Pending;  // transitions to apply outside the lock
   explicit Engine(const EngineOptions& options);
   Status Load();
+  Status LoadDocs(const json::object& root);  // REQUIRES mu_
+  static json::object ObjDoc(const Obj& o);
+  static json::object UnitDoc(const Unit& u);
+  // One commit: copies of the dirty objects and units and the simulated Azure's changes, taken under
+  // mu_ (REQUIRES) and written outside it by WriteBatch, in the order taken (tickets).
+  struct Batch;
+  Batch TakeBatchLocked();
+  // Writes `batch` after every batch taken before it (with those waiting beside it in one transaction),
+  // then reaches the crash points of the steps it holds. Without mu_.
+  Status WriteBatch(Batch& batch);
+  // TakeBatchLocked, then WriteBatch with `lock` (on mu_) released meanwhile.
+  Status CommitNow(std::unique_lock<std::mutex>& lock);
+  // The end of a step: commits now when `must_commit` (its transitions follow) or when the group is
+  // due, else leaves it to a later commit. May release `lock` (on mu_) meanwhile.
+  void EndStep(std::unique_lock<std::mutex>& lock, bool must_commit);
+  // Marks an object and its cluster as changed (the units its reconcile makes, marks or removes are
+  // marked where that happens).
+  void TouchObjectLocked(const std::string& href);
 
   void EnqueueLocked(const std::string& key, TimePoint at);
   void ReconcileUnit(const std::string& unit_key);
@@ -196,6 +221,17 @@ class Engine final : public simulator::Provisioner {
   std::unordered_set<std::string> rerun_;          // keys that came due while running
   TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
   EngineMetrics metrics_;
+  std::set<std::string> dirty_objs_, dirty_units_;  // changed since the last commit
+  std::chrono::steady_clock::time_point last_commit_{};
+  uint64_t next_ticket_ = 1;
+  std::mutex commit_mu_;  // after mu_ is released; orders the writes
+  std::condition_variable commit_cv_;
+  // Guarded by commit_mu_.
+  uint64_t written_ticket_ = 0;
+  std::map<uint64_t, Batch*> queued_batches_;  // taken, waiting to be written (owners wait too)
+  bool writing_ = false;
+  std::vector<std::string> committed_points_;  // crash points of the steps not committed yet
+  std::unordered_set<std::string> announced_;  // hrefs Next() was called with
   bool stopping_ = false;
   std::vector<std::thread> workers_;
   std::thread dispatcher_;

@@ -57,9 +57,11 @@ class EnginePlugin final : public simulator::PluggedProvisioner {
   void Start(simulator::EngineHost* host) override {
     sink_ = std::make_unique<HostSink>(host, logger_);
     engine_->Attach(sink_.get());
+    // The service announced every object it has before Start: what else the state holds is what a
+    // crash left of objects already gone.
+    engine_->DeleteUnannounced();
     engine_->Start();
   }
-  Status Flush() override { return engine_->Flush(); }
   void Stop() override { engine_->Stop(); }
   std::optional<http::Response> Handle(const http::Request& request) override {
     return handler_.Handle(request);
@@ -83,7 +85,7 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
     ao.logger = ctx.logger;
     ao.profile = LatencyFor(ctx.profile);
     ao.time_scale = ctx.time_scale;
-    ao.data_dir = ctx.data_dir;
+    ao.state = ctx.state;
     ao.seed = ctx.seed;
     auto azure = SimulatedAzure::Open(ao);
     if (!azure.ok()) return azure.error();
@@ -91,7 +93,7 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
     eo.clock = ctx.clock;
     eo.azure = azure->get();
     eo.logger = ctx.logger;
-    eo.data_dir = ctx.data_dir;
+    eo.state = ctx.state;
     eo.time_scale = ctx.time_scale;
     eo.orphan_threshold = options.orphan_threshold;
     // As the timed provisioner's validating step: none, about a second, about half a minute.

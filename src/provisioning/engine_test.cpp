@@ -9,6 +9,7 @@
 #include "provisioning/handler.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
+#include "simulator/state_db.h"
 #include "simulator/state_store.h"
 
 namespace hcprp::provisioning {
@@ -61,29 +62,28 @@ class EngineTest : public ::testing::Test {
  protected:
   void Open(LatencyProfile profile, std::string data_dir = "", Duration validation_time = Duration::zero()) {
     data_dir_ = data_dir;
+    if (!data_dir.empty() && !state_) {
+      auto db = simulator::StateDb::Open(data_dir);
+      ASSERT_TRUE(db.ok()) << db.error().ToString();
+      state_ = std::move(*db);
+    }
     AzureOptions ao;
     ao.clock = &clock_;
     ao.profile = profile;
     ao.seed = 7;
-    ao.data_dir = data_dir;
+    ao.state = state_.get();
     auto az = SimulatedAzure::Open(ao);
     ASSERT_TRUE(az.ok()) << az.error().ToString();
     azure_ = std::move(*az);
     EngineOptions eo;
     eo.clock = &clock_;
     eo.azure = azure_.get();
-    eo.data_dir = data_dir;
+    eo.state = state_.get();
     eo.validation_time = validation_time;
     auto e = Engine::Open(eo);
     ASSERT_TRUE(e.ok()) << e.error().ToString();
     engine_ = std::move(*e);
-    if (data_dir.empty()) {
-      store_ = simulator::NewMemoryStateStore();
-    } else {
-      auto st = simulator::OpenSqliteStateStore(data_dir);
-      ASSERT_TRUE(st.ok()) << st.error().ToString();
-      store_ = std::move(*st);
-    }
+    store_ = state_ ? simulator::NewStateStore(state_.get()) : simulator::NewMemoryStateStore();
     scheduler_ = std::make_unique<simulator::Scheduler>(&clock_);
     simulator::ServiceOptions so;
     so.clock = &clock_;
@@ -107,6 +107,7 @@ class EngineTest : public ::testing::Test {
     store_.reset();
     engine_.reset();
     azure_.reset();
+    state_.reset();
     Open(profile_, data_dir_);
   }
 
@@ -168,6 +169,7 @@ class EngineTest : public ::testing::Test {
   FakeClock clock_;
   LatencyProfile profile_ = LatencyProfile::kRealistic;
   std::string data_dir_;
+  std::unique_ptr<simulator::StateDb> state_;
   std::unique_ptr<SimulatedAzure> azure_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<simulator::StateStore> store_;
@@ -323,10 +325,9 @@ TEST_F(EngineTest, RestartMidProvisioningResumesFromFuturesWithoutDuplicates) {
   std::filesystem::remove_all(dir);
 }
 
-// A crash can come before the engine's first snapshot of an object (the simulator commits every object
-// at once, the engine flushes every second): the restarted simulator tells the engine about every object
-// it holds, and the engine finishes them, adopting the Azure operations already running.
-TEST_F(EngineTest, ObjectsMissingFromTheEngineSnapshotAreFinishedAfterARestart) {
+// A crash at any instant: the restarted simulator tells the engine about every object it holds, and the
+// engine finishes them from what its steps committed, adopting the Azure operations already running.
+TEST_F(EngineTest, WorkInProgressIsFinishedAfterACrash) {
   const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
   std::filesystem::create_directories(dir);
   Open(LatencyProfile::kRealistic, dir);
@@ -334,11 +335,12 @@ TEST_F(EngineTest, ObjectsMissingFromTheEngineSnapshotAreFinishedAfterARestart) 
   ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
   const std::string np = CreatePool(c, "np1", 2);
   ASSERT_TRUE(RunUntil([&] { return GetString(Condition(np, "VMReady"), "reason") == "Creating"; }, 1h));
-  // Down, and up without the engine's snapshot (the simulated Azure kept its running operations).
+  // Down without stopping (as after a crash: what each step committed is all there is), and up again.
   handler_.reset();
   service_.reset();
-  engine_.reset();  // flushes
-  ASSERT_TRUE(std::filesystem::remove(dir + "/engine.json"));
+  engine_.reset();
+  azure_.reset();
+  state_.reset();
   Open(profile_, data_dir_);
   EXPECT_EQ(State(np), "installing");
   ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
@@ -355,7 +357,7 @@ TEST_F(EngineTest, ObjectsMissingFromTheEngineSnapshotAreFinishedAfterARestart) 
 class IdentityLossTest : public EngineTest {
  protected:
   // Creates a ready cluster with a node pool of 3, breaks identities with `breakage`, deletes the
-  // cluster and checks the seed 003 success criteria.
+  // cluster and checks that its deletion finishes with nothing left behind.
   void Run(const std::function<void()>& breakage, std::string_view reason) {
     Open(LatencyProfile::kDemo);
     // The normal deletion time of the same cluster, for the bound below.
@@ -422,7 +424,7 @@ TEST_F(IdentityLossTest, ClusterWithAnIdentityStrippedOfPermissionsIsDeletedWith
       "AuthorizationFailed");
 }
 
-// Seed 003 for a node pool alone: its machines cannot be deleted with the customer's identities gone;
+// Orphaning for a node pool alone: its machines cannot be deleted with the customer's identities gone;
 // after the orphan threshold they are skipped and the node pool deletion ends. The cluster's deletion
 // later removes what they left behind with the managed resource group.
 TEST_F(EngineTest, NodePoolWithDeletedIdentitiesIsDeletedAfterTheThreshold) {
@@ -496,6 +498,55 @@ TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {
   ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
   EXPECT_GE(clock_.Now() - t0, 60s);  // two 429s with Retry-After 30 s
   EXPECT_EQ(engine_->metrics().throttled, 2);
+}
+
+// What a step changes in the engine and the simulated Azure is in the database once the step is done,
+// without any flush: a crash right after it loses nothing.
+TEST_F(EngineTest, EveryStepIsCommittedWithItsAzureChanges) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  const uint64_t commits = state_->commits();
+  EXPECT_GT(commits, 0u);
+  auto units = state_->Load("engine.unit");
+  ASSERT_TRUE(units.ok());
+  ASSERT_EQ(units->size(), 1u);  // the control plane
+  EXPECT_NE(units->front().second.find("\"state\":\"Ready\""), std::string::npos) << units->front().second;
+  auto resources = state_->Load("azure.resource");
+  ASSERT_TRUE(resources.ok());
+  size_t succeeded = 0;
+  for (const auto& [k, doc] : *resources)
+    succeeded += doc.find("\"state\":\"Succeeded\"") != std::string::npos;
+  EXPECT_GE(succeeded, 4u);  // the group, the IP, the load balancer, the role assignment (and customer's)
+  std::filesystem::remove_all(dir);
+}
+
+// A stored object that names a unit the state does not hold fails the start, naming both.
+TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  auto db = simulator::StateDb::Open(dir);
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  simulator::StateBatch batch;
+  batch.Put(
+      "engine.object", "/c/1",
+      R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","op":"create","cp_unit":"/c/1#controlplane"})");
+  ASSERT_TRUE((*db)->Commit(batch).ok());
+  FakeClock clock;
+  AzureOptions ao;
+  ao.clock = &clock;
+  ao.state = db->get();
+  auto az = SimulatedAzure::Open(ao);
+  ASSERT_TRUE(az.ok());
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.azure = az->get();
+  eo.state = db->get();
+  auto e = Engine::Open(eo);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.error().message().find("/c/1#controlplane"), std::string::npos) << e.error().ToString();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// Small file helpers for the JSON snapshots of the simulated Azure and the engine.
+// Reads the JSON snapshots that older versions of the engine and the simulated Azure wrote
+// (engine.json, azure.json), imported once into the simulator's database.
 #pragma once
 
 #include <optional>
@@ -8,9 +9,6 @@
 
 namespace hcprp::provisioning {
 
-// Writes `content` to `path` through a temporary file in the same directory, fsynced and renamed over
-// the old file, so that a reader sees either the old or the new content, never a mix.
-Status WriteFileAtomically(const std::string& path, const std::string& content);
 // The file's content, or nullopt when it does not exist.
 Result<std::optional<std::string>> ReadFileIfExists(const std::string& path);
 

@@ -14,6 +14,12 @@ namespace hcprp::simulator {
 // A new object ID: a UUID without dashes.
 std::string NewObjectId();
 
+// A decimal integer, or nullopt when `s` is not one.
+std::optional<int64_t> ParseInt(std::string_view s);
+
+// The collections under a cluster whose objects are deleted before it (and with it).
+inline constexpr const char* kChildCollections[] = {"/node_pools/", "/external_auth_configs/"};
+
 // One object with what the simulator needs to drive it. Persisted as {"object": ..., "sim": ...}.
 struct Service::Record {
   std::string kind;

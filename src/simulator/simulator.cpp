@@ -7,6 +7,7 @@
 #include "http/server.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
+#include "simulator/state_db.h"
 #include "simulator/state_store.h"
 
 namespace hcprp::simulator {
@@ -29,7 +30,18 @@ class ServiceHost final : public EngineHost {
   Service* service_ = nullptr;
 };
 
-constexpr std::string_view kFlushTask = "#simulator/flush-engine";
+bool IsControlPath(const http::Request& req) {
+  std::string_view t = req.target();
+  return t == "/control" || t.rfind("/control/", 0) == 0 || t.rfind("/control?", 0) == 0;
+}
+
+// Compares in time independent of where the first difference is.
+bool TokenMatches(std::string_view got, std::string_view expected) {
+  if (expected.size() <= 7 || got.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < got.size(); ++i) diff |= static_cast<unsigned char>(got[i] ^ expected[i]);
+  return diff == 0;
+}
 
 }  // namespace
 
@@ -37,7 +49,7 @@ constexpr std::string_view kFlushTask = "#simulator/flush-engine";
 struct Simulator::Parts {
   SystemClock system_clock;
   const Clock* clock = nullptr;
-  Duration flush_interval{};
+  std::unique_ptr<StateDb> state;  // the engine's and the service's, so destroyed last
   std::unique_ptr<TimedProvisioner> timed;
   ServiceHost host;
   std::unique_ptr<PluggedProvisioner> engine;
@@ -47,6 +59,8 @@ struct Simulator::Parts {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Service> service;
   std::unique_ptr<http::Server> server;
+  std::unique_ptr<http::Server> control_server;
+  bool tls = false;
   std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
   const Logger* logger = nullptr;
   std::mutex stop_mu;
@@ -80,8 +94,13 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   p.logger = options.logger;
   p.timed = std::make_unique<TimedProvisioner>(Timing{options.profile, options.time_scale}, options.seed);
   p.provisioner = options.provisioner ? options.provisioner : p.timed.get();
+  if (!options.data_dir.empty()) {
+    auto state = StateDb::Open(options.data_dir);
+    if (!state.ok()) return state.error();
+    p.state = std::move(*state);
+  }
   if (!options.provisioner && options.provisioner_factory) {
-    ProvisionerContext ctx{p.clock,         options.logger,     options.data_dir,
+    ProvisionerContext ctx{p.clock,         options.logger,     p.state.get(),
                            options.profile, options.time_scale, options.seed};
     auto engine = options.provisioner_factory(ctx);
     if (!engine.ok()) return engine.error();
@@ -94,13 +113,7 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     if (!versions.ok()) return versions.error();
     p.versions = std::move(*versions);
   }
-  if (options.data_dir.empty()) {
-    p.store = NewMemoryStateStore();
-  } else {
-    auto store = OpenSqliteStateStore(options.data_dir);
-    if (!store.ok()) return store.error();
-    p.store = std::move(*store);
-  }
+  p.store = p.state ? NewStateStore(p.state.get()) : NewMemoryStateStore();
   p.scheduler = std::make_unique<Scheduler>(p.clock);
   ServiceOptions so;
   so.clock = p.clock;
@@ -119,8 +132,6 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   if (p.engine) {
     p.host.set_service(p.service.get());
     p.engine->Start(&p.host);
-    p.flush_interval = options.flush_interval;
-    if (p.flush_interval > Duration::zero()) sim->ScheduleFlush();
   }
   if (options.serve_http) {
     http::ServerOptions ho;
@@ -129,14 +140,50 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
     ho.max_body_bytes = options.max_body_bytes;
     ho.on_too_large = &Service::TooLarge;
     ho.server_header = "hcprp-cluster-service-simulator";
+    ho.tls = options.tls;
+    p.tls = options.tls.context != nullptr;
     Simulator* self = sim.get();
-    auto server =
-        http::Server::Start(ho, [self](http::Request&& req) { return self->Handle(std::move(req)); });
+    const bool control_apart = options.control_listen.has_value();
+    auto server = http::Server::Start(ho, [self, control_apart](http::Request&& req) {
+      if (control_apart && req.method() != http::Verb::get && IsControlPath(req)) {
+        return http::MakeResponse(http::StatusCode::not_found,
+                                  R"({"error":"the control API has its own listener"})", "application/json");
+      }
+      return self->Handle(std::move(req));
+    });
     if (!server.ok()) {
       sim->Stop();
       return server.error();
     }
     p.server = std::move(*server);
+    if (control_apart) {
+      http::ServerOptions co;
+      co.listen = *options.control_listen;
+      co.threads = 2;
+      co.max_connections = 256;
+      co.max_body_bytes = options.max_body_bytes;
+      co.server_header = ho.server_header;
+      auto control =
+          http::Server::Start(co, [self, expected = "Bearer " + options.control_token](http::Request&& req) {
+            if (!IsControlPath(req)) {
+              return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
+                                        "application/json");
+            }
+            if (!TokenMatches(req[http::Field::authorization], expected)) {
+              http::Response res = http::MakeResponse(
+                  http::StatusCode::unauthorized, R"({"error":"the control API requires its bearer token"})",
+                  "application/json");
+              res.set(http::Field::www_authenticate, "Bearer");
+              return res;
+            }
+            return self->Handle(std::move(req));
+          });
+      if (!control.ok()) {
+        sim->Stop();
+        return control.error();
+      }
+      p.control_server = std::move(*control);
+    }
   }
   if (options.logger) {
     options.logger->Info("cluster service simulator started", {{"port", sim->port()},
@@ -156,7 +203,12 @@ std::string Simulator::base_url() const {
   http::Endpoint ep = parts_->server->endpoint();
   if (ep.host == "0.0.0.0") ep.host = "127.0.0.1";
   if (ep.host == "::") ep.host = "::1";
-  return "http://" + ep.ToString();
+  return (parts_->tls ? "https://" : "http://") + ep.ToString();
+}
+
+std::string Simulator::control_url() const {
+  if (!parts_->control_server) return "";
+  return "http://" + parts_->control_server->endpoint().ToString();
 }
 
 http::Response Simulator::Handle(http::Request&& request) {
@@ -169,23 +221,15 @@ http::Response Simulator::Handle(http::Request&& request) {
   return parts_->service->Handle(std::move(request));
 }
 
-void Simulator::ScheduleFlush() {
-  Parts* p = parts_.get();
-  p->scheduler->Schedule(std::string(kFlushTask), p->clock->Now() + p->flush_interval, [this, p] {
-    Status st = p->engine->Flush();
-    if (!st.ok() && p->logger) p->logger->Warn("cannot flush the engine", {{"error", st.error().ToString()}});
-    ScheduleFlush();
-  });
-}
-
 void Simulator::Stop() {
   if (!parts_) return;
   std::lock_guard lock(parts_->stop_mu);
   if (parts_->stopped) return;
   parts_->stopped = true;
   if (parts_->service) parts_->service->Shutdown();
+  if (parts_->control_server) parts_->control_server->Stop(std::chrono::seconds(2));
   if (parts_->server) parts_->server->Stop(std::chrono::seconds(5));
-  // The engine's workers call into the service: stop them (and flush) while the service is still whole.
+  // The engine's workers call into the service: stop them while the service is still whole.
   if (parts_->engine) parts_->engine->Stop();
   if (parts_->scheduler) parts_->scheduler->Stop();
 }

@@ -27,10 +27,13 @@
 #include "core/log.h"
 #include "core/result.h"
 #include "http/message.h"
+#include "http/server.h"
 #include "http/url.h"
 #include "simulator/provisioner.h"
 
 namespace hcprp::simulator {
+
+class StateDb;
 
 // What the simulator offers a plugged-in provisioning engine. Thread-safe; must not be called with a lock
 // held that Provisioner::Next() takes.
@@ -45,9 +48,10 @@ class EngineHost {
 };
 
 // A provisioning engine that replaces the timed state machine and lives as long as the simulator.
-// Lifecycle, driven by Simulator: built by a ProvisionerFactory, Start(host) once the service is open,
-// Flush() every flush_interval, Stop() before the service stops (after it, no call into the host),
-// destroyed after the service.
+// Lifecycle, driven by Simulator: built by a ProvisionerFactory, Start(host) once the service is open
+// (and has announced every object it loaded), Stop() before the service stops (after it, no call into
+// the host), destroyed after the service. It persists in ProvisionerContext::state, committing each of
+// its steps as it makes it.
 class PluggedProvisioner {
  public:
   virtual ~PluggedProvisioner() = default;
@@ -55,9 +59,7 @@ class PluggedProvisioner {
   virtual Provisioner* provisioner() = 0;
   // REQUIRES: called once. `host` outlives Stop().
   virtual void Start(EngineHost* host) = 0;
-  // Persists the engine's state so that a crash loses little.
-  virtual Status Flush() = 0;
-  // Stops the engine's threads and flushes. Idempotent.
+  // Stops the engine's threads. Idempotent.
   virtual void Stop() = 0;
   // The engine's own HTTP routes, tried before the simulator's; nullopt: not one of them.
   virtual std::optional<http::Response> Handle(const http::Request& /*request*/) { return std::nullopt; }
@@ -67,7 +69,7 @@ class PluggedProvisioner {
 struct ProvisionerContext {
   const Clock* clock = nullptr;  // never null
   const Logger* logger = nullptr;
-  std::string data_dir;  // empty: nothing persists
+  StateDb* state = nullptr;  // the simulator's database; null: nothing persists
   Profile profile = Profile::kDemo;
   double time_scale = 1.0;
   uint64_t seed = 0;
@@ -89,7 +91,6 @@ struct SimulatorOptions {
   // When set (and provisioner is not), builds the engine that replaces the timed state machine
   // (provisioning::EngineFactory); the simulator owns it and drives its lifecycle.
   ProvisionerFactory provisioner_factory;
-  Duration flush_interval = std::chrono::seconds(1);  // how often the engine is flushed
   // Tried before the simulator's own routes (after the engine's); nullopt: not handled.
   std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
   size_t event_history = 10'000;
@@ -97,6 +98,14 @@ struct SimulatorOptions {
   size_t max_body_bytes = 4 * 1024 * 1024;
   uint64_t seed = 0;       // randomness of timing and faults; 0 = random
   bool serve_http = true;  // false: no socket, use Handle() (for in-process tests)
+  // TLS of the Cluster Service listener; with tls.context built on a client CA, callers need a client
+  // certificate (mutual TLS, as between a resource provider and the Cluster Service).
+  http::ServerTls tls;
+  // When set, the /control API that changes things (faults, timing, simulated Azure) moves to a listener
+  // of its own that requires "Authorization: Bearer <control_token>"; the main listener then answers only
+  // GETs under /control (health and read-only views, used by `hcprp check`).
+  std::optional<http::Endpoint> control_listen;
+  std::string control_token;
 };
 
 // Parses "--profile" and "--time-scale" values into options; InvalidArgument on bad input.
@@ -109,9 +118,11 @@ class Simulator {
   static Result<std::unique_ptr<Simulator>> Start(const SimulatorOptions& options);
   ~Simulator();  // Stop()
 
-  // The bound port (0 when serve_http is false) and "http://host:port" for clients.
+  // The bound port (0 when serve_http is false) and "http(s)://host:port" for clients.
   uint16_t port() const;
   std::string base_url() const;
+  // "http://host:port" of the /control listener; empty without one.
+  std::string control_url() const;
 
   // The request handler without a socket.
   http::Response Handle(http::Request&& request);
@@ -128,8 +139,6 @@ class Simulator {
 
  private:
   Simulator() = default;
-  // Flushes the plugged-in engine after flush_interval, then again, until the scheduler stops.
-  void ScheduleFlush();
   struct Parts;
   std::unique_ptr<Parts> parts_;
 };

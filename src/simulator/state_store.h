@@ -10,6 +10,8 @@
 
 namespace hcprp::simulator {
 
+class StateDb;
+
 // Thread-compatible (the service calls it under its lock).
 class StateStore {
  public:
@@ -28,7 +30,7 @@ class StateStore {
 // Keeps nothing: a simulator without --data-dir starts empty every time.
 std::unique_ptr<StateStore> NewMemoryStateStore();
 
-// SQLite database "simulator.db" in `dir` (created when missing), WAL mode.
-Result<std::unique_ptr<StateStore>> OpenSqliteStateStore(const std::string& dir);
+// The objects in space "object" of `state` (not owned), the event sequence in "meta".
+std::unique_ptr<StateStore> NewStateStore(StateDb* state);
 
 }  // namespace hcprp::simulator

@@ -433,4 +433,64 @@ std::string NewEtag() {
   return std::string(out, 36);
 }
 
+std::string Printable(std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < 200; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (s.size() > 200) out += "...";
+  return out;
+}
+
+std::string DocName(std::string_view container, std::string_view pk, std::string_view id) {
+  return "document \"" + Printable(id) + "\" in " + Printable(container) + "/\"" + Printable(pk) + "\"";
+}
+
+std::string LeaseName(std::string_view container, std::string_view pk, std::string_view name) {
+  return "lease \"" + Printable(name) + "\" in " + Printable(container) + "/\"" + Printable(pk) + "\"";
+}
+
+Result<json::value> ParseStoredBody(std::string_view text) {
+  thread_local json::parser parser(json::storage_ptr(), [] {
+    json::parse_options o;
+    // Boost counts nested objects and arrays; ValidateBody counts every value, so a body it accepts
+    // has at most kMaxBodyDepth of them.
+    o.max_depth = kMaxBodyDepth;
+    o.allow_invalid_utf8 = true;
+    return o;
+  }());
+  parser.reset();
+  boost::system::error_code ec;
+  parser.write(text.data(), text.size(), ec);
+  if (ec) return Error::Corruption("stored document body is not JSON: " + ec.message());
+  return parser.release();
+}
+
+int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
+
+TimePoint FromMillis(int64_t ms) {
+  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
+}
+
+Change::Kind ChangeKindFromInt(int64_t k) {
+  switch (k) {
+    case kKindCreate:
+      return Change::Kind::kCreate;
+    case kKindReplace:
+      return Change::Kind::kReplace;
+    case kKindDelete:
+      return Change::Kind::kDelete;
+    default:
+      return Change::Kind::kExpire;
+  }
+}
+
 }  // namespace hcprp::store::internal

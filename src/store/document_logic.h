@@ -3,6 +3,7 @@
 // indexed fields extracted on write, and continuation tokens.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -98,6 +99,23 @@ Result<std::optional<uint64_t>> DecodeChangeContinuation(std::string_view token)
 std::string EncodeChangeContinuation(uint64_t sequence);
 // The error of a read whose position is behind changes that retention removed (kOutOfRange).
 Error FeedPositionExpired(std::string_view container);
+
+// Names for messages (ids, keys and container names may hold any byte: the others are escaped).
+std::string Printable(std::string_view s);
+std::string DocName(std::string_view container, std::string_view pk, std::string_view id);
+std::string LeaseName(std::string_view container, std::string_view pk, std::string_view name);
+
+// A stored body read back: kCorruption when it is not JSON. Accepts what ValidateBody lets in (the
+// same depth limit, kMaxBodyDepth, on write and on read) and invalid UTF-8 as stored.
+Result<json::value> ParseStoredBody(std::string_view text);
+
+// Milliseconds of the store's Clock (the unit of every stored time) and back.
+int64_t ToMillis(std::chrono::milliseconds d);
+TimePoint FromMillis(int64_t ms);
+
+// Change kinds as both engines store them (the values of Change::Kind, in its order).
+inline constexpr int kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+Change::Kind ChangeKindFromInt(int64_t k);
 
 // A new etag: 128 random bits as a UUID-shaped string. Thread-safe and cheap (a per-thread PRNG).
 std::string NewEtag();

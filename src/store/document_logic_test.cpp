@@ -158,6 +158,34 @@ TEST(BatchErrors, IndexRoundTrip) {
   EXPECT_FALSE(FailedBatchIndex(Error::IoError("disk")).has_value());
 }
 
+// Every engine reads back what ValidateBody lets it write, and refuses what is nested deeper than
+// the one limit (kMaxBodyDepth objects and arrays).
+TEST(StoredBodies, ReadBackAcceptsWhatWritesAcceptUpToTheOneLimit) {
+  for (size_t depth = kMaxBodyDepth - 2; depth <= kMaxBodyDepth + 3; ++depth) {
+    for (bool scalar_leaf : {false, true}) {
+      json::value v = scalar_leaf ? json::value(json::object{{"leaf", 1}}) : json::value(json::object{});
+      for (size_t i = 1; i < depth; ++i) v = json::object{{"n", std::move(v)}};  // `depth` objects
+      const bool writable = ValidateBody(v).ok();
+      auto read = ParseStoredBody(json::serialize(v));
+      if (writable) {
+        ASSERT_TRUE(read.ok()) << "depth " << depth;
+        EXPECT_EQ(*read, v);
+      }
+      EXPECT_EQ(read.ok(), depth <= kMaxBodyDepth) << "depth " << depth;
+      EXPECT_EQ(writable, depth + (scalar_leaf ? 1 : 0) <= kMaxBodyDepth) << "depth " << depth;
+    }
+  }
+  EXPECT_EQ(ParseStoredBody("{\"a\":").error().code(), ErrorCode::kCorruption);
+}
+
+TEST(StoredBodies, NamesInMessagesEscapeEveryByte) {
+  EXPECT_EQ(DocName("c", std::string("p\0", 2),
+                    "i\x01"
+                    "d"),
+            "document \"i\\x01d\" in c/\"p\\x00\"");
+  EXPECT_EQ(Printable(std::string(300, 'a')).size(), 203u);
+}
+
 TEST(OpenStore, RejectsUnknownUrlsAndMissingClock) {
   FakeClock clock;
   OpenOptions o;

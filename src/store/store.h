@@ -12,14 +12,28 @@
 //    at once (a Create over it succeeds; the old version is then recorded as kExpire first);
 //    PurgeExpired() removes it and records the removal in the change feed as kExpire.
 //  - Queries run inside one partition, except ListPartitions() and cross-partition type queries.
-//  - Batches are all-or-nothing inside one partition of one container; operations apply in order and
-//    each sees the effect of the ones before it.
-//  - The change feed of a container lists every committed create, replace (patches included) and
-//    delete (purges included, as kExpire) in commit order; a continuation token resumes it; nothing
-//    is skipped when writers commit concurrently, in this process or in another one. With
+//  - Batches are all-or-nothing inside one partition; operations apply in order and each sees the
+//    effect of the ones before it. An operation may name another container (WriteOp::container): it
+//    writes the document with the batch's partition key there, in the same transaction, so that one
+//    durable commit covers, for example, an operation's end and its billing record. On SQLite and
+//    PostgreSQL this costs nothing (one database, one transaction). A Cosmos-style engine commits a
+//    transactional batch inside one logical partition of ONE container, so it would have to keep the
+//    containers that share batches in one physical container (a "container" field in each document,
+//    queried by it, and one change feed to filter by it), or give up atomicity and order the writes
+//    so that a crash between them is repaired (the later write recomputed from the earlier one).
+//  - The change feed of a container lists committed creates, replaces (patches included) and
+//    deletes (purges included, as kExpire) in commit order; a continuation token resumes it; nothing
+//    is skipped when writers commit concurrently, in this process or in another one (but see the
+//    latest-version rule below). With
 //    OpenOptions::change_retention, PurgeExpired() also removes old changes; a read from a
 //    position behind removed changes fails with kOutOfRange (the reader resynchronises and starts
 //    again from kChangeFeedNow); an empty continuation reads from the oldest change kept.
+//    OpenOptions::change_retention_changes bounds the feed's size the same way.
+//  - The feed keeps the latest version of each document, not a copy of every version: a create or
+//    replace is listed with its body while that version is current; once a later write supersedes
+//    it, it is left out (the later change follows in the feed, so a reader always ends at each
+//    document's latest state). Deletes and expiries are tombstones that keep the last body. A
+//    reader sees each version that was still current when it read, never out of order.
 //  - Leases give mutual exclusion with expiry and a fencing number that only grows. Leases live in
 //    their own namespace (container, partition key, name); they are not documents and do not appear
 //    in queries or in the change feed.
@@ -37,7 +51,9 @@
 // process or in several, may open the same SQLite file; each sees the others' commits.
 //
 // SQLite engine (sqlite/): WAL journal, synchronous=FULL (a committed write survives kill -9 and power
-// loss), one writer connection (BEGIN IMMEDIATE; busy timeout from OpenOptions) and a pool of reader
+// loss), one writer connection (BEGIN IMMEDIATE; busy timeout from OpenOptions) with group commit
+// (writes that arrive while a commit is in progress share the next transaction and its sync, each in
+// its own savepoint; a caller returns only after that commit) and a pool of reader
 // connections, prepared statements cached per connection, every value bound as a parameter. The
 // change feed is a table with an AUTOINCREMENT sequence written in the write's transaction, so the
 // sequence order is the commit order and a reader never sees a later change without the earlier
@@ -115,6 +131,15 @@ struct WriteOp {
   // kReplace, kUpsert, kDelete, kPatch, kRead: checked against the current body (kInvalidArgument on
   // kCreate).
   std::vector<Condition> conditions;
+  // Empty: the batch's container. Otherwise the container this operation writes or reads, with the
+  // batch's partition key, inside the batch's transaction (see "Batches" above).
+  std::string container;
+
+  // This operation, in `container` instead of the batch's.
+  WriteOp In(std::string_view other) && {
+    container = std::string(other);
+    return std::move(*this);
+  }
 
   static WriteOp Create(std::string id, json::value body, std::optional<int64_t> ttl = std::nullopt);
   static WriteOp Replace(std::string id, json::value body,
@@ -239,8 +264,11 @@ class Store {
                                  std::vector<PatchOp> ops, std::vector<Condition> conditions = {},
                                  std::optional<std::string> if_match = std::nullopt) = 0;
 
-  // All operations commit together or none does (one transaction, one sync). If `fence` is given,
-  // the batch also requires that lease to be held with exactly that fencing token and unexpired.
+  // All operations commit together or none does (one transaction, one sync; on SQLite concurrent
+  // batches may share that transaction and sync, each keeping its own outcome, and none returns
+  // before the commit is durable). Operations with WriteOp::container set write to that container
+  // in the same partition. If `fence` is given, the batch also requires that lease to be held with
+  // exactly that fencing token and unexpired.
   virtual Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                                     const Lease* fence = nullptr) = 0;
 
@@ -292,6 +320,10 @@ struct OpenOptions {
   // PurgeExpired() also removes changes written longer ago than this (by the Clock); zero keeps
   // every change.
   std::chrono::seconds change_retention{0};
+  // And, when > 0, every change but about the newest `change_retention_changes` (SQLite: of the
+  // whole store, whose containers share one sequence; PostgreSQL: of each container), oldest first:
+  // retention by size as well as by time. A reader behind removed changes gets kOutOfRange.
+  uint64_t change_retention_changes = 0;
 };
 
 // Opens the engine named by the URL:

@@ -21,6 +21,7 @@ import json
 import os
 import socket
 import socketserver
+import ssl
 import threading
 
 MAX_HEAD = 1 << 20
@@ -132,12 +133,29 @@ def _header_object(headers):
 
 
 class CaptureProxy:
-    """Relays 127.0.0.1:<port> to `upstream` ("http://host:port") and records every exchange."""
+    """Relays 127.0.0.1:<port> to `upstream` ("http://host:port" or "https://host:port") and records every
+    exchange.
 
-    def __init__(self, upstream, out_dir, prefix):
-        rest = upstream.split("://", 1)[1].rstrip("/")
+    With `tls` (an object with .ca, .server_cert, .server_key, .client_cert, .client_key paths) the proxy plays
+    ARM: it listens with HTTPS, asks its clients for a certificate of that CA, and calls an https upstream with
+    the ARM client certificate."""
+
+    def __init__(self, upstream, out_dir, prefix, tls=None):
+        scheme, rest = upstream.split("://", 1)
+        rest = rest.rstrip("/")
         host, _, port = rest.partition(":")
-        self.upstream = (host, int(port or 80))
+        self.upstream = (host, int(port or (443 if scheme == "https" else 80)))
+        self.upstream_ssl = None
+        self.client_ssl = None
+        if tls is not None:
+            self.client_ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=tls.ca)
+            self.client_ssl.load_cert_chain(tls.server_cert, tls.server_key)
+            self.client_ssl.verify_mode = ssl.CERT_REQUIRED
+        if scheme == "https":
+            if tls is None:
+                raise ValueError("an https upstream needs the TLS files")
+            self.upstream_ssl = ssl.create_default_context(cafile=tls.ca)
+            self.upstream_ssl.load_cert_chain(tls.client_cert, tls.client_key)
         self.out_dir = out_dir
         self.prefix = prefix
         self._seq = itertools.count()
@@ -148,7 +166,15 @@ class CaptureProxy:
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self):
-                proxy._serve_connection(self.connection, self.rfile)
+                if proxy.client_ssl is None:
+                    proxy._serve_connection(self.connection, self.rfile)
+                    return
+                try:
+                    conn = proxy.client_ssl.wrap_socket(self.connection, server_side=True)
+                except (OSError, ssl.SSLError):
+                    return  # no certificate of the CA, or not TLS: the handshake failed
+                with conn, conn.makefile("rb") as rfile:
+                    proxy._serve_connection(conn, rfile)
 
         class Server(socketserver.ThreadingTCPServer):
             daemon_threads = True
@@ -156,7 +182,8 @@ class CaptureProxy:
             request_queue_size = 128
 
         self.server = Server(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.scheme = "https" if self.client_ssl else "http"
+        self.url = f"{self.scheme}://127.0.0.1:{self.server.server_address[1]}"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
 
@@ -168,11 +195,13 @@ class CaptureProxy:
         for _ in range(2):
             if up is None:
                 up = socket.create_connection(self.upstream, timeout=600)
+                if self.upstream_ssl is not None:
+                    up = self.upstream_ssl.wrap_socket(up, server_hostname=self.upstream[0])
                 up_in = up.makefile("rb")
             try:
                 up.sendall(request)
                 return up, up_in, _read_head(up_in)
-            except (_Closed, ConnectionResetError, BrokenPipeError):
+            except (_Closed, ConnectionResetError, BrokenPipeError, ssl.SSLEOFError):
                 up_in.close()
                 up.close()
                 up = up_in = None
@@ -218,7 +247,7 @@ class CaptureProxy:
         parts = req_line.split(" ")
         method, target = parts[0], parts[1] if len(parts) > 1 else "/"
         host = _header(req_headers, "host") or "%s:%d" % self.upstream
-        url = target if target.startswith("http://") or target.startswith("https://") else f"http://{host}{target}"
+        url = target if target.startswith("http://") or target.startswith("https://") else f"{self.scheme}://{host}{target}"
         pair = {
             "liveRequest": {"headers": _header_object(req_headers), "method": method, "url": url,
                             "body": _body_value(req_body, req_headers)},

@@ -1,4 +1,4 @@
-"""Shared harness of the end-to-end tests: real hcprp processes on free ports, plain HTTP.
+"""Shared harness of the end-to-end tests: real hcprp processes on free ports, over HTTPS.
 
 Each test file calls run_tests([...]) with functions taking a Ctx. A Ctx owns a temporary directory
 and every process it started; they are killed when the test ends, whatever the outcome. The file
@@ -7,6 +7,10 @@ prints "N passed, M failed" last and exits non-zero when something failed.
 Every ARM endpoint a Ctx hands out (serve(), frontend()) is a capturing proxy in front of the real
 frontend (capture.py): all clients' traffic is recorded in oav's format under --traffic-dir (by default
 a folder in the test's temporary directory), one file per exchange, for tests/oav/validate.py.
+
+Every process of a Ctx shares one TLS folder (--tls-dir), created with its local CA by the first hcprp
+process: ARM callers present its client.pem (the proxy checks it, then presents it to the frontend), the
+Cluster Service is called with rp-client.pem, and its /control API on the control listener with the token.
 """
 
 import argparse
@@ -16,6 +20,7 @@ import os
 import queue
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -189,7 +194,55 @@ class Response:
         return f"<HTTP {self.status} {self.raw[:400]!r}>"
 
 
-def http_request(method, url, body=None, headers=None, timeout=30):
+class TlsFiles:
+    """The files `hcprp --tls-dir DIR` creates on first start (src/tls/local_ca.h)."""
+
+    def __init__(self, d):
+        self.dir = d
+        self.ca = os.path.join(d, "ca.pem")
+        self.server_cert = os.path.join(d, "server.pem")
+        self.server_key = os.path.join(d, "server-key.pem")
+        self.client_cert = os.path.join(d, "client.pem")
+        self.client_key = os.path.join(d, "client-key.pem")
+        self.rp_cert = os.path.join(d, "rp-client.pem")
+        self.rp_key = os.path.join(d, "rp-client-key.pem")
+        self.control_token_file = os.path.join(d, "control-token")
+
+    def ready(self):
+        return os.path.exists(self.client_key) and os.path.exists(self.control_token_file)
+
+    def context(self, cert, key):
+        c = ssl.create_default_context(cafile=self.ca)
+        c.load_cert_chain(cert, key)
+        return c
+
+    def arm_context(self):
+        """What ARM presents: the client certificate the frontend trusts."""
+        return self.context(self.client_cert, self.client_key)
+
+    def rp_context(self):
+        """What the resource provider presents to the Cluster Service."""
+        return self.context(self.rp_cert, self.rp_key)
+
+    def control_token(self):
+        with open(self.control_token_file) as f:
+            return f.readline().strip()
+
+    def export_for_hcpctl(self):
+        """hcpctl run by the tests (inheriting the environment) calls as ARM with these files."""
+        os.environ["HCPCTL_CA"] = self.ca
+        os.environ["HCPCTL_CERT"] = self.client_cert
+        os.environ["HCPCTL_KEY"] = self.client_key
+
+
+TLS = None  # TlsFiles of the running test's Ctx
+CONTROL = {}  # Cluster Service URL -> URL of its /control listener
+
+
+def http_request(method, url, body=None, headers=None, timeout=30, context=None):
+    """One request; https URLs present ARM's client certificate unless `context` says otherwise."""
+    if context is None and url.startswith("https://") and TLS is not None:
+        context = TLS.arm_context()
     data = None
     hdrs = dict(headers or {})
     if body is not None:
@@ -197,7 +250,7 @@ def http_request(method, url, body=None, headers=None, timeout=30):
         hdrs.setdefault("Content-Type", "application/json")
     req = urllib.request.Request(url, data=data, method=method, headers=hdrs)
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
+        with urllib.request.urlopen(req, timeout=timeout, context=context) as r:
             return Response(r.status, dict(r.headers), r.read().decode("utf-8", "replace"))
     except urllib.error.HTTPError as e:
         raw = e.read().decode("utf-8", "replace")
@@ -303,13 +356,19 @@ class Arm:
 
 
 class CsClient:
-    """The Cluster Service (simulator) REST and /control API."""
+    """The Cluster Service (simulator) REST API over mutual TLS, and its /control API on the control
+    listener with the bearer token."""
 
     def __init__(self, base):
         self.base = base.rstrip("/")
 
     def call(self, method, path, body=None):
-        return http_request(method, self.base + path, body)
+        control = CONTROL.get(self.base)
+        if path.startswith("/control") and control:
+            return http_request(method, control + path, body,
+                                {"Authorization": "Bearer " + TLS.control_token()})
+        context = TLS.rp_context() if self.base.startswith("https://") else None
+        return http_request(method, self.base + path, body, context=context)
 
     def clusters(self, subscription=None):
         q = ""
@@ -378,6 +437,9 @@ class Ctx:
         self.closers = []
         self.failed = False
         self.proxies = []
+        global TLS
+        TLS = self.tls = TlsFiles(self.path("tls"))
+        CONTROL.clear()
 
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
@@ -390,7 +452,9 @@ class Ctx:
     def capture(self, upstream):
         """A capturing proxy in front of the ARM endpoint `upstream`; returns the proxy's URL."""
         out = ARGS.traffic_dir or self.path("traffic")
-        proxy = CaptureProxy(upstream, out, f"{SCRIPT}-{self.name}-{len(self.proxies)}")
+        self.tls.export_for_hcpctl()
+        proxy = CaptureProxy(upstream, out, f"{SCRIPT}-{self.name}-{len(self.proxies)}",
+                             self.tls if upstream.startswith("https://") else None)
         self.proxies.append(proxy)
         self.closers.append(proxy.close)
         return proxy.url
@@ -401,9 +465,12 @@ class Ctx:
         data = self.path("serve")
         p = self.spawn("serve", [ARGS.hcprp, "serve", "--data-dir", data, "--listen", "127.0.0.1:0",
                                  "--retry-after", "1", "--profile", profile, "--time-scale", str(time_scale),
-                                 *extra])
+                                 "--tls-dir", self.tls.dir, *extra])
         arm = p.wait_line(url_after("ARM endpoint:"))
         cs = p.wait_line(url_after("Cluster Service:"))
+        if "--clusters-service" not in extra:
+            control = p.wait_line(url_after("simulator control:"))
+            CONTROL[cs.rstrip("/")] = control[:-len("/control")]
         self.db = os.path.join(data, "hcprp.db")
         self.cs_url = cs
         return self.capture(arm), cs, p
@@ -411,18 +478,23 @@ class Ctx:
     def clusters_service(self, profile="demo", time_scale="1"):
         d = self.path("cs")
         p = self.spawn("clusters-service", [ARGS.hcprp, "clusters-service", "--listen", "127.0.0.1:0",
-                                            "--data-dir", d, "--profile", profile, "--time-scale", str(time_scale)])
+                                            "--data-dir", d, "--profile", profile, "--time-scale", str(time_scale),
+                                            "--tls-dir", self.tls.dir])
         url = p.wait_line(url_after("listening on"))
+        control = p.wait_line(url_after("simulator control:"))
+        CONTROL[url.rstrip("/")] = control[:-len("/control")]
         self.cs_url = url
         return url, p
 
     def frontend(self, store, cs_url, extra=()):
         p = self.spawn("frontend", [ARGS.hcprp, "frontend", "--store", store, "--clusters-service", cs_url,
-                                    "--listen", "127.0.0.1:0", "--retry-after", "1", *extra])
+                                    "--listen", "127.0.0.1:0", "--retry-after", "1", "--tls-dir", self.tls.dir,
+                                    *extra])
         return self.capture(p.wait_line(url_after("listening on"))), p
 
     def backend(self, store, cs_url, extra=()):
-        p = self.spawn("backend", [ARGS.hcprp, "backend", "--store", store, "--clusters-service", cs_url, *extra])
+        p = self.spawn("backend", [ARGS.hcprp, "backend", "--store", store, "--clusters-service", cs_url,
+                                   "--tls-dir", self.tls.dir, *extra])
         p.wait_line(lambda line: "backend running" in line)
         return p
 
@@ -431,7 +503,8 @@ class Ctx:
         store = store or ("sqlite://" + self.db)
         cs_url = cs_url or self.cs_url
         r = subprocess.run([ARGS.hcprp, "check", "--store", store, "--clusters-service", cs_url,
-                            "--gc-window-seconds", "0", "--json"], capture_output=True, timeout=120)
+                            "--gc-window-seconds", "0", "--json", "--tls-dir", self.tls.dir],
+                           capture_output=True, timeout=120)
         out = r.stdout.decode("utf-8", "replace")
         expect(r.returncode == 0, f"hcprp check exited {r.returncode}: {out} {r.stderr.decode()[-2000:]}")
         return json.loads(out.strip().splitlines()[-1])

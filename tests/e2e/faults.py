@@ -95,7 +95,8 @@ def test_read_only_store_at_start(ctx):
     remount(where, "ro")
     db = os.path.join(where, "hcprp.db")
     r = subprocess.run([ctx_hcprp(), "frontend", "--store", "sqlite://" + db, "--clusters-service",
-                        "http://127.0.0.1:9", "--listen", "127.0.0.1:0"], capture_output=True, timeout=60)
+                        "http://127.0.0.1:9", "--listen", "127.0.0.1:0", "--tls-dir", ctx.tls.dir],
+                       capture_output=True, timeout=60)
     err = r.stderr.decode("utf-8", "replace")
     expect(r.returncode != 0, f"frontend started on a read-only store: {err[-1000:]}")
     expect(db in err and "read-only" in err, f"the start-up error names the file: {err[-1000:]}")

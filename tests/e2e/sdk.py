@@ -30,7 +30,8 @@ def npm_install(ctx):
 def test_sdk_lifecycle(ctx):
     work = npm_install(ctx)
     endpoint, _, _ = ctx.serve(profile="demo", time_scale="0.3")
-    env = dict(os.environ, HCPRP_API_VERSION="2026-10-01",
+    env = dict(os.environ, HCPRP_TLS_CA=ctx.tls.ca, HCPRP_TLS_CERT=ctx.tls.client_cert,
+               HCPRP_TLS_KEY=ctx.tls.client_key, NODE_EXTRA_CA_CERTS=ctx.tls.ca, HCPRP_API_VERSION="2026-10-01",
                HCPRP_CREDENTIAL_REQUEST=json.dumps(credential_request_body("2026-10-01")))
     r = subprocess.run(["node", "lifecycle.mjs", endpoint], cwd=work, capture_output=True, timeout=300,
                        env=env, stdin=subprocess.DEVNULL)

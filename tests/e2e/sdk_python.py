@@ -20,7 +20,8 @@ def test_sdk_python_lifecycle(ctx):
     expect_eq(r.returncode, 0, f"{PYTHON} cannot import the Azure SDK (apt-get install python3-azure): "
                                f"{r.stderr.decode()[-1000:]}")
     endpoint, _, _ = ctx.serve(profile="demo", time_scale="0.3")
-    env = dict(os.environ, HCPRP_API_VERSION="2026-10-01",
+    env = dict(os.environ, HCPRP_TLS_CA=ctx.tls.ca, HCPRP_TLS_CERT=ctx.tls.client_cert,
+               HCPRP_TLS_KEY=ctx.tls.client_key, NODE_EXTRA_CA_CERTS=ctx.tls.ca, HCPRP_API_VERSION="2026-10-01",
                HCPRP_CREDENTIAL_REQUEST=json.dumps(credential_request_body("2026-10-01")))
     r = subprocess.run([PYTHON, CLIENT, endpoint], capture_output=True, timeout=300, env=env,
                        stdin=subprocess.DEVNULL)

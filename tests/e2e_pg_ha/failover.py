@@ -104,7 +104,8 @@ def check(store, cs_url, gc_window):
     """hcprp check, clean; Cluster Service objects younger than `gc_window` seconds without a resource
     are not violations (the backend's orphan collector deletes them once they are older)."""
     r = subprocess.run([e2e.ARGS.hcprp, "check", "--store", store, "--clusters-service", cs_url,
-                        "--gc-window-seconds", str(gc_window), "--json"], capture_output=True, timeout=120)
+                        "--gc-window-seconds", str(gc_window), "--json", "--tls-dir", e2e.TLS.dir],
+                       capture_output=True, timeout=120)
     out = r.stdout.decode("utf-8", "replace")
     expect(r.returncode == 0, f"hcprp check exited {r.returncode}: {out} {r.stderr.decode()[-2000:]}")
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The provisioning engine behind `hcprp serve --provisioner engine`, through the ARM API and hcpctl:
-a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl show; seed 003 (the customer deletes the cluster's
+a cluster and node pool reach Succeeded with conditions that ARM GET and hcpctl show; deletions whose identities are gone (the customer deletes the cluster's
 managed identities, or strips one of its permissions, then deletes the cluster): the deletion ends
 Succeeded after the orphan threshold, with nothing left in the simulated Azure or the simulator."""
 
@@ -232,8 +232,8 @@ def test_identity_without_permissions_does_not_block_deletion(ctx):
 
 
 def test_deletion_resumes_after_kill(ctx):
-    """kill -9 in the middle of a deletion whose identities are gone: the engine resumes from its flushed
-    snapshot and futures, and the deletion still ends with nothing left."""
+    """kill -9 in the middle of a deletion whose identities are gone: the engine resumes from its committed
+    state and futures, and the deletion still ends with nothing left."""
     endpoint, cs = serve(ctx)
     href = create_cluster_and_pool(ctx, endpoint, cs, "crash")
     for rid in identities_of(cs, "crash"):
@@ -291,7 +291,7 @@ def test_arm_conditions_move_through_creating_to_ready(ctx):
 
 
 def test_nodepool_deleted_with_deleted_identities(ctx):
-    """Seed 003 for a node pool: the customer deletes the identities, then just the node pool; its machines
+    """A deletion whose identities are gone, for a node pool: the customer deletes the identities, then just the node pool; its machines
     are orphaned after the threshold and the delete ends Succeeded. Deleting the cluster afterwards leaves
     nothing in the simulated Azure."""
     endpoint, cs = serve(ctx)

@@ -16,9 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 
@@ -30,15 +28,9 @@ SUB = "a1b2c3d4-0000-4000-8000-00000000ab01"
 
 
 def http(method, url, body=None, headers=None):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, method=method, headers=dict(headers or {}))
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, r.read().decode(), dict(r.headers)
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(), dict(e.headers)
+    """One request; the ARM endpoint is HTTPS with ARM's client certificate (e2e.http_request)."""
+    r = e2e.http_request(method, url, body, headers)
+    return r.status, r.raw, {k.title(): v for k, v in r.headers.items()}
 
 
 def admin_lines(proc):

@@ -33,11 +33,16 @@ const bodies = JSON.parse(
     .replaceAll("{resourceGroup}", rg),
 );
 
-// The frontend speaks plain HTTP in tests: no bearer tokens; ARM's identity headers instead.
+// The frontend authenticates ARM by its client certificate (HCPRP_TLS_CERT/KEY; the frontend's CA comes
+// through NODE_EXTRA_CA_CERTS): no bearer tokens; ARM's identity headers instead.
 const credential = { getToken: async () => assert.fail("a bearer token was requested") };
+const tlsOptions = process.env.HCPRP_TLS_CERT
+  ? { cert: readFileSync(process.env.HCPRP_TLS_CERT, "utf8"), key: readFileSync(process.env.HCPRP_TLS_KEY, "utf8") }
+  : undefined;
 const client = new ResourceManagementClient(credential, subscriptionId, {
   endpoint,
-  allowInsecureConnection: true,
+  tlsOptions,
+  allowInsecureConnection: endpoint.startsWith("http:"),
 });
 client.pipeline.removePolicy({ name: "bearerTokenAuthenticationPolicy" });
 client.pipeline.addPolicy({
@@ -50,7 +55,7 @@ client.pipeline.addPolicy({
     request.url = url.toString();
     request.headers.set("x-ms-home-tenant-id", tenantId);
     request.headers.set("x-ms-client-object-id", clientObjectId);
-    request.allowInsecureConnection = true;
+    request.allowInsecureConnection = url.protocol === "http:";
     return next(request);
   },
 });
@@ -66,7 +71,7 @@ async function send(method, url, body) {
     method,
     body: body == null ? undefined : JSON.stringify(body),
     headers: createHttpHeaders(body == null ? {} : { "content-type": "application/json" }),
-    allowInsecureConnection: true,
+    allowInsecureConnection: url.startsWith("http:"),
   });
   const res = await client.sendRequest(request);
   const parsed = res.bodyAsText ? JSON.parse(res.bodyAsText) : undefined;

@@ -21,6 +21,7 @@ import sys
 import uuid
 
 from azure.core.exceptions import ResourceNotFoundError
+from azure.core.pipeline.transport import RequestsTransport
 from azure.core.pipeline.policies import (HeadersPolicy, NetworkTraceLoggingPolicy, RedirectPolicy,
                                           RequestIdPolicy, RetryPolicy, SansIOHTTPPolicy, UserAgentPolicy)
 from azure.core.polling import LROPoller
@@ -94,12 +95,20 @@ def main():
     bodies = load_bodies(subscription_id, resource_group)
 
     identity = ArmIdentityHeaders(tenant_id, str(uuid.uuid4()))
+
+    def transport():
+        """HTTPS as ARM calls a resource provider: the provider's CA, ARM's client certificate."""
+        if not os.environ.get("HCPRP_TLS_CERT"):
+            return RequestsTransport()
+        return RequestsTransport(connection_verify=os.environ["HCPRP_TLS_CA"],
+                                 connection_cert=(os.environ["HCPRP_TLS_CERT"], os.environ["HCPRP_TLS_KEY"]))
+
     client = ResourceManagementClient(NoToken(), subscription_id, base_url=endpoint,
-                                      authentication_policy=identity)
+                                      authentication_policy=identity, transport=transport())
     # The policies of an ARM client's pipeline, for the calls the resource client has no operation for.
     pipeline = ARMPipelineClient(endpoint, policies=[
         RequestIdPolicy(), HeadersPolicy(), UserAgentPolicy(sdk_moniker="hcprp-sdk-test"), identity, RetryPolicy(),
-        RedirectPolicy(), NetworkTraceLoggingPolicy()])
+        RedirectPolicy(), NetworkTraceLoggingPolicy()], transport=transport())
     poll = {"polling_interval": 0.2, "cls": raw_json}
 
     def call(method, path, version, body=None):

@@ -118,8 +118,10 @@ bool WaitForState(http::Client& c, const std::string& base, const std::string& h
 TEST(SimulatorProcess, SurvivesKillNineAndStopsGracefully) {
   auto dir = std::filesystem::temp_directory_path() / ("hcprp-sim-e2e-" + NewUuidV4());
   // demo x2: validating 2 s, pending 2 s, installing 12 s.
-  std::vector<std::string> args = {HCPRP_BINARY, "clusters-service", "--listen", "127.0.0.1:0",  "--data-dir",
-                                   dir.string(), "--profile",        "demo",     "--time-scale", "2"};
+  std::vector<std::string> args = {HCPRP_BINARY, "clusters-service", "--listen", "127.0.0.1:0", "--data-dir",
+                                   dir.string(), "--profile", "demo", "--time-scale", "2",
+                                   // plain HTTP keeps this test about restarts; TLS is tested in src/http
+                                   "--insecure-http"};
   http::Client client;
   std::string href, id;
   uint64_t sequence = 0;

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "frontend/frontend.h"
-#include "frontend/testing/fake_cluster_service.h"
 
 namespace {
 
@@ -17,7 +17,7 @@ namespace bhttp = boost::beast::http;
 
 struct World {
   FakeClock clock;
-  frontend::testing::FakeClusterService cs;
+  clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
   std::unique_ptr<store::Store> store;
   std::unique_ptr<frontend::Frontend> fe;
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "arm/documents.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "frontend/frontend.h"
-#include "frontend/testing/fake_cluster_service.h"
 #include "store/store.h"
 
 namespace hcprp::frontend::testing {
@@ -66,7 +66,7 @@ class Scenario {
   std::vector<arm::OperationDocument> Operations(std::string_view sub = kSub);
 
   FakeClock clock;
-  FakeClusterService cs;
+  clusterservice::testing::FakeClusterService cs{&clock, clusterservice::testing::ImmediateOptions()};
   std::shared_ptr<MemoryLogSink> log = std::make_shared<MemoryLogSink>();
   std::unique_ptr<store::Store> store;
   std::unique_ptr<Frontend> frontend;

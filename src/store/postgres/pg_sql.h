@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "store/document_logic.h"
 #include "store/postgres/pg_connection.h"
 
 namespace hcprp::store::postgres::sql {
@@ -117,7 +118,8 @@ $fn$;
 }
 
 // Change kinds as stored in changes.kind (the values of Change::Kind).
-inline constexpr int16_t kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+inline constexpr int16_t kKindCreate = internal::kKindCreate, kKindReplace = internal::kKindReplace,
+                         kKindDelete = internal::kKindDelete, kKindExpire = internal::kKindExpire;
 
 inline constexpr Statement kBegin{"hb", "BEGIN"};
 inline constexpr Statement kCommit{"hc", "COMMIT"};
@@ -166,10 +168,15 @@ inline constexpr Statement kNumberChanges{"h_number", "SELECT number_changes($1,
 // $1 container $2 after sequence $3 limit. The numbers of a container are consecutive, so the next
 // $3 changes are exactly those in ($2, $2 + $3]: the bounded range keeps the scan at $3 rows however
 // long the feed is.
+// A create or replace is stored with an empty body: while its version (etag) is current the body is
+// the document's, and once superseded the body column reads NULL (the reader leaves it out; a
+// later change of the document follows). Deletes and expiries keep the last body.
 inline constexpr Statement kReadChanges{
     "h_changes",
-    "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=$1 AND seq>$2 AND seq<=$2+$3 "
-    "ORDER BY seq LIMIT $3"};
+    "SELECT c.seq, c.kind, c.pk, c.id, CASE WHEN length(c.body)>0 THEN c.body ELSE d.body END, c.etag, c.ts, "
+    "c.ttl FROM changes c LEFT JOIN documents d ON length(c.body)=0 AND d.container=c.container AND "
+    "d.pk=c.pk AND d.id=c.id AND d.etag=c.etag "
+    "WHERE c.container=$1 AND c.seq>$2 AND c.seq<=$2+$3 ORDER BY c.seq LIMIT $3"};
 // $1 container. The last numbered sequence (0 when none) and whether committed changes wait for
 // their numbers.
 inline constexpr Statement kFeedState{
@@ -182,11 +189,13 @@ inline constexpr Statement kFeedState{
 inline constexpr Statement kPendingContainers{"h_pending",
                                               "SELECT DISTINCT container FROM changes WHERE seq IS NULL"};
 inline constexpr Statement kFeedContainers{"h_feeds", "SELECT container FROM feed_counters"};
-// $1 container $2 cutoff ts $3 limit: removes those of the container's oldest $3 numbered changes
-// written before the cutoff. The numbers stay consecutive, so a reader sees a removed range as a gap.
+// $1 container $2 cutoff ts $3 limit $4 changes to keep: removes those of the container's oldest $3
+// numbered changes written before the cutoff or not among its newest $4. The numbers stay
+// consecutive, so a reader sees a removed range as a gap.
 inline constexpr Statement kTrimChanges{"h_trim",
                                         "DELETE FROM changes WHERE container=$1 AND seq IS NOT NULL AND "
-                                        "ts<$2 AND seq IN (SELECT seq FROM changes "
+                                        "(ts<$2 OR seq<=coalesce((SELECT last_seq FROM feed_counters WHERE "
+                                        "container=$1), 0)-$4) AND seq IN (SELECT seq FROM changes "
                                         "WHERE container=$1 AND seq IS NOT NULL ORDER BY seq LIMIT $3)"};
 
 // $1 container $2 after pk (only in Next) $3 now $4 limit

@@ -44,16 +44,18 @@ class Stmt {
   void BindInt(int i, int64_t v) { sqlite3_bind_int64(s_, i, v); }
   void BindNull(int i) { sqlite3_bind_null(s_, i); }
   void BindOptText(int i, const std::optional<std::string>& v) {
-    if (v)
+    if (v) {
       BindText(i, std::string_view(*v));
-    else
+    } else {
       BindNull(i);
+    }
   }
   void BindOptInt(int i, const std::optional<int64_t>& v) {
-    if (v)
+    if (v) {
       BindInt(i, *v);
-    else
+    } else {
       BindNull(i);
+    }
   }
 
   // SQLITE_ROW, SQLITE_DONE or an error code.

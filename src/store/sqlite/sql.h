@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "store/document_logic.h"
+
 namespace hcprp::store::sqlite::sql {
 
 // 'hcpr': marks a database file as an hcprp store (PRAGMA application_id).
@@ -68,11 +70,18 @@ CREATE TABLE IF NOT EXISTS leases (
 )sql";
 
 // Change kinds as stored in changes.kind (the values of Change::Kind).
-inline constexpr int kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
+using internal::kKindCreate;
+using internal::kKindDelete;
+using internal::kKindExpire;
+using internal::kKindReplace;
 
 inline constexpr const char* kBegin = "BEGIN IMMEDIATE";
 inline constexpr const char* kCommit = "COMMIT";
 inline constexpr const char* kRollback = "ROLLBACK";
+// Each write of a group commit runs inside its own savepoint of the shared transaction.
+inline constexpr const char* kSavepoint = "SAVEPOINT w";
+inline constexpr const char* kRelease = "RELEASE w";
+inline constexpr const char* kRollbackToSavepoint = "ROLLBACK TO w";
 
 // ?1 container ?2 pk ?3 id ?4 now. A live document.
 inline constexpr const char* kReadDoc =
@@ -101,10 +110,16 @@ inline constexpr const char* kDeleteAnyDoc = "DELETE FROM documents WHERE contai
 inline constexpr const char* kInsertChange =
     "INSERT INTO changes(container, kind, pk, id, body, etag, ts, ttl) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "
     "?8)";
-// ?1 container ?2 after sequence ?3 limit
+// changes.body of a create or replace: the body is the document's while this version (etag) is
+// current; a superseded version is left out of the feed (a later change of the document follows).
+// Deletes and expiries keep the last body (the document is gone).
+inline constexpr const char* kVersionInDocuments = "";
+// ?1 container ?2 after sequence. Columns 8 and 9: the document's current etag and body (NULL when it
+// is gone). Read row by row until the page is full.
 inline constexpr const char* kReadChanges =
-    "SELECT seq, kind, pk, id, body, etag, ts, ttl FROM changes WHERE container=?1 AND seq>?2 ORDER BY seq "
-    "LIMIT ?3";
+    "SELECT c.seq, c.kind, c.pk, c.id, c.body, c.etag, c.ts, c.ttl, d.etag, d.body FROM changes c "
+    "LEFT JOIN documents d ON c.body='' AND d.container=c.container AND d.pk=c.pk AND d.id=c.id "
+    "WHERE c.container=?1 AND c.seq>?2 ORDER BY c.seq";
 // The feed's end: its last change, or the last one trimmed when none is left.
 inline constexpr const char* kMaxSeq =
     "SELECT max(coalesce((SELECT max(seq) FROM changes WHERE container=?1), 0), "
@@ -112,10 +127,11 @@ inline constexpr const char* kMaxSeq =
 // ?1 container. The last sequence removed by retention (0: none).
 inline constexpr const char* kTrimmedThrough =
     "SELECT coalesce((SELECT trimmed_through FROM feed_trims WHERE container=?1), 0)";
-// ?1 cutoff ts ?2 limit. Retention: removes those of the oldest ?2 changes written before the cutoff.
+// ?1 cutoff ts ?2 limit ?3 changes to keep. Retention: removes those of the oldest ?2 changes that
+// were written before the cutoff or are not among the newest ?3 of the store.
 inline constexpr const char* kTrimChanges =
-    "DELETE FROM changes WHERE seq IN (SELECT seq FROM changes ORDER BY seq LIMIT ?2) AND ts<?1 "
-    "RETURNING container, seq";
+    "DELETE FROM changes WHERE seq IN (SELECT seq FROM changes ORDER BY seq LIMIT ?2) AND "
+    "(ts<?1 OR seq<=(SELECT max(seq) FROM changes)-?3) RETURNING container, seq";
 // ?1 container ?2 sequence
 inline constexpr const char* kRecordTrim =
     "INSERT INTO feed_trims(container, trimmed_through) VALUES(?1, ?2) ON CONFLICT(container) DO UPDATE SET "

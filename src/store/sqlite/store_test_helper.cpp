@@ -4,6 +4,11 @@
 //   write <url> <container> <pk> <id-prefix> <count> [hang]
 //       creates <id-prefix><i> for i < count, printing each id after its commit; then "done", and
 //       with "hang" waits to be killed.
+//   group-write <url> <container> <pk> <threads> [hang]
+//       <threads> threads write two-document batches ("t<k>-<i>-a", "t<k>-<i>-b") at once, so that
+//       they share group commits; every fourth batch also re-creates "taken" and must fail whole.
+//       Prints "ok t<k>-<i>" after a batch committed and "failed t<k>-<i>" after one failed as
+//       planned; with "hang" runs until killed.
 //   increment <url> <container> <pk> <id> <count>
 //       patch-increments /n of the document `count` times; then "done".
 //   wait-then-write <url> <container> <timeout-ms> <reply-container>
@@ -16,6 +21,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/store.h"
 
@@ -59,6 +65,34 @@ int main(int argc, char** argv) {
     if (argc >= 8 && std::string(argv[7]) == "hang") {
       while (true) pause();
     }
+    return 0;
+  }
+  if (cmd == "group-write" && argc >= 6) {
+    std::string container = argv[3], pk = argv[4];
+    int threads = std::atoi(argv[5]);
+    auto taken = s.Upsert(container, pk, "taken", json::object{});
+    if (!taken.ok()) Fail(taken.error().ToString());
+    std::vector<std::thread> workers;
+    for (int k = 0; k < threads; ++k) {
+      workers.emplace_back([&s, container, pk, k] {
+        for (int i = 0;; ++i) {
+          std::string name = "t" + std::to_string(k) + "-" + std::to_string(i);
+          bool doomed = i % 4 == 3;
+          std::vector<WriteOp> ops{WriteOp::Create(name + "-a", json::object{{"i", i}}),
+                                   WriteOp::Create(name + "-b", json::object{{"i", i}})};
+          if (doomed) ops.push_back(WriteOp::Create("taken", json::object{}));
+          auto r = s.Batch(container, pk, std::move(ops));
+          if (doomed) {
+            if (r.ok() || !r.error().IsAlreadyExists()) Fail("batch " + name + " did not fail as planned");
+            Say("failed " + name);
+          } else {
+            if (!r.ok()) Fail(r.error().ToString());
+            Say("ok " + name);
+          }
+        }
+      });
+    }
+    for (auto& w : workers) w.join();
     return 0;
   }
   if (cmd == "increment" && argc >= 7) {

@@ -2,8 +2,10 @@
 
 #include <sqlite3.h>
 
+#include <chrono>
 #include <cstring>
 #include <mutex>
+#include <thread>
 
 namespace hcprp::store::sqlite {
 namespace {
@@ -35,6 +37,8 @@ int Truncate(sqlite3_file* f, sqlite3_int64 size) {
   return Real(f)->pMethods->xTruncate(Real(f), size);
 }
 int Sync(sqlite3_file* f, int flags) {
+  if (uint64_t us = g_self->sync_delay_us_.load(); us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
   if (g_self->fail_syncs_.load()) return SQLITE_IOERR_FSYNC;
   g_self->syncs_.fetch_add(1);
   return Real(f)->pMethods->xSync(Real(f), flags);

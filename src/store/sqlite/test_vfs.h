@@ -25,13 +25,17 @@ class TestVfs {
   void ClearFaults() {
     fail_writes_.store(false);
     fail_syncs_.store(false);
+    sync_delay_us_.store(0);
   }
+  // From now on every xSync first sleeps this long (a slow disk: lets concurrent writers queue up).
+  void DelaySyncs(uint64_t microseconds) { sync_delay_us_.store(microseconds); }
 
   // Used by the VFS callbacks.
   std::atomic<uint64_t> syncs_{0};
   std::atomic<uint64_t> writes_{0};
   std::atomic<bool> fail_writes_{false};
   std::atomic<bool> fail_syncs_{false};
+  std::atomic<uint64_t> sync_delay_us_{0};
 
  private:
   TestVfs() = default;

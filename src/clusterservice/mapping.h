@@ -1,18 +1,20 @@
-// The adapter between the ARM model and Cluster Service (OCM aro_hcp v1alpha1) objects: collection
+// The one mapping between the ARM model and Cluster Service (OCM aro_hcp v1alpha1) objects: collection
 // hrefs, create and update bodies, and the read-only values the Cluster Service assigns. The
-// conversions themselves live in src/clusterservice/convert.h; this file decides which one a kind
-// uses and what Azure context it gets, so handlers never see OCM field names.
+// conversions themselves live in convert.h; this file decides which one a kind uses and what Azure
+// context it gets, so that neither the frontend's handlers nor the backend's create recovery see OCM
+// field names, and both send the same bodies.
 #pragma once
 
 #include <string>
 #include <string_view>
 
 #include "api/api.h"
+#include "arm/documents.h"
 #include "arm/resource_id.h"
 #include "core/json.h"
 #include "core/result.h"
 
-namespace hcprp::frontend {
+namespace hcprp::clusterservice {
 
 // The Cluster Service collection a new resource of `kind` is POSTed to. `parent_internal_id` is the
 // cluster's href (ignored for clusters).
@@ -35,8 +37,22 @@ json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Reso
 // dns.baseDomain, platform.issuerUrl}; empty for other kinds and for objects without them.
 json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object);
 
+// The Cluster Service create request of a stored resource: what the frontend POSTs when it accepts a
+// create, and what the backend POSTs again (with the operation ID as idempotency key) when the
+// frontend stopped before recording the internal ID. `parent_internal_id` is the cluster's href for
+// node pools and external auths (kUnavailable while it is empty); `tenant_id` the subscription's.
+struct CreateRequest {
+  std::string collection_href;  // e.g. /api/aro_hcp/v1alpha1/clusters
+  json::object body;
+};
+Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::string_view parent_internal_id,
+                                       std::string_view tenant_id);
+
+// `text` as a string literal of the Cluster Service's search language: single-quoted, a quote doubled.
+std::string SearchLiteral(std::string_view text);
+
 // Cluster Service action names.
 inline constexpr std::string_view kCsRequestCredential = "request_admin_credential";
 inline constexpr std::string_view kCsRevokeCredentials = "revoke_credentials";
 
-}  // namespace hcprp::frontend
+}  // namespace hcprp::clusterservice

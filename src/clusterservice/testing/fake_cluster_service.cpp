@@ -1,8 +1,8 @@
-#include "backend/fake_cluster_service.h"
+#include "clusterservice/testing/fake_cluster_service.h"
 
 #include "core/time.h"
 
-namespace hcprp::backend::testing {
+namespace hcprp::clusterservice::testing {
 
 namespace {
 
@@ -19,13 +19,38 @@ bool Under(std::string_view href, std::string_view parent) {
 
 }  // namespace
 
+FakeClusterServiceOptions ImmediateOptions() {
+  FakeClusterServiceOptions o;
+  o.deletes_at_once = true;
+  o.assign_endpoints = true;
+  o.href_stem = "obj";
+  o.initial_state = "pending";
+  o.events = false;
+  return o;
+}
+
+std::optional<Error> FakeClusterService::CallLocked(std::string call) {
+  calls_.push_back(std::move(call));
+  return fail_all_;
+}
+
 std::string FakeClusterService::NewHrefLocked(std::string_view collection) {
-  return std::string(collection) + "/fake" + std::to_string(next_id_++);
+  return std::string(collection) + "/" + options_.href_stem + std::to_string(next_id_++);
+}
+
+json::object FakeClusterService::RenderLocked(const Object& o) const {
+  json::object out = o.fields;
+  if (o.kind == "BreakGlassCredential") {
+    out["status"] = o.state;
+  } else {
+    out["status"] = json::object{{"state", o.state}};
+  }
+  return out;
 }
 
 void FakeClusterService::PublishLocked(const std::string& href, const Object* o) {
   if (!events_enabled_) return;
-  clusterservice::Event e;
+  Event e;
   e.sequence = next_sequence_++;
   e.href = href;
   if (o != nullptr) {
@@ -50,7 +75,13 @@ void FakeClusterService::PublishLocked(const std::string& href, const Object* o)
 Result<json::object> FakeClusterService::Create(std::string_view collection_href, const json::object& body,
                                                 std::string_view idempotency_key) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Create " + std::string(collection_href))) return *failed;
   ++creates_;
+  if (fail_next_create_) {
+    Error e = *fail_next_create_;
+    fail_next_create_.reset();
+    return e;
+  }
   if (auto it = by_key_.find(std::string(idempotency_key)); it != by_key_.end()) {
     auto o = objects_.find(it->second);
     if (o != objects_.end()) return o->second.fields;
@@ -64,8 +95,19 @@ Result<json::object> FakeClusterService::Create(std::string_view collection_href
   o.fields["href"] = href;
   o.fields["kind"] = o.kind;
   o.fields["creation_timestamp"] = FormatRfc3339(clock_->Now());
-  o.state = "validating";
+  if (options_.assign_endpoints && o.fields.contains("region")) {
+    // A cluster: the service assigns its endpoints and OIDC issuer, as the real one does.
+    std::string id = href.substr(href.rfind('/') + 1);
+    std::string domain = id + ".example.test";
+    o.fields["api"] = json::object{{"url", "https://api." + domain + ":443"}};
+    o.fields["console"] = json::object{{"url", "https://console." + domain}};
+    o.fields["dns"] = json::object{{"base_domain", domain}};
+    if (!o.fields["azure"].is_object()) o.fields["azure"] = json::object();
+    o.fields["azure"].as_object()["issuer_url"] = "https://oidc.example.test/" + id;
+  }
+  o.state = options_.initial_state;
   objects_[href] = o;
+  created_bodies_.push_back(body);
   if (!idempotency_key.empty()) by_key_[std::string(idempotency_key)] = href;
   PublishLocked(href, &objects_[href]);
   return o.fields;
@@ -73,20 +115,21 @@ Result<json::object> FakeClusterService::Create(std::string_view collection_href
 
 Result<json::object> FakeClusterService::Get(std::string_view href) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Get " + std::string(href))) return *failed;
+  if (auto slash = href.rfind('/'); versions_ && href.substr(0, slash).ends_with("/versions")) {
+    for (const auto& v : *versions_) {
+      if (v.is_object() && GetString(v.as_object(), "id") == href.substr(slash + 1)) return v.as_object();
+    }
+  }
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
-  json::object out = it->second.fields;
-  if (it->second.kind == "BreakGlassCredential") {
-    out["status"] = it->second.state;
-  } else {
-    out["status"] = json::object{{"state", it->second.state}};
-  }
-  return out;
+  return RenderLocked(it->second);
 }
 
 Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
   ++status_reads_;
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Get " + std::string(href))) return *failed;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
   json::object out{{"state", it->second.state}};
@@ -97,6 +140,7 @@ Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
 
 Result<json::object> FakeClusterService::Update(std::string_view href, const json::object& patch) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Update " + std::string(href))) return *failed;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
   for (const auto& kv : patch) it->second.fields[kv.key()] = kv.value();
@@ -105,9 +149,14 @@ Result<json::object> FakeClusterService::Update(std::string_view href, const jso
 
 Status FakeClusterService::Delete(std::string_view href) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Delete " + std::string(href))) return *failed;
   ++deletes_;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
+  if (options_.deletes_at_once) {
+    RemoveLocked(href);
+    return Status::Ok();
+  }
   for (auto& [h, o] : objects_) {
     if ((h == href || Under(h, href)) && o.state != "uninstalling") {
       o.state = "uninstalling";
@@ -118,14 +167,20 @@ Status FakeClusterService::Delete(std::string_view href) {
 }
 
 Result<json::object> FakeClusterService::Action(std::string_view href, std::string_view action,
-                                                const json::object&) {
+                                                const json::object& body) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("Action " + std::string(href) + " " + std::string(action))) return *failed;
   if (objects_.count(std::string(href)) == 0) return Error::NotFound("no object " + std::string(href));
   if (action == "request_admin_credential") {
     std::string cred = NewHrefLocked(std::string(href) + "/break_glass_credentials");
     Object o;
     o.kind = "BreakGlassCredential";
-    o.fields = json::object{{"id", cred.substr(cred.rfind('/') + 1)}, {"href", cred}, {"kind", o.kind}};
+    o.fields = json::object{{"id", cred.substr(cred.rfind('/') + 1)},
+                            {"href", cred},
+                            {"kind", o.kind},
+                            {"kubeconfig", "apiVersion: v1\nkind: Config\n"},
+                            {"expiration_timestamp", "2025-01-02T00:00:00Z"}};
+    if (const auto* csr = body.if_contains("certificate_signing_request")) o.fields["csr"] = *csr;
     o.state = "issuing";
     objects_[cred] = o;
     PublishLocked(cred, &objects_[cred]);
@@ -138,36 +193,91 @@ Result<json::object> FakeClusterService::Action(std::string_view href, std::stri
         PublishLocked(h, &o);
       }
     }
-    return json::object{};
+    return json::object{{"href", std::string(href)}};
   }
   return Error::InvalidArgument("unknown action " + std::string(action));
 }
 
-Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view) {
+namespace {
+
+// The equality subset of the Cluster Service's search language: `path = 'value'` terms joined by
+// `and`, compared ignoring ASCII case. Anything else is refused, so a caller relying on more fails.
+using SearchTerms = std::vector<std::pair<std::string, std::string>>;
+
+Result<SearchTerms> ParseEqualitySearch(std::string_view text) {
+  SearchTerms terms;
+  while (!text.empty()) {
+    size_t eq = text.find(" = '");
+    if (eq == std::string_view::npos)
+      return Error::InvalidArgument("unsupported search: " + std::string(text));
+    std::string path(text.substr(0, eq));
+    std::string value;
+    size_t i = eq + 4;
+    for (;; ++i) {
+      if (i >= text.size()) return Error::InvalidArgument("unterminated literal in search");
+      if (text[i] != '\'') {
+        value += text[i];
+      } else if (i + 1 < text.size() && text[i + 1] == '\'') {
+        value += '\'';
+        ++i;
+      } else {
+        break;
+      }
+    }
+    terms.emplace_back(std::move(path), std::move(value));
+    text.remove_prefix(i + 1);
+    if (text.starts_with(" and ")) {
+      text.remove_prefix(5);
+    } else if (!text.empty()) {
+      return Error::InvalidArgument("unsupported search: " + std::string(text));
+    }
+  }
+  return terms;
+}
+
+bool Matches(const json::object& fields, const SearchTerms& terms) {
+  for (const auto& [path, want] : terms) {
+    const json::object* at = &fields;
+    std::string_view rest = path;
+    const json::value* v = nullptr;
+    while (at != nullptr) {
+      size_t dot = rest.find('.');
+      v = at->if_contains(rest.substr(0, dot));
+      if (v == nullptr || dot == std::string_view::npos) break;
+      at = v->if_object();
+      rest.remove_prefix(dot + 1);
+      v = nullptr;
+    }
+    if (v == nullptr || !v->is_string() || !EqualsIgnoreCase(v->as_string(), want)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view search) {
   std::lock_guard lock(mu_);
+  if (auto failed = CallLocked("List " + std::string(collection_href))) return *failed;
+  if (collection_href.ends_with("/versions") && versions_) return *versions_;
+  auto terms = ParseEqualitySearch(search);
+  if (!terms.ok()) return terms.error();
   json::array out;
   std::string prefix = std::string(collection_href) + "/";
   for (const auto& [h, o] : objects_) {
     if (!h.starts_with(prefix) || h.find('/', prefix.size()) != std::string::npos) continue;
-    json::object item = o.fields;
-    if (o.kind == "BreakGlassCredential") {
-      item["status"] = o.state;
-    } else {
-      item["status"] = json::object{{"state", o.state}};
-    }
-    out.push_back(std::move(item));
+    json::object rendered = RenderLocked(o);
+    if (Matches(rendered, *terms)) out.push_back(std::move(rendered));
   }
   return out;
 }
 
-Result<clusterservice::EventPage> FakeClusterService::WatchEvents(uint64_t after,
-                                                                  std::chrono::milliseconds timeout) {
+Result<EventPage> FakeClusterService::WatchEvents(uint64_t after, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
   if (!events_enabled_) return Error::Unavailable("no event stream");
   auto has_new = [&] { return !events_.empty() && events_.back().sequence > after; };
   if (!has_new()) cv_.wait_for(lock, timeout, [&] { return has_new() || !events_enabled_; });
   if (!events_enabled_) return Error::Unavailable("no event stream");
-  clusterservice::EventPage page;
+  EventPage page;
   page.last_sequence = after;
   for (const auto& e : events_) {
     if (e.sequence <= after) continue;
@@ -204,8 +314,7 @@ void FakeClusterService::SetState(std::string_view href, std::string_view state,
   PublishLocked(it->first, &it->second);
 }
 
-void FakeClusterService::Remove(std::string_view href) {
-  std::lock_guard lock(mu_);
+void FakeClusterService::RemoveLocked(std::string_view href) {
   for (auto it = objects_.begin(); it != objects_.end();) {
     if (it->first == href || Under(it->first, href)) {
       std::string h = it->first;
@@ -217,15 +326,18 @@ void FakeClusterService::Remove(std::string_view href) {
   }
 }
 
+void FakeClusterService::Remove(std::string_view href) {
+  std::lock_guard lock(mu_);
+  RemoveLocked(href);
+}
+
 size_t FakeClusterService::RemoveUninstalling() {
+  std::lock_guard lock(mu_);
   std::vector<std::string> doomed;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& [h, o] : objects_) {
-      if (o.state == "uninstalling") doomed.push_back(h);
-    }
+  for (const auto& [h, o] : objects_) {
+    if (o.state == "uninstalling") doomed.push_back(h);
   }
-  for (const auto& h : doomed) Remove(h);
+  for (const auto& h : doomed) RemoveLocked(h);
   return doomed.size();
 }
 
@@ -243,6 +355,32 @@ void FakeClusterService::SetField(std::string_view href, std::string_view key, j
   if (it != objects_.end()) it->second.fields[key] = std::move(value);
 }
 
+void FakeClusterService::SetEventsEnabled(bool enabled) {
+  std::lock_guard lock(mu_);
+  events_enabled_ = enabled;
+  cv_.notify_all();
+}
+
+void FakeClusterService::SetVersions(json::array versions) {
+  std::lock_guard lock(mu_);
+  versions_ = std::move(versions);
+}
+
+void FakeClusterService::FailWith(std::optional<Error> error) {
+  std::lock_guard lock(mu_);
+  fail_all_ = std::move(error);
+}
+
+void FakeClusterService::FailNextCreate(Error error) {
+  std::lock_guard lock(mu_);
+  fail_next_create_ = std::move(error);
+}
+
+void FakeClusterService::RejectCreates(std::string message) {
+  std::lock_guard lock(mu_);
+  reject_creates_ = std::move(message);
+}
+
 bool FakeClusterService::Exists(std::string_view href) const {
   std::lock_guard lock(mu_);
   return objects_.count(std::string(href)) > 0;
@@ -254,20 +392,19 @@ std::string FakeClusterService::StateOf(std::string_view href) const {
   return it == objects_.end() ? std::string() : it->second.state;
 }
 
-void FakeClusterService::SetEventsEnabled(bool enabled) {
-  std::lock_guard lock(mu_);
-  events_enabled_ = enabled;
-  cv_.notify_all();
-}
-
-void FakeClusterService::RejectCreates(std::string message) {
-  std::lock_guard lock(mu_);
-  reject_creates_ = std::move(message);
-}
-
 size_t FakeClusterService::ObjectCount() const {
   std::lock_guard lock(mu_);
   return objects_.size();
 }
 
-}  // namespace hcprp::backend::testing
+std::vector<std::string> FakeClusterService::Calls() const {
+  std::lock_guard lock(mu_);
+  return calls_;
+}
+
+std::vector<json::object> FakeClusterService::CreatedBodies() const {
+  std::lock_guard lock(mu_);
+  return created_bodies_;
+}
+
+}  // namespace hcprp::clusterservice::testing

@@ -1,14 +1,14 @@
-#include "frontend/cs_mapping.h"
+#include "clusterservice/mapping.h"
 
 #include "clusterservice/client.h"
 #include "clusterservice/convert.h"
 
-namespace hcprp::frontend {
+namespace hcprp::clusterservice {
 
 std::string ClusterServiceCollection(arm::ResourceKind kind, std::string_view parent_internal_id) {
   switch (kind) {
     case arm::ResourceKind::kCluster:
-      return std::string(clusterservice::kApiPrefix) + "/clusters";
+      return std::string(kApiPrefix) + "/clusters";
     case arm::ResourceKind::kNodePool:
       return std::string(parent_internal_id) + "/node_pools";
     case arm::ResourceKind::kExternalAuth:
@@ -17,20 +17,30 @@ std::string ClusterServiceCollection(arm::ResourceKind kind, std::string_view pa
   return "";
 }
 
+std::string SearchLiteral(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
 Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
                                                    std::string_view tenant_id) {
-  clusterservice::AzureContext azure;
+  AzureContext azure;
   azure.resource_id = id.ToString();
   switch (id.kind) {
     case arm::ResourceKind::kCluster:
       azure.location = resource.location;
       azure.tenant_id = std::string(tenant_id);
       if (resource.identity) azure.identity = *resource.identity;
-      return clusterservice::ClusterToCs(resource.properties, azure);
+      return ClusterToCs(resource.properties, azure);
     case arm::ResourceKind::kNodePool:
-      return clusterservice::NodePoolToCs(resource.properties, azure);
+      return NodePoolToCs(resource.properties, azure);
     case arm::ResourceKind::kExternalAuth:
-      return clusterservice::ExternalAuthToCs(resource.properties, azure);
+      return ExternalAuthToCs(resource.properties, azure);
   }
   return Error::InvalidArgument("unknown resource kind");
 }
@@ -46,11 +56,11 @@ json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Reso
   auto patch = [&]() -> Result<json::object> {
     switch (id.kind) {
       case arm::ResourceKind::kCluster:
-        return clusterservice::ClusterPatchToCs(resource.properties);
+        return ClusterPatchToCs(resource.properties);
       case arm::ResourceKind::kNodePool:
-        return clusterservice::NodePoolPatchToCs(resource.properties);
+        return NodePoolPatchToCs(resource.properties);
       case arm::ResourceKind::kExternalAuth:
-        return clusterservice::ExternalAuthPatchToCs(resource.properties);
+        return ExternalAuthPatchToCs(resource.properties);
     }
     return json::object();
   }();
@@ -60,7 +70,20 @@ json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Reso
 
 json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object) {
   if (kind != arm::ResourceKind::kCluster) return {};
-  return clusterservice::ClusterReadOnlyFromCs(cs_object);
+  return ClusterReadOnlyFromCs(cs_object);
 }
 
-}  // namespace hcprp::frontend
+Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::string_view parent_internal_id,
+                                       std::string_view tenant_id) {
+  HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(doc.resource_id));
+  if (id.kind != arm::ResourceKind::kCluster && parent_internal_id.empty()) {
+    return Error::Unavailable("the parent cluster has no internal ID yet");
+  }
+  HCPRP_ASSIGN_OR_RETURN(api::Resource model, api::FromStorage(doc.resource));
+  CreateRequest req;
+  req.collection_href = ClusterServiceCollection(id.kind, parent_internal_id);
+  HCPRP_ASSIGN_OR_RETURN(req.body, BuildClusterServiceCreateBody(id, model, tenant_id));
+  return req;
+}
+
+}  // namespace hcprp::clusterservice

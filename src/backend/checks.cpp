@@ -1,0 +1,381 @@
+// The controller's status checks: draining the check queue, reading what the Cluster Service says of
+// an operation's object, deadlines, and the recovery of creates whose frontend stopped midway.
+#include <algorithm>
+#include <limits>
+
+#include "arm/operation_writes.h"
+#include "arm/resource_id.h"
+#include "backend/controller.h"
+#include "clusterservice/mapping.h"
+#include "core/time.h"
+
+namespace hcprp::backend {
+
+namespace {
+
+std::string DescribeDuration(Duration d) {
+  auto minutes = std::chrono::duration_cast<std::chrono::minutes>(d).count();
+  if (minutes % 60 == 0 && minutes >= 120) return std::to_string(minutes / 60) + " hours";
+  if (minutes > 0) return std::to_string(minutes) + " minutes";
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " seconds";
+}
+
+}  // namespace
+
+void Controller::MarkDeleteIssued(const OperationRecord& op, bool issued) {
+  MutexLock lock(state_mu_);
+  if (issued) {
+    delete_issued_.insert({op.partition_key, op.id});
+  } else {
+    delete_issued_.erase({op.partition_key, op.id});
+  }
+}
+
+bool Controller::DeleteIssued(const OperationRecord& op) {
+  MutexLock lock(state_mu_);
+  return delete_issued_.count({op.partition_key, op.id}) > 0;
+}
+
+void Controller::EnqueueCheck(const OperationRecord& op) {
+  if (checks_.Push({op.partition_key, op.id})) WakeTimerLoop();
+}
+
+Controller::Drained Controller::DrainChecks(size_t max_checks, std::atomic<size_t>* cs_delete_budget) {
+  // Checks wait on the Cluster Service and on durable commits: several run at once (operations of
+  // one partition never do, see ApplyMutex()).
+  std::atomic<size_t> started{0};
+  std::atomic<bool> stopped{false};  // budget spent, queue empty or a check stalled
+  std::atomic<bool> emptied{false};
+  std::atomic<bool> stalled{false};
+  auto work = [&] {
+    while (!stopped) {
+      if (started.fetch_add(1) >= max_checks) {
+        stopped = true;
+        return;
+      }
+      std::optional<CheckQueue::Key> key = checks_.Pop();
+      if (!key) {
+        emptied = true;
+        stopped = true;
+        return;
+      }
+      auto op = index_.Find(key->first, key->second);
+      if (!op) continue;
+      ++counters_.checks_running;
+      const bool checked = CheckOperation(*op, cs_delete_budget);
+      --counters_.checks_running;
+      if (!checked) {
+        checks_.Push(std::move(*key));
+        stalled = true;
+        stopped = true;
+        return;
+      }
+    }
+  };
+  const size_t queued = checks_.Size();
+  size_t helpers =
+      std::min<size_t>(options_.check_concurrency > 0 ? options_.check_concurrency - 1 : 0, queued / 2);
+  std::vector<std::thread> threads;
+  threads.reserve(helpers);
+  for (size_t i = 0; i < helpers; ++i) threads.emplace_back(work);
+  work();
+  for (std::thread& t : threads) t.join();
+  if (stalled) return Drained::kStalled;
+  return emptied ? Drained::kEmptied : Drained::kBudgetSpent;
+}
+
+std::optional<Duration> Controller::DeadlineOf(Request request) const {
+  switch (request) {
+    case Request::kCreate:
+      return options_.create_deadline;
+    case Request::kUpdate:
+      return options_.update_deadline;
+    case Request::kDelete:
+      return options_.delete_deadline;
+    case Request::kRequestCredential:
+    case Request::kRevokeCredentials:
+      return options_.credential_deadline;
+  }
+  return std::nullopt;
+}
+
+void Controller::ApplyDeadlines() {
+  TimePoint now = clock_->Now();
+  for (const OperationRecord& op : index_.All()) {
+    auto deadline = DeadlineOf(op.request);
+    if (!deadline || !op.start_time || now < *op.start_time + *deadline) continue;
+    Outcome o =
+        Transit(op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {
+          if (!cur.start_time || now < *cur.start_time + *deadline) return std::nullopt;
+          return FailedWith("OperationTimedOut",
+                            "The " + cur.request_name + " operation did not complete within " +
+                                DescribeDuration(*deadline) + " (last status " + cur.status + ")");
+        });
+    if (o == Outcome::kApplied) {
+      ++counters_.deadline_failures;
+      logger_.Warn("operation deadline passed", {{"operation", op.id}, {"request", op.request_name}});
+    }
+  }
+}
+
+bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget) {
+  if (!ownership_->FenceFor(op.partition_key)) return true;
+  ++counters_.checks;
+  TimePoint now = clock_->Now();
+  if (auto deadline = DeadlineOf(op.request);
+      deadline && op.start_time && now >= *op.start_time + *deadline) {
+    return true;  // ApplyDeadlines ends it
+  }
+
+  if (op.awaiting_cluster_service && op.start_time && now - *op.start_time < options_.create_recovery_grace) {
+    return true;  // the frontend has not confirmed the update's Cluster Service request yet
+  }
+  std::string href = op.internal_id;
+  if (href.empty()) {
+    if (op.request == Request::kCreate) {
+      if (op.start_time && now - *op.start_time >= options_.create_recovery_grace) RecoverCreate(op);
+      return true;
+    }
+    auto resource = FindResource(*store_, op.partition_key, op.external_id);
+    if (!resource.ok()) {
+      ++counters_.errors;
+      return true;
+    }
+    if (resource->has_value()) href = PropertyString((*resource)->body, "internalId");
+    if (href.empty() && op.request == Request::kDelete) {
+      // A create whose frontend stopped after the Cluster Service made the object, before the internal
+      // ID was recorded, and that was deleted before its recovery: find the object by what it names.
+      auto unrecorded = FindUnrecordedObject(op.partition_key, op.external_id);
+      if (!unrecorded.ok()) {
+        ++counters_.errors;
+        return true;
+      }
+      href = std::move(unrecorded).value();
+    }
+    if (href.empty()) {
+      // Nothing was ever made in the Cluster Service: a Delete is done, anything else cannot be.
+      Transit(op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {
+        if (cur.request == Request::kDelete)
+          return Transition{std::string(arm::kStateSucceeded), std::nullopt};
+        return FailedWith("InternalServerError", "The resource has no Cluster Service object");
+      });
+      return true;
+    }
+  }
+
+  Observation obs;
+  if (op.request == Request::kRequestCredential) {
+    auto cred = cs_->Get(href);
+    if (cred.ok()) {
+      obs.state = std::string(GetString(*cred, "status").value_or(""));
+    } else if (cred.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+  } else if (op.request == Request::kRevokeCredentials) {
+    auto creds = cs_->List(href + "/break_glass_credentials");
+    if (creds.ok()) {
+      obs.state = std::string(kCredentialsRevoked);
+      for (const json::value& item : *creds) {
+        const json::object* o = item.if_object();
+        if (o == nullptr) continue;
+        std::string_view status = GetString(*o, "status").value_or("");
+        if (status == "awaiting_revocation" || status == "revoking")
+          obs.state = std::string(kCredentialsRevoking);
+      }
+    } else if (creds.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+  } else {
+    auto status = cs_->GetStatus(href);
+    if (status.ok()) {
+      obs = ObservationFromStatus(*status);
+      conditions_.Sync(op.partition_key, op.external_id, href, *status);
+    } else if (status.error().IsNotFound()) {
+      obs.gone = true;
+    } else {
+      ++counters_.errors;
+      return true;
+    }
+    if (op.request == Request::kDelete && obs.state == "uninstalling") {
+      // The deletion is under way (the frontend issued it): events or polls carry it from here.
+      MarkDeleteIssued(op, true);
+    }
+    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") {
+      if (!DeleteIssued(op)) {
+        size_t left = cs_delete_budget->load();
+        do {
+          if (left == 0) return false;
+        } while (!cs_delete_budget->compare_exchange_weak(left, left - 1));
+        ++counters_.cs_deletes;
+        Status d = cs_->Delete(href);
+        if (!d.ok() && !d.error().IsNotFound()) {
+          ++counters_.errors;
+          return true;
+        }
+        MarkDeleteIssued(op, true);
+        auto after = cs_->GetStatus(href);
+        if (after.ok()) {
+          obs = ObservationFromStatus(*after);
+        } else if (after.error().IsNotFound()) {
+          obs = Observation{};
+          obs.gone = true;
+        } else {
+          return true;
+        }
+      }
+    }
+  }
+  ObjectKind kind = KindOfHref(href);
+  Outcome o = Transit(op.partition_key, op.id,
+                      [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+  if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_.Find(op.partition_key, op.id))) {
+    MarkDeleteIssued(op, false);
+  }
+  return o != Outcome::kError;  // a store failure: requeued, tried again on a later step
+}
+
+Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::string_view resource_id) {
+  HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(resource_id));
+  std::string parent_href;
+  std::string search;
+  if (id.kind == arm::ResourceKind::kCluster) {
+    search = "azure.subscription_id = " + clusterservice::SearchLiteral(id.subscription_id) +
+             " and azure.resource_group_name = " + clusterservice::SearchLiteral(id.resource_group) +
+             " and azure.resource_name = " + clusterservice::SearchLiteral(id.cluster_name);
+  } else {
+    HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> parent,
+                           FindResource(*store_, pk, id.Cluster().ToString()));
+    if (parent) parent_href = PropertyString(parent->body, "internalId");
+    if (parent_href.empty()) return std::string();  // no parent object: nothing under it either
+    search = "name = " + clusterservice::SearchLiteral(id.child_name);
+  }
+  HCPRP_ASSIGN_OR_RETURN(json::array found,
+                         cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href), search));
+  for (const json::value& item : found) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    if (auto href = GetString(*o, "href"); href && !href->empty()) return std::string(*href);
+  }
+  return std::string();
+}
+
+void Controller::RecoverCreate(const OperationRecord& op) {
+  auto found = FindResource(*store_, op.partition_key, op.external_id);
+  if (!found.ok()) {
+    ++counters_.errors;
+    return;
+  }
+  if (!found->has_value()) {
+    Transit(op.partition_key, op.id, [](const OperationRecord&) -> std::optional<Transition> {
+      return FailedWith("InternalServerError", "The resource of this operation no longer exists");
+    });
+    return;
+  }
+  const store::Document& res = **found;
+  auto doc = arm::ResourceDocument::FromBody(res.body);
+  if (!doc.ok()) {
+    ++counters_.errors;
+    return;
+  }
+  const bool cluster = EqualsIgnoreCase(doc->resource_type, arm::kClusterDocType);
+  std::string href = doc->internal_id;
+  json::object observed;  // what the Cluster Service assigned (API URL, issuer URL, ...)
+  if (href.empty()) {
+    auto req = RecoveryRequest(op, *doc);
+    if (!req.ok()) {
+      if (req.error().Is(ErrorCode::kUnavailable)) return;  // try again later
+      Transit(op.partition_key, op.id, [&](const OperationRecord&) -> std::optional<Transition> {
+        return FailedWith("InternalServerError", req.error().message());
+      });
+      return;
+    }
+    ++counters_.cs_creates;
+    auto created = cs_->Create(req->collection_href, req->body, op.id);
+    if (!created.ok()) {
+      if (created.error().Is(ErrorCode::kInvalidArgument)) {
+        Transit(op.partition_key, op.id, [&](const OperationRecord&) -> std::optional<Transition> {
+          return FailedWith("InvalidRequestContent", created.error().message());
+        });
+      } else {
+        ++counters_.errors;
+      }
+      return;
+    }
+    href = std::string(GetString(*created, "href").value_or(""));
+    if (cluster) observed = clusterservice::ObservedFromClusterService(arm::ResourceKind::kCluster, *created);
+    if (href.empty()) {
+      auto id = GetString(*created, "id");
+      if (!id) {
+        ++counters_.errors;
+        return;
+      }
+      href = req->collection_href + "/" + std::string(*id);
+    }
+  }
+
+  MutexLock lock(ApplyMutex(op.partition_key));
+  auto fence = ownership_->FenceFor(op.partition_key);
+  if (!fence) return;
+  auto current = store_->Read(store::kResources, op.partition_key, op.id);
+  if (!current.ok()) return;
+  auto cur = ParseOperation(*current);
+  if (!cur || arm::IsTerminalState(cur->status)) {
+    index_.Remove(op.partition_key, op.id);
+    return;
+  }
+  std::vector<store::WriteOp> ops;
+  ops.push_back(store::WriteOp::Patch(op.id, {arm::SetAt(arm::kPathInternalId, json::value(href))},
+                                      {arm::Unchanged(current->body, arm::kPathStatus),
+                                       arm::Unchanged(current->body, arm::kPathInternalId)}));
+  if (doc->active_operation_id == op.id && doc->internal_id.empty()) {
+    std::vector<store::PatchOp> set = {arm::SetAt(arm::kPathInternalId, json::value(href))};
+    // The frontend records these with the internal ID; a create it could not record gets them here.
+    const json::value* recorded = FindPointer(res.body, arm::kPathObserved);
+    if (!observed.empty() &&
+        (recorded == nullptr || (recorded->is_object() && recorded->as_object().empty()))) {
+      set.push_back(arm::SetAt(arm::kPathObserved, json::value(std::move(observed))));
+    }
+    ops.push_back(store::WriteOp::Patch(res.id, std::move(set),
+                                        {arm::Unchanged(res.body, arm::kPathActiveOperationId),
+                                         arm::Unchanged(res.body, arm::kPathInternalId)}));
+  }
+  auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);
+  if (!r.ok()) {
+    CountRefusal(r.error(), *fence);
+    return;
+  }
+  ++counters_.recovered_creates;
+  logger_.Info("recovered create", {{"operation", op.id}, {"internalId", href}});
+  if (auto updated = ParseOperation(r->documents[0])) {
+    index_.Upsert(*updated);
+    EnqueueCheck(*updated);
+  }
+}
+
+Result<clusterservice::CreateRequest> Controller::RecoveryRequest(const OperationRecord& op,
+                                                                  const arm::ResourceDocument& doc) {
+  HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(doc.resource_id));
+  std::string parent_href;
+  if (id.kind != arm::ResourceKind::kCluster) {
+    auto parent = FindResource(*store_, op.partition_key, id.Cluster().ToString());
+    if (parent.ok() && parent->has_value()) parent_href = PropertyString((**parent).body, "internalId");
+  }
+  // The subscription's tenant, as the frontend sends it.
+  std::string tenant;
+  auto sub = store_->Read(store::kResources, op.partition_key, op.partition_key);
+  if (sub.ok()) {
+    auto parsed = arm::SubscriptionDocument::FromBody(sub->id, sub->body);
+    if (parsed.ok()) tenant = parsed->tenant_id().value_or("");
+  } else if (!sub.error().IsNotFound()) {
+    return Error::Unavailable("cannot read the subscription: " + sub.error().message());
+  }
+  return clusterservice::CreateRequestFor(doc, parent_href, tenant);
+}
+
+}  // namespace hcprp::backend

@@ -1,0 +1,93 @@
+#include "backend/condition_sync.h"
+
+#include "arm/documents.h"
+#include "arm/operation_writes.h"
+#include "arm/resource_id.h"
+#include "backend/documents.h"
+#include "backend/state_mapping.h"
+
+namespace hcprp::backend {
+
+namespace {
+
+// The ARM resource ID of a cluster from the "azure" block of its Cluster Service object (nullopt if
+// absent).
+std::optional<arm::ResourceId> ClusterResourceIdOf(const json::object& cs_cluster) {
+  const json::object* az = GetObject(cs_cluster, "azure");
+  if (az == nullptr) return std::nullopt;
+  auto sub = GetString(*az, "subscription_id");
+  auto rg = GetString(*az, "resource_group_name");
+  auto name = GetString(*az, "resource_name");
+  if (!sub || !rg || !name || sub->empty() || rg->empty() || name->empty()) return std::nullopt;
+  arm::ResourceId id;
+  id.kind = arm::ResourceKind::kCluster;
+  id.subscription_id = std::string(*sub);
+  id.resource_group = std::string(*rg);
+  id.cluster_name = std::string(*name);
+  return id;
+}
+
+}  // namespace
+
+void ConditionSync::SyncIdle(const clusterservice::Event& event) {
+  if (event.state == "deleted") return;
+  const json::object* status = GetObject(event.object, "status");
+  if (status == nullptr || !status->contains("conditions")) return;
+  std::optional<arm::ResourceId> id;
+  switch (KindOfHref(event.href)) {
+    case ObjectKind::kCluster:
+      id = ClusterResourceIdOf(event.object);
+      break;
+    case ObjectKind::kNodePool: {
+      // The node pool names itself; its cluster's object says where the cluster lives in ARM.
+      const json::object* az = GetObject(event.object, "azure");
+      std::string name(az ? GetString(*az, "resource_name").value_or("") : "");
+      if (name.empty()) name = std::string(GetString(event.object, "name").value_or(""));
+      size_t cut = event.href.find("/node_pools/");
+      if (name.empty() || cut == std::string::npos) return;
+      auto cluster = cs_->Get(event.href.substr(0, cut));
+      if (!cluster.ok()) return;
+      id = ClusterResourceIdOf(*cluster);
+      if (!id) return;
+      id->kind = arm::ResourceKind::kNodePool;
+      id->child_name = std::move(name);
+      break;
+    }
+    default:
+      return;
+  }
+  if (!id) return;
+  std::string pk = arm::PartitionKey(id->subscription_id);
+  if (!ownership_->FenceFor(pk)) return;
+  ++counters_->idle_condition_syncs;
+  Sync(pk, id->ToString(), event.href, *status);
+}
+
+void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
+                         const json::object& status) {
+  auto it = status.find("conditions");
+  if (it == status.end() || !it->value().is_array()) return;
+  auto fence = ownership_->FenceFor(pk);
+  if (!fence) return;
+  auto resource = FindResource(*store_, pk, resource_id);
+  if (!resource.ok() || !resource->has_value()) return;
+  const store::Document& res = **resource;
+  auto doc = arm::ResourceDocument::FromBody(res.body);
+  if (!doc.ok() || doc->internal_id != href) return;
+  json::object service_status = doc->service_status;
+  if (auto c = service_status.find("conditions"); c != service_status.end() && c->value() == it->value())
+    return;
+  service_status["conditions"] = it->value();
+  auto r =
+      store_->Batch(store::kResources, pk,
+                    {store::WriteOp::Patch(
+                        res.id, {arm::SetAt(arm::kPathServiceStatus, json::value(std::move(service_status)))},
+                        {arm::Unchanged(res.body, arm::kPathServiceStatus)})},
+                    &*fence);
+  if (!r.ok() && !r.error().IsPreconditionFailed() && !r.error().IsNotFound()) {
+    ++counters_->errors;
+    logger_->Warn("cannot sync conditions", {{"resource", res.id}, {"error", r.error().ToString()}});
+  }
+}
+
+}  // namespace hcprp::backend

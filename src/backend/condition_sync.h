@@ -1,0 +1,42 @@
+// Copies a Cluster Service object's status.conditions into the resource document that points at it
+// (arm::kPathServiceStatus), for the frontend to render (private to src/backend). Best effort: a
+// refused or failed write is left to the next event or status read. Never changes an operation.
+// Thread-safe (stateless apart from its collaborators).
+#pragma once
+
+#include <string>
+
+#include "backend/counters.h"
+#include "backend/ownership.h"
+#include "clusterservice/client.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "store/store.h"
+
+namespace hcprp::backend {
+
+class ConditionSync {
+ public:
+  // Not owned; all must outlive this.
+  ConditionSync(store::Store* store, clusterservice::Client* cs, Ownership* ownership, Counters* counters,
+                const Logger* logger)
+      : store_(store), cs_(cs), ownership_(ownership), counters_(counters), logger_(logger) {}
+
+  // Syncs `status` (the object `href`'s) into the resource `resource_id` of partition `pk` when the
+  // resource still points at `href` and its conditions differ.
+  void Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
+            const json::object& status);
+  // An event of a cluster or node pool with no operation in flight (an identity deleted while the
+  // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
+  // and syncs its conditions the same way.
+  void SyncIdle(const clusterservice::Event& event);
+
+ private:
+  store::Store* const store_;
+  clusterservice::Client* const cs_;
+  Ownership* const ownership_;
+  Counters* const counters_;
+  const Logger* const logger_;
+};
+
+}  // namespace hcprp::backend

@@ -1,0 +1,582 @@
+#include "backend/controller.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "arm/documents.h"
+#include "core/time.h"
+#include "core/uuid.h"
+
+namespace hcprp::backend {
+
+namespace {
+
+constexpr size_t kFeedPage = 500;
+constexpr size_t kQueryPage = 1000;
+
+// The resources feed's current end: the continuation that reads only what commits from now on.
+Result<std::string> FeedHead(store::Store& store) {
+  HCPRP_ASSIGN_OR_RETURN(store::ChangePage head,
+                         store.ReadChanges(store::kResources, store::kChangeFeedNow, 1));
+  return head.continuation.empty() ? std::string(store::kChangeFeedNow) : head.continuation;
+}
+
+// The shard leases, unless the options bring their own Ownership.
+std::unique_ptr<Ownership> MakeOwnership(const BackendOptions& options, store::Store* store,
+                                         const Clock* clock, const Logger& logger) {
+  if (options.ownership != nullptr) return nullptr;
+  ShardedLeaseOptions lo;
+  lo.owner = options.owner;
+  lo.ttl = options.lease_ttl;
+  lo.shards = options.shards;
+  return std::make_unique<ShardedLeases>(lo, store, clock, logger);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Construction, threads
+
+Controller::Controller(BackendOptions options, store::Store* store, clusterservice::Client* cs,
+                       const Clock* clock, Logger logger, Notifier* notifier)
+    : options_(std::move(options)),
+      store_(store),
+      cs_(cs),
+      clock_(clock),
+      logger_(std::move(logger)),
+      owned_ownership_(MakeOwnership(options_, store_, clock_, logger_)),
+      ownership_(options_.ownership != nullptr ? options_.ownership : owned_ownership_.get()),
+      notifications_(
+          options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier"),
+          [this](const std::string& pk, const std::string& id) {
+            Status s = store_->Delete(store::kResources, pk, id);
+            if (!s.ok() && !s.error().IsNotFound()) {
+              logger_.Warn("pending notification not removed", {{"id", id}, {"error", s.error().ToString()}});
+            }
+          }),
+      conditions_(store_, cs_, ownership_, &counters_, &logger_),
+      orphans_({options_.gc_window, options_.gc_interval}, store_, cs_, ownership_, &index_, clock_, &logger_,
+               &counters_),
+      sweeper_({options_.sweep_page_size, options_.resync_interval}, store_, ownership_, clock_, &logger_,
+               &counters_, [this](const store::Document& resource) { EnsureDeleteOperation(resource); }) {}
+
+Result<std::unique_ptr<Controller>> Controller::Create(BackendOptions options, store::Store* store,
+                                                       clusterservice::Client* cs, const Clock* clock,
+                                                       Logger logger, Notifier* notifier) {
+  if (store == nullptr || cs == nullptr || clock == nullptr) {
+    return Error::InvalidArgument("backend needs a store, a Cluster Service client and a clock");
+  }
+  if (options.lease_ttl.count() < 3) return Error::InvalidArgument("lease_ttl too short");
+  if (options.owner.empty()) options.owner = "backend-" + NewUuidV4();
+  if (options.notifications.max_attempts < 1) options.notifications.max_attempts = 1;
+  // Start the change feed after everything committed so far; the first resync reads the rest.
+  HCPRP_ASSIGN_OR_RETURN(auto head, FeedHead(*store));
+  std::unique_ptr<Controller> b(
+      new Controller(std::move(options), store, cs, clock, std::move(logger), notifier));
+  {
+    MutexLock lock(b->feed_mu_);
+    b->feed_continuation_ = std::move(head);
+  }
+  if (b->options_.metrics != nullptr) b->RegisterMetrics(*b->options_.metrics);
+  return b;
+}
+
+void Controller::WakeTimerLoop() {
+  {
+    MutexLock lock(run_mu_);
+    wake_ = true;
+  }
+  run_cv_.NotifyAll();
+}
+
+void Controller::WakeNotifierLoop() {
+  {
+    MutexLock lock(run_mu_);
+    notify_wake_ = true;
+  }
+  run_cv_.NotifyAll();
+}
+
+Controller::~Controller() { Stop(); }
+
+Status Controller::Start() {
+  MutexLock lock(run_mu_);
+  if (!threads_.empty()) return Error::InvalidArgument("backend already started");
+  stopping_ = false;
+  threads_.emplace_back([this] { FeedLoop(); });
+  threads_.emplace_back([this] { EventLoop(); });
+  threads_.emplace_back([this] { TimerLoop(); });
+  threads_.emplace_back([this] { LeaseLoop(); });
+  threads_.emplace_back([this] { NotifierLoop(); });
+  if (options_.gc_enabled) threads_.emplace_back([this] { GcLoop(); });
+  return Status::Ok();
+}
+
+void Controller::Stop() {
+  std::vector<std::thread> threads;
+  {
+    MutexLock lock(run_mu_);
+    stopping_ = true;
+    threads.swap(threads_);
+  }
+  run_cv_.NotifyAll();
+  for (auto& t : threads) t.join();
+  ownership_->Release();
+}
+
+void Controller::WaitFor(std::chrono::milliseconds d) {
+  MutexLock lock(run_mu_);
+  run_cv_.WaitFor(lock, d, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
+}
+
+void Controller::FeedLoop() {
+  while (true) {
+    {
+      MutexLock lock(run_mu_);
+      if (stopping_) return;
+    }
+    auto n = PumpChangesOnce();
+    if (!n.ok()) {
+      logger_.Warn("change feed read failed", {{"error", n.error().ToString()}});
+      WaitFor(options_.feed_wait);
+      continue;
+    }
+    if (*n > 0) continue;
+    std::string continuation;
+    {
+      MutexLock lock(feed_mu_);
+      continuation = feed_continuation_;
+    }
+    auto waited = store_->WaitForChanges(store::kResources, continuation, options_.feed_wait);
+    if (!waited.ok()) WaitFor(options_.feed_wait);
+  }
+}
+
+void Controller::EventLoop() {
+  bool positioned = false;
+  while (true) {
+    {
+      MutexLock lock(run_mu_);
+      if (stopping_) return;
+    }
+    if (!positioned) {
+      // Skip the stream's history: a resync right after reads the current states.
+      std::optional<Error> failure;
+      while (true) {
+        uint64_t after;
+        {
+          MutexLock lock(event_mu_);
+          after = events_after_;
+        }
+        auto page = cs_->WatchEvents(after, std::chrono::milliseconds(0));
+        if (!page.ok()) {
+          failure = page.error();
+          break;
+        }
+        uint64_t last = page->last_sequence;
+        for (const auto& e : page->events) last = std::max(last, e.sequence);
+        {
+          MutexLock lock(event_mu_);
+          events_after_ = std::max(events_after_, last);
+        }
+        if (page->events.empty()) break;
+      }
+      if (failure.has_value()) {
+        events_available_ = false;
+        WaitFor(failure->Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+        continue;
+      }
+      positioned = true;
+      events_available_ = true;
+      resync_requested_ = true;
+      run_cv_.NotifyAll();
+      continue;
+    }
+    auto n = PumpEventsOnce(options_.event_wait);
+    if (!n.ok()) {
+      WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+    }
+  }
+}
+
+void Controller::TimerLoop() {
+  while (true) {
+    Step(false);
+    MutexLock lock(run_mu_);
+    if (stopping_) return;
+    auto wait = std::min(options_.tick, ownership_->RenewInterval());
+    run_cv_.WaitFor(lock, wait, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || wake_; });
+    wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+void Controller::LeaseLoop() {
+  while (true) {
+    if (ownership_->Tick()) {
+      resync_requested_ = true;
+      load_subscriptions_requested_ = true;
+      WakeTimerLoop();
+    }
+    MutexLock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.WaitFor(lock, ownership_->NextTickIn(), [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+void Controller::GcLoop() {
+  // Apart from the timer loop: a pass lists every Cluster Service object, which must not hold up
+  // the checks of operations.
+  while (true) {
+    if (options_.gc_enabled) orphans_.MaybeRun(false);
+    MutexLock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.WaitFor(lock, options_.tick, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_; });
+    if (stopping_) return;
+  }
+}
+
+void Controller::NotifierLoop() {
+  while (true) {
+    notifications_.Deliver();
+    auto next = notifications_.NextDueIn();
+    std::chrono::milliseconds wait = options_.tick;
+    if (next.has_value()) {
+      wait = std::min(
+          wait, std::chrono::duration_cast<std::chrono::milliseconds>(*next) + std::chrono::milliseconds(1));
+    }
+    MutexLock lock(run_mu_);
+    if (stopping_) return;
+    run_cv_.WaitFor(lock, wait, [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || notify_wake_; });
+    notify_wake_ = false;
+    if (stopping_) return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps
+
+Status Controller::ReconcileOnce() {
+  HCPRP_RETURN_IF_ERROR(PumpChangesOnce());
+  resync_requested_ = true;
+  Step(true);
+  if (!ownership_->Active()) return Error::Conflict("other backends own every shard of the store");
+  notifications_.Deliver();
+  return Status::Ok();
+}
+
+Result<size_t> Controller::PumpChangesOnce() {
+  MutexLock lock(feed_mu_);
+  size_t total = 0;
+  while (true) {
+    auto page = store_->ReadChanges(store::kResources, feed_continuation_, kFeedPage);
+    if (!page.ok() && page.error().Is(ErrorCode::kOutOfRange)) {
+      // Retention removed changes this backend had not read (it was away longer than the store
+      // keeps them): start again from now and rebuild the index from the documents.
+      logger_.Warn("change feed position expired: resynchronising", {{"error", page.error().ToString()}});
+      HCPRP_ASSIGN_OR_RETURN(auto head, FeedHead(*store_));
+      feed_continuation_ = std::move(head);
+      resync_requested_ = true;
+      WakeTimerLoop();
+      continue;
+    }
+    if (!page.ok()) return page.error();
+    if (!page->changes.empty()) {
+      const int64_t now_ms = ToUnixMillis(clock_->Now());
+      feed_lag_seconds_ = std::max<double>(
+          0, static_cast<double>(now_ms - page->changes.back().document.timestamp_ms) / 1000.0);
+    } else {
+      feed_lag_seconds_ = 0;
+    }
+    for (const store::Change& c : page->changes) HandleChange(c);
+    total += page->changes.size();
+    if (!page->continuation.empty()) feed_continuation_ = page->continuation;
+    if (page->changes.size() < kFeedPage) break;
+  }
+  counters_.feed_changes += total;
+  return total;
+}
+
+Result<size_t> Controller::PumpEventsOnce(std::chrono::milliseconds wait) {
+  uint64_t after;
+  {
+    MutexLock lock(event_mu_);
+    after = events_after_;
+  }
+  auto page = cs_->WatchEvents(after, wait);
+  if (!page.ok()) {
+    if (page.error().Is(ErrorCode::kUnavailable)) events_available_ = false;
+    return page.error();
+  }
+  events_available_ = true;
+  uint64_t last = page->last_sequence;
+  for (const clusterservice::Event& e : page->events) {
+    ApplyEvent(e);
+    last = std::max(last, e.sequence);
+  }
+  {
+    MutexLock lock(event_mu_);
+    events_after_ = std::max(events_after_, last);
+  }
+  return page->events.size();
+}
+
+size_t Controller::DeliverNotificationsOnce() { return notifications_.Deliver(); }
+
+BackendStats Controller::Stats() const {
+  BackendStats s;
+  s.active = ownership_->Active();
+  s.shards_held = ownership_->HeldShards();
+  s.events_available = events_available_;
+  s.in_flight = index_.Size();
+  s.full_resyncs = counters_.full_resyncs;
+  s.feed_changes = counters_.feed_changes;
+  s.events_received = counters_.events_received;
+  s.events_applied = counters_.events_applied;
+  s.checks = counters_.checks;
+  s.cs_creates = counters_.cs_creates;
+  s.cs_deletes = counters_.cs_deletes;
+  s.transitions = counters_.transitions;
+  s.terminal = counters_.terminal;
+  s.deadline_failures = counters_.deadline_failures;
+  s.recovered_creates = counters_.recovered_creates;
+  s.implicit_deletes = counters_.implicit_deletes;
+  s.resources_deleted = counters_.resources_deleted;
+  s.gc_deleted = counters_.gc_deleted;
+  s.fence_refusals = counters_.fence_refusals;
+  s.write_conflicts = counters_.write_conflicts;
+  s.errors = counters_.errors;
+  s.idle_condition_syncs = counters_.idle_condition_syncs;
+  NotificationCounters n = notifications_.Counters();
+  s.notifications_sent = n.sent;
+  s.notification_failures = n.failed_attempts;
+  s.notifications_dropped = n.dropped;
+  s.notifications_pending = notifications_.Pending();
+  s.checks_queued = checks_.Size();
+  s.checks_running = counters_.checks_running;
+  s.sweeps_active = sweeper_.Active();
+  s.sweeps_finished = counters_.sweeps_finished;
+  s.feed_lag_seconds = feed_lag_seconds_.load();
+  return s;
+}
+
+void Controller::Step(bool exhaustive) {
+  MutexLock pass(pass_mu_);
+  if (ownership_->Tick()) {
+    resync_requested_ = true;
+    load_subscriptions_requested_ = true;
+  }
+  if (!ownership_->Active()) return;
+  TimePoint now = clock_->Now();
+
+  if (load_subscriptions_requested_.exchange(false)) {
+    if (Status s = LoadPendingNotifications(); !s.ok()) {
+      ++counters_.errors;
+      load_subscriptions_requested_ = true;
+    }
+    if (Status s = LoadDeletedSubscriptions(); !s.ok()) {
+      ++counters_.errors;
+      load_subscriptions_requested_ = true;
+    }
+  }
+
+  bool resync = resync_requested_.exchange(false);
+  bool poll = false;
+  {
+    MutexLock lock(state_mu_);
+    if (now >= next_resync_) resync = true;
+    if (now >= next_poll_) {
+      poll = true;
+      next_poll_ = now + options_.poll_interval;
+    }
+  }
+  if (resync) {
+    if (Status s = RebuildIndex(); s.ok()) {
+      ++counters_.full_resyncs;
+      MutexLock lock(state_mu_);
+      next_resync_ = now + options_.resync_interval;
+    } else {
+      ++counters_.errors;
+      resync_requested_ = true;
+      logger_.Warn("resync failed", {{"error", s.error().ToString()}});
+    }
+  } else if (poll) {
+    bool events = events_available_;
+    for (const OperationRecord& op : index_.All()) {
+      bool delete_unissued = false;
+      if (op.request == Request::kDelete) {
+        MutexLock lock(state_mu_);
+        delete_unissued = delete_issued_.count({op.partition_key, op.id}) == 0;
+      }
+      if (!events || op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials ||
+          op.internal_id.empty() || delete_unissued) {
+        EnqueueCheck(op);
+      }
+    }
+  }
+
+  ApplyDeadlines();
+  std::atomic<size_t> delete_budget{exhaustive ? std::numeric_limits<size_t>::max()
+                                               : options_.max_cs_deletes_per_step};
+  size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;
+  Drained drained = DrainChecks(check_budget, &delete_budget);
+  sweeper_.Run(exhaustive);
+  if (exhaustive) drained = DrainChecks(check_budget, &delete_budget);
+  if (drained == Drained::kBudgetSpent) {
+    WakeTimerLoop();  // more checks are due now: the next step need not wait for the tick
+  }
+
+  if (exhaustive && options_.gc_enabled)
+    orphans_.MaybeRun(true);  // a running backend collects on its own thread (GcLoop)
+}
+
+Status Controller::RebuildIndex() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kOperationDocType);
+  q.non_terminal_only = true;
+  q.max_items = kQueryPage;
+  HCPRP_RETURN_IF_ERROR(store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (!ownership_->FenceFor(doc.partition_key)) return;  // another backend's shard
+    auto op = ParseOperation(doc);
+    if (op && !arm::IsTerminalState(op->status)) index_.Upsert(*op);
+  }));
+  // Entries of shards given up leave the index; entries the query no longer returns are dropped
+  // when their check re-reads them.
+  for (const OperationRecord& op : index_.All()) {
+    if (!ownership_->FenceFor(op.partition_key)) {
+      index_.Remove(op.partition_key, op.id);
+      continue;
+    }
+    EnqueueCheck(op);
+  }
+  return Status::Ok();
+}
+
+void Controller::QueuePendingNotification(const store::Document& seen) {
+  if (notifications_.Contains(seen.partition_key, seen.id)) return;
+  // Read it again: a change feed entry may be of a notification delivered (and removed) since.
+  auto fresh = store_->Read(store::kResources, seen.partition_key, seen.id);
+  if (!fresh.ok()) return;
+  const store::Document& pending = *fresh;
+  std::string op_id = PropertyString(pending.body, "operationId");
+  std::string uri = PropertyString(pending.body, "uri");
+  auto op = store_->Read(store::kResources, pending.partition_key, op_id);
+  if (!op.ok()) {
+    // Delivered meanwhile (the document is gone too), or the operation expired: nothing to send.
+    if (op.error().IsNotFound()) (void)store_->Delete(store::kResources, pending.partition_key, pending.id);
+    return;
+  }
+  if (uri.empty() ||
+      !notifications_.Enqueue(uri, OperationStatusResource(*op), pending.partition_key, pending.id))
+    return;
+  WakeNotifierLoop();
+}
+
+Status Controller::LoadPendingNotifications() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kPendingNotificationDocType);
+  q.max_items = kQueryPage;
+  return store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
+  });
+}
+
+Status Controller::LoadDeletedSubscriptions() {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.resource_type = std::string(arm::kSubscriptionDocType);
+  q.max_items = kQueryPage;
+  return store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
+    if (EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) sweeper_.OnDeleted(doc.partition_key);
+  });
+}
+
+void Controller::HandleChange(const store::Change& change) {
+  const store::Document& doc = change.document;
+  // A replace too: the feed lists a document's latest version, so a create superseded before it was
+  // read shows as a replace (queueing is idempotent).
+  if ((change.kind == store::Change::Kind::kCreate || change.kind == store::Change::Kind::kReplace) &&
+      ResourceTypeOf(doc.body) == arm::kPendingNotificationDocType) {
+    if (ownership_->FenceFor(doc.partition_key)) QueuePendingNotification(doc);
+    return;
+  }
+  if (IsOperationDocument(doc.body)) {
+    if (change.kind == store::Change::Kind::kDelete || change.kind == store::Change::Kind::kExpire) {
+      index_.Remove(doc.partition_key, doc.id);
+      return;
+    }
+    auto op = ParseOperation(doc);
+    if (!op) return;
+    if (arm::IsTerminalState(op->status) || !ownership_->FenceFor(doc.partition_key)) {
+      index_.Remove(doc.partition_key, doc.id);
+      return;
+    }
+    if (index_.Upsert(*op)) EnqueueCheck(*op);
+    return;
+  }
+  if (IsSubscriptionDocument(doc.body) && change.kind != store::Change::Kind::kDelete &&
+      change.kind != store::Change::Kind::kExpire &&
+      EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) {
+    sweeper_.OnDeleted(doc.partition_key);
+    WakeTimerLoop();
+  }
+}
+
+void Controller::ApplyEvent(const clusterservice::Event& event) {
+  const auto received = std::chrono::steady_clock::now();
+  ++counters_.events_received;
+  std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
+  if (ops.empty()) {
+    conditions_.SyncIdle(event);
+    return;
+  }
+  ++counters_.events_applied;
+  // The event carries the whole object; its status (state, provision error) sits under "status"
+  // (older services put the error fields at the top level).
+  const json::object* status = GetObject(event.object, "status");
+  Observation obs = ObservationFromStatus(status ? *status : event.object);
+  if (status && obs.error_code.empty()) {
+    Observation top = ObservationFromStatus(event.object);
+    obs.error_code = std::move(top.error_code);
+    if (obs.error_message.empty()) obs.error_message = std::move(top.error_message);
+  }
+  obs.state = event.state;
+  obs.gone = event.state == "deleted";
+  if (status && !obs.gone) {
+    for (const OperationRecord& op : ops) {
+      if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) continue;
+      conditions_.Sync(op.partition_key, op.external_id, event.href, *status);
+      break;  // one resource per Cluster Service object
+    }
+  }
+  for (const OperationRecord& op : ops) {
+    if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
+      EnqueueCheck(op);
+      continue;
+    }
+    ObjectKind kind = KindOfHref(event.href);
+    if (op.request == Request::kUpdate) {
+      // An update starts from a ready object, so a "ready" (or "error") still in the event stream
+      // from before the update would end it at once: an update ends only on a fresh status read.
+      auto t = Decide(op.request, kind, obs);
+      if (t && arm::IsTerminalState(t->status)) {
+        EnqueueCheck(op);
+        continue;
+      }
+    }
+    Outcome o = Transit(op.partition_key, op.id,
+                        [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
+      instruments_.event_to_commit->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+    }
+    // The store refused (down or restarting): the event is consumed, so check the status again later.
+    if (o == Outcome::kError) EnqueueCheck(op);
+    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
+  }
+}
+
+}  // namespace hcprp::backend

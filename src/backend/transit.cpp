@@ -1,0 +1,224 @@
+// The controller's writes: one status change of an operation (read, plan with PlanTransition, commit
+// in one fenced batch, then index, notifications and billing), and the implicit Delete operations of
+// deleted subscriptions. Writes to one partition run one at a time (ApplyMutex).
+#include "arm/operation_writes.h"
+#include "backend/controller.h"
+
+namespace hcprp::backend {
+
+namespace {
+
+constexpr int kMaxWriteAttempts = 4;
+constexpr size_t kQueryPage = 1000;
+
+arm::StatusChange ToStatusChange(const Transition& t) { return arm::StatusChange{t.status, t.error}; }
+
+ReadResource ToReadResource(const store::Document& d, arm::ResourceDocument doc) {
+  return ReadResource{d.id, d.etag, arm::Unchanged(d.body, arm::kPathActiveOperationId), std::move(doc)};
+}
+
+}  // namespace
+
+void Controller::CountRefusal(const Error& e, const store::Lease& fence) {
+  if (e.IsPreconditionFailed() && !store::FailedBatchIndex(e)) {
+    ownership_->FenceRefused(fence);
+    ++counters_.fence_refusals;
+  } else {
+    ++counters_.write_conflicts;
+  }
+}
+
+Result<TransitionInput> Controller::ReadTransitionInput(std::string_view pk, const arm::OperationDocument& op,
+                                                        arm::StatusChange change) {
+  TransitionInput in;
+  in.partition_key = std::string(pk);
+  in.operation = op;
+  in.change = std::move(change);
+  in.now = clock_->Now();
+  HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> found, FindResource(*store_, pk, op.external_id));
+  if (!found) return in;
+  auto doc = arm::ResourceDocument::FromBody(found->body);
+  if (!doc.ok() || doc->active_operation_id != op.id) return in;  // superseded: the operation changes alone
+  in.resource = ToReadResource(*found, std::move(doc).value());
+  if (!(arm::IsTerminalState(in.change.status) && DeletesResource(op, in.change))) return in;
+  // Children go with their parent; their operations end with it.
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = std::string(pk);
+  q.resource_id_prefix = in.resource->doc.resource_id + "/";
+  q.max_items = kQueryPage;
+  while (true) {
+    HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, store_->Query(q));
+    for (store::Document& child : page.documents) {
+      auto child_doc = arm::ResourceDocument::FromBody(child.body);
+      if (!child_doc.ok()) continue;
+      ReadChild read{ToReadResource(child, std::move(child_doc).value()), std::nullopt};
+      if (read.resource.doc.active_operation_id) {
+        auto cop = store_->Read(store::kResources, pk, *read.resource.doc.active_operation_id);
+        if (cop.ok()) {
+          auto parsed = arm::OperationDocument::FromBody(cop->id, cop->body);
+          if (parsed.ok() && !arm::IsTerminalState(parsed->status))
+            read.active_operation = std::move(parsed).value();
+        }
+      }
+      in.children.push_back(std::move(read));
+    }
+    if (page.continuation.empty()) break;
+    q.continuation = page.continuation;
+  }
+  return in;
+}
+
+Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op_id, const Decider& decide) {
+  MutexLock lock(ApplyMutex(pk));
+  for (int attempt = 0; attempt < kMaxWriteAttempts; ++attempt) {
+    auto fence = ownership_->FenceFor(pk);
+    if (!fence) return Outcome::kNotOwner;
+    auto doc = store_->Read(store::kResources, pk, op_id);
+    if (!doc.ok()) {
+      if (doc.error().IsNotFound()) {
+        index_.Remove(pk, op_id);
+        return Outcome::kGone;
+      }
+      ++counters_.errors;
+      return Outcome::kError;
+    }
+    auto op = ParseOperation(*doc);
+    auto typed = arm::OperationDocument::FromBody(doc->id, doc->body);
+    if (!op || !typed.ok() || arm::IsTerminalState(op->status)) {
+      index_.Remove(pk, op_id);
+      return Outcome::kNoChange;
+    }
+    std::optional<Transition> t = decide(*op);
+    if (!t || t->status == op->status) return Outcome::kNoChange;
+
+    auto in = ReadTransitionInput(pk, *typed, ToStatusChange(*t));
+    if (!in.ok()) {
+      ++counters_.errors;
+      return Outcome::kError;
+    }
+    TransitionPlan plan = PlanTransition(*in);
+    if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit
+      if (Status s = AppendBilling(pk, &plan); !s.ok()) {
+        ++counters_.errors;
+        logger_.Warn("billing record not read",
+                     {{"operation", std::string(op_id)}, {"error", s.error().ToString()}});
+        return Outcome::kError;
+      }
+    }
+    auto r = store_->Batch(store::kResources, pk, plan.writes, &*fence);
+    if (!r.ok()) {
+      const Error& e = r.error();
+      if (e.IsPreconditionFailed() && !store::FailedBatchIndex(e)) {
+        ownership_->FenceRefused(*fence);
+        ++counters_.fence_refusals;
+        logger_.Warn("write refused: stale fence", {{"operation", std::string(op_id)}});
+        return Outcome::kNotOwner;
+      }
+      if (e.IsPreconditionFailed() || e.IsNotFound()) {
+        ++counters_.write_conflicts;
+        continue;  // something changed meanwhile: read again
+      }
+      ++counters_.errors;
+      logger_.Warn("operation write failed", {{"operation", std::string(op_id)}, {"error", e.ToString()}});
+      return Outcome::kError;
+    }
+
+    ++counters_.transitions;
+    if (!plan.terminal) {
+      op->status = t->status;
+      index_.Upsert(*op);
+      return Outcome::kApplied;
+    }
+    ++counters_.terminal;
+    std::vector<store::Document> ended_docs;
+    for (size_t i : plan.ended) {
+      if (i < r->documents.size()) ended_docs.push_back(r->documents[i]);
+    }
+    AfterTerminal(ended_docs, plan);
+    return Outcome::kApplied;
+  }
+  return Outcome::kError;
+}
+
+void Controller::AfterTerminal(const std::vector<store::Document>& ended_operations,
+                               const TransitionPlan& plan) {
+  for (const store::Document& d : ended_operations) {
+    index_.Remove(d.partition_key, d.id);
+    {
+      MutexLock lock(state_mu_);
+      delete_issued_.erase({d.partition_key, d.id});
+    }
+    std::string uri = PropertyString(d.body, "notificationUri");
+    if (!uri.empty()) {
+      notifications_.Enqueue(uri, OperationStatusResource(d), d.partition_key,
+                             arm::PendingNotificationId(d.id));
+      WakeNotifierLoop();
+    }
+  }
+  counters_.resources_deleted += plan.deleted.size();
+}
+
+Status Controller::AppendBilling(std::string_view pk, TransitionPlan* plan) {
+  for (store::WriteOp& w : plan->billing) plan->writes.push_back(std::move(w));
+  plan->billing.clear();
+  const TimePoint now = clock_->Now();
+  for (const std::string& id : plan->deleted) {
+    auto existing = store_->Read(store::kBilling, pk, id);
+    if (!existing.ok()) {
+      if (existing.error().IsNotFound()) continue;  // never billed
+      return existing.error();
+    }
+    plan->writes.push_back(arm::PlanBillingDeletion(id, existing->etag, now));
+  }
+  return Status::Ok();
+}
+
+void Controller::EnsureDeleteOperation(const store::Document& resource) {
+  const std::string& pk = resource.partition_key;
+  auto doc = arm::ResourceDocument::FromBody(resource.body);
+  if (!doc.ok()) return;
+  std::optional<arm::OperationDocument> active;
+  if (doc->active_operation_id) {
+    auto d = store_->Read(store::kResources, pk, *doc->active_operation_id);
+    if (d.ok()) {
+      auto parsed = arm::OperationDocument::FromBody(d->id, d->body);
+      if (parsed.ok() && !arm::IsTerminalState(parsed->status)) active = std::move(parsed).value();
+      if (active && active->request == arm::OperationRequest::kDelete) {
+        if (auto record = ParseOperation(*d); record && index_.Upsert(*record)) EnqueueCheck(*record);
+        return;
+      }
+    }
+  }
+  MutexLock lock(ApplyMutex(pk));
+  auto fence = ownership_->FenceFor(pk);
+  if (!fence) return;
+  const TimePoint now = clock_->Now();
+  arm::OperationDocument op =
+      arm::NewOperation(Request::kDelete, doc->resource_id, doc->internal_id, doc->location, now);
+  arm::ResourceAsRead read{resource.id, std::nullopt,
+                           arm::Unchanged(resource.body, arm::kPathActiveOperationId)};
+  arm::StartDeletePlan plan =
+      arm::PlanStartDelete(read, op, options_.operation_ttl_seconds, active ? &*active : nullptr, now);
+  auto r = store_->Batch(store::kResources, pk, std::move(plan.writes), &*fence);
+  if (!r.ok()) {
+    CountRefusal(r.error(), *fence);  // the next sweep looks again
+    return;
+  }
+  ++counters_.implicit_deletes;
+  if (plan.canceled_index) {
+    const store::Document& canceled = r->documents[*plan.canceled_index];
+    index_.Remove(pk, canceled.id);
+    std::string uri = PropertyString(canceled.body, "notificationUri");
+    if (!uri.empty()) {
+      notifications_.Enqueue(uri, OperationStatusResource(canceled), pk,
+                             arm::PendingNotificationId(canceled.id));
+    }
+  }
+  if (auto created = ParseOperation(r->documents[plan.created_index])) {
+    index_.Upsert(*created);
+    EnqueueCheck(*created);
+  }
+}
+
+}  // namespace hcprp::backend

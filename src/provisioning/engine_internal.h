@@ -1,0 +1,179 @@
+// What the provisioning engine's source files share: its private records (objects, units, services,
+// pending transitions) and small helpers. Private to the engine (engine.h is its interface).
+#pragma once
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "provisioning/engine.h"
+
+namespace hcprp::provisioning {
+
+using simulator::Operation;
+
+enum class SvcState { kPending, kCreating, kReady, kFailed, kDeleting, kDeleted, kDeletionFailed };
+
+inline std::string_view SvcStateName(SvcState s) {
+  switch (s) {
+    case SvcState::kPending:
+      return "Pending";
+    case SvcState::kCreating:
+      return "Creating";
+    case SvcState::kReady:
+      return "Ready";
+    case SvcState::kFailed:
+      return "Failed";
+    case SvcState::kDeleting:
+      return "Deleting";
+    case SvcState::kDeleted:
+      return "Deleted";
+    case SvcState::kDeletionFailed:
+      return "DeletionFailed";
+  }
+  return "Pending";
+}
+
+inline SvcState ParseSvcState(std::string_view s) {
+  for (SvcState v : {SvcState::kPending, SvcState::kCreating, SvcState::kReady, SvcState::kFailed,
+                     SvcState::kDeleting, SvcState::kDeleted, SvcState::kDeletionFailed}) {
+    if (SvcStateName(v) == s) return v;
+  }
+  return SvcState::kPending;
+}
+
+inline int64_t Ms(TimePoint t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+inline TimePoint FromMs(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
+
+inline std::string LastSegment(std::string_view href) {
+  size_t p = href.rfind('/');
+  return std::string(p == std::string_view::npos ? href : href.substr(p + 1));
+}
+
+// The cluster's href of a child's href, or "" for a cluster.
+inline std::string ParentOf(std::string_view href) {
+  for (std::string_view sep : {"/node_pools/", "/external_auth_configs/"}) {
+    size_t p = href.find(sep);
+    if (p != std::string_view::npos) return std::string(href.substr(0, p));
+  }
+  return "";
+}
+
+constexpr std::string_view kRoleNamespace = "3f2a9c1e-5b7d-4e8f-9a6b-1c2d3e4f5a6b";
+
+// How much later than due a worker may take a piece of work (real time, not scaled): the dispatcher
+// wakes once for all the timers within it.
+constexpr Duration kTimerSlack = std::chrono::milliseconds(1);
+
+// The services of a machine, in creation order.
+constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       ResourceType::kNetworkInterface,
+                                             ResourceType::kDisk,           ResourceType::kVirtualMachine,
+                                             ResourceType::kRoleAssignment, ResourceType::kVmExtension};
+
+// Crash points reached once the step this thread runs is committed (see crash_point.h): AfterCommit
+// during the step, TakeStepPoints when it ends.
+void AfterCommit(std::string name);
+std::vector<std::string> TakeStepPoints();
+
+// Unit steps are committed in groups: when this many objects and units are dirty, or this long after
+// the last commit, or with the next step that moves an object in the Cluster Service.
+constexpr size_t kGroupCommitSize = 256;
+constexpr auto kGroupCommitInterval = std::chrono::milliseconds(5);
+
+struct Engine::Svc {
+  ResourceType type = ResourceType::kPublicIp;
+  std::string id;
+  std::string caller;
+  SvcState state = SvcState::kPending;
+  std::string fut_type;  // "create", "delete" or ""
+  std::string fut_token;
+  bool fut_stored = false;  // the operation outlived the client timeout
+  int attempts = 0;
+  int err_status = 0;
+  std::string err_code, err_message;
+  bool orphaned = false;  // deletion skipped (invalid credentials)
+  TimePoint since{};
+};
+
+struct Engine::Unit {
+  std::string key;
+  std::string owner;    // the node pool's or cluster's href
+  std::string cluster;  // the cluster's href
+  std::string name;
+  int64_t index = 0;
+  bool control_plane = false;
+  bool deleting = false;
+  bool orphaned = false;
+  std::vector<Svc> svcs;
+
+  bool Done() const {
+    if (orphaned) return deleting;
+    for (const auto& s : svcs) {
+      if (deleting ? s.state != SvcState::kDeleted : s.state != SvcState::kReady) return false;
+    }
+    return true;
+  }
+  bool AnyFailed(std::string* code, std::string* message) const {
+    for (const auto& s : svcs) {
+      if (s.state == SvcState::kFailed || s.state == SvcState::kDeletionFailed) {
+        *code = s.err_code;
+        *message = std::string(ShortName(s.type)) + " " + s.id + ": " + s.err_message;
+        return true;
+      }
+    }
+    return false;
+  }
+};
+
+struct Engine::Obj {
+  std::string href, kind, cluster, name;
+  Operation op = Operation::kCreate;
+  std::string cs_state;
+  std::string failure_state;
+  int64_t desired = 0;
+  // Clusters.
+  std::string sub, mrg_id, caller;
+  std::string cp_unit;
+  bool creds_valid = true;
+  std::string creds_reason, creds_message;
+  TimePoint creds_invalid_since{};
+  // Node pools.
+  std::vector<std::string> machines;  // unit keys
+  int64_t next_index = 0;
+  int64_t orphaned = 0;
+  // Clusters: machines of its node pools whose cleanup was skipped (invalid credentials); their
+  // resources stay until the managed resource group goes.
+  std::vector<std::string> orphaned_machines;
+  bool waits_for_control_plane = false;  // its cluster queues it when the control plane is ready
+  std::map<std::string, std::pair<std::string, TimePoint>> cond_since;  // type -> (status/reason, since)
+  json::array conditions;
+  TimePoint validated_at{};  // when validating ends (not persisted: a restart validates again)
+  // Loaded from the state but not announced by the Cluster Service after a restart: it no longer has
+  // the object, so the engine deletes what is left in Azure and tells it nothing (not persisted).
+  bool unknown = false;
+};
+
+struct Engine::Pending {
+  std::string href, state, code, message;
+  bool conditions = false;
+  json::array conds;
+  std::string enqueue;  // a key to queue once the transitions before it are applied
+};
+
+struct Engine::Batch {
+  uint64_t ticket = 0;  // 0: nothing to write (no state)
+  std::vector<Obj> objs;
+  std::vector<std::string> removed_objs;
+  std::vector<Unit> units;
+  std::vector<std::string> removed_units;
+  simulator::StateBatch azure;
+  std::vector<std::string> points;  // crash points reached once it is written
+  Status written = Status::Ok();    // set by whoever wrote it
+};
+
+}  // namespace hcprp::provisioning

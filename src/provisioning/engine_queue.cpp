@@ -1,0 +1,220 @@
+// The work queue: timers, the dispatcher that moves due work to the ready queue, the workers that run
+// it (each step committed before its transitions are applied), and the test driver.
+#include <algorithm>
+
+#include "provisioning/crash_point.h"
+#include "provisioning/engine_internal.h"
+
+namespace hcprp::provisioning {
+
+namespace {
+
+// Crash points of the step this thread runs, reached once the step is committed.
+thread_local std::vector<std::string> t_committed_points;
+
+}  // namespace
+
+void AfterCommit(std::string name) {
+  if (CrashPointsArmed()) t_committed_points.push_back(std::move(name));
+}
+
+std::vector<std::string> TakeStepPoints() {
+  std::vector<std::string> points;
+  points.swap(t_committed_points);
+  return points;
+}
+
+void Engine::EndStep(std::unique_lock<std::mutex>& lock, bool must_commit) {
+  for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
+  if (!must_commit && dirty_units_.size() + dirty_objs_.size() < kGroupCommitSize &&
+      std::chrono::steady_clock::now() - last_commit_ < kGroupCommitInterval) {
+    return;
+  }
+  (void)CommitNow(lock);
+}
+
+void Engine::Start() {
+  if (started_.exchange(true)) return;
+  for (int i = 0; i < options_.concurrency; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  dispatcher_ = std::thread([this] { DispatchLoop(); });
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ && workers_.empty()) return;
+    stopping_ = true;
+  }
+  timer_cv_.notify_all();
+  ready_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
+  if (dispatcher_.joinable()) dispatcher_.join();
+  {
+    // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
+    std::lock_guard lock(mu_);
+    const TimePoint now = options_.clock->Now();
+    std::deque<std::string> left;
+    left.swap(ready_);
+    in_ready_.clear();
+    for (const auto& key : left) EnqueueLocked(key, now);
+  }
+  (void)Flush();
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = false;  // RunDueForTest stays usable
+    dispatcher_wakes_ = TimePoint::max();
+  }
+  started_ = false;
+}
+
+void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
+  auto it = queued_.find(key);
+  if (it != queued_.end() && it->second <= at) return;
+  queued_[key] = at;
+  timers_.emplace(at, key);
+  if (at + kTimerSlack < dispatcher_wakes_) {
+    dispatcher_wakes_ = at;
+    timer_cv_.notify_one();
+  }
+}
+
+void Engine::DispatchLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    dispatcher_wakes_ = TimePoint::min();  // running: nobody needs to wake it
+    if ((!dirty_units_.empty() || !dirty_objs_.empty()) &&
+        std::chrono::steady_clock::now() - last_commit_ >= kGroupCommitInterval) {
+      (void)CommitNow(lock);  // releases mu_ while writing
+      if (stopping_) break;
+    }
+    const TimePoint now = options_.clock->Now();
+    size_t moved = 0;
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      auto node = timers_.extract(timers_.begin());
+      const std::string& key = node.mapped();
+      auto q = queued_.find(key);
+      if (q == queued_.end() || q->second != node.key()) continue;  // superseded by an earlier queueing
+      queued_.erase(q);
+      if (!in_ready_.insert(key).second) continue;
+      ready_.push_back(std::move(node.mapped()));
+      ++moved;
+    }
+    if (moved >= workers_.size()) {
+      ready_cv_.notify_all();
+    } else {
+      for (size_t i = 0; i < moved; ++i) ready_cv_.notify_one();
+    }
+    // Never sleep long: a FakeClock moves without notifying anyone. Timers due within the slack of the
+    // first one go together: one wake-up per batch, not per timer.
+    TimePoint wake = now + std::chrono::milliseconds(50);
+    if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
+    dispatcher_wakes_ = wake;
+    Duration sleep = wake - now;
+    // Unit steps not committed yet are committed within kGroupCommitInterval.
+    if (!dirty_units_.empty() || !dirty_objs_.empty())
+      sleep = std::min<Duration>(sleep, kGroupCommitInterval);
+    timer_cv_.wait_for(lock, sleep);
+  }
+}
+
+void Engine::WorkerLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    if (ready_.empty()) {
+      ready_cv_.wait(lock);
+      continue;
+    }
+    std::string key = std::move(ready_.front());
+    ready_.pop_front();
+    in_ready_.erase(key);
+    RunKey(lock, key);
+  }
+}
+
+void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) {
+  if (running_.count(key)) {
+    rerun_.insert(key);
+    return;
+  }
+  running_.insert(key);
+  if (key.rfind("u:", 0) == 0) {
+    lock.unlock();
+    ReconcileUnit(key.substr(2));
+    lock.lock();
+    // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
+    EndStep(lock, false);
+  } else {
+    std::vector<Pending> out;
+    const std::string href = key.substr(2);
+    auto it = objs_.find(href);
+    if (it != objs_.end()) {
+      TouchObjectLocked(href);
+      ReconcileObjectLocked(it->second, out);
+      TouchObjectLocked(href);
+    }
+    // Written before the Cluster Service hears of a transition: after a crash in between it announces
+    // the object again and the engine, which already has the step, repeats only the transition.
+    EndStep(lock, std::any_of(out.begin(), out.end(),
+                              [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
+    lock.unlock();
+    Apply(out);
+    lock.lock();
+  }
+  running_.erase(key);
+  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
+}
+
+size_t Engine::RunDueForTest(int max_rounds) {
+  size_t ran = 0;
+  for (int round = 0; round < max_rounds; ++round) {
+    std::vector<std::string> due;
+    {
+      std::lock_guard lock(mu_);
+      const TimePoint now = options_.clock->Now();
+      while (!timers_.empty() && timers_.begin()->first <= now) {
+        auto [at, key] = *timers_.begin();
+        timers_.erase(timers_.begin());
+        auto q = queued_.find(key);
+        if (q == queued_.end() || q->second != at) continue;
+        queued_.erase(q);
+        due.push_back(key);
+      }
+    }
+    if (due.empty()) break;
+    for (const auto& key : due) {
+      ++ran;
+      if (key.rfind("u:", 0) == 0) {
+        ReconcileUnit(key.substr(2));
+        std::unique_lock lock(mu_);
+        EndStep(lock, true);
+        continue;
+      }
+      std::vector<Pending> out;
+      {
+        std::unique_lock lock(mu_);
+        const std::string href = key.substr(2);
+        auto it = objs_.find(href);
+        if (it != objs_.end()) {
+          TouchObjectLocked(href);
+          ReconcileObjectLocked(it->second, out);
+          TouchObjectLocked(href);
+        }
+        EndStep(lock, true);
+      }
+      Apply(out);
+    }
+  }
+  return ran;
+}
+
+std::optional<TimePoint> Engine::NextDueForTest() const {
+  std::lock_guard lock(mu_);
+  std::optional<TimePoint> best;
+  for (const auto& [k, t] : queued_) {
+    if (!best || t < *best) best = t;
+  }
+  return best;
+}
+
+}  // namespace hcprp::provisioning

@@ -1,0 +1,90 @@
+// The condition roll-up: per service, machines and identity, from a node pool's or cluster's units.
+#include <algorithm>
+#include <map>
+
+#include "core/time.h"
+#include "provisioning/engine_internal.h"
+
+namespace hcprp::provisioning {
+
+void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
+  const TimePoint now = options_.clock->Now();
+  std::vector<const Unit*> units;
+  if (obj.kind == simulator::kCluster) {
+    if (!obj.cp_unit.empty() && units_.count(obj.cp_unit)) units.push_back(&units_.at(obj.cp_unit));
+  } else {
+    for (const auto& k : obj.machines) units.push_back(&units_.at(k));
+  }
+  struct Cond {
+    std::string type, status, reason, message;
+  };
+  std::vector<Cond> conds;
+  // One condition per service, in service order.
+  std::vector<ResourceType> order;
+  for (const Unit* u : units) {
+    for (const auto& s : u->svcs) {
+      if (std::find(order.begin(), order.end(), s.type) == order.end()) order.push_back(s.type);
+    }
+  }
+  for (ResourceType t : order) {
+    int total = 0, ready = 0;
+    std::map<SvcState, int> by;
+    std::string first_error;
+    for (const Unit* u : units) {
+      for (const auto& s : u->svcs) {
+        if (s.type != t) continue;
+        ++total;
+        if (s.state == SvcState::kReady) ++ready;
+        by[s.orphaned ? SvcState::kDeleted : s.state]++;
+        if (first_error.empty() && !s.err_message.empty()) first_error = u->name + ": " + s.err_message;
+      }
+    }
+    Cond c{std::string(ConditionPrefix(t)) + "Ready", ready == total ? "True" : "False", "", ""};
+    if (ready != total) {
+      for (SvcState s : {SvcState::kFailed, SvcState::kDeletionFailed, SvcState::kDeleting,
+                         SvcState::kCreating, SvcState::kPending, SvcState::kDeleted}) {
+        if (!by.count(s)) continue;
+        c.reason = s == SvcState::kPending ? "Creating" : std::string(SvcStateName(s));
+        break;
+      }
+      c.message = std::to_string(ready) + " of " + std::to_string(total) + " ready";
+      for (const auto& [s, n] : by) {
+        if (s != SvcState::kReady) c.message += ", " + std::to_string(n) + " " + std::string(SvcStateName(s));
+      }
+      if (!first_error.empty()) c.message += "; " + first_error;
+    }
+    conds.push_back(std::move(c));
+  }
+  if (obj.kind == simulator::kNodePool) {
+    int64_t ready = 0;
+    for (const Unit* u : units) ready += (!u->deleting && u->Done()) ? 1 : 0;
+    Cond c{"MachinesReady",
+           ready == obj.desired && units.size() == static_cast<size_t>(obj.desired) ? "True" : "False", "",
+           std::to_string(ready) + " of " + std::to_string(obj.desired) + " machines ready"};
+    if (c.status == "False") c.reason = obj.op == Operation::kDelete ? "Deleting" : "Creating";
+    if (obj.orphaned) c.message += "; " + std::to_string(obj.orphaned) + " orphaned (invalid Azure identity)";
+    conds.push_back(std::move(c));
+  }
+  if (obj.kind == simulator::kCluster) {
+    conds.push_back(obj.creds_valid ? Cond{"AzureIdentityValid", "True", "", ""}
+                                    : Cond{"AzureIdentityValid", "False", obj.creds_reason,
+                                           "The cluster's managed identity credentials are invalid: " +
+                                               obj.creds_message});
+  }
+  json::array arr;
+  for (auto& c : conds) {
+    auto& since = obj.cond_since[c.type];
+    const std::string sig = c.status + "/" + c.reason;
+    if (since.first != sig) since = {sig, now};
+    json::object j{
+        {"type", c.type}, {"status", c.status}, {"lastTransitionTime", FormatRfc3339(since.second)}};
+    if (!c.reason.empty()) j["reason"] = c.reason;
+    if (!c.message.empty()) j["message"] = c.message;
+    arr.push_back(std::move(j));
+  }
+  if (arr == obj.conditions) return;
+  obj.conditions = std::move(arr);
+  out.push_back(Pending{obj.href, "", "", "", true, obj.conditions, ""});
+}
+
+}  // namespace hcprp::provisioning

@@ -1,0 +1,333 @@
+// Persistence: objects and units as documents of the simulator's database, committed with the simulated
+// Azure's changes of the same step; loading (and importing a legacy engine.json once).
+#include <filesystem>
+
+#include "provisioning/crash_point.h"
+#include "provisioning/engine_internal.h"
+#include "provisioning/snapshot.h"
+
+namespace hcprp::provisioning {
+
+namespace {
+
+constexpr std::string_view kObjectSpace = "engine.object";
+constexpr std::string_view kUnitSpace = "engine.unit";
+
+}  // namespace
+
+json::object Engine::ObjDoc(const Obj& o) {
+  json::object cs;
+  for (const auto& [t, p] : o.cond_since)
+    cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
+  return json::object{{"href", o.href},
+                      {"kind", o.kind},
+                      {"cluster", o.cluster},
+                      {"name", o.name},
+                      {"op", simulator::OperationName(o.op)},
+                      {"cs_state", o.cs_state},
+                      {"failure_state", o.failure_state},
+                      {"desired", o.desired},
+                      {"sub", o.sub},
+                      {"mrg_id", o.mrg_id},
+                      {"caller", o.caller},
+                      {"cp_unit", o.cp_unit},
+                      {"creds_valid", o.creds_valid},
+                      {"creds_reason", o.creds_reason},
+                      {"creds_message", o.creds_message},
+                      {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
+                      {"machines", json::value_from(o.machines)},
+                      {"next_index", o.next_index},
+                      {"orphaned", o.orphaned},
+                      {"orphaned_machines", json::value_from(o.orphaned_machines)},
+                      {"cond_since", std::move(cs)}};
+}
+
+json::object Engine::UnitDoc(const Unit& u) {
+  json::array svcs;
+  for (const auto& s : u.svcs) {
+    // An operation awaited within the client timeout is not a stored future: after a restart it is
+    // found again by reading the resource (PUT/DELETE adopt the running operation).
+    svcs.push_back(json::object{{"type", static_cast<int>(s.type)},
+                                {"id", s.id},
+                                {"caller", s.caller},
+                                {"state", SvcStateName(s.state)},
+                                {"fut_type", s.fut_stored ? s.fut_type : ""},
+                                {"fut_token", s.fut_stored ? s.fut_token : ""},
+                                {"attempts", s.attempts},
+                                {"err_status", s.err_status},
+                                {"err_code", s.err_code},
+                                {"err_message", s.err_message},
+                                {"orphaned", s.orphaned},
+                                {"since_ms", Ms(s.since)}});
+  }
+  return json::object{{"key", u.key},           {"owner", u.owner},       {"cluster", u.cluster},
+                      {"name", u.name},         {"index", u.index},       {"control_plane", u.control_plane},
+                      {"deleting", u.deleting}, {"orphaned", u.orphaned}, {"svcs", std::move(svcs)}};
+}
+
+void Engine::TouchObjectLocked(const std::string& href) {
+  dirty_objs_.insert(href);
+  auto it = objs_.find(href);
+  if (it == objs_.end()) return;
+  const Obj& o = it->second;
+  if (!o.cluster.empty()) dirty_objs_.insert(o.cluster);
+}
+
+Engine::Batch Engine::TakeBatchLocked() {
+  Batch b;
+  for (auto& p : committed_points_) b.points.push_back(std::move(p));
+  committed_points_.clear();
+  last_commit_ = std::chrono::steady_clock::now();
+  if (!options_.state) {
+    dirty_objs_.clear();
+    dirty_units_.clear();
+    return b;
+  }
+  b.ticket = next_ticket_++;
+  for (const auto& href : dirty_objs_) {
+    auto it = objs_.find(href);
+    if (it == objs_.end()) {
+      b.removed_objs.push_back(href);
+    } else {
+      b.objs.push_back(it->second);
+    }
+  }
+  for (const auto& key : dirty_units_) {
+    auto it = units_.find(key);
+    if (it == units_.end()) {
+      b.removed_units.push_back(key);
+    } else {
+      b.units.push_back(it->second);
+    }
+  }
+  dirty_objs_.clear();
+  dirty_units_.clear();
+  options_.azure->TakeChanges(b.azure);
+  return b;
+}
+
+Status Engine::WriteBatch(Batch& b) {
+  if (b.ticket == 0) {
+    for (const auto& p : b.points) CrashPoint(p);
+    return Status::Ok();
+  }
+  std::unique_lock lock(commit_mu_);
+  queued_batches_.emplace(b.ticket, &b);
+  commit_cv_.notify_all();
+  // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
+  // transaction (a later batch may hold newer versions of the same documents); the others wait.
+  while (written_ticket_ < b.ticket) {
+    if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
+      commit_cv_.wait(lock);
+      continue;
+    }
+    writing_ = true;
+    std::vector<Batch*> group;
+    uint64_t last = written_ticket_;
+    for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
+      group.push_back(it->second);
+      ++last;
+      it = queued_batches_.erase(it);
+    }
+    lock.unlock();
+    simulator::StateBatch batch;
+    for (Batch* g : group) {
+      for (const auto& o : g->objs) batch.Put(std::string(kObjectSpace), o.href, ToJson(ObjDoc(o)));
+      for (const auto& h : g->removed_objs) batch.Delete(std::string(kObjectSpace), h);
+      for (const auto& u : g->units) batch.Put(std::string(kUnitSpace), u.key, ToJson(UnitDoc(u)));
+      for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
+      batch.Append(std::move(g->azure));
+    }
+    Status st = options_.state->Commit(batch);
+    if (!st.ok() && options_.logger) {
+      // What the batches held stays in memory; the next change of each document writes it again.
+      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
+    }
+    lock.lock();
+    for (Batch* g : group) g->written = st;
+    written_ticket_ = last;
+    writing_ = false;
+    commit_cv_.notify_all();
+  }
+  Status st = b.written;
+  lock.unlock();
+  if (st.ok()) {
+    for (const auto& p : b.points) CrashPoint(p);
+  }
+  return st;
+}
+
+Status Engine::CommitNow(std::unique_lock<std::mutex>& lock) {
+  Batch b = TakeBatchLocked();
+  lock.unlock();
+  Status st = WriteBatch(b);
+  lock.lock();
+  return st;
+}
+
+Status Engine::Flush() {
+  std::unique_lock lock(mu_);
+  return CommitNow(lock);
+}
+
+size_t Engine::DeleteUnannounced() {
+  std::lock_guard lock(mu_);
+  size_t n = 0;
+  const TimePoint now = options_.clock->Now();
+  for (auto& [href, o] : objs_) {
+    if (announced_.count(href)) continue;
+    o.unknown = true;
+    o.op = Operation::kDelete;
+    dirty_objs_.insert(href);
+    EnqueueLocked("o:" + href, now);
+    ++n;
+    if (options_.logger) {
+      options_.logger->Warn("deleting what is left in Azure of an object the Cluster Service no longer has",
+                            {{"href", href}});
+    }
+  }
+  return n;
+}
+
+Status Engine::Load() {
+  if (!options_.state) return Status::Ok();
+  auto objs = options_.state->Load(kObjectSpace);
+  if (!objs.ok()) return objs.error();
+  auto units = options_.state->Load(kUnitSpace);
+  if (!units.ok()) return units.error();
+  std::unique_lock lock(mu_);
+  if (objs->empty() && units->empty()) {
+    // Written by an older version as a periodic snapshot: imported once, then only the database.
+    const std::string legacy = options_.state->dir() + "/engine.json";
+    auto text = ReadFileIfExists(legacy);
+    if (!text.ok()) return text.error();
+    if (!text->has_value()) return Status::Ok();
+    auto parsed = ParseJson(**text, 16);
+    if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
+    HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
+    for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
+    for (const auto& [k, u] : units_) dirty_units_.insert(k);
+    HCPRP_RETURN_IF_ERROR(CommitNow(lock));
+    std::error_code ec;
+    std::filesystem::remove(legacy, ec);
+    return Status::Ok();
+  }
+  json::array o_docs, u_docs;
+  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+    for (const auto& [key, text] : *list) {
+      auto v = ParseJson(text, 16);
+      if (!v.ok() || !v->is_object())
+        return Error::Corruption("engine document " + key + " is not a JSON object");
+      out->push_back(std::move(*v));
+    }
+  }
+  return LoadDocs(json::object{{"objects", std::move(o_docs)}, {"units", std::move(u_docs)}});
+}
+
+Status Engine::LoadDocs(const json::object& root) {
+  const TimePoint now = options_.clock->Now();
+  auto str = [](const json::object& o, std::string_view k) {
+    return std::string(GetString(o, k).value_or(""));
+  };
+  if (const json::array* objs = GetArray(root, "objects")) {
+    for (const auto& v : *objs) {
+      if (!v.is_object()) continue;
+      const json::object& j = v.as_object();
+      Obj o;
+      o.href = str(j, "href");
+      o.kind = str(j, "kind");
+      o.cluster = str(j, "cluster");
+      o.name = str(j, "name");
+      o.op = simulator::ParseOperation(str(j, "op")).value_or(Operation::kCreate);
+      o.cs_state = str(j, "cs_state");
+      o.failure_state = str(j, "failure_state");
+      o.desired = GetInt(j, "desired").value_or(0);
+      o.sub = str(j, "sub");
+      o.mrg_id = str(j, "mrg_id");
+      o.caller = str(j, "caller");
+      o.cp_unit = str(j, "cp_unit");
+      o.creds_valid = GetBool(j, "creds_valid").value_or(true);
+      o.creds_reason = str(j, "creds_reason");
+      o.creds_message = str(j, "creds_message");
+      o.creds_invalid_since = FromMs(GetInt(j, "creds_invalid_since_ms").value_or(0));
+      if (const json::array* m = GetArray(j, "machines")) {
+        for (const auto& k : *m) {
+          if (k.is_string()) o.machines.emplace_back(k.as_string());
+        }
+      }
+      o.next_index = GetInt(j, "next_index").value_or(0);
+      o.orphaned = GetInt(j, "orphaned").value_or(0);
+      if (const json::array* m = GetArray(j, "orphaned_machines")) {
+        for (const auto& k : *m) {
+          if (k.is_string()) o.orphaned_machines.emplace_back(k.as_string());
+        }
+      }
+      if (const json::object* cs = GetObject(j, "cond_since")) {
+        for (const auto& [t, p] : *cs) {
+          if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
+              p.as_array()[1].is_int64()) {
+            o.cond_since[std::string(t)] = {std::string(p.as_array()[0].as_string()),
+                                            FromMs(p.as_array()[1].as_int64())};
+          }
+        }
+      }
+      EnqueueLocked("o:" + o.href, now);
+      objs_[o.href] = std::move(o);
+    }
+  }
+  if (const json::array* units = GetArray(root, "units")) {
+    for (const auto& v : *units) {
+      if (!v.is_object()) continue;
+      const json::object& j = v.as_object();
+      Unit u;
+      u.key = str(j, "key");
+      u.owner = str(j, "owner");
+      u.cluster = str(j, "cluster");
+      u.name = str(j, "name");
+      u.index = GetInt(j, "index").value_or(0);
+      u.control_plane = GetBool(j, "control_plane").value_or(false);
+      u.deleting = GetBool(j, "deleting").value_or(false);
+      u.orphaned = GetBool(j, "orphaned").value_or(false);
+      if (const json::array* svcs = GetArray(j, "svcs")) {
+        for (const auto& sv : *svcs) {
+          if (!sv.is_object()) continue;
+          const json::object& s = sv.as_object();
+          Svc x;
+          x.type = static_cast<ResourceType>(GetInt(s, "type").value_or(0));
+          x.id = str(s, "id");
+          x.caller = str(s, "caller");
+          x.state = ParseSvcState(str(s, "state"));
+          x.fut_type = str(s, "fut_type");
+          x.fut_token = str(s, "fut_token");
+          x.fut_stored = !x.fut_type.empty();
+          x.attempts = static_cast<int>(GetInt(s, "attempts").value_or(0));
+          x.err_status = static_cast<int>(GetInt(s, "err_status").value_or(0));
+          x.err_code = str(s, "err_code");
+          x.err_message = str(s, "err_message");
+          x.orphaned = GetBool(s, "orphaned").value_or(false);
+          x.since = FromMs(GetInt(s, "since_ms").value_or(0));
+          u.svcs.push_back(std::move(x));
+        }
+      }
+      EnqueueLocked("u:" + u.key, now);
+      units_[u.key] = std::move(u);
+    }
+  }
+  // A reference to a unit that is not there would fail in a worker; it fails the start instead.
+  for (const auto& [href, o] : objs_) {
+    if (!o.cp_unit.empty() && !units_.count(o.cp_unit)) {
+      return Error::Corruption("provisioning state: " + href + " names control plane " + o.cp_unit +
+                               ", which does not exist");
+    }
+    for (const auto& k : o.machines) {
+      if (!units_.count(k)) {
+        std::string message = "provisioning state: " + href;
+        message.append(" names machine ").append(k).append(", which does not exist");
+        return Error::Corruption(message);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace hcprp::provisioning

@@ -1,0 +1,70 @@
+// The event log's REST side: the long-polled event stream.
+#include <algorithm>
+
+#include "http/url.h"
+#include "simulator/service_internal.h"
+
+namespace hcprp::simulator {
+
+using http::StatusCode;
+
+http::Response Service::WatchEvents(std::string_view query) {
+  std::optional<uint64_t> after;
+  bool latest = false;
+  std::chrono::milliseconds timeout{0};
+  size_t limit = 1000;
+  for (const auto& p : http::ParseQuery(query)) {
+    if (p.name == "after") {
+      if (p.value == "latest") {
+        latest = true;
+      } else if (auto v = ParseInt(p.value); v && *v >= 0) {
+        after = static_cast<uint64_t>(*v);
+      } else {
+        return OcmError(StatusCode::bad_request, "after must be a sequence number or 'latest'");
+      }
+    } else if (p.name == "timeout") {
+      auto v = ParseInt(p.value);
+      if (!v || *v < 0)
+        return OcmError(StatusCode::bad_request, "timeout must be a non-negative number of milliseconds");
+      timeout = std::min(std::chrono::milliseconds(*v), options_.max_watch);
+    } else if (p.name == "limit") {
+      auto v = ParseInt(p.value);
+      if (!v || *v < 1) return OcmError(StatusCode::bad_request, "limit must be a positive integer");
+      limit = static_cast<size_t>(*v);
+    }
+  }
+  std::unique_lock lock(mu_);
+  if (latest) {
+    return Ocm(
+        StatusCode::ok,
+        json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
+  }
+  const uint64_t from = after.value_or(0);
+  auto gone = [&] {
+    json::object body{
+        {"kind", "Error"},
+        {"id", "410"},
+        {"href", std::string(kApiPrefix) + "/errors/410"},
+        {"code", "CLUSTERS-MGMT-410"},
+        {"reason", "Events after sequence " + std::to_string(from) +
+                       " are no longer available; list the objects and resume from last_sequence"},
+        {"last_sequence", last_sequence_}};
+    return Ocm(StatusCode::gone, body);
+  };
+  if (from > last_sequence_ || from < first_retained_) return gone();
+  events_cv_.wait_for(lock, timeout, [&] { return last_sequence_ > from || shutdown_.load(); });
+  if (from < first_retained_) return gone();
+  json::array items;
+  uint64_t last = from;
+  // history_ is ordered by sequence: find the first event after `from`.
+  auto it = std::lower_bound(history_.begin(), history_.end(), from + 1,
+                             [](const EventRecord& e, uint64_t s) { return e.sequence < s; });
+  for (; it != history_.end() && items.size() < limit; ++it) {
+    items.push_back(it->item);
+    last = it->sequence;
+  }
+  return Ocm(StatusCode::ok,
+             json::object{{"kind", "EventList"}, {"items", std::move(items)}, {"last_sequence", last}});
+}
+
+}  // namespace hcprp::simulator

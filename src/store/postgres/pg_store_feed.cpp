@@ -1,0 +1,297 @@
+// The change feed of the PostgreSQL store: numbering, reads, commit notifications (NOTIFY/LISTEN) and
+// waits, its retention and the purge of expired documents.
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "store/postgres/pg_store_internal.h"
+
+namespace hcprp::store::postgres {
+namespace {
+
+constexpr int64_t kPurgeChunk = 512;
+constexpr std::chrono::milliseconds kWaitSafetyInterval = 5s;
+
+Error FeedPositionAhead(std::string_view container, uint64_t position, uint64_t last) {
+  return Error::OutOfRange("the change feed of " + Printable(container) + " ends at " + std::to_string(last) +
+                           ", before position " + std::to_string(position) +
+                           " (changes read there were lost by a failover to a server without them); "
+                           "start again from \"now\" after a full resynchronisation");
+}
+
+}  // namespace
+
+void PgStore::AnnounceCommit() {
+  std::lock_guard lk(announce_mu_);
+  if (announce_stop_) return;
+  announce_due_ = true;
+  if (!notifier_.joinable()) {
+    notifier_ = std::thread([this] { NotifierLoop(); });
+  } else {
+    announce_cv_.notify_one();
+  }
+}
+
+void PgStore::NotifierLoop() {
+  // Its own connection, committing asynchronously: a notification needs no WAL flush, so the
+  // server's lock on the notification queue is held for microseconds, not for a disk write, and
+  // writers never wait for it. Commits that arrive while a NOTIFY is in flight share the next one.
+  // A process that dies between a commit and its NOTIFY leaves the other processes' waiters to
+  // their periodic re-check.
+  std::unique_ptr<PgConnection> conn;
+  auto backoff = 50ms;
+  std::unique_lock lk(announce_mu_);
+  while (true) {
+    announce_cv_.wait(lk, [&] { return announce_due_ || announce_stop_; });
+    if (announce_stop_) return;
+    announce_due_ = false;
+    lk.unlock();
+    if (!conn) {
+      auto c = PgConnection::Connect(target_.libpq_url, conn_options_ + " -c synchronous_commit=off",
+                                     kConnectTimeoutSeconds);
+      if (c.ok()) {
+        conn = std::move(*c);
+        conn->set_query_timeout(target_.query_timeout);
+      }
+    }
+    bool sent = conn && conn->ExecSql("NOTIFY " + channel_, "notify").ok();
+    lk.lock();
+    if (sent) {
+      backoff = 50ms;
+      continue;
+    }
+    conn.reset();
+    announce_due_ = true;  // the server is away: try again after a pause (or at the next commit)
+    announce_cv_.wait_for(lk, backoff, [&] { return announce_stop_; });
+    backoff = std::min<std::chrono::milliseconds>(backoff * 2, 2s);
+  }
+}
+
+void PgStore::NotifyChanged() {
+  {
+    std::lock_guard lk(notify_mu_);
+    ++generation_;
+  }
+  notify_cv_.notify_all();
+}
+
+Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container, bool all) {
+  Params p;
+  p.Bytea(container).Int8(all ? std::numeric_limits<int64_t>::max() : sql::kNumberChunk);
+  auto r = c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container));
+  if (!r.ok()) return r.error();
+  return static_cast<uint64_t>(r->Int8(0, 0));
+}
+
+Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_view continuation,
+                                        size_t max_changes) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  if (max_changes == 0) return Error::InvalidArgument("max_changes must be > 0");
+  auto position = internal::DecodeChangeContinuation(continuation);
+  if (!position.ok()) return position.error();
+  return WithConn([&](PgConnection& c) -> Result<ChangePage> {
+    auto last = NumberChanges(c, container, /*all=*/!*position);
+    if (!last.ok()) return last.error();
+    const uint64_t start = *position ? **position : *last;
+    // A position past the feed's end names numbers this server never gave: it took over from a
+    // primary whose last acknowledged commits it had not received (asynchronous replication).
+    // Reading on would skip the changes that get those numbers here: the reader must resync.
+    if (start > *last) return FeedPositionAhead(container, start, *last);
+    uint64_t after = start;
+    ChangePage page;
+    bool gap = false;
+    // Superseded versions are stepped over (the position still moves past them): read ranges until
+    // the page is full or the feed ends.
+    for (bool first = true; page.changes.size() < max_changes; first = false) {
+      const size_t want = max_changes - page.changes.size();
+      Params p;
+      p.Bytea(container)
+          .Int8(static_cast<int64_t>(after))
+          .Int8(static_cast<int64_t>(std::min<size_t>(want, INT32_MAX)));
+      auto r = c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container));
+      if (!r.ok()) return r.error();
+      // Numbers are consecutive: a read that does not start right after the position (or finds
+      // nothing below the last number) met changes removed by retention.
+      if (first) gap = r->rows() == 0 ? *last > start : static_cast<uint64_t>(r->Int8(0, 0)) != start + 1;
+      for (int i = 0; i < r->rows(); ++i) {
+        after = static_cast<uint64_t>(r->Int8(i, 0));
+        if (r->IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
+        Change ch;
+        ch.sequence = after;
+        ch.kind = ChangeKindFromInt(r->Int2(i, 1));
+        ch.document.partition_key = r->String(i, 2);
+        ch.document.id = r->String(i, 3);
+        auto body = ParseStoredBody(r->Bytes(i, 4));
+        if (!body.ok()) return body.error();
+        ch.document.body = std::move(*body);
+        ch.document.etag = r->String(i, 5);
+        ch.document.timestamp_ms = r->Int8(i, 6);
+        ch.document.ttl_seconds = r->OptInt8(i, 7);
+        page.changes.push_back(std::move(ch));
+      }
+      if (static_cast<size_t>(r->rows()) < want) break;
+    }
+    if (gap && !continuation.empty()) return internal::FeedPositionExpired(container);
+    page.continuation = internal::EncodeChangeContinuation(after);
+    return page;
+  });
+}
+
+void PgStore::EnsureListener() {
+  std::lock_guard lk(listener_mu_);
+  if (listener_.joinable()) return;
+  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+    return;  // waits still wake on local commits and re-check
+  listener_ = std::thread([this] { ListenLoop(); });
+}
+
+void PgStore::ListenLoop() {
+  std::unique_ptr<PgConnection> conn;
+  auto backoff = 50ms;
+  auto sleep_interruptibly = [&](std::chrono::milliseconds d) {
+    pollfd p{.fd = wake_pipe_[0], .events = POLLIN, .revents = 0};
+    (void)poll(&p, 1, static_cast<int>(d.count()));
+  };
+  while (!stopping_) {
+    if (!conn) {
+      auto c = Connect();
+      if (c.ok() && (*c)->ExecSql("LISTEN " + channel_, "listen").ok()) {
+        conn = std::move(*c);
+        backoff = 50ms;
+        NotifyChanged();  // notifications may have been missed while disconnected: re-check
+      } else {
+        sleep_interruptibly(backoff);
+        backoff = std::min<std::chrono::milliseconds>(backoff * 2, 2s);
+        continue;
+      }
+    }
+    pollfd fds[2] = {{.fd = PQsocket(conn->raw()), .events = POLLIN, .revents = 0},
+                     {.fd = wake_pipe_[0], .events = POLLIN, .revents = 0}};
+    int n = poll(fds, 2, 60000);
+    if (stopping_) break;
+    if (n <= 0 || fds[0].revents == 0) continue;
+    bool ok = PQconsumeInput(conn->raw()) != 0;
+    bool any = false;
+    while (PGnotify* note = PQnotifies(conn->raw())) {
+      any = true;
+      PQfreemem(note);
+    }
+    if (!ok || conn->broken()) {
+      conn.reset();
+      any = true;
+    }
+    if (any) NotifyChanged();
+  }
+}
+
+Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_view continuation,
+                                     std::chrono::milliseconds timeout) {
+  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
+  auto position = internal::DecodeChangeContinuation(continuation);
+  if (!position.ok()) return position.error();
+  auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+  EnsureListener();
+  uint64_t after = 0;
+  if (*position) {
+    after = **position;
+  } else {
+    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); });
+    if (!last.ok()) return last.error();
+    after = *last;
+  }
+  while (true) {
+    uint64_t generation = 0;
+    {
+      std::lock_guard lk(notify_mu_);
+      generation = generation_;
+    }
+    auto state = WithConn([&](PgConnection& c) -> Result<bool> {
+      Params p;
+      p.Bytea(container);
+      auto r = c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container));
+      if (!r.ok()) return r.error();
+      return static_cast<uint64_t>(r->Int8(0, 0)) > after || r->Bool(0, 1);
+    });
+    if (!state.ok()) return state.error();
+    if (*state) return true;
+    std::unique_lock lk(notify_mu_);
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    auto until = std::min(deadline, now + kWaitSafetyInterval);
+    notify_cv_.wait_until(lk, until, [&] { return generation_ != generation; });
+  }
+}
+
+Result<size_t> PgStore::PurgeExpired() {
+  size_t total = 0;
+  while (true) {
+    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+      Params p;
+      p.Int8(tx.now).Int8(kPurgeChunk);
+      auto r = tx.c.Exec(sql::kPurgeChunk, p, "purge expired documents");
+      if (!r.ok()) return r.error();
+      for (int i = 0; i < r->rows(); ++i) {
+        RecordChange(tx, r->Bytes(i, 0), sql::kKindExpire, r->Bytes(i, 1), r->Bytes(i, 2), r->String(i, 3),
+                     r->String(i, 4), r->Int8(i, 5), r->OptInt8(i, 6));
+      }
+      return static_cast<size_t>(r->rows());
+    });
+    if (!n.ok()) return n.error();
+    total += *n;
+    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+  }
+  HCPRP_RETURN_IF_ERROR(TrimChanges());
+  return total;
+}
+
+Status PgStore::TrimChanges() {
+  const bool by_time = options_.change_retention.count() > 0;
+  const bool by_size = options_.change_retention_changes > 0;
+  if (!by_time && !by_size) return Status::Ok();
+  const int64_t cutoff =
+      by_time ? clock_->NowMillis() -
+                    std::chrono::duration_cast<std::chrono::milliseconds>(options_.change_retention).count()
+              : std::numeric_limits<int64_t>::min();
+  const int64_t keep = by_size ? static_cast<int64_t>(std::min<uint64_t>(options_.change_retention_changes,
+                                                                         std::numeric_limits<int64_t>::max()))
+                               : std::numeric_limits<int64_t>::max();
+  auto containers = WithConn([&](PgConnection& c) -> Result<std::vector<std::string>> {
+    auto pending = c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes");
+    if (!pending.ok()) return pending.error();
+    for (int i = 0; i < pending->rows(); ++i) {
+      auto numbered = NumberChanges(c, pending->Bytes(i, 0), /*all=*/true);
+      if (!numbered.ok()) return numbered.error();
+    }
+    auto feeds = c.Exec(sql::kFeedContainers, Params(), "list change feeds");
+    if (!feeds.ok()) return feeds.error();
+    std::vector<std::string> out;
+    for (int i = 0; i < feeds->rows(); ++i) out.push_back(feeds->String(i, 0));
+    return out;
+  });
+  if (!containers.ok()) return containers.error();
+  for (const std::string& container : *containers) {
+    while (true) {
+      auto removed = WithConn([&](PgConnection& c) -> Result<int> {
+        Params p;
+        p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk).Int8(keep);
+        auto r = c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container));
+        if (!r.ok()) return r.error();
+        return r->affected();
+      });
+      if (!removed.ok()) return removed.error();
+      if (*removed < kPurgeChunk) break;
+    }
+  }
+  return Status::Ok();
+}
+
+void PgStore::SweepLoop() {
+  std::unique_lock lk(sweeper_mu_);
+  while (!sweeper_stop_) {
+    if (sweeper_cv_.wait_for(lk, options_.purge_interval, [&] { return sweeper_stop_; })) break;
+    lk.unlock();
+    (void)PurgeExpired();  // a failure (server down) is retried at the next interval
+    lk.lock();
+  }
+}
+}  // namespace hcprp::store::postgres

@@ -1,0 +1,225 @@
+// Private to the PostgreSQL engine: the store class and what its parts (opening and the pool, reads,
+// writes, change feed, leases) share. Not for use outside src/store/postgres.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/document_logic.h"
+#include "store/postgres/pg_connection.h"
+#include "store/postgres/pg_sql.h"
+#include "store/postgres/pg_store.h"
+
+namespace hcprp::store::postgres {
+
+using internal::ChangeKindFromInt;
+using internal::CheckContainer;
+using internal::DocName;
+using internal::FromMillis;
+using internal::IndexedFields;
+using internal::LeaseName;
+using internal::MakeDocument;
+using internal::MakeVersion;
+using internal::ParseStoredBody;
+using internal::Printable;
+using internal::StoredRow;
+using internal::ToMillis;
+using internal::ValidateOp;
+using internal::Version;
+using namespace std::chrono_literals;
+
+constexpr int kTxAttempts = 3;
+constexpr int kConnectTimeoutSeconds = 5;
+
+// A change recorded by a transaction, numbered when the transaction appends it (see FlushChanges).
+struct PendingChange {
+  int16_t kind;
+  std::string pk, id, body, etag;
+  int64_t ts = 0;
+  std::optional<int64_t> ttl;
+};
+
+// A write transaction in progress.
+struct Tx {
+  PgConnection& c;
+  int64_t now;
+  std::map<std::string, std::vector<PendingChange>> changes;  // by container, in bytewise order
+};
+
+// Records a change of `container`, inserted by FlushChanges (in pg_store_writes.cpp).
+void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_view pk, std::string_view id,
+                  std::string body, std::string etag, int64_t ts, const std::optional<int64_t>& ttl);
+
+// Inserts the transaction's changes, unnumbered (readers number them once committed, see
+// pg_store.h). Runs as the last work before COMMIT, after every document lock was taken. (In
+// pg_store_writes.cpp.)
+Status FlushChanges(Tx& tx);
+
+// Fails unless `fence` is still held with its fencing token (in pg_store_leases.cpp).
+Status CheckFence(Tx& tx, const Lease& fence);
+
+class PgStore final : public internal::PointWritesAsBatches {
+ public:
+  static Result<std::unique_ptr<Store>> Open(PgTarget target, const OpenOptions& options);
+  ~PgStore() override;
+
+  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
+                            const Lease* fence) override;
+  Result<QueryPage> Query(const QueryOptions& options) override;
+  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
+                                   std::string_view continuation) override;
+  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
+                                 size_t max_changes) override;
+  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
+                              std::chrono::milliseconds timeout) override;
+  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
+                             std::string_view owner, std::chrono::milliseconds ttl) override;
+  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
+  Status ReleaseLease(const Lease& lease) override;
+  Result<size_t> PurgeExpired() override;
+
+ private:
+  PgStore(PgTarget target, const OpenOptions& options);
+
+  Result<std::unique_ptr<PgConnection>> Connect() const;
+  static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);
+
+  // The pool. Acquire sets `reused` when the connection had been used before.
+  Result<std::unique_ptr<PgConnection>> Acquire(bool& reused);
+  void Release(std::unique_ptr<PgConnection> c);
+  void DropIdle();
+
+  // Runs `f(PgConnection&)` (read-only work); reruns it once on a new connection when a reused one
+  // turns out to be dead.
+  template <typename F>
+  auto WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>()));
+  // Runs `body(Tx&)` in a transaction (BEGIN .. changes .. COMMIT); rolls back when it fails.
+  template <typename T, typename Body>
+  Result<T> WriteTx(std::string_view what, Body&& body);
+
+  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
+  // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
+  Status TrimChanges();
+  // Numbers the container's committed, unnumbered changes (a chunk of them, or all for a reader that
+  // starts at "now"); returns its last sequence.
+  Result<uint64_t> NumberChanges(PgConnection& c, std::string_view container, bool all = false);
+
+  void NotifyChanged();
+  // Has the notifier thread send a NOTIFY to the other processes (coalesced).
+  void AnnounceCommit();
+  void NotifierLoop();
+  void EnsureListener();
+  void ListenLoop();
+  void SweepLoop();
+
+  // Constant after construction.
+  const PgTarget target_;
+  const OpenOptions options_;
+  const Clock* const clock_;
+  const std::string conn_options_;  // libpq "options": search_path, lock_timeout
+  const std::string channel_;       // NOTIFY channel of this schema
+
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by pool_mu_
+  size_t open_ = 0;                                  // guarded by pool_mu_
+
+  std::mutex notify_mu_;
+  std::condition_variable notify_cv_;
+  uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+
+  std::mutex announce_mu_;
+  std::condition_variable announce_cv_;
+  bool announce_due_ = false;   // guarded by announce_mu_
+  bool announce_stop_ = false;  // guarded by announce_mu_
+  std::thread notifier_;        // guarded by announce_mu_; started by the first commit with changes
+
+  std::mutex listener_mu_;
+  std::thread listener_;         // guarded by listener_mu_; started by the first wait
+  int wake_pipe_[2] = {-1, -1};  // constant once the listener runs; written to stop it
+  std::atomic<bool> stopping_{false};
+
+  std::mutex sweeper_mu_;
+  std::condition_variable sweeper_cv_;
+  bool sweeper_stop_ = false;  // guarded by sweeper_mu_
+  std::thread sweeper_;
+};
+
+template <typename F>
+auto PgStore::WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>())) {
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    auto c = Acquire(reused);
+    if (!c.ok()) return c.error();
+    auto r = f(**c);
+    bool broken = (*c)->broken() && !(*c)->timed_out();  // a stuck server: a new connection won't help
+    Release(std::move(*c));
+    if (!r.ok() && broken && reused && attempt == 0) {
+      DropIdle();  // the server went away: the other idle connections are dead too
+      continue;
+    }
+    return r;
+  }
+}
+
+template <typename T, typename Body>
+Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    auto acquired = Acquire(reused);
+    if (!acquired.ok()) return acquired.error();
+    std::unique_ptr<PgConnection> c = std::move(*acquired);
+    auto begin = c->Exec(sql::kBegin, Params(), std::string(what) + ": begin transaction");
+    if (!begin.ok()) {
+      bool broken = c->broken() && !c->timed_out();
+      Release(std::move(c));
+      if (broken && reused && attempt == 0) {
+        DropIdle();
+        continue;
+      }
+      return begin.error();
+    }
+    Tx tx{*c, clock_->NowMillis(), {}};
+    Result<T> r = body(tx);
+    if (r.ok()) {
+      Status flushed = FlushChanges(tx);
+      if (!flushed.ok()) r = flushed.error();
+    }
+    if (!r.ok()) {
+      std::string state = c->last_sqlstate();
+      if (!c->broken()) (void)c->Exec(sql::kRollback, Params(), "rollback");
+      Release(std::move(c));
+      if (IsRetryableSqlstate(state) && attempt + 1 < kTxAttempts) continue;
+      if (state == kReadOnlySqlstate && attempt == 0) {
+        // This server was demoted (a switchover): nothing was written; the pool's other
+        // connections lead there too. A new connection goes to the primary, if there is one yet.
+        DropIdle();
+        continue;
+      }
+      return r;
+    }
+    auto commit = c->Exec(sql::kCommit, Params(), std::string(what) + ": commit");
+    if (!commit.ok()) {
+      std::string state = c->last_sqlstate();
+      if (!c->broken()) (void)c->Exec(sql::kRollback, Params(), "rollback");
+      Release(std::move(c));
+      if (IsRetryableSqlstate(state) && attempt + 1 < kTxAttempts) continue;
+      return commit.error();
+    }
+    Release(std::move(c));
+    if (!tx.changes.empty()) {
+      NotifyChanged();
+      AnnounceCommit();
+    }
+    return r;
+  }
+}
+
+}  // namespace hcprp::store::postgres

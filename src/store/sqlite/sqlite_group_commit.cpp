@@ -1,0 +1,139 @@
+// Group commit of the SQLite store: concurrent writes share one transaction, each in its own savepoint.
+#include "store/sqlite/sqlite_store_internal.h"
+
+namespace hcprp::store::sqlite {
+namespace {
+
+// The most writes one group commit takes (bounds the latency a write adds to the others).
+constexpr size_t kMaxGroup = 64;
+
+}  // namespace
+
+void SqliteStore::Rollback(Connection& c) {
+  if (sqlite3_get_autocommit(c.db())) return;  // SQLite already rolled back (e.g. after an I/O error)
+  auto s = c.Prepare(sql::kRollback);
+  if (s.ok()) {
+    Stmt st(c.db(), *s);
+    (void)st.Step();
+  }
+}
+
+void SqliteStore::SubmitWrite(PendingWrite& w) {
+  std::unique_lock lk(group_mu_);
+  queue_.push_back(&w);
+  while (!w.done) {
+    if (leading_) {
+      group_cv_.wait(lk);
+      continue;
+    }
+    // This thread leads: it commits everything queued so far (its own write included, unless more
+    // than kMaxGroup were ahead of it) in one transaction, then hands the lead on.
+    leading_ = true;
+    std::vector<PendingWrite*> group;
+    while (!queue_.empty() && group.size() < kMaxGroup) {
+      group.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    lk.unlock();
+    bool feed_changed = false;
+    try {
+      feed_changed = RunGroup(group);
+    } catch (...) {  // bad_alloc outside a write: every member fails, nothing was committed
+      for (PendingWrite* g : group) g->exception = std::current_exception();
+    }
+    if (feed_changed) NotifyChanged();
+    lk.lock();
+    for (PendingWrite* g : group) g->done = true;
+    leading_ = false;
+    group_cv_.notify_all();
+  }
+}
+
+Status SqliteStore::Exec(Connection& c, const char* statement, std::string_view what) {
+  auto prepared = c.Prepare(statement);
+  if (!prepared.ok()) return prepared.error();
+  Stmt s(c.db(), *prepared);
+  int rc = s.Step();
+  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": " + statement);
+  return Status::Ok();
+}
+
+bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
+  std::lock_guard lk(write_mu_);
+  Connection& c = *writer_;
+  bool feed_changed = false;
+  size_t next = 0;
+  while (next < group.size()) {
+    Status begun = Exec(c, sql::kBegin, group[next]->what);
+    if (!begun.ok()) {
+      Rollback(c);
+      for (size_t i = next; i < group.size(); ++i) group[i]->outcome = begun;
+      return feed_changed;
+    }
+    // Members applied in this transaction; each keeps its own outcome through a savepoint.
+    std::vector<PendingWrite*> applied;
+    std::optional<Error> lost;  // set when SQLite ended the whole transaction
+    for (; next < group.size() && !lost; ++next) {
+      PendingWrite& w = *group[next];
+      Status saved = Exec(c, sql::kSavepoint, w.what);
+      if (!saved.ok()) {
+        w.outcome = saved;
+        lost = saved.error();
+        continue;
+      }
+      Tx tx{c, clock_->NowMillis()};
+      Status st = Status::Ok();
+      try {
+        st = w.run(tx);
+      } catch (...) {  // a programming error or bad_alloc: undo this member, rethrow in its thread
+        w.exception = std::current_exception();
+        st = Error::Internal("exception in write");
+      }
+      if (st.ok()) {
+        Status released = Exec(c, sql::kRelease, w.what);
+        if (!released.ok()) {
+          w.outcome = released;
+          lost = released.error();
+          continue;
+        }
+        w.feed_changed = tx.feed_changed;
+        applied.push_back(&w);
+        continue;
+      }
+      w.outcome = st;
+      if (sqlite3_get_autocommit(c.db())) {  // SQLite rolled the transaction back (I/O error, full disk)
+        lost = st.error();
+        continue;
+      }
+      Status undone = Exec(c, sql::kRollbackToSavepoint, w.what);
+      if (undone.ok()) undone = Exec(c, sql::kRelease, w.what);
+      if (!undone.ok()) lost = undone.error();
+    }
+    if (lost) {
+      // The members applied before the failure went with the transaction; none was acknowledged.
+      Rollback(c);
+      for (PendingWrite* a : applied) {
+        a->outcome =
+            Error(lost->code(), std::string(a->what) + ": the shared transaction failed: " + lost->message());
+      }
+      continue;  // the rest of the group in a new transaction
+    }
+    Status committed = Exec(c, sql::kCommit, applied.empty() ? std::string_view("write") : applied[0]->what);
+    if (!committed.ok()) {
+      Rollback(c);
+      for (PendingWrite* a : applied) a->outcome = committed;
+      continue;
+    }
+    for (PendingWrite* a : applied) feed_changed = feed_changed || a->feed_changed;
+  }
+  return feed_changed;
+}
+
+void SqliteStore::NotifyChanged() {
+  {
+    std::lock_guard lk(notify_mu_);
+    ++generation_;
+  }
+  notify_cv_.notify_all();
+}
+}  // namespace hcprp::store::sqlite

@@ -1,0 +1,228 @@
+// Private to the SQLite engine: the store class and what its parts (opening, reads, writes, group
+// commit, change feed, leases) share. Not for use outside src/store/sqlite.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "store/document_logic.h"
+#include "store/sqlite/change_watcher.h"
+#include "store/sqlite/connection.h"
+#include "store/sqlite/sql.h"
+
+namespace hcprp::store::sqlite {
+
+using internal::ChangeKindFromInt;
+using internal::CheckContainer;
+using internal::DocName;
+using internal::FromMillis;
+using internal::IndexedFields;
+using internal::LeaseName;
+using internal::MakeDocument;
+using internal::MakeVersion;
+using internal::ParseStoredBody;
+using internal::Printable;
+using internal::StoredRow;
+using internal::ToMillis;
+using internal::ValidateOp;
+using internal::Version;
+
+constexpr size_t kMaxReaders = 32;
+
+struct Target {
+  std::string path;  // ":memory:" for the in-memory database
+  std::string vfs;
+  bool memory = false;
+};
+
+// A write transaction in progress on the writer connection.
+struct Tx {
+  Connection& c;
+  int64_t now;
+  bool feed_changed = false;
+};
+
+#define HCPRP_ASSIGN_STMT(var, conn, sql)                  \
+  auto var##_prepared = (conn).Prepare(sql);               \
+  if (!var##_prepared.ok()) return var##_prepared.error(); \
+  Stmt var((conn).db(), *var##_prepared)
+
+// Records a change of `container` in the change feed (in sqlite_store_writes.cpp).
+Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
+                    std::string_view body, std::string_view etag, int64_t ts,
+                    const std::optional<int64_t>& ttl);
+
+// Fails unless `fence` is still held with its fencing token (in sqlite_store_leases.cpp).
+Status CheckFence(Tx& tx, const Lease& fence);
+
+class SqliteStore final : public internal::PointWritesAsBatches {
+ public:
+  static Result<std::unique_ptr<Store>> Open(Target target, const OpenOptions& options);
+  ~SqliteStore() override;
+
+  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
+                            const Lease* fence) override;
+  Result<QueryPage> Query(const QueryOptions& options) override;
+  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
+                                   std::string_view continuation) override;
+  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
+                                 size_t max_changes) override;
+  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
+                              std::chrono::milliseconds timeout) override;
+  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
+                             std::string_view owner, std::chrono::milliseconds ttl) override;
+  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
+  Status ReleaseLease(const Lease& lease) override;
+  Result<size_t> PurgeExpired() override;
+
+ private:
+  SqliteStore(Target target, const OpenOptions& options, std::unique_ptr<Connection> writer)
+      : target_(std::move(target)), options_(options), clock_(options.clock), writer_(std::move(writer)) {}
+
+  static Status InitDatabase(Connection& c, const Target& t);
+  Result<std::unique_ptr<Connection>> OpenReader();
+
+  // Runs `body(Tx&)` in a write transaction and returns once that transaction has committed (or
+  // failed). Group commit: concurrent writes share one transaction (BEGIN IMMEDIATE .. COMMIT, one
+  // sync), each inside its own savepoint, so a write that fails is undone alone and the others
+  // still commit; no caller returns before the shared COMMIT has returned (synchronous=FULL: the
+  // WAL is synced). When SQLite ends the whole transaction (an I/O error, a full disk) every
+  // member applied so far fails with that error and the rest of the group runs in a new one.
+  template <typename T, typename Body>
+  Result<T> WriteTx(std::string_view what, Body&& body);
+  void Rollback(Connection& c);
+
+  // A write waiting for a group commit; lives in the submitting thread's frame.
+  struct PendingWrite {
+    std::string_view what;
+    std::function<Status(Tx&)> run;  // applies the write; its result stays in the caller's frame
+    // Set by the leader before `done`.
+    Status outcome = Status::Ok();
+    std::exception_ptr exception;
+    bool feed_changed = false;
+    bool done = false;  // guarded by group_mu_
+  };
+  void SubmitWrite(PendingWrite& w);
+  // Commits `group` (holding write_mu_); true when a committed member wrote to the change feed.
+  bool RunGroup(const std::vector<PendingWrite*>& group);
+  static Status Exec(Connection& c, const char* statement, std::string_view what);
+
+  // Runs `f(Connection&)` on a reader connection (the writer connection for an in-memory store).
+  template <typename F>
+  auto WithReader(F&& f) -> decltype(f(std::declval<Connection&>()));
+
+  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
+  Result<uint64_t> MaxSeq(Connection& c, std::string_view container);
+  // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
+  Status TrimChanges();
+  Result<bool> HasChangesAfter(std::string_view container, uint64_t seq);
+
+  void NotifyChanged();
+  void EnsureWatcher();
+  void SweepLoop();
+
+  // Constant after construction.
+  const Target target_;
+  const OpenOptions options_;
+  const Clock* const clock_;
+
+  std::mutex group_mu_;
+  std::condition_variable group_cv_;
+  std::deque<PendingWrite*> queue_;  // guarded by group_mu_: writes not yet taken by a leader
+  bool leading_ = false;             // guarded by group_mu_: a thread is committing a group
+
+  std::mutex write_mu_;
+  std::unique_ptr<Connection> writer_;  // guarded by write_mu_
+
+  std::mutex pool_mu_;
+  std::condition_variable pool_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by pool_mu_
+  size_t open_readers_ = 0;                                // guarded by pool_mu_
+
+  std::mutex notify_mu_;
+  std::condition_variable notify_cv_;
+  uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+  std::atomic<int> waiters_{0};
+
+  std::mutex watcher_mu_;
+  std::unique_ptr<ChangeWatcher> watcher_;  // guarded by watcher_mu_; started by the first wait
+  bool watcher_failed_ = false;             // guarded by watcher_mu_
+
+  std::mutex sweeper_mu_;
+  std::condition_variable sweeper_cv_;
+  bool stopping_ = false;  // guarded by sweeper_mu_
+  std::thread sweeper_;
+};
+
+template <typename F>
+auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) {
+  if (target_.memory) {
+    std::lock_guard lk(write_mu_);
+    return f(*writer_);
+  }
+  std::unique_ptr<Connection> conn;
+  {
+    std::unique_lock lk(pool_mu_);
+    pool_cv_.wait(lk, [&] { return !idle_readers_.empty() || open_readers_ < kMaxReaders; });
+    if (!idle_readers_.empty()) {
+      conn = std::move(idle_readers_.back());
+      idle_readers_.pop_back();
+    } else {
+      ++open_readers_;
+    }
+  }
+  if (!conn) {
+    auto opened = OpenReader();
+    if (!opened.ok()) {
+      {
+        std::lock_guard lk(pool_mu_);
+        --open_readers_;
+      }
+      pool_cv_.notify_one();
+      return opened.error();
+    }
+    conn = std::move(*opened);
+  }
+  struct GiveBack {  // also on exceptions; never pools a connection inside a transaction
+    SqliteStore& self;
+    std::unique_ptr<Connection>& conn;
+    ~GiveBack() {
+      if (!sqlite3_get_autocommit(conn->db())) self.Rollback(*conn);
+      {
+        std::lock_guard lk(self.pool_mu_);
+        if (sqlite3_get_autocommit(conn->db())) {
+          self.idle_readers_.push_back(std::move(conn));
+        } else {
+          --self.open_readers_;  // could not end its transaction: drop it
+        }
+      }
+      self.pool_cv_.notify_one();
+    }
+  } give_back{*this, conn};
+  return f(*conn);
+}
+
+template <typename T, typename Body>
+Result<T> SqliteStore::WriteTx(std::string_view what, Body&& body) {
+  Result<T> result = Error::Internal("write not run");
+  PendingWrite w;
+  w.what = what;
+  w.run = [&](Tx& tx) -> Status {
+    result = body(tx);
+    if (!result.ok()) return result.error();
+    return Status::Ok();
+  };
+  SubmitWrite(w);
+  if (w.exception) std::rethrow_exception(w.exception);
+  if (!w.outcome.ok()) return w.outcome.error();
+  return result;
+}
+
+}  // namespace hcprp::store::sqlite

@@ -1,0 +1,167 @@
+#include "tls/arm_trust.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "core/json.h"
+#include "core/time.h"
+#include "pki/x509.h"
+
+namespace hcprp::tls {
+namespace {
+
+std::string Upper(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ':' || c == ' ') continue;
+    out += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Error::InvalidArgument("cannot read " + path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string NameText(const X509_NAME* name) {
+  char buf[512];
+  X509_NAME_oneline(name, buf, sizeof(buf));
+  return buf;
+}
+
+TimePoint FromAsn1(const ASN1_TIME* t) {
+  std::tm tm{};
+  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return TimePoint{};
+  return std::chrono::system_clock::from_time_t(timegm(&tm));
+}
+
+}  // namespace
+
+std::optional<PeerCertificate> PeerCertificateOf(void* ssl) {
+  X509* cert = SSL_get0_peer_certificate(static_cast<SSL*>(ssl));
+  if (cert == nullptr) return std::nullopt;
+  unsigned char* der = nullptr;
+  int n = i2d_X509(cert, &der);
+  if (n <= 0) return std::nullopt;
+  PeerCertificate p;
+  p.thumbprint = pki::ThumbprintOfDer(std::string_view(reinterpret_cast<char*>(der), static_cast<size_t>(n)));
+  OPENSSL_free(der);
+  p.subject = NameText(X509_get_subject_name(cert));
+  p.issuer = NameText(X509_get_issuer_name(cert));
+  p.not_before = FromAsn1(X509_get0_notBefore(cert));
+  p.not_after = FromAsn1(X509_get0_notAfter(cert));
+  return p;
+}
+
+std::string_view RefusalName(Refusal r) {
+  switch (r) {
+    case Refusal::kNoCertificate:
+      return "no_certificate";
+    case Refusal::kUnknownCertificate:
+      return "unknown_certificate";
+    case Refusal::kExpired:
+      return "expired";
+    case Refusal::kNotYetValid:
+      return "not_yet_valid";
+  }
+  return "unknown";
+}
+
+Result<std::vector<TrustedCertificate>> ParseTrustedSet(std::string_view json_text) {
+  auto doc = ParseJson(json_text);
+  if (!doc.ok() || !doc->is_object()) return Error::InvalidArgument("the trusted set is not a JSON object");
+  const json::array* certs = GetArray(doc->as_object(), "clientCertificates");
+  if (certs == nullptr) return Error::InvalidArgument("the trusted set has no clientCertificates array");
+  std::vector<TrustedCertificate> out;
+  for (const auto& item : *certs) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) return Error::InvalidArgument("a clientCertificates entry is not an object");
+    TrustedCertificate t;
+    if (auto der64 = GetString(*o, "certificate"); der64 && !der64->empty()) {
+      auto der = pki::Base64Decode(*der64);
+      if (!der.ok()) return Error::InvalidArgument("a certificate is not base64: " + der.error().message());
+      t.thumbprint = pki::ThumbprintOfDer(*der);
+      if (auto tp = GetString(*o, "thumbprint"); tp && Upper(*tp) != t.thumbprint) {
+        return Error::InvalidArgument("thumbprint " + std::string(*tp) + " is not that of its certificate");
+      }
+    } else if (auto tp = GetString(*o, "thumbprint"); tp && !tp->empty()) {
+      t.thumbprint = Upper(*tp);
+    } else {
+      return Error::InvalidArgument("a clientCertificates entry has neither thumbprint nor certificate");
+    }
+    for (auto [key, field] : {std::pair{"notBefore", &t.not_before}, std::pair{"notAfter", &t.not_after}}) {
+      auto text = GetString(*o, key);
+      if (!text) return Error::InvalidArgument(std::string("a clientCertificates entry has no ") + key);
+      auto when = ParseRfc3339(*text);
+      if (!when.ok()) return Error::InvalidArgument(std::string(key) + ": " + when.error().message());
+      *field = *when;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Result<std::string> TrustedSetDocument(const std::vector<std::string>& cert_pems) {
+  json::array certs;
+  for (const auto& pem : cert_pems) {
+    auto der = pki::CertificateDer(pem);
+    if (!der.ok()) return der.error();
+    auto info = pki::ParseCertificate(pem);
+    if (!info.ok()) return info.error();
+    certs.push_back(json::object{{"thumbprint", pki::ThumbprintOfDer(*der)},
+                                 {"notBefore", FormatRfc3339(info->not_before)},
+                                 {"notAfter", FormatRfc3339(info->not_after)},
+                                 {"certificate", pki::Base64(*der)}});
+  }
+  return json::serialize(json::object{{"clientCertificates", std::move(certs)}}) + "\n";
+}
+
+ArmAuthenticator::ArmAuthenticator(std::string file, const Clock* clock)
+    : file_(std::move(file)), clock_(clock), stamp_({file_}) {}
+
+Result<std::unique_ptr<ArmAuthenticator>> ArmAuthenticator::Load(std::string trusted_set_file,
+                                                                 const Clock* clock) {
+  std::unique_ptr<ArmAuthenticator> a(new ArmAuthenticator(trusted_set_file, clock));
+  auto text = ReadFile(trusted_set_file);
+  if (!text.ok()) return text.error();
+  auto set = ParseTrustedSet(*text);
+  if (!set.ok()) return Error::InvalidArgument(trusted_set_file + ": " + set.error().message());
+  a->trusted_ = std::move(*set);
+  return a;
+}
+
+std::optional<Refusal> ArmAuthenticator::Check(const PeerCertificate* peer) {
+  std::lock_guard lock(mu_);
+  if (stamp_.Changed()) {
+    auto text = ReadFile(file_);
+    auto set = text.ok() ? ParseTrustedSet(*text) : Result<std::vector<TrustedCertificate>>(text.error());
+    if (set.ok()) {
+      trusted_ = std::move(*set);
+      stamp_.Refresh();
+    }
+  }
+  if (peer == nullptr) return Refusal::kNoCertificate;
+  const TimePoint now = clock_->Now();
+  for (const auto& t : trusted_) {
+    if (t.thumbprint != peer->thumbprint) continue;
+    if (now >= t.not_after || now >= peer->not_after) return Refusal::kExpired;
+    if (now < t.not_before || now < peer->not_before) return Refusal::kNotYetValid;
+    return std::nullopt;
+  }
+  return Refusal::kUnknownCertificate;
+}
+
+size_t ArmAuthenticator::trusted_count() const {
+  std::lock_guard lock(mu_);
+  return trusted_.size();
+}
+
+}  // namespace hcprp::tls
