@@ -290,14 +290,15 @@ struct Fixture {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;  // with metrics only
   clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
+  std::unique_ptr<frontend::AfterAnswerPool> after_answer;  // as in hcprp: one thread per handler worker
   std::unique_ptr<frontend::Frontend> fe;
   std::string get_target;
   std::string get_body;
 };
 
 // With `registry`, the frontend and the store record their metrics there, as in hcprp.
-std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock, const Logger& logger,
-                                     metrics::Registry* registry = nullptr) {
+std::unique_ptr<Fixture> OpenFixture(const Options& o, const std::string& url, const Clock& clock,
+                                     const Logger& logger, metrics::Registry* registry = nullptr) {
   auto f = std::make_unique<Fixture>();
   auto opened = store::OpenStore(url, {.clock = &clock});
   if (!opened.ok()) Die("store " + url + ": " + opened.error().ToString());
@@ -309,6 +310,8 @@ std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock,
     used = f->metered.get();
     fo.metrics = registry;
   }
+  f->after_answer = frontend::AfterAnswerPool::Start({.threads = o.workers});
+  fo.after_answer = f->after_answer.get();
   auto created = frontend::Frontend::Create(fo, used, &f->cs, &clock, logger);
   if (!created.ok()) Die("frontend: " + created.error().ToString());
   f->fe = std::move(created).value();
@@ -520,7 +523,7 @@ int main(int argc, char** argv) {
   }
 
   if (o.https) {
-    auto f = OpenFixture(urls.front().second, clock, logger);
+    auto f = OpenFixture(o, urls.front().second, clock, logger);
     int rc = RunHttps(o, *f, dir, clock);
     std::fclose(devnull);
     if (!o.keep && o.dir.empty()) std::filesystem::remove_all(dir);
@@ -530,7 +533,7 @@ int main(int argc, char** argv) {
   if (o.in_process > 0) {
     for (const auto& [name, url] : urls) {
       std::printf("store %s\n", name.c_str());
-      auto f = OpenFixture(url, clock, logger);
+      auto f = OpenFixture(o, url, clock, logger);
       RunInProcess(o, *f);
     }
     std::fclose(devnull);
@@ -545,7 +548,7 @@ int main(int argc, char** argv) {
 
   // The minimal server answers the GET body of the first store's cluster (the same for every store).
   std::vector<std::unique_ptr<Fixture>> fixtures;
-  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(url, clock, logger));
+  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(o, url, clock, logger));
   const std::string fixed_body = fixtures.front()->get_body;
   std::printf("GET body %zu bytes (the minimal server answers the same bytes)\n\n", fixed_body.size());
   auto minimal = http::Server::Start(ServerOptionsFor(o), [&fixed_body](http::Request&& r) {
@@ -584,7 +587,7 @@ int main(int argc, char** argv) {
     metrics::Registry registry;
     std::string url = urls.front().second;
     if (urls.front().first == "sqlite") url = "sqlite://" + (dir / "store_metrics.db").string();
-    auto metered = OpenFixture(url, clock, logger, &registry);
+    auto metered = OpenFixture(o, url, clock, logger, &registry);
     double off = 0, on = 0;
     for (int round = 0; round < o.metrics_rounds; ++round) {
       for (bool with : {false, true}) {
