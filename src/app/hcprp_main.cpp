@@ -719,7 +719,9 @@ int Main(int argc, char** argv) {
         ->capture_default_str();
     s->add_option("--retry-after", c.retry_after, "Retry-After seconds on accepted operations")
         ->capture_default_str();
-    s->add_option("--threads", c.threads, "Request handler threads")->capture_default_str();
+    s->add_option("--threads", c.threads,
+                  "Request handler threads (as many record a create's Cluster Service object after its 201)")
+        ->capture_default_str();
     s->add_option("--max-connections", c.max_connections,
                   "Open connections at most; more are answered 503 and closed")
         ->capture_default_str();
