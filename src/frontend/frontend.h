@@ -66,9 +66,10 @@ struct FrontendOptions {
   //   hcprp_frontend_bodies_refused_total{reason}                    too_large, media_type
   metrics::Registry* metrics = nullptr;
   // Where a create hands the write that records the Cluster Service's internal ID, so that its 201
-  // waits for one durable commit (resource + Accepted operation) instead of two (not owned, outlives
-  // the Frontend; docs/architecture.md, "A create, end to end"). Null: that write runs before the
-  // answer, which then carries the etag after it.
+  // waits for one durable commit (resource + Accepted operation) instead of two (docs/architecture.md,
+  // "A create, end to end"). Not owned; its work writes to the store, so it must be stopped after the
+  // last request and before the store goes. Null: that write runs before the answer, which then
+  // carries the etag after it.
   AfterAnswer* after_answer = nullptr;
 };
 
