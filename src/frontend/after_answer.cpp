@@ -29,7 +29,7 @@ bool AfterAnswerPool::Post(std::function<void()> work) {
 
 void AfterAnswerPool::Drain() {
   MutexLock lock(mu_);
-  changed_.Wait(lock, [this]() HCPRP_NO_THREAD_SAFETY_ANALYSIS { return pending_.empty() && running_ == 0; });
+  changed_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return pending_.empty() && running_ == 0; });
 }
 
 void AfterAnswerPool::Stop() {
@@ -51,7 +51,7 @@ size_t AfterAnswerPool::Unfinished() const {
 void AfterAnswerPool::Run() {
   MutexLock lock(mu_);
   for (;;) {
-    changed_.Wait(lock, [this]() HCPRP_NO_THREAD_SAFETY_ANALYSIS { return stopping_ || !pending_.empty(); });
+    changed_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return stopping_ || !pending_.empty(); });
     if (pending_.empty()) return;  // stopping, and nothing is left to run
     std::function<void()> work = std::move(pending_.front());
     pending_.pop_front();
