@@ -81,6 +81,11 @@ class CondVar {
   }
   // Waits for one notification (or a spurious wake-up): the caller re-checks its condition.
   void Wait(MutexLock& lock) { cv_.wait(lock); }
+  // As Wait, for at most `d`: std::cv_status::timeout when it ran out.
+  template <typename Rep, typename Period>
+  std::cv_status WaitFor(MutexLock& lock, std::chrono::duration<Rep, Period> d) {
+    return cv_.wait_for(lock, d);
+  }
 
  private:
   std::condition_variable_any cv_;
