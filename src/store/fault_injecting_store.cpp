@@ -5,7 +5,7 @@
 namespace hcprp::store {
 
 void FaultInjectingStore::FailNthCall(uint64_t nth, Error error, std::optional<Method> method) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   Rule r{.action = Rule::Action::kFail, .method = method};
   r.remaining = nth == 0 ? 1 : nth;
   r.error = std::move(error);
@@ -13,7 +13,7 @@ void FaultInjectingStore::FailNthCall(uint64_t nth, Error error, std::optional<M
 }
 
 void FaultInjectingStore::FailAllCalls(Error error, std::optional<Method> method) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   Rule r{.action = Rule::Action::kFailAll, .method = method};
   r.error = std::move(error);
   rules_.push_back(std::move(r));
@@ -21,7 +21,7 @@ void FaultInjectingStore::FailAllCalls(Error error, std::optional<Method> method
 
 void FaultInjectingStore::DelayNthCall(uint64_t nth, std::chrono::milliseconds delay,
                                        std::optional<Method> method) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   Rule r{.action = Rule::Action::kDelay, .method = method};
   r.remaining = nth == 0 ? 1 : nth;
   r.delay = delay;
@@ -30,7 +30,7 @@ void FaultInjectingStore::DelayNthCall(uint64_t nth, std::chrono::milliseconds d
 
 void FaultInjectingStore::SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth,
                                         std::optional<Method> method) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   Rule r{.action = Rule::Action::kCrash, .method = method};
   r.writes_only = !method.has_value();
   r.remaining = nth == 0 ? 1 : nth;
@@ -40,12 +40,12 @@ void FaultInjectingStore::SetCrashPoint(CrashPoint point, CrashHook hook, uint64
 }
 
 void FaultInjectingStore::ClearFaults() {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   rules_.clear();
 }
 
 uint64_t FaultInjectingStore::CallCount(std::optional<Method> method) const {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   if (method) return calls_[static_cast<size_t>(*method)];
   uint64_t total = 0;
   for (uint64_t c : calls_) total += c;
@@ -53,7 +53,7 @@ uint64_t FaultInjectingStore::CallCount(std::optional<Method> method) const {
 }
 
 FaultInjectingStore::Plan FaultInjectingStore::Decide(Method m) {
-  std::lock_guard lk(mu_);
+  MutexLock lk(mu_);
   ++calls_[static_cast<size_t>(m)];
   Plan plan;
   for (auto it = rules_.begin(); it != rules_.end();) {

@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/mutex.h"
 #include "store/forwarding_store.h"
 
 namespace hcprp::store {
@@ -82,9 +83,9 @@ class FaultInjectingStore final : public ForwardingStore {
 
   std::unique_ptr<Store> owned_;  // the target, when owned
 
-  mutable std::mutex mu_;
-  std::vector<Rule> rules_;            // guarded by mu_
-  uint64_t calls_[kMethodCount] = {};  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Rule> rules_ HCPRP_GUARDED_BY(mu_);
+  uint64_t calls_[kMethodCount] HCPRP_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace hcprp::store

@@ -13,7 +13,7 @@ Status StatusOf(const Result<T>& r) {
 }  // namespace
 
 void WriteHealthStore::Record(const Status& outcome) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (outcome.ok()) {
     failure_.reset();
   } else if (IsFault(outcome.error())) {
@@ -22,7 +22,7 @@ void WriteHealthStore::Record(const Status& outcome) {
 }
 
 std::optional<Error> WriteHealthStore::failure() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return failure_;
 }
 

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "store/forwarding_store.h"
 
@@ -36,8 +37,8 @@ class WriteHealthStore final : public ForwardingStore {
  private:
   void Record(const Status& outcome);
 
-  mutable std::mutex mu_;
-  std::optional<Error> failure_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::optional<Error> failure_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace hcprp::store
