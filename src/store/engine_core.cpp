@@ -15,18 +15,16 @@ Error Absent(std::string_view container, std::string_view pk, std::string_view i
 
 // The live row, or kNotFound.
 Result<StoredRow> LoadLive(RowTx& tx, std::string_view container, std::string_view pk, std::string_view id) {
-  auto row = tx.LoadRow(container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.Now())) return Absent(container, pk, id);
-  return std::move(**row);
+  HCPRP_ASSIGN_OR_RETURN(auto row, tx.LoadRow(container, pk, id));
+  if (!row || !row->Live(tx.Now())) return Absent(container, pk, id);
+  return std::move(*row);
 }
 
 // Why a conditional update or delete matched nothing: absent (kNotFound) or another etag.
 Error Diagnose(RowTx& tx, std::string_view container, std::string_view pk, std::string_view id,
                const std::optional<std::string>& if_match) {
-  auto row = tx.LoadRow(container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.Now())) return Absent(container, pk, id);
+  HCPRP_ASSIGN_OR_RETURN(auto row, tx.LoadRow(container, pk, id));
+  if (!row || !row->Live(tx.Now())) return Absent(container, pk, id);
   return Error::PreconditionFailed("if-match " + if_match.value_or("") + " does not match the etag of " +
                                    DocName(container, pk, id));
 }
@@ -40,9 +38,8 @@ const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
 Status CheckCurrent(const WriteOp& op, const StoredRow& row) {
   HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row.etag));
   if (op.conditions.empty()) return Status::Ok();
-  auto current = ParseStoredBody(row.body);
-  if (!current.ok()) return current.error();
-  return CheckConditions(&*current, op.conditions);
+  HCPRP_ASSIGN_OR_RETURN(auto current, ParseStoredBody(row.body));
+  return CheckConditions(&current, op.conditions);
 }
 
 // The etag a conditional replace or delete must require (nullptr: any live document). With
@@ -51,10 +48,9 @@ Status CheckCurrent(const WriteOp& op, const StoredRow& row) {
 Result<const std::string*> RequiredFor(RowTx& tx, std::string_view container, std::string_view pk,
                                        const WriteOp& op, std::string& checked_etag) {
   if (op.conditions.empty()) return RequiredEtag(op.if_match);
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(CheckCurrent(op, *row));
-  checked_etag = std::move(row->etag);
+  HCPRP_ASSIGN_OR_RETURN(auto row, LoadLive(tx, container, pk, op.id));
+  HCPRP_RETURN_IF_ERROR(CheckCurrent(op, row));
+  checked_etag = std::move(row.etag);
   return &checked_etag;
 }
 
@@ -70,18 +66,16 @@ Status RecordVersion(RowTx& tx, std::string_view container, int kind, std::strin
 Result<bool> TryCreate(RowTx& tx, std::string_view container, std::string_view pk, std::string_view id,
                        const Version& v) {
   for (int round = 0; round < kRaceRounds; ++round) {
-    auto inserted = tx.InsertRow(container, pk, id, v);
-    if (!inserted.ok()) return inserted.error();
-    if (*inserted) {
+    HCPRP_ASSIGN_OR_RETURN(auto inserted, tx.InsertRow(container, pk, id, v));
+    if (inserted) {
       HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindCreate, pk, id, v));
       return true;
     }
-    auto row = tx.LoadRow(container, pk, id);
-    if (!row.ok()) return row.error();
-    if (!*row) continue;  // deleted since the insert looked: insert again
-    if ((*row)->Live(tx.Now())) return false;
+    HCPRP_ASSIGN_OR_RETURN(auto row, tx.LoadRow(container, pk, id));
+    if (!row) continue;  // deleted since the insert looked: insert again
+    if (row->Live(tx.Now())) return false;
     HCPRP_RETURN_IF_ERROR(tx.DeleteAnyRow(container, pk, id));
-    StoredRow& old = **row;
+    StoredRow& old = *row;
     HCPRP_RETURN_IF_ERROR(tx.AppendChange(container, kKindExpire, pk, id, std::move(old.body),
                                           std::move(old.etag), old.ts, old.ttl));
   }
@@ -96,21 +90,18 @@ Document Written(std::string_view pk, WriteOp& op, bool consume, const Version& 
 Result<Document> ApplyCreate(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
                              bool consume) {
   Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
-  auto created = TryCreate(tx, container, pk, op.id, v);
-  if (!created.ok()) return created.error();
-  if (!*created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
+  HCPRP_ASSIGN_OR_RETURN(auto created, TryCreate(tx, container, pk, op.id, v));
+  if (!created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
   return Written(pk, op, consume, v);
 }
 
 Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
                               bool consume) {
   std::string checked_etag;
-  auto required = RequiredFor(tx, container, pk, op, checked_etag);
-  if (!required.ok()) return required.error();
+  HCPRP_ASSIGN_OR_RETURN(auto required, RequiredFor(tx, container, pk, op, checked_etag));
   Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
-  auto updated = tx.UpdateRow(container, pk, op.id, v, *required);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Diagnose(tx, container, pk, op.id, op.if_match);
+  HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, required));
+  if (!updated) return Diagnose(tx, container, pk, op.id, op.if_match);
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
   return Written(pk, op, consume, v);
 }
@@ -120,20 +111,17 @@ Result<Document> ApplyUpsert(RowTx& tx, std::string_view container, std::string_
   Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
   for (int round = 0; round < kRaceRounds; ++round) {
     if (op.conditions.empty() && !op.if_match) {
-      auto updated = tx.UpdateRow(container, pk, op.id, v, nullptr);
-      if (!updated.ok()) return updated.error();
-      if (*updated) {
+      HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, nullptr));
+      if (updated) {
         HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
         return Written(pk, op, consume, v);
       }
     } else {
-      auto row = tx.LoadRow(container, pk, op.id);
-      if (!row.ok()) return row.error();
-      if (*row && (*row)->Live(tx.Now())) {
-        HCPRP_RETURN_IF_ERROR(CheckCurrent(op, **row));
-        auto updated = tx.UpdateRow(container, pk, op.id, v, nullptr);
-        if (!updated.ok()) return updated.error();
-        if (!*updated) return Error::Internal("upsert of " + DocName(container, pk, op.id) + " lost its row");
+      HCPRP_ASSIGN_OR_RETURN(auto row, tx.LoadRow(container, pk, op.id));
+      if (row && row->Live(tx.Now())) {
+        HCPRP_RETURN_IF_ERROR(CheckCurrent(op, *row));
+        HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, nullptr));
+        if (!updated) return Error::Internal("upsert of " + DocName(container, pk, op.id) + " lost its row");
         HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
         return Written(pk, op, consume, v);
       }
@@ -143,21 +131,18 @@ Result<Document> ApplyUpsert(RowTx& tx, std::string_view container, std::string_
       }
       HCPRP_RETURN_IF_ERROR(CheckConditions(nullptr, op.conditions));
     }
-    auto created = TryCreate(tx, container, pk, op.id, v);
-    if (!created.ok()) return created.error();
-    if (*created) return Written(pk, op, consume, v);
+    HCPRP_ASSIGN_OR_RETURN(auto created, TryCreate(tx, container, pk, op.id, v));
+    if (created) return Written(pk, op, consume, v);
   }
   return Error::Unavailable("upsert of " + DocName(container, pk, op.id) + " kept racing with other writers");
 }
 
 Result<Document> ApplyDelete(RowTx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
   std::string checked_etag;
-  auto required = RequiredFor(tx, container, pk, op, checked_etag);
-  if (!required.ok()) return required.error();
-  auto deleted = tx.DeleteRow(container, pk, op.id, *required);
-  if (!deleted.ok()) return deleted.error();
-  if (!*deleted) return Diagnose(tx, container, pk, op.id, op.if_match);
-  StoredRow& old = **deleted;
+  HCPRP_ASSIGN_OR_RETURN(auto required, RequiredFor(tx, container, pk, op, checked_etag));
+  HCPRP_ASSIGN_OR_RETURN(auto deleted, tx.DeleteRow(container, pk, op.id, required));
+  if (!deleted) return Diagnose(tx, container, pk, op.id, op.if_match);
+  StoredRow& old = *deleted;
   HCPRP_RETURN_IF_ERROR(tx.AppendChange(container, kKindDelete, pk, op.id, std::move(old.body),
                                         std::move(old.etag), old.ts, old.ttl));
   Document d;
@@ -167,28 +152,23 @@ Result<Document> ApplyDelete(RowTx& tx, std::string_view container, std::string_
 }
 
 Result<Document> ApplyPatch(RowTx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseStoredBody(row->body);
-  if (!body.ok()) return body.error();
-  HCPRP_RETURN_IF_ERROR(CheckConditions(&*body, op.conditions));
-  HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
-  Version v = MakeVersion(*body, row->ttl, tx.Now());
-  auto updated = tx.UpdateRow(container, pk, op.id, v, &row->etag);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
+  HCPRP_ASSIGN_OR_RETURN(auto row, LoadLive(tx, container, pk, op.id));
+  HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row.etag));
+  HCPRP_ASSIGN_OR_RETURN(auto body, ParseStoredBody(row.body));
+  HCPRP_RETURN_IF_ERROR(CheckConditions(&body, op.conditions));
+  HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(body, op.patch));
+  Version v = MakeVersion(body, row.ttl, tx.Now());
+  HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, &row.etag));
+  if (!updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
-  return MakeDocument(pk, op.id, std::move(*body), v);
+  return MakeDocument(pk, op.id, std::move(body), v);
 }
 
 Result<Document> ApplyRead(RowTx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row->etag));
-  auto d = DocumentFromRow(pk, op.id, row->body, std::move(row->etag), row->ts, row->ttl);
-  if (!d.ok()) return d.error();
-  HCPRP_RETURN_IF_ERROR(CheckConditions(&d->body, op.conditions));
+  HCPRP_ASSIGN_OR_RETURN(auto row, LoadLive(tx, container, pk, op.id));
+  HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row.etag));
+  HCPRP_ASSIGN_OR_RETURN(auto d, DocumentFromRow(pk, op.id, row.body, std::move(row.etag), row.ts, row.ttl));
+  HCPRP_RETURN_IF_ERROR(CheckConditions(&d.body, op.conditions));
   return d;
 }
 
@@ -217,12 +197,11 @@ Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_v
 
 Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,
                                  std::string etag, int64_t ts, std::optional<int64_t> ttl) {
-  auto parsed = ParseStoredBody(body);
-  if (!parsed.ok()) return parsed.error();
+  HCPRP_ASSIGN_OR_RETURN(auto parsed, ParseStoredBody(body));
   Document d;
   d.id = std::string(id);
   d.partition_key = std::string(pk);
-  d.body = std::move(*parsed);
+  d.body = std::move(parsed);
   d.etag = std::move(etag);
   d.timestamp_ms = ts;
   d.ttl_seconds = ttl;
@@ -234,9 +213,8 @@ Result<std::optional<std::string>> ListPartitionsStart(std::string_view containe
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   if (max_items == 0) return Error::InvalidArgument("max_items must be > 0");
   if (continuation.empty()) return std::optional<std::string>();
-  auto pk = DecodePartitionContinuation(continuation);
-  if (!pk.ok()) return pk.error();
-  return std::optional<std::string>(std::move(*pk));
+  HCPRP_ASSIGN_OR_RETURN(auto pk, DecodePartitionContinuation(continuation));
+  return std::optional<std::string>(std::move(pk));
 }
 
 Status CheckFenceState(const Lease& fence, const std::optional<LeaseState>& state, int64_t now) {
