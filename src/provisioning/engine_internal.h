@@ -80,8 +80,9 @@ constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       Reso
 void AfterCommit(std::string name);
 std::vector<std::string> TakeStepPoints();
 
-// Unit steps are committed in groups: when this many objects and units are dirty, or this long after
-// the last commit, or with the next step that moves an object in the Cluster Service.
+// Unit steps are committed in groups by the committer thread: when this many objects and units are
+// dirty, or this long after the first step of the group, or with the next step that moves an object in
+// the Cluster Service.
 constexpr size_t kGroupCommitSize = 1024;
 constexpr auto kGroupCommitInterval = std::chrono::milliseconds(20);
 
