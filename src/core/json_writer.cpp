@@ -1,5 +1,6 @@
 #include "core/json_writer.h"
 
+#include <array>
 #include <charconv>
 
 namespace hcprp {
@@ -26,13 +27,26 @@ JsonWriter& JsonWriter::Int(int64_t v) {
   return *this;
 }
 
+namespace {
+
+// Bytes that JSON requires to be escaped inside a string: control characters, the quote, the backslash.
+constexpr std::array<bool, 256> kEscape = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0; c < 0x20; ++c) t[c] = true;
+  t['"'] = true;
+  t['\\'] = true;
+  return t;
+}();
+
+}  // namespace
+
 void JsonWriter::AppendEscaped(std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
   out_ += '"';
   size_t run = 0;  // start of the characters not yet appended
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    if (!kEscape[c]) continue;
     out_.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
