@@ -59,6 +59,7 @@ struct Config {
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
+  size_t event_concurrency = 8;
   int create_recovery_seconds = 120;
   int gc_window_seconds = 3600;
   int stuck_after_seconds = 600;
@@ -286,6 +287,7 @@ class Runner {
     o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.check_concurrency = config_.check_concurrency;
+    o.event_concurrency = config_.event_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
@@ -733,6 +735,11 @@ int Main(int argc, char** argv) {
     s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
     s->add_option("--check-concurrency", c.check_concurrency,
                   "Operations a backend checks against the Cluster Service at once")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{1}, size_t{64}));
+    s->add_option("--event-concurrency", c.event_concurrency,
+                  "Clusters whose Cluster Service events a backend applies at once (their transitions share "
+                  "the store's commits)")
         ->capture_default_str()
         ->check(CLI::Range(size_t{1}, size_t{64}));
     s->add_option("--create-recovery-seconds", c.create_recovery_seconds,

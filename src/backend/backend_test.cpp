@@ -1051,6 +1051,48 @@ TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
 }
 
+// While the event stream delivers every page, a periodic resync checks an operation the events drive
+// only every full_check_every-th time; after the stream failed, the next one checks it.
+TEST_F(BackendTest, PeriodicResyncChecksEverythingOnlyEveryFullCheckEveryWhileEventsFlow) {
+  BackendOptions o = Options();
+  o.resync_interval = 10s;
+  o.full_check_every = 3;
+  o.poll_interval = 1h;
+  o.tick = 20ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  o.event_retry = 50ms;
+  o.lease_ttl = 1h;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] { return b->Stats().active && b->Stats().events_available && b->Stats().full_resyncs > 0; }));
+  Flow f = StartCreate("c1");  // learned from the change feed, checked once
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  // One periodic resync: the checks it queued have run once the step is over.
+  auto resync = [&] {
+    uint64_t before = b->Stats().full_resyncs;
+    clock_.Advance(11s);
+    EXPECT_TRUE(WaitUntil([&] { return b->Stats().full_resyncs > before; }));
+    EXPECT_TRUE(WaitUntil([&] { return b->Stats().checks_queued == 0 && b->Stats().checks_running == 0; }));
+    std::this_thread::sleep_for(100ms);
+    return b->Stats().checks;
+  };
+  uint64_t checks = b->Stats().checks;
+  EXPECT_EQ(resync(), checks);  // the first periodic resync: the events drive it
+  EXPECT_EQ(resync(), checks);
+  EXPECT_EQ(resync(), checks + 1);  // the third: everything
+  checks += 1;
+  EXPECT_EQ(resync(), checks);
+  cs_.SetEventsEnabled(false);  // a failed read of the stream: events may have been missed
+  ASSERT_TRUE(WaitUntil([&] { return !b->Stats().events_available; }));
+  cs_.SetEventsEnabled(true);
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().events_available; }));
+  EXPECT_EQ(resync(), checks + 1);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+  b->Stop();
+}
+
 TEST_F(BackendTest, FeedPositionRemovedByRetentionResynchronises) {
   auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_, .change_retention = 10min});
   ASSERT_TRUE(s.ok()) << s.error().ToString();
