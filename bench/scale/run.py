@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""100,000-resource benchmark: hcprp on one SQLite store holding 100,000 clusters and node pools.
+"""100,000-resource benchmark: hcprp on one store holding 100,000 clusters and node pools.
 
-Steps (one temporary directory, one SQLite store, a Cluster Service simulator with the instant profile):
+Steps (one temporary directory, one store: SQLite, or with --store-engine postgresql a private PostgreSQL
+server started by tests/e2e_pg/pg.py; a Cluster Service simulator with the instant profile):
 
  1. Through the ARM API (`hcprp frontend` + `hcprp backend`): a template subscription with one cluster and
     one node pool, and the "big" subscription with --big-clusters clusters of --big-node-pools node pools
@@ -16,9 +17,12 @@ Steps (one temporary directory, one SQLite store, a Cluster Service simulator wi
  5. The big subscription is set to Deleted (a subscription PUT with state Deleted, as ARM sends it) and
     the store is watched until none of its clusters and node pools is left.
  6. Propagation at that size (unless --skip-propagation): bench/propagation/run.py's staggered method
-    (events mode) on a copy of this store, with --in-flight operations held in `installing`.
+    (events mode) on a copy of this store (PostgreSQL: on this store), with --in-flight operations held in
+    `installing`.
 
-Every figure is printed beside its target and beside the baseline of step 2. Not part of ctest.
+Every figure is printed beside its target and beside the baseline of step 2; with --baseline-hcprp the
+list is also read through that binary's frontend on the same store, page by page in turn with this
+build's (same answers required). Not part of ctest.
 
 Usage: python3 bench/scale/run.py --hcprp build/release/hcprp --tool build/release/bench/scale/scale_tool
 """
@@ -223,7 +227,8 @@ class Bench:
                 v = v.decode() if isinstance(v, bytes) else v
                 lit = "'" + v.replace("'", "''") + "'"
                 sql = sql.replace("?", f"convert_to({lit}, 'UTF8')", 1)
-            return int(self.pg.psql(sql.replace("non_terminal=1", "non_terminal")).strip())
+            sql = sql.replace("non_terminal=1", "non_terminal").replace("FROM documents", "FROM hcprp.documents")
+            return int(self.pg.psql(sql).strip())
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
         try:
             return con.execute(sql, params).fetchone()[0]

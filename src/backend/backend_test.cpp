@@ -16,6 +16,7 @@
 #include "core/time.h"
 #include "core/uuid.h"
 #include "store/fault_injecting_store.h"
+#include "store/forwarding_store.h"
 
 namespace hcprp::backend {
 namespace {
@@ -915,6 +916,57 @@ TEST_F(BackendTest, ConditionsOfIdleResourcesFollowTheirEvents) {
   EXPECT_EQ(b->Stats().idle_condition_syncs, 2u);
   // Nothing else changed: no operation was created or moved.
   EXPECT_EQ(Resource(cluster.resource_id)->provisioning_state, arm::kStateSucceeded);
+}
+
+// Counts the store batches that write a given document.
+class BatchCountingStore final : public store::ForwardingStore {
+ public:
+  BatchCountingStore(store::Store* target, std::string doc_id)
+      : store::ForwardingStore(target), doc_id_(std::move(doc_id)) {}
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops,
+                                   const store::Lease* fence = nullptr) override {
+    for (const store::WriteOp& w : ops) {
+      if (w.id == doc_id_ && w.kind != store::WriteOp::Kind::kRead) {
+        ++batches;
+        break;
+      }
+    }
+    return store::ForwardingStore::Batch(container, pk, std::move(ops), fence);
+  }
+  std::atomic<int> batches{0};
+
+ private:
+  std::string doc_id_;
+};
+
+// A status change and the conditions read with it are one durable commit of the resource document.
+TEST_F(BackendTest, ConditionsReadWithAStatusChangeCommitInItsBatch) {
+  Flow f = StartCreate("c1");
+  json::array conditions{json::object{{"type", "Available"}, {"status", "False"}, {"reason", "Installing"}}};
+  cs_.SetConditions(f.href, conditions);
+  cs_.SetState(f.href, "installing");
+  BatchCountingStore counting(store_.get(), arm::ResourceDocumentId(f.resource_id));
+  auto b = Backend::Create(Options(), &counting, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);  // checks the operation against the Cluster Service
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  auto doc = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(doc.ok());
+  const json::value* stored = FindPointer(doc->body, std::string(arm::kPathServiceStatus) + "/conditions");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(*stored, json::value(conditions));
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateProvisioning);
+  EXPECT_EQ(counting.batches.load(), 1);
+  // Conditions that change without a status change are still copied, on their own.
+  json::array ready{json::object{{"type", "Available"}, {"status", "True"}}};
+  cs_.SetConditions(f.href, ready);
+  Reconcile(**b);
+  doc = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(*FindPointer(doc->body, std::string(arm::kPathServiceStatus) + "/conditions"),
+            json::value(ready));
+  EXPECT_EQ(counting.batches.load(), 2);
 }
 
 TEST_F(BackendTest, TerminalOperationsNeverChange) {

@@ -606,18 +606,22 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
   }
   obs.state = event.state;
   obs.gone = event.state == "deleted";
+  // The object's conditions go to the resource of its first (non-credential) operation: one resource
+  // per Cluster Service object. With the transition they cause, in its batch; else on their own.
+  std::optional<SeenConditions> seen;
   if (status && !obs.gone) {
-    for (const OperationRecord& op : ops) {
-      if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) continue;
-      conditions_.Sync(op.partition_key, op.external_id, event.href, *status);
-      break;  // one resource per Cluster Service object
-    }
+    if (auto c = status->find("conditions"); c != status->end() && c->value().is_array())
+      seen = SeenConditions{event.href, c->value()};
   }
+  const OperationRecord* conditions_owner = nullptr;
+  bool conditions_committed = false;
   for (const OperationRecord& op : ops) {
     if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
       EnqueueCheck(op);
       continue;
     }
+    const bool owner = conditions_owner == nullptr;
+    if (owner) conditions_owner = &op;
     ObjectKind kind = KindOfHref(event.href);
     if (op.request == Request::kUpdate) {
       // An update starts from a ready object, so a "ready" (or "error") still in the event stream
@@ -628,8 +632,9 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
         continue;
       }
     }
-    Outcome o = Transit(op.partition_key, op.id,
-                        [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    Outcome o = Transit(
+        op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
+        owner && seen ? &*seen : nullptr, owner ? &conditions_committed : nullptr);
     if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
       instruments_.event_to_commit->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
@@ -638,6 +643,8 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
     if (o == Outcome::kError) EnqueueCheck(op);
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
   }
+  if (seen && conditions_owner != nullptr && !conditions_committed)
+    conditions_.Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href, *status);
 }
 
 }  // namespace hcprp::backend

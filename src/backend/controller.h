@@ -122,7 +122,16 @@ class Controller {
   // --- Writes (transit.cpp)
   // Moves an operation to decide(current record)'s transition in one fenced batch (backend.h).
   using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
-  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide);
+  // Cluster Service conditions of the object `href`, seen with the status that decides a transition.
+  struct SeenConditions {
+    std::string href;
+    json::value conditions;  // an array
+  };
+  // With `seen`, the conditions go into the operation's resource in the transition's batch when the
+  // resource is the object's and kept (see TransitionInput::conditions); *conditions_committed tells
+  // whether they were committed (or found stored already) with it.
+  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide,
+                  const SeenConditions* seen = nullptr, bool* conditions_committed = nullptr);
   // Reads what PlanTransition needs for `op` changing to `change`; kError on a store failure.
   Result<TransitionInput> ReadTransitionInput(std::string_view pk, const arm::OperationDocument& op,
                                               arm::StatusChange change);
