@@ -457,7 +457,13 @@ class Bench:
                                     stderr=subprocess.DEVNULL)
             time.sleep(1)
         t0 = time.monotonic()
-        big.register(state="Deleted")
+        # Arm.register's PUT with a timeout long enough for the frontend, which creates every Delete
+        # operation inside the request (minutes on PostgreSQL).
+        body = {"state": "Deleted", "registrationDate": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime()),
+                "properties": {"tenantId": big.tenant, "registeredFeatures": []}}
+        r = big.call("PUT", f"/subscriptions/{BIG_SUB}", body, api_version="2.0", timeout=self.args.delete_timeout)
+        if r.status not in (200, 201):
+            raise BenchError(f"subscription PUT Deleted: {r!r}")
         if perf:
             perf.send_signal(2)
             perf.wait(timeout=60)
