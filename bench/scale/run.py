@@ -106,12 +106,11 @@ def metric(admin_url, name):
     return None
 
 
-def same_page(a, b):
-    """Two list answers hold the same resources and the same next page (their hosts differ)."""
-    def rest(link):
-        u = urllib.parse.urlsplit(link or "")
-        return u.path, u.query
-    return a["value"] == b["value"] and rest(a.get("nextLink")) == rest(b.get("nextLink"))
+def same_page(a, a_endpoint, b, b_endpoint):
+    """Two list answers are the same bytes but for the host:port of each frontend in nextLink."""
+    def masked(raw, endpoint):
+        return raw.replace(urllib.parse.urlsplit(endpoint).netloc.encode(), b"HOST")
+    return masked(a, a_endpoint) == masked(b, b_endpoint)
 
 
 class Getter:
@@ -302,7 +301,7 @@ class Bench:
     def list_latency(self, rounds, baseline_endpoint=None):
         """Pages of 100 clusters of the big subscription, following nextLink. With `baseline_endpoint`
         (a frontend of --baseline-hcprp on the same store) every page is also read there, alternately,
-        and the two answers must hold the same resources."""
+        and the two answers must be the same bytes (but for the host in nextLink)."""
         g = Getter(self.endpoint)
         gb = Getter(baseline_endpoint) if baseline_endpoint else None
         arm = self.arm(BIG_SUB)
@@ -321,12 +320,12 @@ class Bench:
                     if status != 200:
                         raise BenchError(f"list {path}: {status} {raw[:300]!r}")
                     into.append(took)
-                    bodies[id(into)] = json.loads(raw)
+                    bodies[id(into)] = raw
                     if into is times:
                         size = max(size, len(raw))
-                body = bodies[id(times)]
-                if gb and not same_page(body, bodies[id(base_times)]):
+                if gb and not same_page(bodies[id(times)], self.endpoint, bodies[id(base_times)], baseline_endpoint):
                     raise BenchError(f"list {path}: the baseline binary answered differently")
+                body = json.loads(bodies[id(times)])
                 items += len(body["value"])
                 link = body.get("nextLink")
                 path = None
