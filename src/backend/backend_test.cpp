@@ -1145,6 +1145,29 @@ TEST_F(BackendTest, PeriodicResyncChecksEverythingOnlyEveryFullCheckEveryWhileEv
   b->Stop();
 }
 
+// The events of one page are applied on several threads, one cluster's in stream order.
+TEST_F(BackendTest, EventsOfOnePageApplyConcurrentlyEachClusterInOrder) {
+  BackendOptions o = Options();
+  o.event_concurrency = 4;
+  auto b = MakeBackend(o);
+  std::vector<Flow> flows;
+  for (int i = 0; i < 12; ++i) flows.push_back(StartCreate("c" + std::to_string(i)));
+  Reconcile(*b);                             // indexed (and checked: still validating)
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());  // the creations
+  for (const Flow& f : flows) {
+    cs_.SetState(f.href, "installing");
+    cs_.SetState(f.href, "ready");
+  }
+  auto n = b->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, 24u);
+  for (const Flow& f : flows) {
+    EXPECT_EQ(Op(f.op).status, arm::kStateSucceeded) << f.resource_id;
+    EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+  }
+  EXPECT_EQ(b->Stats().transitions, 24u);  // Provisioning, then Succeeded: in order for every cluster
+}
+
 TEST_F(BackendTest, FeedPositionRemovedByRetentionResynchronises) {
   auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_, .change_retention = 10min});
   ASSERT_TRUE(s.ok()) << s.error().ToString();
