@@ -117,6 +117,11 @@ std::optional<int> ParseCommandLine(int argc, char** argv, Config& c, Command& c
                   "Operations a backend checks against the Cluster Service at once")
         ->capture_default_str()
         ->check(CLI::Range(size_t{1}, size_t{64}));
+    s->add_option("--event-concurrency", c.event_concurrency,
+                  "Clusters whose Cluster Service events a backend applies at once (their transitions share "
+                  "the store's commits)")
+        ->capture_default_str()
+        ->check(CLI::Range(size_t{1}, size_t{64}));
     s->add_option("--create-recovery-seconds", c.create_recovery_seconds,
                   "Age after which a create whose frontend never recorded the Cluster Service object is "
                   "finished by the backend (the Cluster Service POST is idempotent)")

@@ -34,6 +34,7 @@ struct Config {
   uint32_t shards = 8;
   int resync_seconds = 45;
   size_t check_concurrency = 4;
+  size_t event_concurrency = 8;
   int create_recovery_seconds = 120;
   int gc_window_seconds = 3600;
   int stuck_after_seconds = 600;

@@ -223,6 +223,7 @@ class Runner {
     o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.check_concurrency = config_.check_concurrency;
+    o.event_concurrency = config_.event_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.operation_ttl_seconds = config_.operation_ttl_seconds;

@@ -568,26 +568,39 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
     }
     return Fail(env, ctx, page.error());
   }
-  json::array value;
+  // The body is what serializing {"value": [...], "nextLink": ...} gives, written piece by piece: each
+  // resource's text comes from the render cache when this version of it was shown in this
+  // api-version before.
+  std::string body = R"({"value":[)";
+  bool first = true;
   for (auto& d : page->documents) {
-    auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
-    if (!parsed.ok()) {
-      env.logger.Warn("skipping unreadable resource document",
-                      {{"id", d.id}, {"error", parsed.error().ToString()}});
-      continue;
+    std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
+    std::shared_ptr<const std::string> text = env.render_cache->Find(key);
+    if (text == nullptr) {
+      auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
+      if (!parsed.ok()) {
+        env.logger.Warn("skipping unreadable resource document",
+                        {{"id", d.id}, {"error", parsed.error().ToString()}});
+        continue;
+      }
+      LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
+      auto rendered = RenderResource(ctx, lr);
+      if (!rendered.ok()) return Fail(env, ctx, rendered.error());
+      text = std::make_shared<const std::string>(json::serialize(*rendered));
+      env.render_cache->Insert(key, text);
     }
-    LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
-    auto rendered = RenderResource(ctx, lr);
-    if (!rendered.ok()) return Fail(env, ctx, rendered.error());
-    value.push_back(std::move(rendered).value());
+    if (!first) body.push_back(',');
+    first = false;
+    body += *text;
   }
-  json::object out;
-  out["value"] = std::move(value);
+  body.push_back(']');
   if (!page->continuation.empty()) {
-    out["nextLink"] =
-        arm::NextLink(ctx.base_url, ctx.path, ctx.api_version, top, arm::EncodeSkipToken(page->continuation));
+    body += R"(,"nextLink":)";
+    body += json::serialize(json::value(arm::NextLink(ctx.base_url, ctx.path, ctx.api_version, top,
+                                                      arm::EncodeSkipToken(page->continuation))));
   }
-  return JsonReply(200, out);
+  body.push_back('}');
+  return JsonTextReply(200, std::move(body));
 }
 
 }  // namespace hcprp::frontend
