@@ -80,23 +80,71 @@ class SqliteStateDb final : public StateDb {
     return out;
   }
 
+  // Group commit: batches committed at the same time share one transaction (the first caller to find
+  // no transaction running writes every batch queued by then, in the order queued); each caller learns
+  // the shared outcome. The batches carry no preconditions, so one outcome serves them all.
   Status Commit(const StateBatch& batch) override {
     if (batch.empty()) return Status::Ok();
+    Waiter me{&batch};
+    std::unique_lock lock(queue_mu_);
+    queue_.push_back(&me);
+    while (!me.done) {
+      if (writing_) {
+        queue_cv_.wait(lock);
+        continue;
+      }
+      writing_ = true;
+      std::vector<Waiter*> group;
+      group.swap(queue_);
+      lock.unlock();
+      Status st = WriteGroup(group);
+      lock.lock();
+      for (Waiter* w : group) {
+        w->status = st;
+        w->done = true;
+      }
+      writing_ = false;
+      queue_cv_.notify_all();
+    }
+    return me.status;
+  }
+
+  uint64_t commits() const override { return commits_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Waiter {
+    const StateBatch* batch;
+    Status status = Status::Ok();
+    bool done = false;
+  };
+
+  // One transaction for every batch of `group`; nothing is written when it fails.
+  Status WriteGroup(const std::vector<Waiter*>& group) {
     std::lock_guard lock(mu_);
     HCPRP_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     auto fail = [&](const char* what) {
       Error e = Err(what);
+      sqlite3_clear_bindings(put_);
+      sqlite3_clear_bindings(del_);
       (void)Exec("ROLLBACK");
       return e;
     };
-    for (const auto& c : batch.changes()) {
-      sqlite3_stmt* st = c.doc ? put_ : del_;
-      sqlite3_reset(st);
-      sqlite3_bind_text(st, 1, c.space.data(), static_cast<int>(c.space.size()), SQLITE_TRANSIENT);
-      sqlite3_bind_text(st, 2, c.key.data(), static_cast<int>(c.key.size()), SQLITE_TRANSIENT);
-      if (c.doc) sqlite3_bind_text(st, 3, c.doc->data(), static_cast<int>(c.doc->size()), SQLITE_TRANSIENT);
-      if (sqlite3_step(st) != SQLITE_DONE) return fail(c.doc ? "writing a document" : "deleting a document");
+    for (const Waiter* w : group) {
+      for (const auto& c : w->batch->changes()) {
+        // The batch outlives the statement's use of its strings: bound without copies, cleared below.
+        sqlite3_stmt* st = c.doc ? put_ : del_;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, c.space.data(), static_cast<int>(c.space.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, c.key.data(), static_cast<int>(c.key.size()), SQLITE_STATIC);
+        if (c.doc) sqlite3_bind_text(st, 3, c.doc->data(), static_cast<int>(c.doc->size()), SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+          return fail(c.doc ? "writing a document" : "deleting a document");
+      }
     }
+    sqlite3_reset(put_);
+    sqlite3_reset(del_);
+    sqlite3_clear_bindings(put_);
+    sqlite3_clear_bindings(del_);
     Status st = Exec("COMMIT");
     if (!st.ok()) {
       (void)Exec("ROLLBACK");
@@ -106,9 +154,6 @@ class SqliteStateDb final : public StateDb {
     return Status::Ok();
   }
 
-  uint64_t commits() const override { return commits_.load(std::memory_order_relaxed); }
-
- private:
   // WAL pages after which the checkpointer copies them back, and after which the writer does it itself.
   static constexpr int kCheckpointPages = 4096;
   static constexpr int kWriterCheckpointPages = 16 * kCheckpointPages;
@@ -190,6 +235,10 @@ class SqliteStateDb final : public StateDb {
   sqlite3_stmt* put_ = nullptr;
   sqlite3_stmt* del_ = nullptr;
   std::atomic<uint64_t> commits_{0};
+  std::mutex queue_mu_;  // before mu_
+  std::condition_variable queue_cv_;
+  std::vector<Waiter*> queue_;  // guarded by queue_mu_: batches waiting for the next transaction
+  bool writing_ = false;        // guarded by queue_mu_: a transaction is being written
   sqlite3* ckpt_db_ = nullptr;  // the checkpointer's own connection
   std::thread checkpointer_;
   std::mutex ckpt_mu_;
