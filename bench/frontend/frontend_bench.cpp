@@ -6,6 +6,7 @@
 //   frontend_bench [--duration SECONDS] [--connections N] [--wrk-threads N] [--workers N]
 //                  [--dir DIR] [--only get|put] [--keep]
 //                  [--stores sqlite|postgresql|sqlite,postgresql] [--pg-url postgresql://...]
+//                  [--baseline OTHER_FRONTEND_BENCH]
 //
 // Stores: "sqlite" is a file in DIR; "postgresql" is a throwaway local server started for the run
 // (src/store/postgres/pg_test_server.h: initdb, fsync on, 127.0.0.1) unless --pg-url names one.
@@ -14,7 +15,10 @@
 // Runs:
 //   GET  one cluster (subscription check + resource read + rendering), against the minimal server.
 //   PUT  creating clusters with unique names (a wrk Lua script numbers them per wrk thread): body
-//        parse, validation, two durable store batches and the Cluster Service create.
+//        parse, validation, one durable store batch and the Cluster Service create before the 201,
+//        the internal ID's batch after it. With --baseline, another build's PUT figures (its
+//        frontend_bench run first with the same options) beside this build's, with the targets:
+//        SQLite >= 3x the baseline with p99 < 40 ms, PostgreSQL >= 2x.
 // Targets: GET >= 40% of the minimal server's throughput with p99 < 5 ms; PUT create >= 50% of the
 // store's raw durable batch rate (bench/store_bench, "batch of 5" raw row) on the same machine.
 #include <unistd.h>
@@ -25,6 +29,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -198,6 +203,7 @@ struct Options {
   long in_process = 0;     // > 0: only call Frontend::Handle this many times per kind, no HTTP (profiling)
   int metrics_rounds = 0;  // > 0: GET with metrics off and on, alternating, this many rounds each
   bool https = false;      // the HTTPS comparison only (GET plain vs TLS, handshakes per second)
+  std::string baseline;    // another build's frontend_bench: its PUT run first, printed beside this one's
 };
 
 std::vector<std::string> SplitComma(const std::string& s) {
@@ -242,12 +248,14 @@ Options Parse(int argc, char** argv) {
       o.keep = true;
     } else if (a == "--https") {
       o.https = true;
+    } else if (a == "--baseline") {
+      o.baseline = next();
     } else if (a == "--in-process") {
       o.in_process = std::atol(next().c_str());
     } else {
       Die("unknown argument " + a +
           " (--duration S, --connections N, --wrk-threads N, --workers N, --dir DIR, --only get|put, "
-          "--stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N, --https)");
+          "--stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N, --https, --baseline PATH)");
     }
   }
   if (o.duration < 1 || o.connections < 1 || o.wrk_threads < 1 || o.workers < 1) Die("bad option value");
@@ -290,14 +298,15 @@ struct Fixture {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;  // with metrics only
   clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
+  std::unique_ptr<frontend::AfterAnswerPool> after_answer;  // as in hcprp: one thread per handler worker
   std::unique_ptr<frontend::Frontend> fe;
   std::string get_target;
   std::string get_body;
 };
 
 // With `registry`, the frontend and the store record their metrics there, as in hcprp.
-std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock, const Logger& logger,
-                                     metrics::Registry* registry = nullptr) {
+std::unique_ptr<Fixture> OpenFixture(const Options& o, const std::string& url, const Clock& clock,
+                                     const Logger& logger, metrics::Registry* registry = nullptr) {
   auto f = std::make_unique<Fixture>();
   auto opened = store::OpenStore(url, {.clock = &clock});
   if (!opened.ok()) Die("store " + url + ": " + opened.error().ToString());
@@ -309,6 +318,8 @@ std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock,
     used = f->metered.get();
     fo.metrics = registry;
   }
+  f->after_answer = frontend::AfterAnswerPool::Start({.threads = o.workers});
+  fo.after_answer = f->after_answer.get();
   auto created = frontend::Frontend::Create(fo, used, &f->cs, &clock, logger);
   if (!created.ok()) Die("frontend: " + created.error().ToString());
   f->fe = std::move(created).value();
@@ -370,6 +381,37 @@ StoreRun RunStore(const Options& o, const std::string& name, Fixture& f, const s
   }
   (*server)->Stop();
   return run;
+}
+
+// The PUT figures of another build's frontend_bench (`--baseline PATH`), run with this run's options:
+// store name -> figures, from the table it prints last.
+std::map<std::string, WrkResult> RunBaselinePut(const Options& o) {
+  std::string stores;
+  for (const auto& st : o.stores) stores += (stores.empty() ? "" : ",") + st;
+  std::string cmd = "'" + o.baseline + "' --only put --duration " + std::to_string(o.duration) +
+                    " --connections " + std::to_string(o.connections) + " --wrk-threads " +
+                    std::to_string(o.wrk_threads) + " --workers " + std::to_string(o.workers) + " --stores " +
+                    stores;
+  if (!o.pg_url.empty()) cmd += " --pg-url '" + o.pg_url + "'";
+  cmd += " 2>&1";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) Die("cannot run " + o.baseline);
+  std::map<std::string, WrkResult> out;
+  std::string raw;
+  char line[1024];
+  while (std::fgets(line, sizeof line, pipe) != nullptr) {
+    raw += line;
+    char store[64] = {0};
+    WrkResult r;
+    if (std::sscanf(line, "%63s PUT %lf %lf %lf %ld", store, &r.requests_per_second, &r.p50_ms, &r.p99_ms,
+                    &r.non_2xx) == 5) {
+      out[store] = r;
+    }
+  }
+  // The baseline exits 2 when one of its own targets is not met; only missing figures are fatal.
+  pclose(pipe);
+  if (out.size() != o.stores.size()) Die("the baseline printed no PUT figures:\n" + raw);
+  return out;
 }
 
 }  // namespace
@@ -520,7 +562,7 @@ int main(int argc, char** argv) {
   }
 
   if (o.https) {
-    auto f = OpenFixture(urls.front().second, clock, logger);
+    auto f = OpenFixture(o, urls.front().second, clock, logger);
     int rc = RunHttps(o, *f, dir, clock);
     std::fclose(devnull);
     if (!o.keep && o.dir.empty()) std::filesystem::remove_all(dir);
@@ -530,7 +572,7 @@ int main(int argc, char** argv) {
   if (o.in_process > 0) {
     for (const auto& [name, url] : urls) {
       std::printf("store %s\n", name.c_str());
-      auto f = OpenFixture(url, clock, logger);
+      auto f = OpenFixture(o, url, clock, logger);
       RunInProcess(o, *f);
     }
     std::fclose(devnull);
@@ -539,13 +581,18 @@ int main(int argc, char** argv) {
   }
 
   const std::string script = WritePutScript(dir);
+  std::map<std::string, WrkResult> baseline_put;
+  if (!o.baseline.empty() && (o.only.empty() || o.only == "put")) {
+    std::printf("baseline: %s (PUT, same options), run first\n", o.baseline.c_str());
+    baseline_put = RunBaselinePut(o);
+  }
   std::printf("frontend_bench: wrk -t%d -c%d -d%ds --latency; %d handler workers each\n", o.wrk_threads,
               o.connections, o.duration, o.workers);
   for (const auto& [name, url] : urls) std::printf("store %-10s %s\n", name.c_str(), url.c_str());
 
   // The minimal server answers the GET body of the first store's cluster (the same for every store).
   std::vector<std::unique_ptr<Fixture>> fixtures;
-  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(url, clock, logger));
+  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(o, url, clock, logger));
   const std::string fixed_body = fixtures.front()->get_body;
   std::printf("GET body %zu bytes (the minimal server answers the same bytes)\n\n", fixed_body.size());
   auto minimal = http::Server::Start(ServerOptionsFor(o), [&fixed_body](http::Request&& r) {
@@ -584,7 +631,7 @@ int main(int argc, char** argv) {
     metrics::Registry registry;
     std::string url = urls.front().second;
     if (urls.front().first == "sqlite") url = "sqlite://" + (dir / "store_metrics.db").string();
-    auto metered = OpenFixture(url, clock, logger, &registry);
+    auto metered = OpenFixture(o, url, clock, logger, &registry);
     double off = 0, on = 0;
     for (int round = 0; round < o.metrics_rounds; ++round) {
       for (bool with : {false, true}) {
@@ -628,11 +675,26 @@ int main(int argc, char** argv) {
       std::printf("target GET on sqlite >= 40%% of minimal, p99 < 5 ms: %s\n", met ? "met" : "NOT met");
       ok = ok && met;
     }
-    if (r.store == "sqlite" && r.put) {
-      std::printf(
-          "PUT: each create commits 2 durable store batches (resource + operation, then the internal ID);\n"
-          "  target >= 50%% of the store's raw durable \"batch of 5\" rate (bench/store_bench on this\n"
-          "  machine, or store_bench_pg for PostgreSQL).\n");
+  }
+  if (want_put) {
+    std::printf(
+        "PUT: a create answers after one durable store batch (resource + operation); the internal ID\n"
+        "  is recorded after the answer (%d after-answer threads).\n",
+        o.workers);
+  }
+  if (!baseline_put.empty()) {
+    std::printf("\nPUT create, this build beside the baseline (%s), same options:\n", o.baseline.c_str());
+    std::printf("%-12s %12s %10s %12s %10s %8s  %s\n", "store", "base req/s", "base p99", "req/s", "p99 ms",
+                "ratio", "target");
+    for (const auto& r : runs) {
+      auto b = baseline_put.find(r.store);
+      if (!r.put || b == baseline_put.end()) continue;
+      const double ratio = r.put->requests_per_second / b->second.requests_per_second;
+      const bool sqlite = r.store == "sqlite";
+      const bool met = sqlite ? ratio >= 3.0 && r.put->p99_ms < 40.0 : ratio >= 2.0;
+      std::printf("%-12s %12.0f %10.3f %12.0f %10.3f %7.2fx  %s: %s\n", r.store.c_str(),
+                  b->second.requests_per_second, b->second.p99_ms, r.put->requests_per_second, r.put->p99_ms,
+                  ratio, sqlite ? ">= 3x, p99 < 40 ms" : ">= 2x", met ? "met" : "NOT met");
     }
   }
 

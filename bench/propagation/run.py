@@ -169,12 +169,12 @@ def run_proxy(target, ready_file):
 class Stack:
     """clusters-service + frontend + backend (+ proxy) in a temporary directory."""
 
-    def __init__(self, hcprp, polling, keep=False, seed_store=None):
+    def __init__(self, hcprp, polling, keep=False, seed_store=None, store_url=None):
         self.hcprp = hcprp
         self.dir = tempfile.mkdtemp(prefix="hcprp-bench-propagation-")
         self.procs = []
         self.keep = keep
-        self.store = "sqlite://" + os.path.join(self.dir, "hcprp.db")
+        self.store = store_url or "sqlite://" + os.path.join(self.dir, "hcprp.db")
         if seed_store:
             # A store that already holds documents (bench/scale loads 100,000 resources into one).
             shutil.copyfile(seed_store, os.path.join(self.dir, "hcprp.db"))
@@ -449,7 +449,8 @@ def measure_staggered(args, polling, n):
     scale = args.scale or max(4.0, (args.duration + gap + create_est + 15.0) / 6.0)
     log(f"--- staggered, {mode}, {n} in flight, {m} changes at {args.rate}/s; demo scale {scale:.1f} "
         f"(lifetime {8 * scale:.0f} s)")
-    stack = Stack(args.hcprp, polling, args.keep, getattr(args, "seed_store", None))
+    stack = Stack(args.hcprp, polling, args.keep, getattr(args, "seed_store", None),
+                  getattr(args, "store_url", None))
     try:
         subs = [Arm(stack.endpoint, resource_group="bench-rg") for _ in range(max(1, n // 100))]
         for a in subs:
@@ -643,6 +644,7 @@ def main_parser():
     ap.add_argument("--proxy-to", help=argparse.SUPPRESS)
     ap.add_argument("--proxy-ready-file", help=argparse.SUPPRESS)
     ap.add_argument("--seed-store", help="staggered: start from a copy of this SQLite store file")
+    ap.add_argument("--store-url", help="staggered: use this store (a PostgreSQL URL) instead of a new SQLite one")
     return ap
 
 

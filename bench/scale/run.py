@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""100,000-resource benchmark: hcprp on one SQLite store holding 100,000 clusters and node pools.
+"""100,000-resource benchmark: hcprp on one store holding 100,000 clusters and node pools.
 
-Steps (one temporary directory, one SQLite store, a Cluster Service simulator with the instant profile):
+Steps (one temporary directory, one store: SQLite, or with --store-engine postgresql a private PostgreSQL
+server started by tests/e2e_pg/pg.py; a Cluster Service simulator with the instant profile):
 
  1. Through the ARM API (`hcprp frontend` + `hcprp backend`): a template subscription with one cluster and
     one node pool, and the "big" subscription with --big-clusters clusters of --big-node-pools node pools
@@ -16,9 +17,12 @@ Steps (one temporary directory, one SQLite store, a Cluster Service simulator wi
  5. The big subscription is set to Deleted (a subscription PUT with state Deleted, as ARM sends it) and
     the store is watched until none of its clusters and node pools is left.
  6. Propagation at that size (unless --skip-propagation): bench/propagation/run.py's staggered method
-    (events mode) on a copy of this store, with --in-flight operations held in `installing`.
+    (events mode) on a copy of this store (PostgreSQL: on this store), with --in-flight operations held in
+    `installing`.
 
-Every figure is printed beside its target and beside the baseline of step 2. Not part of ctest.
+Every figure is printed beside its target and beside the baseline of step 2; with --baseline-hcprp the
+list is also read through that binary's frontend on the same store, page by page in turn with this
+build's (same answers required). Not part of ctest.
 
 Usage: python3 bench/scale/run.py --hcprp build/release/hcprp --tool build/release/bench/scale/scale_tool
 """
@@ -41,6 +45,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "e2e_pg"))
 sys.dont_write_bytecode = True
 from e2e import Arm, Proc, http_request, url_after  # noqa: E402
 
@@ -101,6 +106,13 @@ def metric(admin_url, name):
     return None
 
 
+def same_page(a, a_endpoint, b, b_endpoint):
+    """Two list answers are the same bytes but for the host:port of each frontend in nextLink."""
+    def masked(raw, endpoint):
+        return raw.replace(urllib.parse.urlsplit(endpoint).netloc.encode(), b"HOST")
+    return masked(a, a_endpoint) == masked(b, b_endpoint)
+
+
 class Getter:
     """GETs over one keep-alive connection; returns (status, seconds)."""
 
@@ -134,6 +146,12 @@ class Bench:
         os.makedirs(self.dir, exist_ok=True)
         self.db = os.path.join(self.dir, "hcprp.db")
         self.store = "sqlite://" + self.db
+        self.pg = None
+        if args.store_engine == "postgresql":
+            from pg import PgServer  # tests/e2e_pg/pg.py: a private server as the postgres user
+            self.pg = PgServer(database="hcprp")
+            self.store = self.pg.url()
+            log(f"PostgreSQL {self.pg.bin} on port {self.pg.port}, data in {self.pg.dir}")
         self.procs = {}
         self.results = {}
 
@@ -151,14 +169,20 @@ class Bench:
     def start_cs(self):
         cs = self.spawn("clusters-service", [self.args.hcprp, "clusters-service", "--listen", "127.0.0.1:0",
                                              "--data-dir", os.path.join(self.dir, "cs"), "--profile", "instant",
-                                             "--provisioner", "timed", "--log-level", "warn"])
+                                             "--provisioner", "timed", "--log-level", "warn",
+                                             # plain HTTP on loopback, /control on the same listener
+                                             "--insecure-http", "--control-listen", "off"])
         self.cs_url = cs.wait_line(url_after("listening on"))
 
-    def start_frontend(self):
-        fe = self.spawn("frontend", [self.args.hcprp, "frontend", "--store", self.store, "--clusters-service",
+    def start_frontend(self, name="frontend", hcprp=None):
+        """Starts a frontend (of --hcprp, or of `hcprp`: the baseline binary); returns its endpoint."""
+        fe = self.spawn(name, [hcprp or self.args.hcprp, "frontend", "--store", self.store, "--clusters-service",
                                      self.cs_url, "--listen", "127.0.0.1:0", "--log-level", "warn",
-                                     "--data-dir", self.dir])
-        self.endpoint = fe.wait_line(url_after("listening on"))
+                                     "--data-dir", self.dir, "--insecure-http"])
+        endpoint = fe.wait_line(url_after("listening on"))
+        if name == "frontend":
+            self.endpoint = endpoint
+        return endpoint
 
     def start_backend(self):
         """Starts the backend; returns (seconds to 'running', seconds until it holds every shard and
@@ -183,6 +207,8 @@ class Bench:
     def close(self):
         for name in list(self.procs):
             self.stop(name)
+        if self.pg:
+            self.pg.close()
         if self.args.keep or self.args.workdir:
             log(f"kept {self.dir}")
         else:
@@ -193,11 +219,25 @@ class Bench:
         return Arm(self.endpoint, subscription=sub, tenant=TENANT, client_id=CLIENT, resource_group=RG)
 
     def count(self, sql, *params):
+        """A count over the store's documents table; `?` takes `params` in order (SQLite: pk as bytes,
+        resource_type as text; PostgreSQL keeps both as bytea)."""
+        if self.pg:
+            for v in params:
+                v = v.decode() if isinstance(v, bytes) else v
+                lit = "'" + v.replace("'", "''") + "'"
+                sql = sql.replace("?", f"convert_to({lit}, 'UTF8')", 1)
+            sql = sql.replace("non_terminal=1", "non_terminal").replace("FROM documents", "FROM hcprp.documents")
+            return int(self.pg.psql(sql).strip())
         con = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
         try:
             return con.execute(sql, params).fetchone()[0]
         finally:
             con.close()
+
+    def store_mb(self):
+        if self.pg:
+            return int(self.pg.psql("SELECT pg_database_size('hcprp')").strip()) / 1e6
+        return sum(os.path.getsize(self.db + s) for s in ("", "-wal") if os.path.exists(self.db + s)) / 1e6
 
     def non_terminal(self):
         return self.count("SELECT count(*) FROM documents WHERE container='resources' AND non_terminal=1 "
@@ -258,29 +298,68 @@ class Bench:
             times.append(took)
         return {"n": len(times), "p50_ms": percentile(times, 50) * 1000, "p99_ms": percentile(times, 99) * 1000}
 
-    def list_latency(self, rounds):
-        """Pages of 100 clusters of the big subscription, following nextLink."""
+    def list_latency(self, rounds, baseline_endpoint=None):
+        """Pages of 100 clusters of the big subscription, following nextLink. With `baseline_endpoint`
+        (a frontend of --baseline-hcprp on the same store) every page is also read there, alternately,
+        and the two answers must be the same bytes (but for the host in nextLink)."""
         g = Getter(self.endpoint)
+        gb = Getter(baseline_endpoint) if baseline_endpoint else None
         arm = self.arm(BIG_SUB)
-        times, items = [], 0
+        times, base_times, items, size = [], [], 0, 0
         first = f"/subscriptions/{BIG_SUB}/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters" \
                 "?api-version=2026-10-01&$top=100"
-        for _ in range(rounds):
+        for k in range(rounds):
             path = first
             while path:
-                status, raw, took = g.get(path, arm.headers())
-                if status != 200:
-                    raise BenchError(f"list {path}: {status} {raw[:300]!r}")
-                body = json.loads(raw)
-                times.append(took)
+                order = [(g, times), (gb, base_times)] if gb else [(g, times)]
+                if k % 2:
+                    order.reverse()
+                bodies = {}
+                for getter, into in order:
+                    status, raw, took = getter.get(path, arm.headers())
+                    if status != 200:
+                        raise BenchError(f"list {path}: {status} {raw[:300]!r}")
+                    into.append(took)
+                    bodies[id(into)] = raw
+                    if into is times:
+                        size = max(size, len(raw))
+                if gb and not same_page(bodies[id(times)], self.endpoint, bodies[id(base_times)], baseline_endpoint):
+                    raise BenchError(f"list {path}: the baseline binary answered differently")
+                body = json.loads(bodies[id(times)])
                 items += len(body["value"])
                 link = body.get("nextLink")
                 path = None
                 if link:
                     u = urllib.parse.urlsplit(link)
                     path = u.path + "?" + u.query
-        return {"pages": len(times), "items": items, "p50_ms": percentile(times, 50) * 1000,
-                "p99_ms": percentile(times, 99) * 1000}
+        r = {"pages": len(times), "items": items, "page_bytes": size, "p50_ms": percentile(times, 50) * 1000,
+             "p99_ms": percentile(times, 99) * 1000}
+        if gb:
+            r["baseline_p50_ms"] = percentile(base_times, 50) * 1000
+            r["baseline_p99_ms"] = percentile(base_times, 99) * 1000
+        return r
+
+    def measure_list(self, label):
+        """List latency of this build (and of --baseline-hcprp on the same store, alternately), with
+        `perf record -g` of this build's frontend when --perf-list is given."""
+        base = self.start_frontend("baseline-frontend", self.args.baseline_hcprp) if self.args.baseline_hcprp \
+            else None
+        perf = None
+        if self.args.perf_list:
+            perf = subprocess.Popen(["perf", "record", "-F", "999", "--call-graph", self.args.perf_call_graph,
+                                     "-o", self.args.perf_list, "-p",
+                                     str(self.procs["frontend"].p.pid)], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            time.sleep(1)
+        try:
+            r = self.list_latency(self.args.list_rounds, base)
+        finally:
+            if perf:
+                perf.send_signal(2)
+                perf.wait(timeout=60)
+            self.stop("baseline-frontend")
+        log(f"[{label}] list: {r}")
+        return r
 
     def resync(self):
         out = subprocess.run([self.args.tool, "resync", "--store", self.store, "--clusters-service", self.cs_url,
@@ -313,7 +392,7 @@ class Bench:
         resources = self.count("SELECT count(*) FROM documents WHERE container='resources' AND resource_type IN "
                                "(?, ?)", CLUSTER_TYPE, NODEPOOL_TYPE)
         documents = self.count("SELECT count(*) FROM documents")
-        size_mb = sum(os.path.getsize(self.db + s) for s in ("", "-wal") if os.path.exists(self.db + s)) / 1e6
+        size_mb = self.store_mb()
         log(f"[{label}] {resources} resources, {documents} documents, store {size_mb:.0f} MB")
         r = {"resources": resources, "documents": documents, "store_mb": size_mb}
         self.stop("frontend")
@@ -341,7 +420,7 @@ class Bench:
         self.start_frontend()
         fe = self.procs["frontend"]
         r["get"] = self.get_latency(self.sample_paths(loaded))
-        r["list"] = self.list_latency(self.args.list_rounds)
+        r["list"] = self.measure_list(label)
         time.sleep(self.args.settle)
         r["backend_rss_mb"] = proc_status(be.p.pid, "VmRSS")
         r["backend_hwm_mb"] = proc_status(be.p.pid, "VmHWM")
@@ -377,7 +456,13 @@ class Bench:
                                     stderr=subprocess.DEVNULL)
             time.sleep(1)
         t0 = time.monotonic()
-        big.register(state="Deleted")
+        # Arm.register's PUT with a timeout long enough for the frontend, which creates every Delete
+        # operation inside the request (minutes on PostgreSQL).
+        body = {"state": "Deleted", "registrationDate": time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime()),
+                "properties": {"tenantId": big.tenant, "registeredFeatures": []}}
+        r = big.call("PUT", f"/subscriptions/{BIG_SUB}", body, api_version="2.0", timeout=self.args.delete_timeout)
+        if r.status not in (200, 201):
+            raise BenchError(f"subscription PUT Deleted: {r!r}")
         if perf:
             perf.send_signal(2)
             perf.wait(timeout=60)
@@ -419,16 +504,22 @@ class Bench:
         self.stop("frontend")
         self.stop("backend")
         self.stop("clusters-service")
-        seed = os.path.join(self.dir, "seed.db")
-        con = sqlite3.connect(self.db)
-        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        con.execute(f"VACUUM INTO '{seed}'")
-        con.close()
-        pargs = prop.main_parser().parse_args(["--hcprp", self.args.hcprp, "--no-burst", "--seed-store", seed,
+        if self.pg:
+            # PostgreSQL: on this store itself (the SQLite store is copied so that the run keeps it).
+            store = ["--store-url", self.store]
+        else:
+            seed = os.path.join(self.dir, "seed.db")
+            con = sqlite3.connect(self.db)
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            con.execute(f"VACUUM INTO '{seed}'")
+            con.close()
+            store = ["--seed-store", seed]
+        pargs = prop.main_parser().parse_args(["--hcprp", self.args.hcprp, "--no-burst", *store,
                                                "--create-rate", str(self.args.create_rate)])
         row, _ = prop.measure_staggered(pargs, False, self.args.in_flight)
         self.results["propagation"] = row
-        os.unlink(seed)
+        if not self.pg:
+            os.unlink(seed)
 
     # -- report ------------------------------------------------------------------------------------
     def report(self):
@@ -443,6 +534,17 @@ class Bench:
             bs = "" if base is None else f"{fmt.format(base)} {unit}"
             print(f"| {what} | {bs} | {fmt.format(at)} {unit} | {tv} | {ok} |")
 
+        lo = self.results.get("list_only")
+        if lo:
+            print()
+            print(f"| figure | --baseline-hcprp, same store | this build | target | |")
+            print("|---|---:|---:|---:|---|")
+            row(f"list p50 (page of 100, {lo['page_bytes'] / 1000:.0f} KB)", lo.get("baseline_p50_ms"),
+                lo["p50_ms"], None, "ms")
+            row("list p99 (page of 100)", lo.get("baseline_p99_ms"), lo["p99_ms"], TARGETS["list_p99_ms"], "ms")
+            print()
+            print(json.dumps(self.results, indent=1))
+            return
         print()
         print(f"| figure | baseline ({b.get('resources', 0):,} resources) | at {s.get('resources', 0):,} resources "
               f"| target | |")
@@ -463,6 +565,12 @@ class Bench:
             None, "ms")
         row("list p99 (page of 100)", b.get("list", {}).get("p99_ms"), s.get("list", {}).get("p99_ms", float("nan")),
             TARGETS["list_p99_ms"], "ms")
+        if "baseline_p99_ms" in s.get("list", {}):
+            bl, sl = b.get("list", {}), s["list"]
+            row("list p50, --baseline-hcprp's frontend on the same store", bl.get("baseline_p50_ms"),
+                sl["baseline_p50_ms"], None, "ms")
+            row("list p99, --baseline-hcprp's frontend on the same store", bl.get("baseline_p99_ms"),
+                sl["baseline_p99_ms"], TARGETS["list_p99_ms"], "ms")
         row("first full backend pass (leases, subscriptions, index), wall", b.get("resync", {}).get("first_seconds"),
             s.get("resync", {}).get("first_seconds", float("nan")), None, "s", "{:.3f}")
         row("first full backend pass, CPU", b.get("resync", {}).get("first_cpu_seconds"),
@@ -512,11 +620,31 @@ def main():
     ap.add_argument("--resync-in-flight", type=int, default=2000,
                     help="operations held in flight for the full backend pass (0: skip)")
     ap.add_argument("--skip-propagation", action="store_true")
+    ap.add_argument("--store-engine", choices=["sqlite", "postgresql"], default="sqlite",
+                    help="postgresql: a private server (Debian's postgresql, run as the postgres user)")
+    ap.add_argument("--skip-delete", action="store_true", help="keep the big subscription (for --only list)")
+    ap.add_argument("--only", choices=["list"], help="list: only the list latency, on the store of --workdir")
+    ap.add_argument("--baseline-hcprp", help="another build's hcprp (e.g. main's): its frontend lists the same "
+                    "store, page by page alternately with this build's")
+    ap.add_argument("--perf-list", help="perf record the frontend during the list into this file")
+    ap.add_argument("--perf-call-graph", default="dwarf", help="perf record --call-graph for --perf-list")
     ap.add_argument("--perf-delete", help="perf record the frontend during the subscription PUT into this file")
     ap.add_argument("--workdir", help="use (and keep) this directory")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     bench = Bench(args)
+    if args.only == "list":
+        # The list alone, on the store a previous run kept (--workdir ... --skip-delete).
+        if not args.workdir or not os.path.exists(bench.db):
+            raise SystemExit("--only list needs --workdir holding a store of a run with --skip-delete")
+        try:
+            bench.start_cs()
+            bench.start_frontend()
+            bench.results["list_only"] = bench.measure_list("list")
+        finally:
+            bench.close()
+            bench.report()
+        return
     try:
         bench.start_cs()
         bench.start_frontend()
@@ -527,7 +655,8 @@ def main():
         bench.stop("backend")
         bench.load()
         bench.measure("scale", loaded=True)
-        bench.delete_subscription()
+        if not args.skip_delete:
+            bench.delete_subscription()
         if not args.skip_propagation:
             bench.propagation()
         if args.resync_in_flight:

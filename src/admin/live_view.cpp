@@ -99,14 +99,14 @@ void LiveView::LoadThenRun() {
           {{"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()}});
       break;
     }
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     resources_.clear();
     resource_docs_.clear();
     subscriptions_.clear();
     operations_.clear();
     if (stopping_) return;
     logger_.Warn("console scan failed", {{"error", s.error().ToString()}});
-    if (cv_.wait_for(lock, options_.feed_wait, [&] { return stopping_; })) return;
+    if (cv_.WaitFor(lock, options_.feed_wait, [&]() HCPRP_REQUIRES(mu_) { return stopping_; })) return;
   }
   Run();
 }
@@ -115,10 +115,10 @@ LiveView::~LiveView() { Stop(); }
 
 void LiveView::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -143,7 +143,7 @@ Status LiveView::Load() {
         ++store_calls_;
         auto page = store_->Query(q);
         if (!page.ok()) return page.error();
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (stopping_) return Error::Canceled("the live view is stopping");
         for (const store::Document& d : page->documents) Apply(d, false, false, true);
         q.continuation = page->continuation;
@@ -162,7 +162,7 @@ Result<size_t> LiveView::PumpOnce() {
     if (!page.ok() && page.error().Is(ErrorCode::kOutOfRange)) {
       // Changes were removed before they were read: start again from a fresh scan.
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         resources_.clear();
         resource_docs_.clear();
         subscriptions_.clear();
@@ -171,12 +171,12 @@ Result<size_t> LiveView::PumpOnce() {
         ring_.emplace_back(next_event_++, R"({"kind":"reset"})");
       }
       HCPRP_RETURN_IF_ERROR(Load());
-      cv_.notify_all();
+      cv_.NotifyAll();
       continue;
     }
     if (!page.ok()) return page.error();
     if (!page->changes.empty()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (const store::Change& c : page->changes) {
         bool deleted = c.kind == store::Change::Kind::kDelete || c.kind == store::Change::Kind::kExpire;
         // Every document met here was written after the view loaded: a create the feed no longer
@@ -186,7 +186,7 @@ Result<size_t> LiveView::PumpOnce() {
     }
     if (!page->continuation.empty()) continuation_ = page->continuation;
     total += page->changes.size();
-    if (!page->changes.empty()) cv_.notify_all();
+    if (!page->changes.empty()) cv_.NotifyAll();
     if (page->changes.size() < options_.page_size) break;
   }
   return total;
@@ -195,21 +195,21 @@ Result<size_t> LiveView::PumpOnce() {
 void LiveView::Run() {
   while (true) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) return;
     }
     ++store_calls_;
     auto more = store_->WaitForChanges(store::kResources, continuation_, options_.feed_wait);
     if (!more.ok()) {
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, options_.feed_wait, [&] { return stopping_; });
+      MutexLock lock(mu_);
+      cv_.WaitFor(lock, options_.feed_wait, [&]() HCPRP_REQUIRES(mu_) { return stopping_; });
       continue;
     }
     if (!*more) continue;
     if (auto n = PumpOnce(); !n.ok()) {
       logger_.Warn("console feed read failed", {{"error", n.error().ToString()}});
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, options_.feed_wait, [&] { return stopping_; });
+      MutexLock lock(mu_);
+      cv_.WaitFor(lock, options_.feed_wait, [&]() HCPRP_REQUIRES(mu_) { return stopping_; });
     }
   }
 }
@@ -341,8 +341,10 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
 }
 
 Events LiveView::WaitEvents(uint64_t after, std::chrono::milliseconds wait) {
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, wait, [&] { return stopping_ || (!ring_.empty() && ring_.back().first > after); });
+  MutexLock lock(mu_);
+  cv_.WaitFor(lock, wait, [&]() HCPRP_REQUIRES(mu_) {
+    return stopping_ || (!ring_.empty() && ring_.back().first > after);
+  });
   Events out;
   out.last = next_event_ - 1;
   if (after > out.last) after = 0;  // a viewer of an earlier process: start over
@@ -355,7 +357,7 @@ Events LiveView::WaitEvents(uint64_t after, std::chrono::milliseconds wait) {
 }
 
 json::object LiveView::ListResources(const ListQuery& q) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json::array items;
   size_t matched = 0;
   for (const auto& [id, view] : resources_) {
@@ -368,7 +370,7 @@ json::object LiveView::ListResources(const ListQuery& q) const {
 }
 
 json::object LiveView::ListOperations(const ListQuery& q) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<const Op*> ops;
   for (const auto& [key, op] : operations_) {
     if (q.in_flight_only && arm::IsTerminalState(op.status)) continue;
@@ -386,7 +388,7 @@ json::object LiveView::ListOperations(const ListQuery& q) const {
 }
 
 json::array LiveView::ListSubscriptions() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, std::map<std::string, int64_t>> counts;
   for (const auto& [id, view] : resources_) ++counts[Prop(view, "subscription")][Prop(view, "type")];
   json::array out;
@@ -401,7 +403,7 @@ json::array LiveView::ListSubscriptions() const {
 }
 
 std::optional<json::object> LiveView::Operation(std::string_view subscription, std::string_view id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = operations_.find(Key(ToLower(subscription), id));
   if (it == operations_.end()) it = operations_.find(Key(subscription, id));
   if (it == operations_.end()) return std::nullopt;
@@ -409,7 +411,7 @@ std::optional<json::object> LiveView::Operation(std::string_view subscription, s
 }
 
 json::object LiveView::Summary() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json::object types, states;
   int64_t in_flight = 0;
   double oldest = 0;
@@ -442,7 +444,7 @@ void LiveView::RegisterMetrics(metrics::Registry& r) {
                                    metrics::DurationBuckets());
   r.AddCallback("hcprp_operations_in_flight", "Non-terminal operations, by state", metrics::Type::kGauge,
                 {"state"}, [this] {
-                  std::lock_guard lock(mu_);
+                  MutexLock lock(mu_);
                   std::map<std::string, double> by_state;
                   for (const auto& [k, op] : operations_) {
                     if (!arm::IsTerminalState(op.status)) by_state[op.status] += 1;
@@ -453,7 +455,7 @@ void LiveView::RegisterMetrics(metrics::Registry& r) {
                 });
   r.AddCallback("hcprp_operation_oldest_in_flight_age_seconds",
                 "Age of the oldest non-terminal operation (0 when none)", metrics::Type::kGauge, {}, [this] {
-                  std::lock_guard lock(mu_);
+                  MutexLock lock(mu_);
                   double oldest = 0;
                   const TimePoint now = clock_->Now();
                   for (const auto& [k, op] : operations_) {
@@ -464,7 +466,7 @@ void LiveView::RegisterMetrics(metrics::Registry& r) {
   r.AddCallback("hcprp_operations_stuck",
                 "Non-terminal operations whose status has not changed for the stuck threshold",
                 metrics::Type::kGauge, {}, [this] {
-                  std::lock_guard lock(mu_);
+                  MutexLock lock(mu_);
                   double stuck = 0;
                   const TimePoint now = clock_->Now();
                   for (const auto& [k, op] : operations_) {

@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "metrics/registry.h"
 #include "store/store.h"
@@ -99,9 +100,9 @@ class LiveView {
   Status Load();
   void LoadThenRun();  // the reader thread: Load (again after a failure) then Run
   void Run();
-  // Applies one document (or its deletion) to the model and queues its event. REQUIRES mu_.
-  void Apply(const store::Document& doc, bool deleted, bool is_new, bool during_load);
-  void Emit(std::string kind, std::string change, const json::object& item);  // REQUIRES mu_
+  // Applies one document (or its deletion) to the model and queues its event.
+  void Apply(const store::Document& doc, bool deleted, bool is_new, bool during_load) HCPRP_REQUIRES(mu_);
+  void Emit(std::string kind, std::string change, const json::object& item) HCPRP_REQUIRES(mu_);
   json::object OpJson(const Op& op) const;
   void RegisterMetrics(metrics::Registry& r);
 
@@ -117,15 +118,15 @@ class LiveView {
   std::atomic<uint64_t> store_calls_{0};
   std::string continuation_;  // only the reader thread (or PumpOnce) uses it
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, json::object> resources_;      // lower-cased resource ID -> view; guarded by mu_
-  std::map<std::string, std::string> resource_docs_;   // pk/doc id -> lower-cased resource ID
-  std::map<std::string, json::object> subscriptions_;  // pk -> view; guarded by mu_
-  std::map<std::string, Op> operations_;               // pk/id -> op; guarded by mu_
-  std::deque<std::pair<uint64_t, std::string>> ring_;  // guarded by mu_
-  uint64_t next_event_ = 1;                            // guarded by mu_
-  bool stopping_ = false;                              // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, json::object> resources_ HCPRP_GUARDED_BY(mu_);  // lower-cased resource ID -> view
+  std::map<std::string, std::string> resource_docs_;  // pk/doc id -> lower-cased resource ID
+  std::map<std::string, json::object> subscriptions_ HCPRP_GUARDED_BY(mu_);  // pk -> view
+  std::map<std::string, Op> operations_ HCPRP_GUARDED_BY(mu_);               // pk/id -> op
+  std::deque<std::pair<uint64_t, std::string>> ring_ HCPRP_GUARDED_BY(mu_);
+  uint64_t next_event_ HCPRP_GUARDED_BY(mu_) = 1;
+  bool stopping_ HCPRP_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <CLI/CLI.hpp>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +13,7 @@
 #include "admin/admin_api.h"
 #include "admin/live_view.h"
 #include "admin/simulator_metrics.h"
+#include "app/config.h"
 #include "arm/cloud_error.h"
 #include "backend/backend.h"
 #include "backend/http_notifier.h"
@@ -36,62 +36,6 @@
 namespace hcprp::app {
 namespace {
 
-struct Config {
-  std::string data_dir = "./var";
-  std::string listen = "127.0.0.1:8443";
-  std::string store_url;            // default: sqlite in data_dir
-  std::string cluster_service_url;  // default (serve): the in-process simulator
-  std::string cs_listen = "127.0.0.1:0";
-  std::string profile = "demo";
-  std::string time_scale = "1";
-  std::string versions_file;           // the simulator's version catalogue; default: the built-in one
-  std::string provisioner = "engine";  // engine or timed
-  double orphan_threshold_seconds = 600;
-  std::string log_level = "info";
-  int retry_after = 10;
-  std::string location = "eastus";
-  int threads = 8;
-  size_t max_connections = 10'000;
-  std::string owner;
-  int lease_ttl_ms = 3000;
-  double change_retention_hours = 168;
-  uint64_t change_retention_changes = 1000000;
-  uint32_t shards = 8;
-  int resync_seconds = 45;
-  size_t check_concurrency = 4;
-  int create_recovery_seconds = 120;
-  int gc_window_seconds = 3600;
-  int stuck_after_seconds = 600;
-  int64_t operation_ttl_seconds = 604800;
-  bool json_output = false;
-  std::string admin_listen = "127.0.0.1:0";  // "off": no admin listener
-  std::string admin_token_file;              // default: a new token written to data_dir/admin-token
-  std::string console_dir = HCPRP_CONSOLE_DIR;
-  bool admin_token_in_data_dir = true;  // false for frontend and backend without --data-dir
-  // TLS. Files default to those under tls_dir (data_dir/tls), created on first start.
-  std::string tls_dir;
-  std::string tls_cert, tls_key;               // the listeners' certificate
-  std::string tls_ca;                          // trust anchor for the Cluster Service and its clients
-  std::string arm_trusted_certs;               // the frontend's trusted ARM certificates (ARM metadata shape)
-  std::string cs_client_cert, cs_client_key;   // the RP's certificate towards the Cluster Service
-  bool insecure_http = false;                  // plain HTTP, loopback only
-  std::string control_listen = "127.0.0.1:0";  // the simulator's /control listener
-  std::string control_token_file;              // default: tls_dir/control-token
-};
-
-bool IsLoopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "::1" || host == "[::1]" || host == "localhost" ||
-         host.rfind("127.", 0) == 0;
-}
-
-std::string FirstLine(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-  return line;
-}
-
 // Blocks SIGINT and SIGTERM in every thread created from now on; WaitForSignal() then receives them.
 sigset_t BlockStopSignals() {
   sigset_t set;
@@ -108,14 +52,6 @@ int WaitForSignal(const sigset_t& set) {
   return sig;
 }
 
-Result<std::string> DefaultStoreUrl(const Config& c) {
-  if (!c.store_url.empty()) return c.store_url;
-  std::error_code ec;
-  std::filesystem::create_directories(c.data_dir, ec);
-  if (ec) return Error::IoError("cannot create data directory " + c.data_dir + ": " + ec.message());
-  return "sqlite://" + std::filesystem::absolute(std::filesystem::path(c.data_dir) / "hcprp.db").string();
-}
-
 // The parts a process runs, owned in the order they must be torn down (reverse of declaration).
 struct Parts {
   std::unique_ptr<tls::ArmAuthenticator> arm_auth;
@@ -127,6 +63,7 @@ struct Parts {
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
   std::unique_ptr<backend::Backend> backend;
+  std::unique_ptr<frontend::AfterAnswerPool> after_answer;  // the writes a create's 201 does not wait for
   std::unique_ptr<frontend::Frontend> frontend;
   std::unique_ptr<http::Server> server;
   std::unique_ptr<admin::LiveView> live;
@@ -286,6 +223,7 @@ class Runner {
     o.shards = config_.shards;
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.check_concurrency = config_.check_concurrency;
+    o.event_concurrency = config_.event_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
@@ -318,6 +256,8 @@ class Runner {
     o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
     o.metrics = &registry_;
     o.scheme = config_.insecure_http ? "http" : "https";
+    parts_.after_answer = frontend::AfterAnswerPool::Start({.threads = config_.threads});
+    o.after_answer = parts_.after_answer.get();
     auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
                                         logger_.WithComponent("frontend"));
     if (!f.ok()) return f.error();
@@ -483,6 +423,7 @@ class Runner {
     if (parts_.live) parts_.live->Stop();
     if (parts_.admin_server) parts_.admin_server->Stop(std::chrono::seconds(2));
     if (parts_.server) parts_.server->Stop(std::chrono::seconds(10));
+    if (parts_.after_answer) parts_.after_answer->Stop();  // after the last request, before the store
     if (parts_.backend) parts_.backend->Stop();
     if (parts_.sim) parts_.sim->Stop();
   }
@@ -649,199 +590,21 @@ class Runner {
 
 int Main(int argc, char** argv) {
   Config c;
-  CLI::App app{"hcprp: an Azure Resource Manager resource provider for hosted OpenShift control planes"};
-  app.require_subcommand(1);
-  auto common = [&](CLI::App* s) {
-    s->add_option("--log-level", c.log_level, "debug, info, warn or error")->capture_default_str();
-  };
-  auto admin_flags = [&](CLI::App* s) {
-    s->add_option("--admin-listen", c.admin_listen,
-                  "Admin listener HOST:PORT (metrics, admin API, console); off: none")
-        ->capture_default_str();
-    s->add_option(
-        "--admin-token-file", c.admin_token_file,
-        "File whose first line is the admin API token (default: a new token in DATA_DIR/admin-token)");
-    s->add_option("--console-dir", c.console_dir, "Static files of the operations console")
-        ->capture_default_str();
-  };
-  auto tls_flags = [&](CLI::App* s, bool listens, bool calls_cs) {
-    s->add_option("--tls-dir", c.tls_dir,
-                  "Folder of the TLS files, created with a local CA on first start (default: DATA_DIR/tls)");
-    s->add_option("--tls-ca", c.tls_ca,
-                  "CA certificate (PEM) the Cluster Service and its clients are verified against");
-    if (listens) {
-      s->add_option("--tls-cert", c.tls_cert, "Listener certificate (PEM, reloaded when it changes)");
-      s->add_option("--tls-key", c.tls_key, "Listener private key (PEM)");
-      s->add_flag("--insecure-http", c.insecure_http,
-                  "Plain HTTP without authentication; loopback addresses only");
-    }
-    if (calls_cs) {
-      s->add_option("--clusters-service-cert", c.cs_client_cert,
-                    "Client certificate (PEM) presented to the Cluster Service");
-      s->add_option("--clusters-service-key", c.cs_client_key, "Its private key (PEM)");
-    }
-  };
-  auto arm_flags = [&](CLI::App* s) {
-    s->add_option("--arm-trusted-certs", c.arm_trusted_certs,
-                  "ARM's client certificates in the shape of ARM's metadata (JSON; reloaded when it changes; "
-                  "default: TLS_DIR/arm-client-certificates.json)");
-  };
-  auto control_flags = [&](CLI::App* s) {
-    s->add_option(
-         "--control-listen", c.control_listen,
-         "Loopback HOST:PORT of the simulator's /control API (bearer token); off: /control stays on the "
-         "Cluster Service listener")
-        ->capture_default_str();
-    s->add_option("--control-token-file", c.control_token_file,
-                  "File whose first line is the /control bearer token (default: TLS_DIR/control-token)");
-  };
-  auto store_flags = [&](CLI::App* s, bool required) {
-    auto* o = s->add_option("--store", c.store_url,
-                            "Store URL: sqlite:///abs/file.db or postgresql://user@host:port/db");
-    if (required) o->required();
-    s->add_option(
-         "--change-retention-hours", c.change_retention_hours,
-         "Hours the store's change feed keeps a change (0: for ever); a reader away longer resynchronises")
-        ->capture_default_str();
-    s->add_option("--change-retention-changes", c.change_retention_changes,
-                  "At most about this many changes kept in the store's change feed, oldest removed first "
-                  "(0: no bound); a reader behind them resynchronises")
-        ->capture_default_str();
-  };
-  auto frontend_flags = [&](CLI::App* s) {
-    s->add_option("--listen", c.listen, "Frontend HOST:PORT")->capture_default_str();
-    s->add_option("--location", c.location,
-                  "The Azure region this deployment serves: the location of every resource it creates")
-        ->capture_default_str();
-    s->add_option("--retry-after", c.retry_after, "Retry-After seconds on accepted operations")
-        ->capture_default_str();
-    s->add_option("--threads", c.threads, "Request handler threads")->capture_default_str();
-    s->add_option("--max-connections", c.max_connections,
-                  "Open connections at most; more are answered 503 and closed")
-        ->capture_default_str();
-    s->add_option("--operation-ttl", c.operation_ttl_seconds, "Seconds operation status stays readable")
-        ->capture_default_str();
-  };
-  auto backend_flags = [&](CLI::App* s) {
-    s->add_option("--owner", c.owner, "Backend name in the lease (default: random)");
-    s->add_option("--lease-ttl-ms", c.lease_ttl_ms,
-                  "Shard lease TTL: a dead backend's subscriptions move to the others within it")
-        ->capture_default_str();
-    s->add_option("--shards", c.shards, "Subscription shards split among backends (same on every backend)")
-        ->capture_default_str()
-        ->check(CLI::Range(1u, 1024u));
-    s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
-    s->add_option("--check-concurrency", c.check_concurrency,
-                  "Operations a backend checks against the Cluster Service at once")
-        ->capture_default_str()
-        ->check(CLI::Range(size_t{1}, size_t{64}));
-    s->add_option("--create-recovery-seconds", c.create_recovery_seconds,
-                  "Age after which a create whose frontend never recorded the Cluster Service object is "
-                  "finished by the backend (the Cluster Service POST is idempotent)")
-        ->capture_default_str()
-        ->check(CLI::Range(1, 86400));
-    s->add_option("--gc-window-seconds", c.gc_window_seconds,
-                  "Age before an orphaned Cluster Service object is deleted")
-        ->capture_default_str();
-  };
-  auto sim_flags = [&](CLI::App* s) {
-    s->add_option("--profile", c.profile, "Simulator timing: instant, demo or realistic")
-        ->capture_default_str();
-    s->add_option("--time-scale", c.time_scale, "Multiplies every simulated duration")->capture_default_str();
-    s->add_option(
-         "--versions", c.versions_file,
-         "The simulator's OpenShift version catalogue (JSON in the form of src/simulator/versions.json; "
-         "default: that file, compiled in)")
-        ->check(CLI::ExistingFile);
-    s->add_option(
-         "--provisioner", c.provisioner,
-         "engine (provisioning engine + simulated Azure) or timed (state machine with profile durations)")
-        ->check(CLI::IsMember({"timed", "engine"}))
-        ->capture_default_str();
-    s->add_option("--orphan-threshold-seconds", c.orphan_threshold_seconds,
-                  "Engine only: how long a deletion may fail on invalid credentials before its resources are "
-                  "orphaned (scaled by --time-scale)")
-        ->capture_default_str();
-  };
-
-  auto* serve = app.add_subcommand("serve", "Frontend, backend and Cluster Service simulator in one process");
-  common(serve);
-  serve->add_option("--data-dir", c.data_dir, "Where the store and simulator keep their data")
-      ->capture_default_str();
-  store_flags(serve, false);
-  serve->add_option("--clusters-service", c.cluster_service_url,
-                    "Use this Cluster Service instead of the simulator");
-  serve->add_option("--clusters-service-listen", c.cs_listen, "Simulator HOST:PORT")->capture_default_str();
-  frontend_flags(serve);
-  backend_flags(serve);
-  sim_flags(serve);
-  admin_flags(serve);
-  tls_flags(serve, true, true);
-  arm_flags(serve);
-  control_flags(serve);
-  serve
-      ->add_option("--stuck-after", c.stuck_after_seconds,
-                   "Seconds without a status change after which an operation counts as stuck in the metrics")
-      ->capture_default_str();
-
-  auto* fe = app.add_subcommand("frontend", "The ARM frontend alone");
-  common(fe);
-  store_flags(fe, true);
-  fe->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
-  frontend_flags(fe);
-  admin_flags(fe);
-  tls_flags(fe, true, true);
-  arm_flags(fe);
-  fe->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
-      ->capture_default_str();
-
-  auto* be = app.add_subcommand("backend", "The backend alone");
-  common(be);
-  store_flags(be, true);
-  be->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL")->required();
-  backend_flags(be);
-  admin_flags(be);
-  tls_flags(be, false, true);
-  be->add_option("--data-dir", c.data_dir, "Where the generated admin token is written")
-      ->capture_default_str();
-  be->add_option("--stuck-after", c.stuck_after_seconds,
-                 "Seconds without a status change after which an operation counts as stuck in the metrics")
-      ->capture_default_str();
-
-  auto* cs = app.add_subcommand("clusters-service", "The Cluster Service simulator alone");
-  common(cs);
-  cs->add_option("--listen", c.listen, "HOST:PORT")->required();
-  cs->add_option("--data-dir", c.data_dir, "Where the simulator keeps its objects")->capture_default_str();
-  sim_flags(cs);
-  admin_flags(cs);
-  tls_flags(cs, true, false);
-  control_flags(cs);
-
-  auto* chk = app.add_subcommand("check", "Verify the invariants against a store and a Cluster Service");
-  common(chk);
-  store_flags(chk, true);
-  chk->add_option("--clusters-service", c.cluster_service_url, "Cluster Service base URL (omit: store only)");
-  chk->add_option("--gc-window-seconds", c.gc_window_seconds, "Younger orphans are not violations")
-      ->capture_default_str();
-  chk->add_option(
-         "--stuck-after", c.stuck_after_seconds,
-         "Seconds without a change of an operation's status or conditions after which it is stuck (0: off)")
-      ->capture_default_str();
-  chk->add_flag("--json", c.json_output, "JSON report");
-  chk->add_option("--data-dir", c.data_dir, "Where the TLS files are (DATA_DIR/tls)")->capture_default_str();
-  tls_flags(chk, false, true);
-
-  CLI11_PARSE(app, argc, argv);
-  if ((*fe && fe->get_option("--data-dir")->count() == 0) ||
-      (*be && be->get_option("--data-dir")->count() == 0)) {
-    c.admin_token_in_data_dir = false;
-  }
+  Command command = Command::kServe;
+  if (auto exit_code = ParseCommandLine(argc, argv, c, command)) return *exit_code;
   Runner runner(c);
-  if (*serve) return runner.Serve();
-  if (*fe) return runner.FrontendOnly();
-  if (*be) return runner.BackendOnly();
-  if (*cs) return runner.ClustersService();
-  if (*chk) return runner.Check();
+  switch (command) {
+    case Command::kServe:
+      return runner.Serve();
+    case Command::kFrontend:
+      return runner.FrontendOnly();
+    case Command::kBackend:
+      return runner.BackendOnly();
+    case Command::kClustersService:
+      return runner.ClustersService();
+    case Command::kCheck:
+      return runner.Check();
+  }
   return 2;
 }
 

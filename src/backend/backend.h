@@ -15,7 +15,10 @@
 //    index of non-terminal operations keyed by internal ID, without touching the Cluster Service;
 //  - a bounded periodic resync (resync_interval) that rebuilds the index with one cross-partition
 //    query of non-terminal operations and checks each against the Cluster Service: a safety net,
-//    whose cost is proportional to the operations in flight, never to idle subscriptions;
+//    whose cost is proportional to the operations in flight, never to idle subscriptions. While the
+//    event stream has delivered every page since the last full check, only every full_check_every-th
+//    resync checks every operation; the others check what events do not drive and what the index
+//    did not hold;
 //  - a Cluster Service without an event stream (WatchEvents answers kUnavailable): in-flight
 //    operations are polled every poll_interval instead.
 //
@@ -73,6 +76,12 @@ struct BackendOptions {
 
   // Safety-net resync (Clock time).
   Duration resync_interval = std::chrono::seconds(45);
+  // While the event stream delivers every page, a periodic resync checks against the Cluster Service
+  // only the operations events do not drive (credentials, unknown objects, deletes not yet issued)
+  // and those the resync found new; every full_check_every-th resync, and any after a failed or
+  // repositioned event stream, a lease change or a request, checks every operation in flight. 1:
+  // every resync checks everything.
+  uint32_t full_check_every = 8;
   // Status polling of in-flight operations when the Cluster Service has no event stream, and of
   // credential operations always (Clock time).
   Duration poll_interval = std::chrono::seconds(10);
@@ -101,6 +110,11 @@ struct BackendOptions {
   // Queued checks run on up to this many threads at once (each waits on the Cluster Service and
   // on durable commits).
   size_t check_concurrency = 4;
+  // The events of one page of the Cluster Service event stream are applied on up to this many
+  // threads: the events of one cluster (its node pools and credentials included) in stream order on
+  // one thread, different clusters at once, so that their transitions share the store's commits
+  // (group commit) instead of waiting for each other's. Each transition is still its own fenced batch.
+  size_t event_concurrency = 8;
   // Work bounds of one timer step (ReconcileOnce has none).
   size_t max_checks_per_step = 500;
   size_t max_cs_deletes_per_step = 50;

@@ -16,6 +16,7 @@
 #include "core/time.h"
 #include "core/uuid.h"
 #include "store/fault_injecting_store.h"
+#include "store/forwarding_store.h"
 
 namespace hcprp::backend {
 namespace {
@@ -917,6 +918,57 @@ TEST_F(BackendTest, ConditionsOfIdleResourcesFollowTheirEvents) {
   EXPECT_EQ(Resource(cluster.resource_id)->provisioning_state, arm::kStateSucceeded);
 }
 
+// Counts the store batches that write a given document.
+class BatchCountingStore final : public store::ForwardingStore {
+ public:
+  BatchCountingStore(store::Store* target, std::string doc_id)
+      : store::ForwardingStore(target), doc_id_(std::move(doc_id)) {}
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops,
+                                   const store::Lease* fence = nullptr) override {
+    for (const store::WriteOp& w : ops) {
+      if (w.id == doc_id_ && w.kind != store::WriteOp::Kind::kRead) {
+        ++batches;
+        break;
+      }
+    }
+    return store::ForwardingStore::Batch(container, pk, std::move(ops), fence);
+  }
+  std::atomic<int> batches{0};
+
+ private:
+  std::string doc_id_;
+};
+
+// A status change and the conditions read with it are one durable commit of the resource document.
+TEST_F(BackendTest, ConditionsReadWithAStatusChangeCommitInItsBatch) {
+  Flow f = StartCreate("c1");
+  json::array conditions{json::object{{"type", "Available"}, {"status", "False"}, {"reason", "Installing"}}};
+  cs_.SetConditions(f.href, conditions);
+  cs_.SetState(f.href, "installing");
+  BatchCountingStore counting(store_.get(), arm::ResourceDocumentId(f.resource_id));
+  auto b = Backend::Create(Options(), &counting, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);  // checks the operation against the Cluster Service
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  auto doc = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(doc.ok());
+  const json::value* stored = FindPointer(doc->body, std::string(arm::kPathServiceStatus) + "/conditions");
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(*stored, json::value(conditions));
+  EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateProvisioning);
+  EXPECT_EQ(counting.batches.load(), 1);
+  // Conditions that change without a status change are still copied, on their own.
+  json::array ready{json::object{{"type", "Available"}, {"status", "True"}}};
+  cs_.SetConditions(f.href, ready);
+  Reconcile(**b);
+  doc = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(f.resource_id));
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ(*FindPointer(doc->body, std::string(arm::kPathServiceStatus) + "/conditions"),
+            json::value(ready));
+  EXPECT_EQ(counting.batches.load(), 2);
+}
+
 TEST_F(BackendTest, TerminalOperationsNeverChange) {
   auto b = MakeBackend();
   Flow f = StartCreate("c1");
@@ -1049,6 +1101,71 @@ TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   EXPECT_GE(b->Stats().events_applied, 2u);
   EXPECT_LT(latency, 1000ms);
   EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+}
+
+// While the event stream delivers every page, a periodic resync checks an operation the events drive
+// only every full_check_every-th time; after the stream failed, the next one checks it.
+TEST_F(BackendTest, PeriodicResyncChecksEverythingOnlyEveryFullCheckEveryWhileEventsFlow) {
+  BackendOptions o = Options();
+  o.resync_interval = 10s;
+  o.full_check_every = 3;
+  o.poll_interval = 1h;
+  o.tick = 20ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  o.event_retry = 50ms;
+  o.lease_ttl = 1h;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil(
+      [&] { return b->Stats().active && b->Stats().events_available && b->Stats().full_resyncs > 0; }));
+  Flow f = StartCreate("c1");  // learned from the change feed, checked once
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  // One periodic resync: the checks it queued have run once the step is over.
+  auto resync = [&] {
+    uint64_t before = b->Stats().full_resyncs;
+    clock_.Advance(11s);
+    EXPECT_TRUE(WaitUntil([&] { return b->Stats().full_resyncs > before; }));
+    EXPECT_TRUE(WaitUntil([&] { return b->Stats().checks_queued == 0 && b->Stats().checks_running == 0; }));
+    std::this_thread::sleep_for(100ms);
+    return b->Stats().checks;
+  };
+  uint64_t checks = b->Stats().checks;
+  EXPECT_EQ(resync(), checks);  // the first periodic resync: the events drive it
+  EXPECT_EQ(resync(), checks);
+  EXPECT_EQ(resync(), checks + 1);  // the third: everything
+  checks += 1;
+  EXPECT_EQ(resync(), checks);
+  cs_.SetEventsEnabled(false);  // a failed read of the stream: events may have been missed
+  ASSERT_TRUE(WaitUntil([&] { return !b->Stats().events_available; }));
+  cs_.SetEventsEnabled(true);
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().events_available; }));
+  EXPECT_EQ(resync(), checks + 1);
+  EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);
+  b->Stop();
+}
+
+// The events of one page are applied on several threads, one cluster's in stream order.
+TEST_F(BackendTest, EventsOfOnePageApplyConcurrentlyEachClusterInOrder) {
+  BackendOptions o = Options();
+  o.event_concurrency = 4;
+  auto b = MakeBackend(o);
+  std::vector<Flow> flows;
+  for (int i = 0; i < 12; ++i) flows.push_back(StartCreate("c" + std::to_string(i)));
+  Reconcile(*b);                             // indexed (and checked: still validating)
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());  // the creations
+  for (const Flow& f : flows) {
+    cs_.SetState(f.href, "installing");
+    cs_.SetState(f.href, "ready");
+  }
+  auto n = b->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, 24u);
+  for (const Flow& f : flows) {
+    EXPECT_EQ(Op(f.op).status, arm::kStateSucceeded) << f.resource_id;
+    EXPECT_EQ(Resource(f.resource_id)->provisioning_state, arm::kStateSucceeded);
+  }
+  EXPECT_EQ(b->Stats().transitions, 24u);  // Provisioning, then Succeeded: in order for every cluster
 }
 
 TEST_F(BackendTest, FeedPositionRemovedByRetentionResynchronises) {

@@ -164,6 +164,8 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
   }
 
   Observation obs;
+  std::optional<Result<json::object>> read;  // what GetStatus answered (objects other than credentials)
+  std::optional<SeenConditions> seen;        // its conditions, committed with the transition if there is one
   if (op.request == Request::kRequestCredential) {
     auto cred = cs_->Get(href);
     if (cred.ok()) {
@@ -192,11 +194,16 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
       return true;
     }
   } else {
-    auto status = cs_->GetStatus(href);
-    if (status.ok()) {
-      obs = ObservationFromStatus(*status);
-      conditions_.Sync(op.partition_key, op.external_id, href, *status);
-    } else if (status.error().IsNotFound()) {
+    read = cs_->GetStatus(href);
+    if (read->ok()) {
+      obs = ObservationFromStatus(**read);
+      auto c = (*read)->find("conditions");
+      if (op.request == Request::kDelete) {
+        conditions_.Sync(op.partition_key, op.external_id, href, **read);  // before the delete's steps
+      } else if (c != (*read)->end() && c->value().is_array()) {
+        seen = SeenConditions{href, c->value()};  // with the transition, if there is one
+      }
+    } else if (read->error().IsNotFound()) {
       obs.gone = true;
     } else {
       ++counters_.errors;
@@ -232,8 +239,11 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
     }
   }
   ObjectKind kind = KindOfHref(href);
-  Outcome o = Transit(op.partition_key, op.id,
-                      [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+  bool conditions_committed = false;
+  Outcome o = Transit(
+      op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
+      seen ? &*seen : nullptr, &conditions_committed);
+  if (seen && !conditions_committed) conditions_.Sync(op.partition_key, op.external_id, href, **read);
   if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_.Find(op.partition_key, op.id))) {
     MarkDeleteIssued(op, false);
   }

@@ -1,7 +1,12 @@
 #include "backend/controller.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
 
 #include "arm/documents.h"
 #include "core/time.h"
@@ -183,11 +188,13 @@ void Controller::EventLoop() {
       }
       if (failure.has_value()) {
         events_available_ = false;
+        events_interrupted_ = true;
         WaitFor(failure->Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
         continue;
       }
       positioned = true;
       events_available_ = true;
+      events_interrupted_ = true;
       resync_requested_ = true;
       run_cv_.NotifyAll();
       continue;
@@ -307,14 +314,13 @@ Result<size_t> Controller::PumpEventsOnce(std::chrono::milliseconds wait) {
   auto page = cs_->WatchEvents(after, wait);
   if (!page.ok()) {
     if (page.error().Is(ErrorCode::kUnavailable)) events_available_ = false;
+    events_interrupted_ = true;
     return page.error();
   }
   events_available_ = true;
   uint64_t last = page->last_sequence;
-  for (const clusterservice::Event& e : page->events) {
-    ApplyEvent(e);
-    last = std::max(last, e.sequence);
-  }
+  ApplyEvents(page->events);
+  for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
   {
     MutexLock lock(event_mu_);
     events_after_ = std::max(events_after_, last);
@@ -381,7 +387,8 @@ void Controller::Step(bool exhaustive) {
     }
   }
 
-  bool resync = resync_requested_.exchange(false);
+  const bool requested = resync_requested_.exchange(false);
+  bool resync = requested;
   bool poll = false;
   {
     MutexLock lock(state_mu_);
@@ -392,27 +399,26 @@ void Controller::Step(bool exhaustive) {
     }
   }
   if (resync) {
-    if (Status s = RebuildIndex(); s.ok()) {
+    // A periodic resync while the event stream delivered every page since the previous one needs to
+    // check only what events cannot cover; at least every options_.full_check_every-th checks everything.
+    const bool interrupted = events_interrupted_.exchange(false);
+    const bool check_all = requested || exhaustive || interrupted || !events_available_ ||
+                           ++resyncs_since_full_check_ >= options_.full_check_every;
+    if (check_all) resyncs_since_full_check_ = 0;
+    if (Status s = RebuildIndex(check_all); s.ok()) {
       ++counters_.full_resyncs;
       MutexLock lock(state_mu_);
       next_resync_ = now + options_.resync_interval;
     } else {
       ++counters_.errors;
       resync_requested_ = true;
+      if (check_all) events_interrupted_ = true;
       logger_.Warn("resync failed", {{"error", s.error().ToString()}});
     }
   } else if (poll) {
     bool events = events_available_;
     for (const OperationRecord& op : index_.All()) {
-      bool delete_unissued = false;
-      if (op.request == Request::kDelete) {
-        MutexLock lock(state_mu_);
-        delete_unissued = delete_issued_.count({op.partition_key, op.id}) == 0;
-      }
-      if (!events || op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials ||
-          op.internal_id.empty() || delete_unissued) {
-        EnqueueCheck(op);
-      }
+      if (!events || !EventsCover(op)) EnqueueCheck(op);
     }
   }
 
@@ -431,25 +437,38 @@ void Controller::Step(bool exhaustive) {
     orphans_.MaybeRun(true);  // a running backend collects on its own thread (GcLoop)
 }
 
-Status Controller::RebuildIndex() {
+bool Controller::EventsCover(const OperationRecord& op) {
+  if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials ||
+      op.internal_id.empty())
+    return false;
+  if (op.request != Request::kDelete) return true;
+  MutexLock lock(state_mu_);
+  return delete_issued_.count({op.partition_key, op.id}) > 0;
+}
+
+Status Controller::RebuildIndex(bool check_all) {
   store::QueryOptions q;
   q.container = std::string(store::kResources);
   q.resource_type = std::string(arm::kOperationDocType);
   q.non_terminal_only = true;
   q.max_items = kQueryPage;
+  std::set<std::pair<std::string, std::string>> found_new;  // not indexed before, or a new internal ID
   HCPRP_RETURN_IF_ERROR(store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
     if (!ownership_->FenceFor(doc.partition_key)) return;  // another backend's shard
     auto op = ParseOperation(doc);
-    if (op && !arm::IsTerminalState(op->status)) index_.Upsert(*op);
+    if (op && !arm::IsTerminalState(op->status) && index_.Upsert(*op) && !check_all)
+      found_new.insert({op->partition_key, op->id});
   }));
   // Entries of shards given up leave the index; entries the query no longer returns are dropped
   // when their check re-reads them.
+  const bool events = events_available_;
   for (const OperationRecord& op : index_.All()) {
     if (!ownership_->FenceFor(op.partition_key)) {
       index_.Remove(op.partition_key, op.id);
       continue;
     }
-    EnqueueCheck(op);
+    if (check_all || !events || !EventsCover(op) || found_new.count({op.partition_key, op.id}) > 0)
+      EnqueueCheck(op);
   }
   return Status::Ok();
 }
@@ -525,6 +544,48 @@ void Controller::HandleChange(const store::Change& change) {
   }
 }
 
+namespace {
+
+// The Cluster Service object tree an event belongs to: the cluster's href for the cluster, its node
+// pools and its credentials.
+std::string_view ClusterTreeOf(std::string_view href) {
+  for (std::string_view sub : {"/node_pools/", "/break_glass_credentials"}) {
+    if (size_t cut = href.find(sub); cut != std::string_view::npos) return href.substr(0, cut);
+  }
+  return href;
+}
+
+}  // namespace
+
+void Controller::ApplyEvents(const std::vector<clusterservice::Event>& events) {
+  // Events of one cluster tree, in stream order.
+  std::vector<std::vector<const clusterservice::Event*>> groups;
+  std::unordered_map<std::string_view, size_t> group_of;
+  for (const clusterservice::Event& e : events) {
+    auto [it, added] = group_of.try_emplace(ClusterTreeOf(e.href), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&e);
+  }
+  const size_t threads = std::min(std::max<size_t>(1, options_.event_concurrency), groups.size());
+  if (threads <= 1) {
+    for (const auto& group : groups) {
+      for (const clusterservice::Event* e : group) ApplyEvent(*e);
+    }
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) {
+      for (const clusterservice::Event* e : groups[g]) ApplyEvent(*e);
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+}
+
 void Controller::ApplyEvent(const clusterservice::Event& event) {
   const auto received = std::chrono::steady_clock::now();
   ++counters_.events_received;
@@ -545,18 +606,22 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
   }
   obs.state = event.state;
   obs.gone = event.state == "deleted";
+  // The object's conditions go to the resource of its first (non-credential) operation: one resource
+  // per Cluster Service object. With the transition they cause, in its batch; else on their own.
+  std::optional<SeenConditions> seen;
   if (status && !obs.gone) {
-    for (const OperationRecord& op : ops) {
-      if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) continue;
-      conditions_.Sync(op.partition_key, op.external_id, event.href, *status);
-      break;  // one resource per Cluster Service object
-    }
+    if (auto c = status->find("conditions"); c != status->end() && c->value().is_array())
+      seen = SeenConditions{event.href, c->value()};
   }
+  const OperationRecord* conditions_owner = nullptr;
+  bool conditions_committed = false;
   for (const OperationRecord& op : ops) {
     if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
       EnqueueCheck(op);
       continue;
     }
+    const bool owner = conditions_owner == nullptr;
+    if (owner) conditions_owner = &op;
     ObjectKind kind = KindOfHref(event.href);
     if (op.request == Request::kUpdate) {
       // An update starts from a ready object, so a "ready" (or "error") still in the event stream
@@ -567,8 +632,9 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
         continue;
       }
     }
-    Outcome o = Transit(op.partition_key, op.id,
-                        [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); });
+    Outcome o = Transit(
+        op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
+        owner && seen ? &*seen : nullptr, owner ? &conditions_committed : nullptr);
     if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
       instruments_.event_to_commit->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
@@ -577,6 +643,8 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
     if (o == Outcome::kError) EnqueueCheck(op);
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
   }
+  if (seen && conditions_owner != nullptr && !conditions_committed)
+    conditions_.Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href, *status);
 }
 
 }  // namespace hcprp::backend

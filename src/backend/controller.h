@@ -76,7 +76,12 @@ class Controller {
   // --- Loops and steps (controller.cpp)
   // Timer work. `exhaustive` (ReconcileOnce) lifts the per-step bounds and forces every periodic task.
   void Step(bool exhaustive);
-  Status RebuildIndex();
+  // Rebuilds the index from the store and queues checks: of every operation when `check_all`, else
+  // of those the event stream cannot cover (EventsCover) and of those the rebuild found new.
+  Status RebuildIndex(bool check_all);
+  // Whether the event stream alone drives `op` while it is available: not a credential operation,
+  // the object known, the Cluster Service delete issued. The others are polled.
+  bool EventsCover(const OperationRecord& op);
   Status LoadDeletedSubscriptions();
   // Notifications owed from before this backend owned the partition (a restart, a takeover) or
   // recorded by the frontend (operations a delete canceled).
@@ -84,6 +89,8 @@ class Controller {
   void QueuePendingNotification(const store::Document& pending);
   void HandleChange(const store::Change& change);
   void ApplyEvent(const clusterservice::Event& event);
+  // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
+  void ApplyEvents(const std::vector<clusterservice::Event>& events);
   // Wake the timer loop (a step is due now) or the notifier loop (a notification is queued).
   void WakeTimerLoop();
   void WakeNotifierLoop();
@@ -115,7 +122,16 @@ class Controller {
   // --- Writes (transit.cpp)
   // Moves an operation to decide(current record)'s transition in one fenced batch (backend.h).
   using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
-  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide);
+  // Cluster Service conditions of the object `href`, seen with the status that decides a transition.
+  struct SeenConditions {
+    std::string href;
+    json::value conditions;  // an array
+  };
+  // With `seen`, the conditions go into the operation's resource in the transition's batch when the
+  // resource is the object's and kept (see TransitionInput::conditions); *conditions_committed tells
+  // whether they were committed (or found stored already) with it.
+  Outcome Transit(std::string_view pk, std::string_view op_id, const Decider& decide,
+                  const SeenConditions* seen = nullptr, bool* conditions_committed = nullptr);
   // Reads what PlanTransition needs for `op` changing to `change`; kError on a store failure.
   Result<TransitionInput> ReadTransitionInput(std::string_view pk, const arm::OperationDocument& op,
                                               arm::StatusChange change);
@@ -158,9 +174,13 @@ class Controller {
   std::atomic<double> feed_lag_seconds_{0};
   std::atomic<bool> events_available_{false};
   std::atomic<bool> resync_requested_{true};
+  // Set when a read of the event stream failed or the stream was (re)positioned: events may have been
+  // missed, so the next resync checks every operation.
+  std::atomic<bool> events_interrupted_{true};
   std::atomic<bool> load_subscriptions_requested_{true};
 
   Mutex pass_mu_;  // one Step() at a time
+  uint32_t resyncs_since_full_check_ HCPRP_GUARDED_BY(pass_mu_) = 0;
   std::array<Mutex, 32> apply_mu_;
 
   Mutex feed_mu_;

@@ -14,7 +14,8 @@ constexpr size_t kQueryPage = 1000;
 arm::StatusChange ToStatusChange(const Transition& t) { return arm::StatusChange{t.status, t.error}; }
 
 ReadResource ToReadResource(const store::Document& d, arm::ResourceDocument doc) {
-  return ReadResource{d.id, d.etag, arm::Unchanged(d.body, arm::kPathActiveOperationId), std::move(doc)};
+  return ReadResource{d.id, d.etag, arm::Unchanged(d.body, arm::kPathActiveOperationId), std::move(doc),
+                      arm::Unchanged(d.body, arm::kPathServiceStatus)};
 }
 
 }  // namespace
@@ -69,7 +70,9 @@ Result<TransitionInput> Controller::ReadTransitionInput(std::string_view pk, con
   return in;
 }
 
-Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op_id, const Decider& decide) {
+Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op_id, const Decider& decide,
+                                        const SeenConditions* seen, bool* conditions_committed) {
+  if (conditions_committed != nullptr) *conditions_committed = false;
   MutexLock lock(ApplyMutex(pk));
   for (int attempt = 0; attempt < kMaxWriteAttempts; ++attempt) {
     auto fence = ownership_->FenceFor(pk);
@@ -97,6 +100,8 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
       ++counters_.errors;
       return Outcome::kError;
     }
+    if (seen != nullptr && in->resource && in->resource->doc.internal_id == seen->href)
+      in->conditions = seen->conditions;
     TransitionPlan plan = PlanTransition(*in);
     if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit
       if (Status s = AppendBilling(pk, &plan); !s.ok()) {
@@ -125,6 +130,8 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     }
 
     ++counters_.transitions;
+    if (conditions_committed != nullptr)
+      *conditions_committed = plan.conditions || in->conditions.has_value();
     if (!plan.terminal) {
       op->status = t->status;
       index_.Upsert(*op);

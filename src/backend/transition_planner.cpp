@@ -2,6 +2,30 @@
 
 namespace hcprp::backend {
 
+namespace {
+
+// Adds the conditions to the resource's patch of the batch (or a patch of its own), conditioned on
+// the stored clusterServiceStatus being the one read. False when they are what is stored.
+bool PlanConditions(const ReadResource& res, const json::value& conditions,
+                    std::vector<store::WriteOp>* writes) {
+  json::object status = res.doc.service_status;
+  if (auto c = status.find("conditions"); c != status.end() && c->value() == conditions) return false;
+  status["conditions"] = conditions;
+  store::PatchOp set = arm::SetAt(arm::kPathServiceStatus, json::value(std::move(status)));
+  for (store::WriteOp& w : *writes) {
+    if (w.kind == store::WriteOp::Kind::kPatch && w.id == res.doc_id && w.container.empty()) {
+      w.patch.push_back(std::move(set));
+      w.conditions.push_back(res.service_status);
+      return true;
+    }
+  }
+  writes->push_back(
+      store::WriteOp::Patch(res.doc_id, {std::move(set)}, {res.active_operation, res.service_status}));
+  return true;
+}
+
+}  // namespace
+
 bool DeletesResource(const arm::OperationDocument& operation, const arm::StatusChange& change) {
   return operation.request == arm::OperationRequest::kDelete && change.status == arm::kStateSucceeded;
 }
@@ -15,6 +39,7 @@ TransitionPlan PlanTransition(const TransitionInput& in) {
   arm::ResourceAsRead read{res.doc_id, std::nullopt, res.active_operation};
   if (!(plan.terminal && DeletesResource(in.operation, in.change))) {
     arm::PlanResourceFollows(read, in.operation.request, in.change, &plan.writes);
+    if (in.conditions) plan.conditions = PlanConditions(res, *in.conditions, &plan.writes);
     if (plan.terminal && in.operation.request == arm::OperationRequest::kCreate &&
         in.change.status == arm::kStateSucceeded) {
       plan.billing.push_back(arm::PlanBillingCreation(res.doc, res.doc_id, in.partition_key, in.now));

@@ -22,6 +22,7 @@ struct ReadResource {
   std::string etag;
   store::Condition active_operation;
   arm::ResourceDocument doc;
+  store::Condition service_status;  // arm::Unchanged of its clusterServiceStatus (when conditions are set)
 };
 
 // A child resource deleted with its parent, and its non-terminal operation if it has one.
@@ -40,6 +41,10 @@ struct TransitionInput {
   // A Delete that Succeeded removes the resource and these (its children) with it.
   std::vector<ReadChild> children;
   TimePoint now{};
+  // The Cluster Service conditions seen with the change (an array), when they belong to the resource:
+  // written into its clusterServiceStatus in the same batch if they differ from the stored ones, so
+  // that the status change and the conditions that came with it are one durable commit.
+  std::optional<json::value> conditions;
 };
 
 struct TransitionPlan {
@@ -47,6 +52,7 @@ struct TransitionPlan {
   std::vector<size_t> ended;           // batch positions of the operations the batch ends
   std::vector<std::string> deleted;    // resource document ids the batch deletes
   bool terminal = false;
+  bool conditions = false;  // the batch writes TransitionInput::conditions
   // The billing record of a create that Succeeded (billing container; Transit appends it to the batch).
   std::vector<store::WriteOp> billing;
 };

@@ -66,6 +66,50 @@ TEST(TransitionPlanner, NonTerminalChangeMovesOperationAndProvisioningState) {
   EXPECT_TRUE(plan.billing.empty());
 }
 
+// The Cluster Service conditions seen with a change commit in the resource's write of the same batch,
+// conditioned on the stored ones being those read; the same conditions again add nothing.
+TEST(TransitionPlanner, ConditionsSeenWithTheChangeGoIntoTheResourceWrite) {
+  TransitionInput in;
+  in.partition_key = "11111111-2222-3333-4444-555555555555";
+  in.operation = Operation("op1", arm::OperationRequest::kCreate, "Accepted");
+  in.change = {std::string(arm::kStateProvisioning), std::nullopt};
+  in.resource = Resource(kCluster, "doc1", "op1");
+  in.resource->doc.service_status = json::object{{"state", "installing"}};
+  in.resource->service_status = store::Condition{std::string(arm::kPathServiceStatus),
+                                                 json::value(json::object{{"state", "installing"}})};
+  in.now = kNow;
+  const json::value conditions = json::array{json::object{{"type", "Available"}, {"status", "False"}}};
+  in.conditions = conditions;
+  TransitionPlan plan = PlanTransition(in);
+  EXPECT_TRUE(plan.conditions);
+  ASSERT_EQ(plan.writes.size(), 2u);  // operation, resource: no write of its own
+  const store::WriteOp& res = plan.writes[1];
+  EXPECT_EQ(res.id, "doc1");
+  EXPECT_EQ(FindPatch(res, arm::kPathProvisioningState)->value, "Provisioning");
+  ASSERT_NE(FindPatch(res, arm::kPathServiceStatus), nullptr);
+  EXPECT_EQ(FindPatch(res, arm::kPathServiceStatus)->value,
+            json::value(json::object{{"state", "installing"}, {"conditions", conditions}}));
+  ASSERT_EQ(res.conditions.size(), 2u);
+  EXPECT_EQ(res.conditions[1].path, arm::kPathServiceStatus);
+  EXPECT_EQ(res.conditions[1].equals, std::optional<json::value>(json::object{{"state", "installing"}}));
+
+  in.resource->doc.service_status["conditions"] = conditions;  // stored already
+  plan = PlanTransition(in);
+  EXPECT_FALSE(plan.conditions);
+  ASSERT_EQ(plan.writes.size(), 2u);
+  EXPECT_EQ(FindPatch(plan.writes[1], arm::kPathServiceStatus), nullptr);
+  EXPECT_EQ(plan.writes[1].conditions.size(), 1u);
+
+  // A Delete that Succeeded removes the resource: no conditions to write.
+  in.operation = Operation("del", arm::OperationRequest::kDelete, "Deleting");
+  in.change = {std::string(arm::kStateSucceeded), std::nullopt};
+  in.resource = Resource(kCluster, "doc1", "del");
+  in.conditions = conditions;
+  plan = PlanTransition(in);
+  EXPECT_FALSE(plan.conditions);
+  for (const store::WriteOp& w : plan.writes) EXPECT_EQ(FindPatch(w, arm::kPathServiceStatus), nullptr);
+}
+
 TEST(TransitionPlanner, SucceededCreateClearsActiveOperationNotifiesAndBills) {
   TransitionInput in;
   in.partition_key = "11111111-2222-3333-4444-555555555555";

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/json_writer.h"
 #include "core/log.h"
 #include "core/result.h"
 #include "core/time.h"
@@ -118,6 +119,59 @@ TEST(Log, JsonLines) {
   EXPECT_EQ(v->at("request_id").as_string(), "r1");
   EXPECT_EQ(v->at("component").as_string(), "test");
   EXPECT_EQ(v->at("level").as_string(), "info");
+}
+
+}  // namespace
+}  // namespace hcprp
+
+namespace hcprp {
+namespace {
+
+TEST(JsonWriter, WritesWhatBoostJsonSerialises) {
+  const std::string strings[] = {"",
+                                 "plain",
+                                 "quote\" and \\ backslash",
+                                 "tab\tnew\nline\rret",
+                                 std::string("nul\0x\x01\x1f", 7),
+                                 "\b\f",
+                                 "caf\xc3\xa9 \xe2\x82\xac"};
+  for (const auto& s : strings) {
+    std::string out;
+    JsonWriter w(out);
+    w.BeginObject()
+        .Member("s", s)
+        .Member("n", int64_t{-9007199254740993})
+        .Member("i", 0)
+        .Member("t", true)
+        .Key("a")
+        .BeginArray()
+        .BeginObject()
+        .Member("x", s)
+        .EndObject()
+        .BeginObject()
+        .EndObject()
+        .String(s)
+        .Int(42)
+        .Bool(false)
+        .EndArray()
+        .Key("e")
+        .BeginArray()
+        .EndArray()
+        .Member("last", "z")
+        .EndObject();
+    json::object expected{
+        {"s", s},
+        {"n", int64_t{-9007199254740993}},
+        {"i", 0},
+        {"t", true},
+        {"a", json::array{json::object{{"x", s}}, json::object{}, json::value(s), 42, false}},
+        {"e", json::array{}},
+        {"last", "z"}};
+    EXPECT_EQ(out, json::serialize(expected)) << s;
+    auto parsed = ParseJson(out);
+    ASSERT_TRUE(parsed.ok()) << out;
+    EXPECT_EQ(*parsed, json::value(expected));
+  }
 }
 
 }  // namespace

@@ -71,9 +71,20 @@ class CondVar {
   bool WaitFor(MutexLock& lock, std::chrono::duration<Rep, Period> d, Pred pred) {
     return cv_.wait_for(lock, d, std::move(pred));
   }
+  template <typename Clock, typename Dur, typename Pred>
+  bool WaitUntil(MutexLock& lock, std::chrono::time_point<Clock, Dur> t, Pred pred) {
+    return cv_.wait_until(lock, t, std::move(pred));
+  }
   template <typename Pred>
   void Wait(MutexLock& lock, Pred pred) {
     cv_.wait(lock, std::move(pred));
+  }
+  // Waits for one notification (or a spurious wake-up): the caller re-checks its condition.
+  void Wait(MutexLock& lock) { cv_.wait(lock); }
+  // As Wait, for at most `d`: std::cv_status::timeout when it ran out.
+  template <typename Rep, typename Period>
+  std::cv_status WaitFor(MutexLock& lock, std::chrono::duration<Rep, Period> d) {
+    return cv_.wait_for(lock, d);
   }
 
  private:

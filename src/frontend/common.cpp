@@ -23,18 +23,19 @@ std::string RequestContext::Header(std::string_view name) const {
 
 bool RequestContext::HasHeader(std::string_view name) const { return req->find(name) != req->end(); }
 
-Response JsonReply(int status, const json::value& body) {
+Response JsonTextReply(int status, std::string serialized) {
   Response res{static_cast<bhttp::status>(status), 11};
   res.set(bhttp::field::content_type, "application/json");
-  res.body() = json::serialize(body);
+  res.body() = std::move(serialized);
   return res;
 }
 
+Response JsonReply(int status, const json::value& body) {
+  return JsonTextReply(status, json::serialize(body));
+}
+
 Response JsonReply(int status, const json::object& body) {
-  Response res{static_cast<bhttp::status>(status), 11};
-  res.set(bhttp::field::content_type, "application/json");
-  res.body() = json::serialize(body);
-  return res;
+  return JsonTextReply(status, json::serialize(body));
 }
 
 Response EmptyReply(int status) {

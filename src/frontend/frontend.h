@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
+#include "frontend/after_answer.h"
 #include "metrics/registry.h"
 #include "store/store.h"
 
@@ -53,6 +54,9 @@ struct FrontendOptions {
   std::string scheme = "http";
   // How many times a request is re-evaluated after losing a store race before answering 409.
   int max_store_retries = 3;
+  // Bytes of rendered resources kept for lists (JSON text per resource version and api-version, least
+  // recently used dropped first); 0 renders every resource of every page.
+  size_t render_cache_bytes = 64 * 1024 * 1024;
   // Store batch size when a delete fans out over many resources (children, subscription delete).
   size_t delete_batch_size = 50;
   // Part of readiness beside a point read of the store: whether the store can write (for example
@@ -64,6 +68,12 @@ struct FrontendOptions {
   //   hcprp_frontend_requests_in_flight
   //   hcprp_frontend_bodies_refused_total{reason}                    too_large, media_type
   metrics::Registry* metrics = nullptr;
+  // Where a create hands the write that records the Cluster Service's internal ID, so that its 201
+  // waits for one durable commit (resource + Accepted operation) instead of two (docs/architecture.md,
+  // "A create, end to end"). Not owned; its work writes to the store, so it must be stopped after the
+  // last request and before the store goes. Null: that write runs before the answer, which then
+  // carries the etag after it.
+  AfterAnswer* after_answer = nullptr;
 };
 
 // The bodies-refused counter of `registry` for `reason` (the HTTP server's on_too_large hook counts

@@ -317,6 +317,34 @@ TEST_F(FrontendTest, ListsPageWithTopAndNextLink) {
   EXPECT_EQ(s.Get(target.substr(0, target.find('?')) + V() + "&$skipToken=!!").result_int(), 400u);
 }
 
+// Lists show each resource as its GET does, in every api-version and after each change (the
+// frontend keeps rendered resources by version for lists).
+TEST_F(FrontendTest, ListShowsEachResourceAsItsGetAfterAChange) {
+  CreateCluster("listed");
+  const std::string list = "/subscriptions/" + std::string(kSub) +
+                           "/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters?api-version=";
+  auto same_as_get = [&](const std::string& version) {
+    auto l = s.Get(list + version);
+    ASSERT_EQ(l.result_int(), 200u) << l.body();
+    auto g = s.Get(ClusterPath("listed") + "?api-version=" + version);
+    ASSERT_EQ(g.result_int(), 200u) << g.body();
+    auto listed = BodyOf(l);
+    const auto& value = FindPointer(listed, "/value")->as_array();
+    ASSERT_EQ(value.size(), 1u);
+    EXPECT_EQ(value[0], BodyOf(g)) << version;
+  };
+  same_as_get("2026-10-01");
+  same_as_get("2026-10-01");  // shown again unchanged
+  same_as_get("2024-06-10-preview");
+  auto p = s.Patch(ClusterPath("listed") + V(), R"({"tags":{"env":"changed"}})");
+  ASSERT_EQ(p.result_int(), 202u) << p.body();
+  s.FinishOperation(OperationIdOf(Header(p, "Azure-AsyncOperation")));
+  auto l = s.Get(list + "2026-10-01");
+  EXPECT_EQ(*FindPointer(BodyOf(l), "/value/0/tags/env"), "changed") << l.body();
+  same_as_get("2026-10-01");
+  same_as_get("2024-06-10-preview");
+}
+
 TEST_F(FrontendTest, NodePoolListByParent) {
   const std::string cluster = ClusterPath("parent");
   CreateCluster("parent");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "arm/documents.h"
 #include "arm/resource_id.h"
 #include "frontend/frontend.h"
+#include "frontend/render_cache.h"
 #include "frontend/router.h"
 
 namespace hcprp::frontend {
@@ -27,6 +29,8 @@ struct Env {
   clusterservice::Client* cs;
   const Clock* clock;
   Logger logger;
+  // Rendered resources of lists (see render_cache.h); sized by options.render_cache_bytes.
+  std::shared_ptr<RenderCache> render_cache = std::make_shared<RenderCache>(options.render_cache_bytes);
 };
 
 // What middleware learnt about a request before a handler runs.
@@ -53,7 +57,8 @@ struct RequestContext {
 
 // Response builders.
 Response JsonReply(int status, const json::value& body);
-Response JsonReply(int status, const json::object& body);  // without converting (copying) to a value
+Response JsonReply(int status, const json::object& body);    // without converting (copying) to a value
+Response JsonTextReply(int status, std::string serialized);  // a body serialized already
 Response EmptyReply(int status);
 Response ErrorReply(const arm::CloudError& error);
 

@@ -178,6 +178,38 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
   return std::move(parent).value();
 }
 
+// Step 3 of a create: the Cluster Service's internal ID on the resource and its operation, with what
+// the Cluster Service assigned. Conditioned on the resource having no internal ID yet, so that it
+// never overwrites what the backend's create recovery recorded first.
+struct InternalIdRecord {
+  std::string pk;
+  std::string doc_id;
+  std::string op_id;
+  std::string href;
+  json::object observed;
+};
+
+Result<store::BatchResult> RecordInternalId(store::Store& store, const InternalIdRecord& r) {
+  std::vector<store::PatchOp> doc_ops = {
+      {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(r.href)}};
+  if (!r.observed.empty()) {
+    doc_ops.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(r.observed)});
+  }
+  store::WriteOp set_doc = store::WriteOp::Patch(r.doc_id, std::move(doc_ops),
+                                                 {{std::string(arm::kPathInternalId), json::value("")}});
+  store::WriteOp set_op = store::WriteOp::Patch(
+      r.op_id,
+      {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(r.href)}});
+  return store.Batch(store::kResources, r.pk, {std::move(set_doc), std::move(set_op)});
+}
+
+// Not recorded: the backend's create recovery records it (the create stays Accepted until then).
+void WarnNotRecorded(const Logger& logger, const std::string& request_id, const InternalIdRecord& r,
+                     const Error& e) {
+  logger.Warn("could not record the internal ID",
+              {{"request_id", request_id}, {"operation_id", r.op_id}, {"error", e.ToString()}});
+}
+
 Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                   const std::optional<LoadedResource>& parent) {
   std::optional<json::object> parent_body;
@@ -243,29 +275,27 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
                     {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
   } else if (auto href = GetString(*cs, "href"); href && !href->empty()) {
     // Step 3: record the internal ID on both documents, and what the Cluster Service assigned.
-    std::vector<store::PatchOp> doc_ops = {
-        {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(*href)}};
-    json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
-    if (!observed.empty()) {
-      doc_ops.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(observed)});
-    }
-    store::WriteOp set_doc = store::WriteOp::Patch(doc_id, std::move(doc_ops),
-                                                   {{std::string(arm::kPathInternalId), json::value("")}});
-    store::WriteOp set_op = store::WriteOp::Patch(
-        op.id,
-        {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(*href)}});
-    auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc), std::move(set_op)});
-    // The answer shows what the Cluster Service assigned even when recording it failed: the values
-    // are real, and the backend records them when it finishes the create.
-    if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
-    if (patched.ok()) {
-      result.etag = patched->documents.at(0).etag;
-      result.timestamp_ms = patched->documents.at(0).timestamp_ms;
-      result.doc.internal_id = std::string(*href);
-    } else {
-      env.logger.Warn(
-          "could not record the internal ID",
-          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", patched.error().ToString()}});
+    InternalIdRecord record{pk, doc_id, op.id, std::string(*href),
+                            clusterservice::ObservedFromClusterService(id.kind, *cs)};
+    // The answer shows what the Cluster Service assigned even before (or without) recording it: the
+    // values are real, and the backend records them when it finishes the create.
+    if (!record.observed.empty()) result.doc.resource["observed"] = record.observed;
+    const bool handed_over = env.options.after_answer != nullptr &&
+                             env.options.after_answer->Post([store = env.store, logger = env.logger, record,
+                                                             request_id = ctx.request_id] {
+                               auto patched = RecordInternalId(*store, record);
+                               if (!patched.ok())
+                                 WarnNotRecorded(logger, request_id, record, patched.error());
+                             });
+    if (!handed_over) {
+      auto patched = RecordInternalId(*env.store, record);
+      if (patched.ok()) {
+        result.etag = patched->documents.at(0).etag;
+        result.timestamp_ms = patched->documents.at(0).timestamp_ms;
+        result.doc.internal_id = record.href;
+      } else {
+        WarnNotRecorded(env.logger, ctx.request_id, record, patched.error());
+      }
     }
   }
   auto res = RenderReply(ctx, 201, result);
@@ -538,26 +568,39 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
     }
     return Fail(env, ctx, page.error());
   }
-  json::array value;
+  // The body is what serializing {"value": [...], "nextLink": ...} gives, written piece by piece: each
+  // resource's text comes from the render cache when this version of it was shown in this
+  // api-version before.
+  std::string body = R"({"value":[)";
+  bool first = true;
   for (auto& d : page->documents) {
-    auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
-    if (!parsed.ok()) {
-      env.logger.Warn("skipping unreadable resource document",
-                      {{"id", d.id}, {"error", parsed.error().ToString()}});
-      continue;
+    std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
+    std::shared_ptr<const std::string> text = env.render_cache->Find(key);
+    if (text == nullptr) {
+      auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
+      if (!parsed.ok()) {
+        env.logger.Warn("skipping unreadable resource document",
+                        {{"id", d.id}, {"error", parsed.error().ToString()}});
+        continue;
+      }
+      LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
+      auto rendered = RenderResource(ctx, lr);
+      if (!rendered.ok()) return Fail(env, ctx, rendered.error());
+      text = std::make_shared<const std::string>(json::serialize(*rendered));
+      env.render_cache->Insert(key, text);
     }
-    LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
-    auto rendered = RenderResource(ctx, lr);
-    if (!rendered.ok()) return Fail(env, ctx, rendered.error());
-    value.push_back(std::move(rendered).value());
+    if (!first) body.push_back(',');
+    first = false;
+    body += *text;
   }
-  json::object out;
-  out["value"] = std::move(value);
+  body.push_back(']');
   if (!page->continuation.empty()) {
-    out["nextLink"] =
-        arm::NextLink(ctx.base_url, ctx.path, ctx.api_version, top, arm::EncodeSkipToken(page->continuation));
+    body += R"(,"nextLink":)";
+    body += json::serialize(json::value(arm::NextLink(ctx.base_url, ctx.path, ctx.api_version, top,
+                                                      arm::EncodeSkipToken(page->continuation))));
   }
-  return JsonReply(200, out);
+  body.push_back('}');
+  return JsonTextReply(200, std::move(body));
 }
 
 }  // namespace hcprp::frontend

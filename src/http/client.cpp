@@ -1,4 +1,5 @@
 #include "http/client.h"
+#include "core/mutex.h"
 
 #include <sys/socket.h>
 
@@ -125,7 +126,7 @@ class Client::Impl {
   void CloseIdle() {
     std::map<std::string, std::vector<std::unique_ptr<Connection>>> pool;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       pool.swap(idle_);
     }
   }
@@ -140,7 +141,7 @@ class Client::Impl {
     for (;;) {
       std::unique_ptr<Connection> c;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         auto it = idle_.find(key);
         if (it == idle_.end() || it->second.empty()) return nullptr;
         c = std::move(it->second.back());
@@ -152,7 +153,7 @@ class Client::Impl {
 
   void Release(const Endpoint& ep, std::unique_ptr<Connection> c) {
     c->idle_since = std::chrono::steady_clock::now();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto& v = idle_[ep.ToString()];
     if (v.size() < options_.max_idle_per_host) v.push_back(std::move(c));
   }
@@ -212,7 +213,7 @@ class Client::Impl {
     const std::string key = ep.ToString();
     SessionPtr session;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (auto it = sessions_.find(key); it != sessions_.end() && it->second.first == c.tls_context) {
         session = it->second.second;
       }
@@ -247,7 +248,7 @@ class Client::Impl {
       return;
     }
     c.session_saved = true;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     sessions_[ep.ToString()] = {c.tls_context, SessionPtr(s, SessionDeleter{})};
   }
 
@@ -285,10 +286,11 @@ class Client::Impl {
   const ClientOptions options_;
   std::atomic<size_t> opened_{0};
   std::atomic<size_t> resumed_{0};
-  std::mutex mu_;
-  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_;  // guarded by mu_
-  // The last TLS session of each endpoint, with the context it belongs to; guarded by mu_.
-  std::map<std::string, std::pair<std::shared_ptr<asio::ssl::context>, SessionPtr>> sessions_;
+  Mutex mu_;
+  std::map<std::string, std::vector<std::unique_ptr<Connection>>> idle_ HCPRP_GUARDED_BY(mu_);
+  // The last TLS session of each endpoint, with the context it belongs to.
+  std::map<std::string, std::pair<std::shared_ptr<asio::ssl::context>, SessionPtr>> sessions_
+      HCPRP_GUARDED_BY(mu_);
 };
 
 Client::Client(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

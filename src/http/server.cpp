@@ -1,4 +1,5 @@
 #include "http/server.h"
+#include "core/mutex.h"
 
 #include <algorithm>
 #include <atomic>
@@ -148,12 +149,12 @@ class ServerImpl final : public Server {
   Endpoint endpoint() const override { return bound_; }
 
   size_t connection_count() const override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return connections_.size();
   }
 
   void Stop(std::chrono::milliseconds deadline) override {
-    std::lock_guard stop_lock(stop_mu_);
+    MutexLock stop_lock(stop_mu_);
     if (stopped_) return;
     stopping_.store(true);
     asio::post(acceptor_strand_, [this] {
@@ -169,8 +170,8 @@ class ServerImpl final : public Server {
       }
     });
     {
-      std::unique_lock lock(mu_);
-      drained_cv_.wait_for(lock, deadline, [this] { return connections_.empty(); });
+      MutexLock lock(mu_);
+      drained_cv_.WaitFor(lock, deadline, [this]() HCPRP_REQUIRES(mu_) { return connections_.empty(); });
     }
     ForEachConnection([](const std::shared_ptr<Connection>& c) { CloseSocket(*c); });
     // Handlers still running finish; their completions find closed sockets.
@@ -192,7 +193,7 @@ class ServerImpl final : public Server {
   void ForEachConnection(F f) {
     std::vector<std::shared_ptr<Connection>> conns;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       conns.assign(connections_.begin(), connections_.end());
     }
     for (auto& c : conns) {
@@ -214,7 +215,7 @@ class ServerImpl final : public Server {
       auto conn = std::make_shared<Connection>(std::move(socket));
       bool over_capacity = false;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         over_capacity = connections_.size() >= options_.max_connections;
       }
       if (over_capacity) {
@@ -226,15 +227,15 @@ class ServerImpl final : public Server {
       if (!pec) conn->peer = Peer{remote.address().to_string(), remote.port()};
       conn->stream.socket().set_option(tcp::no_delay(true), pec);
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         connections_.insert(conn);
       }
       auto ex = conn->stream.get_executor();
       asio::co_spawn(ex, Session(conn), [this, conn](std::exception_ptr) {
         CloseSocket(*conn);
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         connections_.erase(conn);
-        drained_cv_.notify_all();
+        drained_cv_.NotifyAll();
       });
     }
   }
@@ -517,12 +518,12 @@ class ServerImpl final : public Server {
   Endpoint bound_;
   std::atomic<bool> stopping_{false};
 
-  std::mutex stop_mu_;    // serialises Stop()
-  bool stopped_ = false;  // guarded by stop_mu_
+  Mutex stop_mu_;  // serialises Stop()
+  bool stopped_ HCPRP_GUARDED_BY(stop_mu_) = false;
 
-  mutable std::mutex mu_;
-  std::condition_variable drained_cv_;
-  std::set<std::shared_ptr<Connection>> connections_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar drained_cv_;
+  std::set<std::shared_ptr<Connection>> connections_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace

@@ -8,7 +8,7 @@ WorkerPool::WorkerPool(int min_threads, int max_threads, std::chrono::millisecon
     : min_threads_(std::max(1, min_threads)),
       max_threads_(std::max(std::max(1, min_threads), max_threads)),
       linger_(linger) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (int i = 0; i < min_threads_; ++i) {
     ++threads_;
     all_.emplace_back([this] { Loop(true); });
@@ -20,7 +20,7 @@ WorkerPool::~WorkerPool() { Shutdown(); }
 bool WorkerPool::Submit(std::function<void()> task) {
   std::vector<std::thread> to_join;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutdown_) return false;
     queue_.push_back(std::move(task));
     if (idle_ < static_cast<int>(queue_.size()) && threads_ < max_threads_) {
@@ -32,13 +32,13 @@ bool WorkerPool::Submit(std::function<void()> task) {
       to_join.swap(finished_);
     }
   }
-  cv_.notify_one();
+  cv_.NotifyOne();
   for (auto& t : to_join) t.join();
   return true;
 }
 
 void WorkerPool::Loop(bool core) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (!queue_.empty()) {
       auto task = std::move(queue_.front());
@@ -53,10 +53,10 @@ void WorkerPool::Loop(bool core) {
     ++idle_;
     bool woke;
     if (core) {
-      cv_.wait(lock);
+      cv_.Wait(lock);
       woke = true;
     } else {
-      woke = cv_.wait_for(lock, linger_) == std::cv_status::no_timeout;
+      woke = cv_.WaitFor(lock, linger_) == std::cv_status::no_timeout;
     }
     --idle_;
     if (!woke && queue_.empty() && !shutdown_) {
@@ -78,14 +78,14 @@ void WorkerPool::Loop(bool core) {
 void WorkerPool::Shutdown() {
   std::vector<std::thread> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (shutdown_ && all_.empty() && finished_.empty()) return;
     shutdown_ = true;
     threads.swap(all_);
     for (auto& t : finished_) threads.push_back(std::move(t));
     finished_.clear();
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   for (auto& t : threads) {
     if (t.joinable()) t.join();
   }

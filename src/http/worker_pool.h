@@ -2,12 +2,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace hcprp::http::internal {
 
@@ -31,15 +32,14 @@ class WorkerPool {
   const int max_threads_;
   const std::chrono::milliseconds linger_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  // Guarded by mu_.
-  std::deque<std::function<void()>> queue_;
-  int threads_ = 0;
-  int idle_ = 0;
-  bool shutdown_ = false;
-  std::vector<std::thread> finished_;  // exited extra threads, joined later
-  std::vector<std::thread> all_;       // every thread not yet joined
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> queue_ HCPRP_GUARDED_BY(mu_);
+  int threads_ HCPRP_GUARDED_BY(mu_) = 0;
+  int idle_ HCPRP_GUARDED_BY(mu_) = 0;
+  bool shutdown_ HCPRP_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> finished_ HCPRP_GUARDED_BY(mu_);  // exited extra threads, joined later
+  std::vector<std::thread> all_ HCPRP_GUARDED_BY(mu_);       // every thread not yet joined
 };
 
 }  // namespace hcprp::http::internal

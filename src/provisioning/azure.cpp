@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/json_writer.h"
 #include "core/time.h"
 #include "core/uuid.h"
 #include "provisioning/crash_point.h"
@@ -598,54 +599,110 @@ constexpr std::string_view kMetaSpace = "azure.meta";
 
 }  // namespace
 
-void SimulatedAzure::TakeChanges(simulator::StateBatch& batch) {
-  if (!options_.state) return;
-  std::lock_guard lock(mu_);
-  for (const auto& key : dirty_resources_) {
-    auto r = resources_.find(key);
-    auto cs = create_starts_.find(key);
-    if (r == resources_.end() && cs == create_starts_.end()) {
-      batch.Delete(std::string(kResourceSpace), key);
+struct AzureChanges::Data {
+  struct Entry {
+    std::string key;
+    int64_t create_starts = 0;
+    std::optional<int64_t> create_ms;
+    std::optional<SimulatedAzure::Resource> resource;  // nullopt: gone
+    std::optional<SimulatedAzure::Operation> op;       // its operation in progress
+  };
+  std::vector<Entry> entries;
+  std::optional<std::vector<std::string>> deleted_identities;  // set: the metadata changed
+  int64_t next_token = 0;
+};
+
+AzureChanges::AzureChanges() = default;
+AzureChanges::~AzureChanges() = default;
+AzureChanges::AzureChanges(AzureChanges&&) noexcept = default;
+AzureChanges& AzureChanges::operator=(AzureChanges&&) noexcept = default;
+
+void AzureChanges::EncodeInto(simulator::StateBatch& batch) const {
+  if (!data_) return;
+  for (const auto& e : data_->entries) {
+    if (!e.resource && e.create_starts == 0) {
+      batch.Delete(std::string(kResourceSpace), e.key);
       continue;
     }
     // The create count outlives the resource: it is how duplicates are told.
-    json::object doc{{"create_starts", cs == create_starts_.end() ? 0 : cs->second}};
-    if (auto d = create_duration_ms_.find(key); d != create_duration_ms_.end()) doc["create_ms"] = d->second;
-    if (r != resources_.end()) {
+    std::string doc;
+    doc.reserve(512);
+    JsonWriter w(doc);
+    w.BeginObject().Member("create_starts", e.create_starts);
+    if (e.create_ms) w.Member("create_ms", *e.create_ms);
+    if (e.resource) {
       // Its operation in progress goes with it; an operation already ended and not yet polled is not
       // kept (a poll after a restart finds nothing and the caller reads the resource instead).
-      if (auto op = operations_.find(r->second.active_op); op != operations_.end()) {
-        const Operation& o = op->second;
-        doc["op"] = json::object{{"token", o.token},         {"key", o.key},
-                                 {"delete", o.is_delete},    {"started_ms", Ms(o.started)},
-                                 {"done_ms", Ms(o.done_at)}, {"settled", o.settled},
-                                 {"failed", o.failed},       {"code", o.code},
-                                 {"message", o.message}};
+      if (e.op) {
+        const SimulatedAzure::Operation& o = *e.op;
+        w.Key("op")
+            .BeginObject()
+            .Member("token", o.token)
+            .Member("key", o.key)
+            .Member("delete", o.is_delete)
+            .Member("started_ms", Ms(o.started))
+            .Member("done_ms", Ms(o.done_at))
+            .Member("settled", o.settled)
+            .Member("failed", o.failed)
+            .Member("code", o.code)
+            .Member("message", o.message)
+            .EndObject();
       }
-      doc["resource"] = json::object{{"id", r->second.id},
-                                     {"type", static_cast<int>(r->second.type)},
-                                     {"state", r->second.state},
-                                     {"created_ms", Ms(r->second.created)},
-                                     {"active_op", r->second.active_op},
-                                     {"customer", r->second.customer},
-                                     {"permissions", r->second.permissions}};
+      const SimulatedAzure::Resource& r = *e.resource;
+      w.Key("resource")
+          .BeginObject()
+          .Member("id", r.id)
+          .Member("type", static_cast<int>(r.type))
+          .Member("state", r.state)
+          .Member("created_ms", Ms(r.created))
+          .Member("active_op", r.active_op)
+          .Member("customer", r.customer)
+          .Member("permissions", r.permissions)
+          .EndObject();
     }
-    batch.Put(std::string(kResourceSpace), key, ToJson(doc));
+    w.EndObject();
+    batch.Put(std::string(kResourceSpace), e.key, std::move(doc));
+  }
+  if (data_->deleted_identities) {
+    json::array tomb;
+    for (const auto& k : *data_->deleted_identities) tomb.push_back(json::value(k));
+    batch.Put(
+        std::string(kMetaSpace), "meta",
+        ToJson(json::object{{"next_token", data_->next_token}, {"deleted_identities", std::move(tomb)}}));
+  }
+}
+
+AzureChanges SimulatedAzure::TakeChanges() {
+  AzureChanges out;
+  if (!options_.state) return out;
+  out.data_ = std::make_unique<AzureChanges::Data>();
+  AzureChanges::Data& d = *out.data_;
+  std::lock_guard lock(mu_);
+  d.entries.reserve(dirty_resources_.size());
+  for (const auto& key : dirty_resources_) {
+    AzureChanges::Data::Entry& e = d.entries.emplace_back();
+    e.key = key;
+    if (auto cs = create_starts_.find(key); cs != create_starts_.end()) e.create_starts = cs->second;
+    if (auto c = create_duration_ms_.find(key); c != create_duration_ms_.end()) e.create_ms = c->second;
+    if (auto r = resources_.find(key); r != resources_.end()) {
+      e.resource = r->second;
+      if (auto op = operations_.find(r->second.active_op); op != operations_.end()) e.op = op->second;
+    }
   }
   if (dirty_meta_) {
-    json::array tomb;
-    for (const auto& [k, v] : deleted_identities_) tomb.push_back(json::value(k));
-    batch.Put(std::string(kMetaSpace), "meta",
-              ToJson(json::object{{"next_token", next_token_}, {"deleted_identities", std::move(tomb)}}));
+    d.next_token = next_token_;
+    d.deleted_identities.emplace();
+    for (const auto& [k, v] : deleted_identities_) d.deleted_identities->push_back(k);
   }
   dirty_resources_.clear();
   dirty_meta_ = false;
+  return out;
 }
 
 Status SimulatedAzure::Flush() {
   if (!options_.state) return Status::Ok();
   simulator::StateBatch batch;
-  TakeChanges(batch);
+  TakeChanges().EncodeInto(batch);
   return options_.state->Commit(batch);
 }
 

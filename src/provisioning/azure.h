@@ -110,6 +110,23 @@ struct AzureFault {
 };
 
 // Thread-safe.
+// A copy of the simulated Azure's records that changed (resources with their operation in progress,
+// the metadata), taken by SimulatedAzure::TakeChanges. Movable, encoded without any lock.
+class AzureChanges {
+ public:
+  AzureChanges();
+  ~AzureChanges();
+  AzureChanges(AzureChanges&&) noexcept;
+  AzureChanges& operator=(AzureChanges&&) noexcept;
+  // Appends one document per changed resource (a delete for one that is gone), and the metadata.
+  void EncodeInto(simulator::StateBatch& batch) const;
+
+ private:
+  friend class SimulatedAzure;
+  struct Data;
+  std::unique_ptr<Data> data_;
+};
+
 class SimulatedAzure {
  public:
   // Loads the resources and operations of `options.state`.
@@ -160,13 +177,15 @@ class SimulatedAzure {
   // (creates only): lets a benchmark compute the critical path implied by the draws.
   std::map<std::string, int64_t> CreateDurationsMs() const;
 
-  // Moves the documents of what changed since the last call into `batch`, for a caller that commits
-  // them in one transaction with its own changes of the same step. Nothing without a state.
-  void TakeChanges(simulator::StateBatch& batch);
+  // What changed since the last call, copied under the lock, for a caller that commits it in one
+  // transaction with its own changes of the same step; encoding it into documents (AzureChanges::
+  // EncodeInto) happens later, outside every lock. Empty without a state.
+  AzureChanges TakeChanges();
   // Commits the changes nobody took yet (the control API's). No-op without a state.
   Status Flush();
 
  private:
+  friend class AzureChanges;
   struct Resource;
   struct Operation;
   explicit SimulatedAzure(const AzureOptions& options);

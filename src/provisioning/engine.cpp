@@ -269,12 +269,12 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
       Unit& u = units_.at(obj.cp_unit);
       if (!u.deleting) {
         u.deleting = true;
-        dirty_units_.insert(u.key);
+        TouchUnitLocked(u.key);
         EnqueueLocked("u:" + u.key, now);
       }
       RollUpLocked(obj, out);
       if (!u.Done()) return;
-      dirty_units_.insert(obj.cp_unit);
+      TouchUnitLocked(obj.cp_unit);
       units_.erase(obj.cp_unit);
     }
     const std::string href = obj.href;
@@ -290,7 +290,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
     Unit u = MakeControlPlaneLocked(obj);
     obj.cp_unit = u.key;
     units_[u.key] = std::move(u);
-    dirty_units_.insert(obj.cp_unit);
+    TouchUnitLocked(obj.cp_unit);
     EnqueueLocked("u:" + obj.cp_unit, now);
   }
   RollUpLocked(obj, out);
@@ -327,7 +327,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
           dirty_objs_.insert(obj.cluster);
         }
       }
-      dirty_units_.insert(it->first);
+      TouchUnitLocked(it->first);
       units_.erase(it);
       return true;
     });
@@ -337,7 +337,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
       Unit& u = units_.at(k);
       if (!u.deleting) {
         u.deleting = true;
-        dirty_units_.insert(k);
+        TouchUnitLocked(k);
         EnqueueLocked("u:" + k, now);
       }
     }
@@ -371,7 +371,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
     Unit u = MakeMachineLocked(obj, cluster, obj.next_index++);
     const std::string k = u.key;
     units_[k] = std::move(u);
-    dirty_units_.insert(k);
+    TouchUnitLocked(k);
     obj.machines.push_back(k);
     active.push_back(obj.machines.size() - 1);
     EnqueueLocked("u:" + k, now);
@@ -380,7 +380,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   while (static_cast<int64_t>(active.size()) > obj.desired) {
     Unit& u = units_.at(obj.machines[active.back()]);
     u.deleting = true;
-    dirty_units_.insert(u.key);
+    TouchUnitLocked(u.key);
     EnqueueLocked("u:" + u.key, now);
     active.pop_back();
     AfterCommit("scale.down");

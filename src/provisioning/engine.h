@@ -163,22 +163,30 @@ class Engine final : public simulator::Provisioner {
   Status Load();
   Status LoadDocs(const json::object& root);  // REQUIRES mu_
   static json::object ObjDoc(const Obj& o);
-  static json::object UnitDoc(const Unit& u);
-  // One commit: copies of the dirty objects and units and the simulated Azure's changes, taken under
-  // mu_ (REQUIRES) and written outside it by WriteBatch, in the order taken (tickets).
+  static std::string EncodeUnit(const Unit& u);
+  // One commit: copies of the dirty objects and the documents of the dirty units, taken under mu_
+  // (REQUIRES) and written outside it by WriteBatch with the simulated Azure's changes taken right
+  // after, in the order taken (tickets).
   struct Batch;
   Batch TakeBatchLocked();
   // Writes `batch` after every batch taken before it (with those waiting beside it in one transaction),
   // then reaches the crash points of the steps it holds. Without mu_.
   Status WriteBatch(Batch& batch);
-  // TakeBatchLocked, then WriteBatch with `lock` (on mu_) released meanwhile.
+  // TakeBatchLocked and the Azure changes, then WriteBatch, with `lock` (on mu_) released meanwhile.
   Status CommitNow(std::unique_lock<std::mutex>& lock);
-  // The end of a step: commits now when `must_commit` (its transitions follow) or when the group is
-  // due, else leaves it to a later commit. May release `lock` (on mu_) meanwhile.
+  // The end of a step: commits now when `must_commit` (its transitions follow), else leaves it to the
+  // committer (woken when the group is full). May release `lock` (on mu_) meanwhile.
   void EndStep(std::unique_lock<std::mutex>& lock, bool must_commit);
+  // Commits the unit steps left by EndStep within kGroupCommitInterval of the oldest, or at once when
+  // kGroupCommitSize objects and units are dirty: its own thread, so that neither the workers nor the
+  // dispatcher spend their time writing.
+  void CommitLoop();
   // Marks an object and its cluster as changed (the units its reconcile makes, marks or removes are
   // marked where that happens).
   void TouchObjectLocked(const std::string& href);
+  // Marks a unit as changed (or removed); its document is encoded at the end of the step.
+  void TouchUnitLocked(const std::string& key);
+  void EncodeTouchedUnitsLocked();
 
   void EnqueueLocked(const std::string& key, TimePoint at);
   void ReconcileUnit(const std::string& unit_key);
@@ -210,6 +218,7 @@ class Engine final : public simulator::Provisioner {
   mutable std::mutex mu_;
   std::condition_variable timer_cv_;  // the dispatcher's: a timer earlier than it sleeps until
   std::condition_variable ready_cv_;  // the workers': ready_ is not empty
+  std::condition_variable dirty_cv_;  // the committer's: the group is full, or the first step is dirty
   // Guarded by mu_.
   std::map<std::string, Obj> objs_;              // by href (ordered: a cluster's children follow it)
   std::unordered_map<std::string, Unit> units_;  // by unit key
@@ -221,9 +230,14 @@ class Engine final : public simulator::Provisioner {
   std::unordered_set<std::string> rerun_;          // keys that came due while running
   TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
   EngineMetrics metrics_;
-  std::set<std::string> dirty_objs_, dirty_units_;  // changed since the last commit
-  std::chrono::steady_clock::time_point last_commit_{};
+  std::set<std::string> dirty_objs_;  // changed since the last commit
+  // Units changed since the last commit -> their document as of the change ("" until encoded: at the
+  // end of the step that changed them, or when the batch is taken).
+  std::unordered_map<std::string, std::string> dirty_units_;
+  std::vector<std::string> unencoded_units_;               // touched by the step running now
+  std::chrono::steady_clock::time_point group_started_{};  // the first step left to the committer
   uint64_t next_ticket_ = 1;
+  std::mutex take_mu_;    // before mu_; orders the takes (tickets, then the Azure changes)
   std::mutex commit_mu_;  // after mu_ is released; orders the writes
   std::condition_variable commit_cv_;
   // Guarded by commit_mu_.
@@ -235,6 +249,7 @@ class Engine final : public simulator::Provisioner {
   bool stopping_ = false;
   std::vector<std::thread> workers_;
   std::thread dispatcher_;
+  std::thread committer_;
   std::atomic<bool> started_{false};
 };
 

@@ -80,10 +80,11 @@ constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       Reso
 void AfterCommit(std::string name);
 std::vector<std::string> TakeStepPoints();
 
-// Unit steps are committed in groups: when this many objects and units are dirty, or this long after
-// the last commit, or with the next step that moves an object in the Cluster Service.
-constexpr size_t kGroupCommitSize = 256;
-constexpr auto kGroupCommitInterval = std::chrono::milliseconds(5);
+// Unit steps are committed in groups by the committer thread: when this many objects and units are
+// dirty, or this long after the first step of the group, or with the next step that moves an object in
+// the Cluster Service.
+constexpr size_t kGroupCommitSize = 1024;
+constexpr auto kGroupCommitInterval = std::chrono::milliseconds(20);
 
 struct Engine::Svc {
   ResourceType type = ResourceType::kPublicIp;
@@ -98,6 +99,8 @@ struct Engine::Svc {
   std::string err_code, err_message;
   bool orphaned = false;  // deletion skipped (invalid credentials)
   TimePoint since{};
+
+  bool operator==(const Svc&) const = default;
 };
 
 struct Engine::Unit {
@@ -169,9 +172,9 @@ struct Engine::Batch {
   uint64_t ticket = 0;  // 0: nothing to write (no state)
   std::vector<Obj> objs;
   std::vector<std::string> removed_objs;
-  std::vector<Unit> units;
+  std::vector<std::pair<std::string, std::string>> units;  // key, document
   std::vector<std::string> removed_units;
-  simulator::StateBatch azure;
+  AzureChanges azure;               // encoded by whoever writes the batch
   std::vector<std::string> points;  // crash points reached once it is written
   Status written = Status::Ok();    // set by whoever wrote it
 };

@@ -26,17 +26,39 @@ std::vector<std::string> TakeStepPoints() {
 
 void Engine::EndStep(std::unique_lock<std::mutex>& lock, bool must_commit) {
   for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
-  if (!must_commit && dirty_units_.size() + dirty_objs_.size() < kGroupCommitSize &&
-      std::chrono::steady_clock::now() - last_commit_ < kGroupCommitInterval) {
+  if (options_.state) EncodeTouchedUnitsLocked();
+  if (must_commit || !started_ || !options_.state) {
+    (void)CommitNow(lock);
     return;
   }
-  (void)CommitNow(lock);
+  dirty_cv_.notify_one();
+}
+
+void Engine::CommitLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const size_t dirty = dirty_units_.size() + dirty_objs_.size();
+    if (dirty == 0 && committed_points_.empty()) {
+      dirty_cv_.wait(lock);
+      continue;
+    }
+    // The group's first step starts the interval: a step alone waits at most that long.
+    if (group_started_ == std::chrono::steady_clock::time_point{})
+      group_started_ = std::chrono::steady_clock::now();
+    const auto due = group_started_ + kGroupCommitInterval;
+    if (dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
+      dirty_cv_.wait_until(lock, due);
+      continue;
+    }
+    (void)CommitNow(lock);  // releases mu_ while writing
+  }
 }
 
 void Engine::Start() {
   if (started_.exchange(true)) return;
   for (int i = 0; i < options_.concurrency; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   dispatcher_ = std::thread([this] { DispatchLoop(); });
+  if (options_.state) committer_ = std::thread([this] { CommitLoop(); });
 }
 
 void Engine::Stop() {
@@ -47,9 +69,11 @@ void Engine::Stop() {
   }
   timer_cv_.notify_all();
   ready_cv_.notify_all();
+  dirty_cv_.notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (dispatcher_.joinable()) dispatcher_.join();
+  if (committer_.joinable()) committer_.join();
   {
     // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
     std::lock_guard lock(mu_);
@@ -83,11 +107,6 @@ void Engine::DispatchLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     dispatcher_wakes_ = TimePoint::min();  // running: nobody needs to wake it
-    if ((!dirty_units_.empty() || !dirty_objs_.empty()) &&
-        std::chrono::steady_clock::now() - last_commit_ >= kGroupCommitInterval) {
-      (void)CommitNow(lock);  // releases mu_ while writing
-      if (stopping_) break;
-    }
     const TimePoint now = options_.clock->Now();
     size_t moved = 0;
     while (!timers_.empty() && timers_.begin()->first <= now) {
@@ -110,11 +129,7 @@ void Engine::DispatchLoop() {
     TimePoint wake = now + std::chrono::milliseconds(50);
     if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
     dispatcher_wakes_ = wake;
-    Duration sleep = wake - now;
-    // Unit steps not committed yet are committed within kGroupCommitInterval.
-    if (!dirty_units_.empty() || !dirty_objs_.empty())
-      sleep = std::min<Duration>(sleep, kGroupCommitInterval);
-    timer_cv_.wait_for(lock, sleep);
+    timer_cv_.wait_for(lock, wake - now);
   }
 }
 

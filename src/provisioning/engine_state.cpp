@@ -2,6 +2,7 @@
 // Azure's changes of the same step; loading (and importing a legacy engine.json once).
 #include <filesystem>
 
+#include "core/json_writer.h"
 #include "provisioning/crash_point.h"
 #include "provisioning/engine_internal.h"
 #include "provisioning/snapshot.h"
@@ -42,27 +43,55 @@ json::object Engine::ObjDoc(const Obj& o) {
                       {"cond_since", std::move(cs)}};
 }
 
-json::object Engine::UnitDoc(const Unit& u) {
-  json::array svcs;
+std::string Engine::EncodeUnit(const Unit& u) {
+  std::string out;
+  out.reserve(256 + 320 * u.svcs.size());
+  JsonWriter w(out);
+  w.BeginObject()
+      .Member("key", u.key)
+      .Member("owner", u.owner)
+      .Member("cluster", u.cluster)
+      .Member("name", u.name)
+      .Member("index", u.index)
+      .Member("control_plane", u.control_plane)
+      .Member("deleting", u.deleting)
+      .Member("orphaned", u.orphaned)
+      .Key("svcs")
+      .BeginArray();
   for (const auto& s : u.svcs) {
     // An operation awaited within the client timeout is not a stored future: after a restart it is
     // found again by reading the resource (PUT/DELETE adopt the running operation).
-    svcs.push_back(json::object{{"type", static_cast<int>(s.type)},
-                                {"id", s.id},
-                                {"caller", s.caller},
-                                {"state", SvcStateName(s.state)},
-                                {"fut_type", s.fut_stored ? s.fut_type : ""},
-                                {"fut_token", s.fut_stored ? s.fut_token : ""},
-                                {"attempts", s.attempts},
-                                {"err_status", s.err_status},
-                                {"err_code", s.err_code},
-                                {"err_message", s.err_message},
-                                {"orphaned", s.orphaned},
-                                {"since_ms", Ms(s.since)}});
+    w.BeginObject()
+        .Member("type", static_cast<int>(s.type))
+        .Member("id", s.id)
+        .Member("caller", s.caller)
+        .Member("state", SvcStateName(s.state))
+        .Member("fut_type", s.fut_stored ? std::string_view(s.fut_type) : std::string_view())
+        .Member("fut_token", s.fut_stored ? std::string_view(s.fut_token) : std::string_view())
+        .Member("attempts", s.attempts)
+        .Member("err_status", s.err_status)
+        .Member("err_code", s.err_code)
+        .Member("err_message", s.err_message)
+        .Member("orphaned", s.orphaned)
+        .Member("since_ms", Ms(s.since))
+        .EndObject();
   }
-  return json::object{{"key", u.key},           {"owner", u.owner},       {"cluster", u.cluster},
-                      {"name", u.name},         {"index", u.index},       {"control_plane", u.control_plane},
-                      {"deleting", u.deleting}, {"orphaned", u.orphaned}, {"svcs", std::move(svcs)}};
+  w.EndArray().EndObject();
+  return out;
+}
+
+void Engine::TouchUnitLocked(const std::string& key) {
+  dirty_units_[key].clear();
+  unencoded_units_.push_back(key);
+}
+
+void Engine::EncodeTouchedUnitsLocked() {
+  for (const auto& key : unencoded_units_) {
+    auto d = dirty_units_.find(key);
+    auto u = units_.find(key);
+    if (d != dirty_units_.end() && d->second.empty() && u != units_.end()) d->second = EncodeUnit(u->second);
+  }
+  unencoded_units_.clear();
 }
 
 void Engine::TouchObjectLocked(const std::string& href) {
@@ -77,10 +106,11 @@ Engine::Batch Engine::TakeBatchLocked() {
   Batch b;
   for (auto& p : committed_points_) b.points.push_back(std::move(p));
   committed_points_.clear();
-  last_commit_ = std::chrono::steady_clock::now();
+  group_started_ = {};
   if (!options_.state) {
     dirty_objs_.clear();
     dirty_units_.clear();
+    unencoded_units_.clear();
     return b;
   }
   b.ticket = next_ticket_++;
@@ -92,17 +122,17 @@ Engine::Batch Engine::TakeBatchLocked() {
       b.objs.push_back(it->second);
     }
   }
-  for (const auto& key : dirty_units_) {
+  for (auto& [key, doc] : dirty_units_) {
     auto it = units_.find(key);
     if (it == units_.end()) {
       b.removed_units.push_back(key);
     } else {
-      b.units.push_back(it->second);
+      b.units.emplace_back(key, doc.empty() ? EncodeUnit(it->second) : std::move(doc));
     }
   }
+  unencoded_units_.clear();
   dirty_objs_.clear();
   dirty_units_.clear();
-  options_.azure->TakeChanges(b.azure);
   return b;
 }
 
@@ -134,9 +164,9 @@ Status Engine::WriteBatch(Batch& b) {
     for (Batch* g : group) {
       for (const auto& o : g->objs) batch.Put(std::string(kObjectSpace), o.href, ToJson(ObjDoc(o)));
       for (const auto& h : g->removed_objs) batch.Delete(std::string(kObjectSpace), h);
-      for (const auto& u : g->units) batch.Put(std::string(kUnitSpace), u.key, ToJson(UnitDoc(u)));
+      for (auto& [key, doc] : g->units) batch.Put(std::string(kUnitSpace), key, std::move(doc));
       for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
-      batch.Append(std::move(g->azure));
+      g->azure.EncodeInto(batch);
     }
     Status st = options_.state->Commit(batch);
     if (!st.ok() && options_.logger) {
@@ -158,8 +188,19 @@ Status Engine::WriteBatch(Batch& b) {
 }
 
 Status Engine::CommitNow(std::unique_lock<std::mutex>& lock) {
-  Batch b = TakeBatchLocked();
   lock.unlock();
+  Batch b;
+  {
+    // The simulated Azure's changes are taken after the engine's, outside mu_: a batch may hold Azure
+    // ahead of the engine (a call the engine has not recorded yet, which it repeats and Azure answers
+    // idempotently), never behind. take_mu_ keeps the tickets and the Azure takes in one order.
+    std::lock_guard take(take_mu_);
+    {
+      std::lock_guard engine(mu_);
+      b = TakeBatchLocked();
+    }
+    if (b.ticket != 0) b.azure = options_.azure->TakeChanges();
+  }
   Status st = WriteBatch(b);
   lock.lock();
   return st;
@@ -206,7 +247,7 @@ Status Engine::Load() {
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
     HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
     for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
-    for (const auto& [k, u] : units_) dirty_units_.insert(k);
+    for (const auto& [k, u] : units_) TouchUnitLocked(k);
     HCPRP_RETURN_IF_ERROR(CommitNow(lock));
     std::error_code ec;
     std::filesystem::remove(legacy, ec);

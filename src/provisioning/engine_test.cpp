@@ -523,6 +523,43 @@ TEST_F(EngineTest, EveryStepIsCommittedWithItsAzureChanges) {
   std::filesystem::remove_all(dir);
 }
 
+// Polling an Azure operation that is still running changes nothing, so it writes nothing: the state's
+// commits follow the steps that change something, not the reconciles.
+TEST_F(EngineTest, AReconcileThatChangesNothingWritesNothing) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 3);
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  size_t ran = 0;
+  uint64_t committed = 0;
+  std::string before_doc;
+  for (int i = 0; i < 200 && State(np) != "ready"; ++i) {
+    auto units = state_->Load("engine.unit");
+    ASSERT_TRUE(units.ok());
+    std::string docs;
+    for (const auto& [k, d] : *units) docs += d;
+    const uint64_t commits = state_->commits();
+    const size_t n = engine_->RunDueForTest(1);
+    auto after = state_->Load("engine.unit");
+    ASSERT_TRUE(after.ok());
+    std::string after_docs;
+    for (const auto& [k, d] : *after) after_docs += d;
+    if (after_docs == docs && azure_->operations_in_flight() > 0) {
+      // Nothing of the units changed: only the simulated Azure may have settled an operation.
+      ran += n;
+      committed += state_->commits() - commits;
+    }
+    auto next = engine_->NextDueForTest();
+    if (!next) break;
+    if (*next > clock_.Now()) clock_.Set(*next);
+  }
+  EXPECT_GT(ran, 0u) << "no reconcile polled a running operation";
+  EXPECT_LT(committed, ran) << "reconciles that changed no unit were committed anyway";
+  std::filesystem::remove_all(dir);
+}
+
 // A stored object that names a unit the state does not hold fails the start, naming both.
 TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
   const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();

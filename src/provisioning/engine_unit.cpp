@@ -178,6 +178,9 @@ void Engine::ReconcileUnit(const std::string& key) {
   for (size_t i = 0; i < u.svcs.size() && !changed; ++i) {
     changed = u.svcs[i].state != before[i].first || u.svcs[i].err_message != before[i].second;
   }
+  // The unit's document as this reconcile leaves it, encoded before taking the lock; used below unless
+  // another step changed the unit's other fields meanwhile.
+  std::string doc = options_.state ? EncodeUnit(u) : std::string();
   std::lock_guard lock(mu_);
   metrics_.calls += calls;
   metrics_.futures_stored += stored;
@@ -189,8 +192,9 @@ void Engine::ReconcileUnit(const std::string& key) {
   metrics_.first_party_group_deletions += group_deletions;
   auto it = units_.find(key);
   if (it == units_.end()) return;
+  // A reconcile that changed nothing (a poll of an operation still running) writes nothing.
+  const bool unit_changed = it->second.svcs != u.svcs || (u.orphaned && !it->second.orphaned);
   it->second.svcs = std::move(u.svcs);
-  dirty_units_.insert(key);
   if (u.orphaned && !it->second.orphaned) {
     it->second.orphaned = true;
     metrics_.orphaned_machines++;
@@ -198,6 +202,16 @@ void Engine::ReconcileUnit(const std::string& key) {
       options_.logger->Warn("skipping cleanup of a machine because of invalid Azure identity",
                             {{"machine", u.name}, {"node_pool", u.owner}});
     }
+  }
+  if (!unit_changed) {
+    // Nothing to write.
+  } else if (const Unit& now_u = it->second;
+             options_.state && now_u.deleting == u.deleting && now_u.orphaned == u.orphaned &&
+             now_u.owner == u.owner && now_u.cluster == u.cluster && now_u.name == u.name &&
+             now_u.index == u.index && now_u.control_plane == u.control_plane) {
+    dirty_units_[key] = std::move(doc);
+  } else {
+    TouchUnitLocked(key);
   }
   if (orphaned_cp && options_.logger) {
     options_.logger->Warn("skipping cleanup of the control plane because of invalid Azure identity",

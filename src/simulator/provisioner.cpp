@@ -46,17 +46,17 @@ TimedProvisioner::TimedProvisioner(Timing timing, uint64_t seed)
     : timing_(timing), rng_(seed ? seed : std::random_device{}()) {}
 
 Timing TimedProvisioner::timing() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return timing_;
 }
 
 void TimedProvisioner::set_timing(Timing timing) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   timing_ = timing;
 }
 
 Duration TimedProvisioner::Sample(double demo_seconds, double median_seconds, double p99_seconds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   double seconds = 0;
   switch (timing_.profile) {
     case Profile::kInstant:

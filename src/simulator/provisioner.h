@@ -18,6 +18,7 @@
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace hcprp::simulator {
@@ -97,9 +98,9 @@ class TimedProvisioner final : public Provisioner {
   // Duration of one phase: median and p99 (for the realistic profile) or fixed (demo).
   Duration Sample(double demo_seconds, double median_seconds, double p99_seconds);
 
-  mutable std::mutex mu_;
-  Timing timing_;        // guarded by mu_
-  std::mt19937_64 rng_;  // guarded by mu_
+  mutable Mutex mu_;
+  Timing timing_ HCPRP_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace hcprp::simulator

@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "http/message.h"
 #include "simulator/provisioner.h"
@@ -179,12 +180,12 @@ class Service {
   std::mutex sleep_mu_;  // for shutdown_cv_ only
   std::condition_variable shutdown_cv_;
 
-  // Faults, guarded by faults_mu_ (taken after mu_ when both are needed).
-  mutable std::mutex faults_mu_;
-  std::vector<ProvisioningFault> provisioning_faults_;
-  int64_t next_fault_id_ = 1;
-  HttpFaults http_faults_;
-  std::mt19937_64 rng_;
+  // Faults (faults_mu_ is taken after mu_ when both are needed).
+  mutable Mutex faults_mu_;
+  std::vector<ProvisioningFault> provisioning_faults_ HCPRP_GUARDED_BY(faults_mu_);
+  int64_t next_fault_id_ HCPRP_GUARDED_BY(faults_mu_) = 1;
+  HttpFaults http_faults_ HCPRP_GUARDED_BY(faults_mu_);
+  std::mt19937_64 rng_ HCPRP_GUARDED_BY(faults_mu_);
 };
 
 }  // namespace hcprp::simulator

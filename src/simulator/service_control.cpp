@@ -29,7 +29,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     return std::move(v->as_object());
   };
   auto faults_json = [&]() {
-    std::lock_guard lock(faults_mu_);
+    MutexLock lock(faults_mu_);
     json::array prov;
     for (const auto& f : provisioning_faults_) {
       json::array kinds(f.kinds.begin(), f.kinds.end());
@@ -78,7 +78,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
   if (path == "/control/faults") {
     if (method == Verb::get) return ControlJson(StatusCode::ok, faults_json());
     if (method == Verb::delete_) {
-      std::lock_guard lock(faults_mu_);
+      MutexLock lock(faults_mu_);
       provisioning_faults_.clear();
       http_faults_ = HttpFaults{};
       return http::MakeResponse(StatusCode::no_content);
@@ -87,7 +87,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
   }
   if (path == "/control/faults/provisioning") {
     if (method == Verb::delete_) {
-      std::lock_guard lock(faults_mu_);
+      MutexLock lock(faults_mu_);
       provisioning_faults_.clear();
       return http::MakeResponse(StatusCode::no_content);
     }
@@ -122,14 +122,14 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     } else {
       f.operations = {"create", "update"};
     }
-    std::lock_guard lock(faults_mu_);
+    MutexLock lock(faults_mu_);
     f.id = next_fault_id_++;
     provisioning_faults_.push_back(f);
     return ControlJson(StatusCode::created, json::object{{"id", f.id}});
   }
   if (path == "/control/faults/http") {
     if (method == Verb::delete_) {
-      std::lock_guard lock(faults_mu_);
+      MutexLock lock(faults_mu_);
       http_faults_ = HttpFaults{};
       return http::MakeResponse(StatusCode::no_content);
     }
@@ -166,7 +166,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
         if (m.is_string()) h.methods.emplace_back(m.as_string());
       }
     }
-    std::lock_guard lock(faults_mu_);
+    MutexLock lock(faults_mu_);
     http_faults_ = h;
     return http::MakeResponse(StatusCode::no_content);
   }

@@ -10,7 +10,7 @@ using http::StatusCode;
 
 std::optional<Service::ProvisioningFault> Service::DrawProvisioningFaultLocked(std::string_view kind,
                                                                                Operation op) {
-  std::lock_guard lock(faults_mu_);
+  MutexLock lock(faults_mu_);
   for (auto it = provisioning_faults_.begin(); it != provisioning_faults_.end(); ++it) {
     auto& f = *it;
     if (!f.kinds.empty() && std::find(f.kinds.begin(), f.kinds.end(), kind) == f.kinds.end()) continue;
@@ -32,7 +32,7 @@ void Service::InterruptibleSleep(std::chrono::milliseconds d) {
 
 Service::HttpFault Service::DrawHttpFault(const http::Request& req, std::string_view path, int* status,
                                           std::chrono::milliseconds* delay, bool* hang) {
-  std::lock_guard lock(faults_mu_);
+  MutexLock lock(faults_mu_);
   const HttpFaults& f = http_faults_;
   *delay = std::chrono::milliseconds(0);
   *hang = false;
@@ -43,7 +43,9 @@ Service::HttpFault Service::DrawHttpFault(const http::Request& req, std::string_
       })) {
     return HttpFault::kNone;
   }
-  auto roll = [&](double p) { return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p; };
+  auto roll = [&](double p) HCPRP_REQUIRES(faults_mu_) {
+    return p > 0 && std::uniform_real_distribution<double>(0, 1)(rng_) < p;
+  };
   if (roll(f.hang_fraction)) {
     *hang = true;
     *delay = std::min(std::chrono::milliseconds(f.hang_ms), options_.max_hang);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <optional>
 
+#include "core/mutex.h"
 #include "http/server.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
@@ -63,8 +64,8 @@ struct Simulator::Parts {
   bool tls = false;
   std::function<std::optional<http::Response>(const http::Request&)> extra_handler;
   const Logger* logger = nullptr;
-  std::mutex stop_mu;
-  bool stopped = false;  // guarded by stop_mu
+  Mutex stop_mu;
+  bool stopped HCPRP_GUARDED_BY(stop_mu) = false;
 };
 
 Status ApplyProfileFlag(SimulatorOptions& options, std::string_view profile) {
@@ -223,7 +224,7 @@ http::Response Simulator::Handle(http::Request&& request) {
 
 void Simulator::Stop() {
   if (!parts_) return;
-  std::lock_guard lock(parts_->stop_mu);
+  MutexLock lock(parts_->stop_mu);
   if (parts_->stopped) return;
   parts_->stopped = true;
   if (parts_->service) parts_->service->Shutdown();

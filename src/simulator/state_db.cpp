@@ -3,8 +3,10 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 namespace hcprp::simulator {
 namespace {
@@ -13,9 +15,32 @@ class SqliteStateDb final : public StateDb {
  public:
   SqliteStateDb(std::string dir, sqlite3* db) : StateDb(std::move(dir)), db_(db) {}
   ~SqliteStateDb() override {
+    {
+      std::lock_guard lock(ckpt_mu_);
+      ckpt_stop_ = true;
+    }
+    ckpt_cv_.notify_all();
+    if (checkpointer_.joinable()) checkpointer_.join();
+    sqlite3_close(ckpt_db_);
     sqlite3_finalize(put_);
     sqlite3_finalize(del_);
     sqlite3_close(db_);
+  }
+
+  // Checkpoints run on their own thread and connection, so that a commit never pays for copying the
+  // WAL back into the database (SQLite's automatic checkpoint runs inside the commit that crosses its
+  // threshold). The writer checkpoints itself only when the WAL grows far beyond the threshold.
+  Status StartCheckpointer(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &ckpt_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      return Error::IoError("cannot open " + path +
+                            " for checkpoints: " + (ckpt_db_ ? sqlite3_errmsg(ckpt_db_) : "out of memory"));
+    }
+    sqlite3_busy_timeout(ckpt_db_, 5000);
+    HCPRP_RETURN_IF_ERROR(Exec("PRAGMA wal_autocheckpoint=0"));
+    sqlite3_wal_hook(db_, &SqliteStateDb::WalHook, this);
+    checkpointer_ = std::thread([this] { CheckpointLoop(); });
+    return Status::Ok();
   }
 
   Status Init() {
@@ -55,23 +80,71 @@ class SqliteStateDb final : public StateDb {
     return out;
   }
 
+  // Group commit: batches committed at the same time share one transaction (the first caller to find
+  // no transaction running writes every batch queued by then, in the order queued); each caller learns
+  // the shared outcome. The batches carry no preconditions, so one outcome serves them all.
   Status Commit(const StateBatch& batch) override {
     if (batch.empty()) return Status::Ok();
+    Waiter me{&batch};
+    std::unique_lock lock(queue_mu_);
+    queue_.push_back(&me);
+    while (!me.done) {
+      if (writing_) {
+        queue_cv_.wait(lock);
+        continue;
+      }
+      writing_ = true;
+      std::vector<Waiter*> group;
+      group.swap(queue_);
+      lock.unlock();
+      Status st = WriteGroup(group);
+      lock.lock();
+      for (Waiter* w : group) {
+        w->status = st;
+        w->done = true;
+      }
+      writing_ = false;
+      queue_cv_.notify_all();
+    }
+    return me.status;
+  }
+
+  uint64_t commits() const override { return commits_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Waiter {
+    const StateBatch* batch;
+    Status status = Status::Ok();
+    bool done = false;
+  };
+
+  // One transaction for every batch of `group`; nothing is written when it fails.
+  Status WriteGroup(const std::vector<Waiter*>& group) {
     std::lock_guard lock(mu_);
     HCPRP_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     auto fail = [&](const char* what) {
       Error e = Err(what);
+      sqlite3_clear_bindings(put_);
+      sqlite3_clear_bindings(del_);
       (void)Exec("ROLLBACK");
       return e;
     };
-    for (const auto& c : batch.changes()) {
-      sqlite3_stmt* st = c.doc ? put_ : del_;
-      sqlite3_reset(st);
-      sqlite3_bind_text(st, 1, c.space.data(), static_cast<int>(c.space.size()), SQLITE_TRANSIENT);
-      sqlite3_bind_text(st, 2, c.key.data(), static_cast<int>(c.key.size()), SQLITE_TRANSIENT);
-      if (c.doc) sqlite3_bind_text(st, 3, c.doc->data(), static_cast<int>(c.doc->size()), SQLITE_TRANSIENT);
-      if (sqlite3_step(st) != SQLITE_DONE) return fail(c.doc ? "writing a document" : "deleting a document");
+    for (const Waiter* w : group) {
+      for (const auto& c : w->batch->changes()) {
+        // The batch outlives the statement's use of its strings: bound without copies, cleared below.
+        sqlite3_stmt* st = c.doc ? put_ : del_;
+        sqlite3_reset(st);
+        sqlite3_bind_text(st, 1, c.space.data(), static_cast<int>(c.space.size()), SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, c.key.data(), static_cast<int>(c.key.size()), SQLITE_STATIC);
+        if (c.doc) sqlite3_bind_text(st, 3, c.doc->data(), static_cast<int>(c.doc->size()), SQLITE_STATIC);
+        if (sqlite3_step(st) != SQLITE_DONE)
+          return fail(c.doc ? "writing a document" : "deleting a document");
+      }
     }
+    sqlite3_reset(put_);
+    sqlite3_reset(del_);
+    sqlite3_clear_bindings(put_);
+    sqlite3_clear_bindings(del_);
     Status st = Exec("COMMIT");
     if (!st.ok()) {
       (void)Exec("ROLLBACK");
@@ -81,9 +154,39 @@ class SqliteStateDb final : public StateDb {
     return Status::Ok();
   }
 
-  uint64_t commits() const override { return commits_.load(std::memory_order_relaxed); }
+  // WAL pages after which the checkpointer copies them back, and after which the writer does it itself.
+  static constexpr int kCheckpointPages = 4096;
+  static constexpr int kWriterCheckpointPages = 16 * kCheckpointPages;
 
- private:
+  // Called by SQLite on the writer's connection after each commit, with the WAL's size in pages.
+  static int WalHook(void* self, sqlite3* db, const char* schema, int pages) {
+    auto* me = static_cast<SqliteStateDb*>(self);
+    if (pages >= kWriterCheckpointPages) {
+      (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+    } else if (pages >= kCheckpointPages) {
+      {
+        std::lock_guard lock(me->ckpt_mu_);
+        me->ckpt_due_ = true;
+      }
+      me->ckpt_cv_.notify_one();
+    }
+    return SQLITE_OK;
+  }
+
+  void CheckpointLoop() {
+    std::unique_lock lock(ckpt_mu_);
+    for (;;) {
+      ckpt_cv_.wait(lock, [&] { return ckpt_due_ || ckpt_stop_; });
+      if (ckpt_stop_) return;
+      ckpt_due_ = false;
+      lock.unlock();
+      // PASSIVE: copies what it can without blocking the writer; the next commit after a complete
+      // checkpoint starts the WAL from its beginning again.
+      (void)sqlite3_wal_checkpoint_v2(ckpt_db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      lock.lock();
+    }
+  }
+
   // The simulator's objects and event sequence were kept in tables of their own before; they move to
   // the spaces "object" and "meta" once.
   Status ConvertOldTables() {
@@ -132,6 +235,16 @@ class SqliteStateDb final : public StateDb {
   sqlite3_stmt* put_ = nullptr;
   sqlite3_stmt* del_ = nullptr;
   std::atomic<uint64_t> commits_{0};
+  std::mutex queue_mu_;  // before mu_
+  std::condition_variable queue_cv_;
+  std::vector<Waiter*> queue_;  // guarded by queue_mu_: batches waiting for the next transaction
+  bool writing_ = false;        // guarded by queue_mu_: a transaction is being written
+  sqlite3* ckpt_db_ = nullptr;  // the checkpointer's own connection
+  std::thread checkpointer_;
+  std::mutex ckpt_mu_;
+  std::condition_variable ckpt_cv_;
+  bool ckpt_due_ = false;   // guarded by ckpt_mu_
+  bool ckpt_stop_ = false;  // guarded by ckpt_mu_
 };
 
 }  // namespace
@@ -151,6 +264,7 @@ Result<std::unique_ptr<StateDb>> StateDb::Open(const std::string& dir) {
   sqlite3_busy_timeout(db, 5000);
   auto state = std::make_unique<SqliteStateDb>(dir, db);
   HCPRP_RETURN_IF_ERROR(state->Init());
+  HCPRP_RETURN_IF_ERROR(state->StartCheckpointer(path));
   return std::unique_ptr<StateDb>(std::move(state));
 }
 

@@ -40,7 +40,7 @@ class StateBatch {
   std::vector<Change> changes_;
 };
 
-// Thread-safe: one connection, commits serialised.
+// Thread-safe: one writing connection; concurrent commits share a transaction.
 class StateDb {
  public:
   // Opens (creating when missing) DIR/simulator.db in WAL mode. A database written before the
@@ -50,7 +50,8 @@ class StateDb {
 
   // Every (key, doc) of a space, in key order.
   virtual Result<std::vector<std::pair<std::string, std::string>>> Load(std::string_view space) = 0;
-  // One transaction; nothing is written when it fails. An empty batch is a no-op.
+  // Durable as one transaction (possibly shared with batches committed at the same time); nothing of
+  // it is written when it fails. An empty batch is a no-op.
   virtual Status Commit(const StateBatch& batch) = 0;
   // Commits so far (for tests and benchmarks).
   virtual uint64_t commits() const = 0;

@@ -25,42 +25,21 @@
 #include <string_view>
 #include <vector>
 
-#include "store/store.h"
+#include "core/mutex.h"
+#include "store/forwarding_store.h"
 
 namespace hcprp::store {
 
-class FaultInjectingStore final : public Store {
+class FaultInjectingStore final : public ForwardingStore {
  public:
-  enum class Method {
-    kRead,
-    kCreate,
-    kReplace,
-    kUpsert,
-    kDelete,
-    kPatch,
-    kBatch,
-    kQuery,
-    kListPartitions,
-    kReadChanges,
-    kWaitForChanges,
-    kAcquireLease,
-    kRenewLease,
-    kReleaseLease,
-    kPurgeExpired,
-  };
-  static constexpr size_t kMethodCount = 15;
-  // "Read", "Create", ... (the Store member names).
-  static std::string_view MethodName(Method m);
-  static std::optional<Method> ParseMethod(std::string_view name);
-  // Methods that may commit something.
-  static bool IsWrite(Method m);
-
+  using Method = StoreMethod;  // names: StoreMethodName; writes: MayCommit
+  static constexpr size_t kMethodCount = kStoreMethodCount;
   enum class CrashPoint { kBeforeCommit, kAfterCommit };
   using CrashHook = std::function<void(Method method, CrashPoint point)>;
 
-  explicit FaultInjectingStore(Store& inner) : inner_(&inner) {}
+  explicit FaultInjectingStore(Store& inner) : ForwardingStore(&inner) {}
   explicit FaultInjectingStore(std::unique_ptr<Store> inner)
-      : owned_(std::move(inner)), inner_(owned_.get()) {}
+      : ForwardingStore(inner.get()), owned_(std::move(inner)) {}
 
   // The nth next call of `method` (nullopt: of any method) fails with `error`, not forwarded.
   void FailNthCall(uint64_t nth, Error error, std::optional<Method> method = std::nullopt);
@@ -69,7 +48,7 @@ class FaultInjectingStore final : public Store {
   // The nth next call of `method` (nullopt: any) sleeps `delay` (real time) before it is forwarded.
   void DelayNthCall(uint64_t nth, std::chrono::milliseconds delay,
                     std::optional<Method> method = std::nullopt);
-  // Runs `hook` at `point` of the nth next call of `method` (nullopt: any write method, see IsWrite).
+  // Runs `hook` at `point` of the nth next call of `method` (nullopt: any method that MayCommit).
   void SetCrashPoint(CrashPoint point, CrashHook hook, uint64_t nth = 1,
                      std::optional<Method> method = std::nullopt);
   // Removes every rule (counters stay).
@@ -78,37 +57,10 @@ class FaultInjectingStore final : public Store {
   // Calls made through the wrapper so far (faulted ones included), of `method` or of all.
   uint64_t CallCount(std::optional<Method> method = std::nullopt) const;
 
-  Store& inner() { return *inner_; }
+  Store& inner() { return *target(); }
 
-  // Store.
-  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
-                           json::value body, std::optional<std::string> if_match = std::nullopt,
-                           std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<std::string> if_match = std::nullopt,
-                          std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Status Delete(std::string_view container, std::string_view pk, std::string_view id,
-                std::optional<std::string> if_match = std::nullopt) override;
-  Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
-                         std::vector<PatchOp> ops, std::vector<Condition> conditions = {},
-                         std::optional<std::string> if_match = std::nullopt) override;
-  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                            const Lease* fence = nullptr) override;
-  Result<QueryPage> Query(const QueryOptions& options) override;
-  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
-                                   std::string_view continuation) override;
-  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
-                                 size_t max_changes) override;
-  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override;
-  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
-                             std::string_view owner, std::chrono::milliseconds ttl) override;
-  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
-  Status ReleaseLease(const Lease& lease) override;
-  Result<size_t> PurgeExpired() override;
+ protected:
+  Status Intercept(StoreMethod method, const Forward& forward) override;
 
  private:
   struct Rule {
@@ -128,15 +80,12 @@ class FaultInjectingStore final : public Store {
     std::vector<std::pair<CrashPoint, CrashHook>> crashes;
   };
   Plan Decide(Method m);
-  template <typename R, typename Forward>
-  R Call(Method m, Forward&& forward);
 
-  std::unique_ptr<Store> owned_;
-  Store* const inner_;
+  std::unique_ptr<Store> owned_;  // the target, when owned
 
-  mutable std::mutex mu_;
-  std::vector<Rule> rules_;            // guarded by mu_
-  uint64_t calls_[kMethodCount] = {};  // guarded by mu_
+  mutable Mutex mu_;
+  std::vector<Rule> rules_ HCPRP_GUARDED_BY(mu_);
+  uint64_t calls_[kMethodCount] HCPRP_GUARDED_BY(mu_) = {};
 };
 
 }  // namespace hcprp::store

@@ -50,10 +50,10 @@ TEST_F(FaultInjectingStoreTest, ForwardsEveryCall) {
   EXPECT_EQ(store_->CallCount(), 15u);
   for (size_t i = 0; i < FaultInjectingStore::kMethodCount; ++i) {
     auto m = static_cast<M>(i);
-    EXPECT_EQ(store_->CallCount(m), 1u) << FaultInjectingStore::MethodName(m);
-    EXPECT_EQ(FaultInjectingStore::ParseMethod(FaultInjectingStore::MethodName(m)), m);
+    EXPECT_EQ(store_->CallCount(m), 1u) << StoreMethodName(m);
+    EXPECT_EQ(ParseStoreMethod(StoreMethodName(m)), m);
   }
-  EXPECT_FALSE(FaultInjectingStore::ParseMethod("Nope"));
+  EXPECT_FALSE(ParseStoreMethod("Nope"));
 }
 
 TEST_F(FaultInjectingStoreTest, FailsTheNthCall) {

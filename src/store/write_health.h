@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "store/forwarding_store.h"
 
@@ -30,27 +31,14 @@ class WriteHealthStore final : public ForwardingStore {
   // The error of the write that last failed, while failing.
   std::optional<Error> failure() const;
 
-  Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,
-                           json::value body, std::optional<std::string> if_match = std::nullopt,
-                           std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Result<Document> Upsert(std::string_view container, std::string_view pk, std::string_view id,
-                          json::value body, std::optional<std::string> if_match = std::nullopt,
-                          std::optional<int64_t> ttl_seconds = std::nullopt) override;
-  Status Delete(std::string_view container, std::string_view pk, std::string_view id,
-                std::optional<std::string> if_match = std::nullopt) override;
-  Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,
-                         std::vector<PatchOp> ops, std::vector<Condition> conditions = {},
-                         std::optional<std::string> if_match = std::nullopt) override;
-  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                            const Lease* fence = nullptr) override;
+ protected:
+  Status Intercept(StoreMethod method, const Forward& forward) override;
 
  private:
   void Record(const Status& outcome);
 
-  mutable std::mutex mu_;
-  std::optional<Error> failure_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::optional<Error> failure_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace hcprp::store

@@ -134,12 +134,15 @@ Result<std::unique_ptr<ArmAuthenticator>> ArmAuthenticator::Load(std::string tru
   if (!text.ok()) return text.error();
   auto set = ParseTrustedSet(*text);
   if (!set.ok()) return Error::InvalidArgument(trusted_set_file + ": " + set.error().message());
-  a->trusted_ = std::move(*set);
+  {
+    MutexLock lock(a->mu_);  // not shared yet; the lock only satisfies the annotations
+    a->trusted_ = std::move(*set);
+  }
   return a;
 }
 
 std::optional<Refusal> ArmAuthenticator::Check(const PeerCertificate* peer) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stamp_.Changed()) {
     auto text = ReadFile(file_);
     auto set = text.ok() ? ParseTrustedSet(*text) : Result<std::vector<TrustedCertificate>>(text.error());
@@ -160,7 +163,7 @@ std::optional<Refusal> ArmAuthenticator::Check(const PeerCertificate* peer) {
 }
 
 size_t ArmAuthenticator::trusted_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return trusted_.size();
 }
 

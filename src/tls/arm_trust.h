@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "tls/context.h"
 
@@ -67,9 +68,9 @@ class ArmAuthenticator {
   ArmAuthenticator(std::string file, const Clock* clock);
   const std::string file_;
   const Clock* const clock_;
-  mutable std::mutex mu_;
-  FileStamp stamp_;                          // guarded by mu_
-  std::vector<TrustedCertificate> trusted_;  // guarded by mu_
+  mutable Mutex mu_;
+  FileStamp stamp_ HCPRP_GUARDED_BY(mu_);
+  std::vector<TrustedCertificate> trusted_ HCPRP_GUARDED_BY(mu_);
 };
 
 }  // namespace hcprp::tls

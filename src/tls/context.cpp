@@ -54,9 +54,33 @@ std::vector<FileStamp::Stamp> FileStamp::Read() const {
 bool FileStamp::Changed() const { return Read() != stamps_; }
 void FileStamp::Refresh() { stamps_ = Read(); }
 
-ServerContext::ServerContext(ServerContextOptions options)
+ReloadingContext::ReloadingContext(std::vector<std::string> files, Builder build,
+                                   std::shared_ptr<ssl::context> first)
+    : build_(std::move(build)), stamp_(std::move(files)), current_(std::move(first)) {}
+
+std::shared_ptr<ssl::context> ReloadingContext::Current() {
+  MutexLock lock(mu_);
+  if (stamp_.Changed()) {
+    auto built = build_();
+    if (built.ok()) {
+      current_ = std::move(*built);
+      stamp_.Refresh();
+      ++reloads_;
+    }
+  }
+  return current_;
+}
+
+size_t ReloadingContext::reloads() const {
+  MutexLock lock(mu_);
+  return reloads_;
+}
+
+ServerContext::ServerContext(ServerContextOptions options, std::shared_ptr<ssl::context> first)
     : options_(std::move(options)),
-      stamp_({options_.cert_file, options_.key_file, options_.client_ca_file}) {}
+      reloading_(
+          {options_.cert_file, options_.key_file, options_.client_ca_file},
+          [this] { return Build(options_); }, std::move(first)) {}
 
 Result<std::shared_ptr<ssl::context>> ServerContext::Build(const ServerContextOptions& o) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
@@ -89,31 +113,14 @@ Result<std::shared_ptr<ssl::context>> ServerContext::Build(const ServerContextOp
 Result<std::shared_ptr<ServerContext>> ServerContext::Load(ServerContextOptions options) {
   auto built = Build(options);
   if (!built.ok()) return built.error();
-  std::shared_ptr<ServerContext> out(new ServerContext(std::move(options)));
-  out->current_ = std::move(*built);
-  return out;
+  return std::shared_ptr<ServerContext>(new ServerContext(std::move(options), std::move(*built)));
 }
 
-std::shared_ptr<ssl::context> ServerContext::Current() {
-  std::lock_guard lock(mu_);
-  if (stamp_.Changed()) {
-    auto built = Build(options_);
-    if (built.ok()) {
-      current_ = std::move(*built);
-      stamp_.Refresh();
-      ++reloads_;
-    }
-  }
-  return current_;
-}
-
-size_t ServerContext::reloads() const {
-  std::lock_guard lock(mu_);
-  return reloads_;
-}
-
-ClientContext::ClientContext(ClientContextOptions options)
-    : options_(std::move(options)), stamp_({options_.ca_file, options_.cert_file, options_.key_file}) {}
+ClientContext::ClientContext(ClientContextOptions options, std::shared_ptr<ssl::context> first)
+    : options_(std::move(options)),
+      reloading_(
+          {options_.ca_file, options_.cert_file, options_.key_file}, [this] { return Build(options_); },
+          std::move(first)) {}
 
 Result<std::shared_ptr<ssl::context>> ClientContext::Build(const ClientContextOptions& o) {
   auto ctx = std::make_shared<ssl::context>(ssl::context::tls_client);
@@ -142,21 +149,7 @@ Result<std::shared_ptr<ssl::context>> ClientContext::Build(const ClientContextOp
 Result<std::shared_ptr<ClientContext>> ClientContext::Load(ClientContextOptions options) {
   auto built = Build(options);
   if (!built.ok()) return built.error();
-  std::shared_ptr<ClientContext> out(new ClientContext(std::move(options)));
-  out->current_ = std::move(*built);
-  return out;
-}
-
-std::shared_ptr<ssl::context> ClientContext::Current() {
-  std::lock_guard lock(mu_);
-  if (stamp_.Changed()) {
-    auto built = Build(options_);
-    if (built.ok()) {
-      current_ = std::move(*built);
-      stamp_.Refresh();
-    }
-  }
-  return current_;
+  return std::shared_ptr<ClientContext>(new ClientContext(std::move(options), std::move(*built)));
 }
 
 }  // namespace hcprp::tls

@@ -10,11 +10,12 @@
 
 #include <boost/asio/ssl/context.hpp>
 #include <filesystem>
+#include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace hcprp::tls {
@@ -58,6 +59,27 @@ class FileStamp {
   std::vector<Stamp> stamps_;
 };
 
+// A TLS context rebuilt by `build` when one of `files` changed, checked on every Current(); what
+// ServerContext and ClientContext share. A rebuild that fails leaves the previous context in use.
+// Thread-safe.
+class ReloadingContext {
+ public:
+  using Builder = std::function<Result<std::shared_ptr<boost::asio::ssl::context>>()>;
+  ReloadingContext(std::vector<std::string> files, Builder build,
+                   std::shared_ptr<boost::asio::ssl::context> first);
+
+  std::shared_ptr<boost::asio::ssl::context> Current();
+  // Successful rebuilds so far.
+  size_t reloads() const;
+
+ private:
+  const Builder build_;
+  mutable Mutex mu_;
+  FileStamp stamp_ HCPRP_GUARDED_BY(mu_);
+  std::shared_ptr<boost::asio::ssl::context> current_ HCPRP_GUARDED_BY(mu_);
+  size_t reloads_ HCPRP_GUARDED_BY(mu_) = 0;
+};
+
 // Thread-safe.
 class ServerContext {
  public:
@@ -66,22 +88,19 @@ class ServerContext {
 
   // The context for a new connection: rebuilt first when a file changed. A changed file that does not
   // load (half-written during a rotation) leaves the previous context in use until it loads.
-  std::shared_ptr<boost::asio::ssl::context> Current();
+  std::shared_ptr<boost::asio::ssl::context> Current() { return reloading_.Current(); }
 
   // Reloads done since Load (successful ones); for tests and logs.
-  size_t reloads() const;
+  size_t reloads() const { return reloading_.reloads(); }
 
   const ServerContextOptions& options() const { return options_; }
 
  private:
-  explicit ServerContext(ServerContextOptions options);
+  ServerContext(ServerContextOptions options, std::shared_ptr<boost::asio::ssl::context> first);
   static Result<std::shared_ptr<boost::asio::ssl::context>> Build(const ServerContextOptions& o);
 
   const ServerContextOptions options_;  // constant after construction
-  mutable std::mutex mu_;
-  FileStamp stamp_;                                     // guarded by mu_
-  std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mu_
-  size_t reloads_ = 0;                                  // guarded by mu_
+  ReloadingContext reloading_;
 };
 
 // Thread-safe. As ServerContext, for clients: verifies the server against ca_file (the host name is
@@ -89,17 +108,15 @@ class ServerContext {
 class ClientContext {
  public:
   static Result<std::shared_ptr<ClientContext>> Load(ClientContextOptions options);
-  std::shared_ptr<boost::asio::ssl::context> Current();
+  std::shared_ptr<boost::asio::ssl::context> Current() { return reloading_.Current(); }
   const ClientContextOptions& options() const { return options_; }
 
  private:
-  explicit ClientContext(ClientContextOptions options);
+  ClientContext(ClientContextOptions options, std::shared_ptr<boost::asio::ssl::context> first);
   static Result<std::shared_ptr<boost::asio::ssl::context>> Build(const ClientContextOptions& o);
 
-  const ClientContextOptions options_;
-  mutable std::mutex mu_;
-  FileStamp stamp_;                                     // guarded by mu_
-  std::shared_ptr<boost::asio::ssl::context> current_;  // guarded by mu_
+  const ClientContextOptions options_;  // constant after construction
+  ReloadingContext reloading_;
 };
 
 }  // namespace hcprp::tls

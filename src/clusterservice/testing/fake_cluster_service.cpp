@@ -135,6 +135,7 @@ Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
   json::object out{{"state", it->second.state}};
   if (!it->second.error_code.empty()) out["provision_error_code"] = it->second.error_code;
   if (!it->second.error_message.empty()) out["provision_error_message"] = it->second.error_message;
+  if (!it->second.conditions.empty()) out["conditions"] = it->second.conditions;  // as the service's status
   return out;
 }
 

@@ -49,7 +49,7 @@ Result<std::unique_ptr<Store>> PgStore::Open(PgTarget target, const OpenOptions&
   HCPRP_RETURN_IF_ERROR(Migrate(**c, s->target_, options));
   (*c)->set_query_timeout(s->target_.query_timeout);
   {
-    std::lock_guard lk(s->pool_mu_);
+    MutexLock lk(s->pool_mu_);
     s->open_ = 1;
   }
   s->Release(std::move(*c));
@@ -101,19 +101,19 @@ Status PgStore::Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& o
 
 PgStore::~PgStore() {
   {
-    std::lock_guard lk(announce_mu_);
+    MutexLock lk(announce_mu_);
     announce_stop_ = true;
   }
-  announce_cv_.notify_all();
+  announce_cv_.NotifyAll();
   if (notifier_.joinable()) notifier_.join();
   {
-    std::lock_guard lk(sweeper_mu_);
+    MutexLock lk(sweeper_mu_);
     sweeper_stop_ = true;
   }
-  sweeper_cv_.notify_all();
+  sweeper_cv_.NotifyAll();
   if (sweeper_.joinable()) sweeper_.join();
   stopping_ = true;
-  std::lock_guard lk(listener_mu_);
+  MutexLock lk(listener_mu_);
   if (listener_.joinable()) {
     char b = 1;
     (void)!write(wake_pipe_[1], &b, 1);
@@ -128,8 +128,8 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
   while (true) {
     std::unique_ptr<PgConnection> c;
     {
-      std::unique_lock lk(pool_mu_);
-      pool_cv_.wait(lk, [&] { return !idle_.empty() || open_ < kMaxConnections; });
+      MutexLock lk(pool_mu_);
+      pool_cv_.Wait(lk, [&]() HCPRP_REQUIRES(pool_mu_) { return !idle_.empty() || open_ < kMaxConnections; });
       if (idle_.empty()) {
         ++open_;
       } else {
@@ -144,20 +144,20 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
       }
       c.reset();
       {
-        std::lock_guard lk(pool_mu_);
+        MutexLock lk(pool_mu_);
         --open_;
       }
-      pool_cv_.notify_one();
+      pool_cv_.NotifyOne();
       continue;
     }
     reused = false;
     auto opened = Connect();
     if (!opened.ok()) {
       {
-        std::lock_guard lk(pool_mu_);
+        MutexLock lk(pool_mu_);
         --open_;
       }
-      pool_cv_.notify_one();
+      pool_cv_.NotifyOne();
     }
     return opened;
   }
@@ -165,7 +165,7 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
 
 void PgStore::Release(std::unique_ptr<PgConnection> c) {
   {
-    std::lock_guard lk(pool_mu_);
+    MutexLock lk(pool_mu_);
     if (c->broken() || PQtransactionStatus(c->raw()) != PQTRANS_IDLE) {
       --open_;
       c.reset();
@@ -173,17 +173,17 @@ void PgStore::Release(std::unique_ptr<PgConnection> c) {
       idle_.push_back(std::move(c));
     }
   }
-  pool_cv_.notify_one();
+  pool_cv_.NotifyOne();
 }
 
 void PgStore::DropIdle() {
   std::vector<std::unique_ptr<PgConnection>> dropped;
   {
-    std::lock_guard lk(pool_mu_);
+    MutexLock lk(pool_mu_);
     dropped.swap(idle_);
     open_ -= dropped.size();
   }
-  pool_cv_.notify_all();
+  pool_cv_.NotifyAll();
 }
 
 Result<PgTarget> ParsePostgresUrl(std::string_view url) {

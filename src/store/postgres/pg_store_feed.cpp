@@ -22,13 +22,13 @@ Error FeedPositionAhead(std::string_view container, uint64_t position, uint64_t 
 }  // namespace
 
 void PgStore::AnnounceCommit() {
-  std::lock_guard lk(announce_mu_);
+  MutexLock lk(announce_mu_);
   if (announce_stop_) return;
   announce_due_ = true;
   if (!notifier_.joinable()) {
     notifier_ = std::thread([this] { NotifierLoop(); });
   } else {
-    announce_cv_.notify_one();
+    announce_cv_.NotifyOne();
   }
 }
 
@@ -40,9 +40,9 @@ void PgStore::NotifierLoop() {
   // their periodic re-check.
   std::unique_ptr<PgConnection> conn;
   auto backoff = 50ms;
-  std::unique_lock lk(announce_mu_);
+  MutexLock lk(announce_mu_);
   while (true) {
-    announce_cv_.wait(lk, [&] { return announce_due_ || announce_stop_; });
+    announce_cv_.Wait(lk, [&]() HCPRP_REQUIRES(announce_mu_) { return announce_due_ || announce_stop_; });
     if (announce_stop_) return;
     announce_due_ = false;
     lk.unlock();
@@ -62,17 +62,17 @@ void PgStore::NotifierLoop() {
     }
     conn.reset();
     announce_due_ = true;  // the server is away: try again after a pause (or at the next commit)
-    announce_cv_.wait_for(lk, backoff, [&] { return announce_stop_; });
+    announce_cv_.WaitFor(lk, backoff, [&]() HCPRP_REQUIRES(announce_mu_) { return announce_stop_; });
     backoff = std::min<std::chrono::milliseconds>(backoff * 2, 2s);
   }
 }
 
 void PgStore::NotifyChanged() {
   {
-    std::lock_guard lk(notify_mu_);
+    MutexLock lk(notify_mu_);
     ++generation_;
   }
-  notify_cv_.notify_all();
+  notify_cv_.NotifyAll();
 }
 
 Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container, bool all) {
@@ -138,7 +138,7 @@ Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_
 }
 
 void PgStore::EnsureListener() {
-  std::lock_guard lk(listener_mu_);
+  MutexLock lk(listener_mu_);
   if (listener_.joinable()) return;
   if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
     return;  // waits still wake on local commits and re-check
@@ -202,7 +202,7 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
   while (true) {
     uint64_t generation = 0;
     {
-      std::lock_guard lk(notify_mu_);
+      MutexLock lk(notify_mu_);
       generation = generation_;
     }
     auto state = WithConn([&](PgConnection& c) -> Result<bool> {
@@ -214,11 +214,11 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
     });
     if (!state.ok()) return state.error();
     if (*state) return true;
-    std::unique_lock lk(notify_mu_);
+    MutexLock lk(notify_mu_);
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
     auto until = std::min(deadline, now + kWaitSafetyInterval);
-    notify_cv_.wait_until(lk, until, [&] { return generation_ != generation; });
+    notify_cv_.WaitUntil(lk, until, [&]() HCPRP_REQUIRES(notify_mu_) { return generation_ != generation; });
   }
 }
 
@@ -286,9 +286,11 @@ Status PgStore::TrimChanges() {
 }
 
 void PgStore::SweepLoop() {
-  std::unique_lock lk(sweeper_mu_);
+  MutexLock lk(sweeper_mu_);
   while (!sweeper_stop_) {
-    if (sweeper_cv_.wait_for(lk, options_.purge_interval, [&] { return sweeper_stop_; })) break;
+    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
+                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return sweeper_stop_; }))
+      break;
     lk.unlock();
     (void)PurgeExpired();  // a failure (server down) is retried at the next interval
     lk.lock();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "store/document_logic.h"
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_sql.h"
@@ -126,29 +127,29 @@ class PgStore final : public internal::PointWritesAsBatches {
   const std::string conn_options_;  // libpq "options": search_path, lock_timeout
   const std::string channel_;       // NOTIFY channel of this schema
 
-  std::mutex pool_mu_;
-  std::condition_variable pool_cv_;
-  std::vector<std::unique_ptr<PgConnection>> idle_;  // guarded by pool_mu_
-  size_t open_ = 0;                                  // guarded by pool_mu_
+  Mutex pool_mu_;
+  CondVar pool_cv_;
+  std::vector<std::unique_ptr<PgConnection>> idle_ HCPRP_GUARDED_BY(pool_mu_);
+  size_t open_ HCPRP_GUARDED_BY(pool_mu_) = 0;
 
-  std::mutex notify_mu_;
-  std::condition_variable notify_cv_;
-  uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+  Mutex notify_mu_;
+  CondVar notify_cv_;
+  uint64_t generation_ HCPRP_GUARDED_BY(notify_mu_) = 0;  // bumped after every commit seen
 
-  std::mutex announce_mu_;
-  std::condition_variable announce_cv_;
-  bool announce_due_ = false;   // guarded by announce_mu_
-  bool announce_stop_ = false;  // guarded by announce_mu_
-  std::thread notifier_;        // guarded by announce_mu_; started by the first commit with changes
+  Mutex announce_mu_;
+  CondVar announce_cv_;
+  bool announce_due_ HCPRP_GUARDED_BY(announce_mu_) = false;
+  bool announce_stop_ HCPRP_GUARDED_BY(announce_mu_) = false;
+  std::thread notifier_ HCPRP_GUARDED_BY(announce_mu_);  // started by the first commit with changes
 
-  std::mutex listener_mu_;
-  std::thread listener_;         // guarded by listener_mu_; started by the first wait
+  Mutex listener_mu_;
+  std::thread listener_ HCPRP_GUARDED_BY(listener_mu_);  // started by the first wait
   int wake_pipe_[2] = {-1, -1};  // constant once the listener runs; written to stop it
   std::atomic<bool> stopping_{false};
 
-  std::mutex sweeper_mu_;
-  std::condition_variable sweeper_cv_;
-  bool sweeper_stop_ = false;  // guarded by sweeper_mu_
+  Mutex sweeper_mu_;
+  CondVar sweeper_cv_;
+  bool sweeper_stop_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
   std::thread sweeper_;
 };
 

@@ -1,38 +1,31 @@
 // Leases of the PostgreSQL store and the fencing of batches by them.
+#include "store/engine_core.h"
 #include "store/postgres/pg_store_internal.h"
 
 namespace hcprp::store::postgres {
 Status CheckFence(Tx& tx, const Lease& fence) {
-  std::string what = LeaseName(fence.container, fence.partition_key, fence.name);
   Params p;
   p.Bytea(fence.container).Bytea(fence.partition_key).Bytea(fence.name);
-  auto r = tx.c.Exec(sql::kLeaseFence, p, "fence: read " + what);
+  auto r = tx.c.Exec(sql::kLeaseFence, p,
+                     "fence: read " + LeaseName(fence.container, fence.partition_key, fence.name));
   if (!r.ok()) return r.error();
-  if (r->rows() == 0 || r->IsNull(0, 0)) return Error::PreconditionFailed("fence: " + what + " is not held");
-  auto token = static_cast<uint64_t>(r->Int8(0, 1));
-  if (r->Bytes(0, 0) != fence.owner || token != fence.fencing_token) {
-    return Error::PreconditionFailed("fence: " + what + " fencing token " +
-                                     std::to_string(fence.fencing_token) + " is stale (now " +
-                                     std::to_string(token) + ")");
+  std::optional<internal::LeaseState> state;
+  if (r->rows() > 0) {
+    state.emplace();
+    if (!r->IsNull(0, 0)) state->owner = std::string(r->Bytes(0, 0));
+    state->fencing_token = static_cast<uint64_t>(r->Int8(0, 1));
+    state->expires_at = r->Int8(0, 2);
   }
-  if (r->Int8(0, 2) <= tx.now) return Error::PreconditionFailed("fence: " + what + " has expired");
-  return Status::Ok();
+  return internal::CheckFenceState(fence, state, tx.now);
 }
 
 Result<Lease> PgStore::AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
                                     std::string_view owner, std::chrono::milliseconds ttl) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (ttl.count() <= 0) return Error::InvalidArgument("a lease ttl must be > 0");
+  HCPRP_RETURN_IF_ERROR(internal::ValidateLeaseArgs(container, ttl));
   return WriteTx<Lease>("acquire lease", [&](Tx& tx) -> Result<Lease> {
     std::string what = LeaseName(container, pk, name);
-    Lease l;
-    l.container = std::string(container);
-    l.partition_key = std::string(pk);
-    l.name = std::string(name);
-    l.owner = std::string(owner);
-    l.etag = internal::NewEtag();
+    Lease l = internal::NewLease(container, pk, name, owner, tx.now, ttl);
     int64_t expires = tx.now + ToMillis(ttl);
-    l.expires_at = FromMillis(expires);
     Params p;
     p.Bytea(container).Bytea(pk).Bytea(name).Bytea(owner).Text(l.etag).Int8(expires).Int8(tx.now);
     auto r = tx.c.Exec(sql::kLeaseAcquire, p, "acquire " + what);
@@ -47,13 +40,12 @@ Result<Lease> PgStore::AcquireLease(std::string_view container, std::string_view
     if (!holder.ok()) return holder.error();
     std::string by =
         holder->rows() == 1 && !holder->IsNull(0, 0) ? Printable(holder->Bytes(0, 0)) : "another owner";
-    return Error::Conflict(what + " is held by \"" + by + "\"");
+    return internal::LeaseHeld(container, pk, name, by);
   });
 }
 
 Result<Lease> PgStore::RenewLease(const Lease& lease, std::chrono::milliseconds ttl) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(lease.container));
-  if (ttl.count() <= 0) return Error::InvalidArgument("a lease ttl must be > 0");
+  HCPRP_RETURN_IF_ERROR(internal::ValidateLeaseArgs(lease.container, ttl));
   return WriteTx<Lease>("renew lease", [&](Tx& tx) -> Result<Lease> {
     std::string what = LeaseName(lease.container, lease.partition_key, lease.name);
     Lease l = lease;
@@ -64,10 +56,7 @@ Result<Lease> PgStore::RenewLease(const Lease& lease, std::chrono::milliseconds 
     p.Int8(expires).Int8(tx.now);
     auto r = tx.c.Exec(sql::kLeaseRenew, p, "renew " + what);
     if (!r.ok()) return r.error();
-    if (r->rows() == 0) {
-      return Error::PreconditionFailed(what +
-                                       " was lost (expired, taken over, released or renewed elsewhere)");
-    }
+    if (r->rows() == 0) return internal::LeaseLost(lease, /*renewing=*/true);
     l.owner = r->String(0, 0);
     l.fencing_token = static_cast<uint64_t>(r->Int8(0, 1));
     l.expires_at = FromMillis(expires);
@@ -83,9 +72,7 @@ Status PgStore::ReleaseLease(const Lease& lease) {
     p.Bytea(lease.container).Bytea(lease.partition_key).Bytea(lease.name).Text(lease.etag);
     auto u = tx.c.Exec(sql::kLeaseRelease, p, "release " + what);
     if (!u.ok()) return u.error();
-    if (u->affected() == 0) {
-      return Error::PreconditionFailed(what + " was lost (taken over, released or renewed elsewhere)");
-    }
+    if (u->affected() == 0) return internal::LeaseLost(lease, /*renewing=*/false);
     return true;
   });
   if (!r.ok()) return r.error();

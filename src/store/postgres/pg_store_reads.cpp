@@ -1,6 +1,7 @@
 // Document reads and queries of the PostgreSQL store.
 #include <array>
 
+#include "store/engine_core.h"
 #include "store/postgres/pg_store_internal.h"
 
 namespace hcprp::store::postgres {
@@ -45,16 +46,8 @@ Result<Document> PgStore::Read(std::string_view container, std::string_view pk, 
     auto r = c.Exec(sql::kReadDoc, p, "read " + DocName(container, pk, id));
     if (!r.ok()) return r.error();
     if (r->rows() == 0) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-    auto body = ParseStoredBody(r->Bytes(0, 0));
-    if (!body.ok()) return body.error();
-    Document d;
-    d.id = std::string(id);
-    d.partition_key = std::string(pk);
-    d.body = std::move(*body);
-    d.etag = r->String(0, 1);
-    d.timestamp_ms = r->Int8(0, 2);
-    d.ttl_seconds = r->OptInt8(0, 3);
-    return d;
+    return internal::DocumentFromRow(pk, id, r->Bytes(0, 0), r->String(0, 1), r->Int8(0, 2),
+                                     r->OptInt8(0, 3));
   });
 }
 
@@ -106,16 +99,10 @@ Result<QueryPage> PgStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto body = ParseStoredBody(r->Bytes(i, 2));
-      if (!body.ok()) return body.error();
-      Document d;
-      d.partition_key = r->String(i, 0);
-      d.id = r->String(i, 1);
-      d.body = std::move(*body);
-      d.etag = r->String(i, 3);
-      d.timestamp_ms = r->Int8(i, 4);
-      d.ttl_seconds = r->OptInt8(i, 5);
-      page.documents.push_back(std::move(d));
+      auto d = internal::DocumentFromRow(r->Bytes(i, 0), r->Bytes(i, 1), r->Bytes(i, 2), r->String(i, 3),
+                                         r->Int8(i, 4), r->OptInt8(i, 5));
+      if (!d.ok()) return d.error();
+      page.documents.push_back(std::move(*d));
     }
     return page;
   });
@@ -123,14 +110,9 @@ Result<QueryPage> PgStore::Query(const QueryOptions& o) {
 
 Result<QueryPage> PgStore::ListPartitions(std::string_view container, size_t max_items,
                                           std::string_view continuation) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (max_items == 0) return Error::InvalidArgument("max_items must be > 0");
-  std::optional<std::string> after;
-  if (!continuation.empty()) {
-    auto pk = internal::DecodePartitionContinuation(continuation);
-    if (!pk.ok()) return pk.error();
-    after = std::move(*pk);
-  }
+  auto start = internal::ListPartitionsStart(container, max_items, continuation);
+  if (!start.ok()) return start.error();
+  std::optional<std::string> after = std::move(*start);
   int64_t now = clock_->NowMillis();
   int64_t limit = static_cast<int64_t>(std::min<size_t>(max_items, INT32_MAX)) + 1;
   return WithConn([&](PgConnection& c) -> Result<QueryPage> {

@@ -1,8 +1,21 @@
 // Document writes of the PostgreSQL store: the operations of a batch, applied inside a transaction.
+#include "store/engine_core.h"
 #include "store/postgres/pg_store_internal.h"
 
 namespace hcprp::store::postgres {
 namespace {
+
+// The first row of a result with columns body, etag, ts, ttl (and expires_at), if any.
+std::optional<StoredRow> FirstRow(const PgResult& r, bool with_expiry) {
+  if (r.rows() == 0) return std::nullopt;
+  StoredRow row;
+  row.body = r.String(0, 0);
+  row.etag = r.String(0, 1);
+  row.ts = r.Int8(0, 2);
+  row.ttl = r.OptInt8(0, 3);
+  if (with_expiry) row.expires_at = r.OptInt8(0, 4);
+  return row;
+}
 
 Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
                                          std::string_view id) {
@@ -10,14 +23,7 @@ Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std
   p.Bytea(container).Bytea(pk).Bytea(id);
   auto r = tx.c.Exec(sql::kLoadDocForUpdate, p, "load " + DocName(container, pk, id));
   if (!r.ok()) return r.error();
-  if (r->rows() == 0) return std::optional<StoredRow>();
-  StoredRow row;
-  row.body = r->String(0, 0);
-  row.etag = r->String(0, 1);
-  row.ts = r->Int8(0, 2);
-  row.ttl = r->OptInt8(0, 3);
-  row.expires_at = r->OptInt8(0, 4);
-  return std::optional<StoredRow>(std::move(row));
+  return FirstRow(*r, /*with_expiry=*/true);
 }
 
 void BindVersion(Params& p, std::string_view container, std::string_view pk, std::string_view id,
@@ -61,13 +67,7 @@ Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, s
   p.Int8(tx.now);
   auto r = tx.c.Exec(sql::kDeleteDoc, p, "delete " + DocName(container, pk, id));
   if (!r.ok()) return r.error();
-  if (r->rows() == 0) return std::optional<StoredRow>();
-  StoredRow row;
-  row.body = r->String(0, 0);
-  row.etag = r->String(0, 1);
-  row.ts = r->Int8(0, 2);
-  row.ttl = r->OptInt8(0, 3);
-  return std::optional<StoredRow>(std::move(row));
+  return FirstRow(*r, /*with_expiry=*/false);
 }
 
 }  // namespace
@@ -80,211 +80,47 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 
 namespace {
 
-void RecordVersion(Tx& tx, std::string_view container, int16_t kind, std::string_view pk, std::string_view id,
-                   const Version& v) {
-  // Without its body: the feed reads it from the document while this version is current (see
-  // sql::kReadChanges).
-  RecordChange(tx, container, kind, pk, id, std::string(), v.etag, v.ts, v.ttl);
-}
+// The row primitives of engine_core.h over a transaction; rows read for a write are locked (FOR
+// UPDATE), and changes are buffered until FlushChanges.
+class PgRows final : public internal::RowTx {
+ public:
+  explicit PgRows(Tx& tx) : tx_(tx) {}
 
-// Removes an expired row that is in the way of a write and records its expiry.
-Status ExpireRow(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                 const StoredRow& row) {
-  Params p;
-  p.Bytea(container).Bytea(pk).Bytea(id);
-  auto r = tx.c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  RecordChange(tx, container, sql::kKindExpire, pk, id, row.body, row.etag, row.ts, row.ttl);
-  return Status::Ok();
-}
-
-// The live row (locked), or kNotFound.
-Result<StoredRow> LoadLive(Tx& tx, std::string_view container, std::string_view pk, std::string_view id) {
-  auto row = LoadRow(tx, container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.now)) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-  return std::move(**row);
-}
-
-// Why a conditional statement matched nothing: absent (kNotFound) or another etag.
-Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-               const std::optional<std::string>& if_match) {
-  auto row = LoadRow(tx, container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.now)) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-  return Error::PreconditionFailed("if-match " + if_match.value_or("") + " does not match the etag of " +
-                                   DocName(container, pk, id));
-}
-
-// The etag a conditional statement must require (nullptr: any live document).
-const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
-  return (if_match && *if_match != "*") ? &*if_match : nullptr;
-}
-
-// Inserts version `v` where no live document exists (an expired one is recorded as expired first)
-// and records the create. False when a live document is in the way.
-Result<bool> TryCreate(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                       const Version& v) {
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    auto inserted = InsertDoc(tx, container, pk, id, v);
-    if (!inserted.ok()) return inserted.error();
-    if (*inserted) {
-      RecordVersion(tx, container, sql::kKindCreate, pk, id, v);
-      return true;
-    }
-    auto row = LoadRow(tx, container, pk, id);
-    if (!row.ok()) return row.error();
-    if (!*row) continue;  // deleted since the insert looked: insert again
-    if ((*row)->Live(tx.now)) return false;
-    HCPRP_RETURN_IF_ERROR(ExpireRow(tx, container, pk, id, **row));
+  int64_t Now() const override { return tx_.now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override {
+    return postgres::LoadRow(tx_, container, pk, id);
   }
-  return Error::Unavailable("create of " + DocName(container, pk, id) + " kept racing with other writers");
-}
-
-Result<Document> ApplyCreate(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
-  auto created = TryCreate(tx, container, pk, op.id, v);
-  if (!created.ok()) return created.error();
-  if (!*created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
-  return MakeDocument(pk, op.id, op.body, v);
-}
-
-Status CheckCurrent(const WriteOp& op, const StoredRow& row) {
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row.etag));
-  if (op.conditions.empty()) return Status::Ok();
-  auto current = ParseStoredBody(row.body);
-  if (!current.ok()) return current.error();
-  return internal::CheckConditions(&*current, op.conditions);
-}
-
-Result<Document> ApplyReplace(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  const std::string* required = RequiredEtag(op.if_match);
-  std::string checked_etag;
-  if (!op.conditions.empty()) {
-    auto row = LoadLive(tx, container, pk, op.id);
-    if (!row.ok()) return row.error();
-    HCPRP_RETURN_IF_ERROR(CheckCurrent(op, *row));
-    checked_etag = row->etag;
-    required = &checked_etag;
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override {
+    return InsertDoc(tx_, container, pk, id, v);
   }
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
-  auto updated = UpdateDoc(tx, container, pk, op.id, v, required);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Diagnose(tx, container, pk, op.id, op.if_match);
-  RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v);
-  return MakeDocument(pk, op.id, op.body, v);
-}
-
-Result<Document> ApplyUpsert(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
-  // Each round either writes or sees a live document appear or disappear under it; a few rounds
-  // settle any race with concurrent creates and deletes.
-  for (int attempt = 0; attempt < 4; ++attempt) {
-    if (op.conditions.empty() && !op.if_match) {
-      auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
-      if (!updated.ok()) return updated.error();
-      if (*updated) {
-        RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v);
-        return MakeDocument(pk, op.id, op.body, v);
-      }
-    } else {
-      auto row = LoadRow(tx, container, pk, op.id);
-      if (!row.ok()) return row.error();
-      if (*row && (*row)->Live(tx.now)) {
-        HCPRP_RETURN_IF_ERROR(CheckCurrent(op, **row));
-        auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
-        if (!updated.ok()) return updated.error();
-        if (!*updated) return Error::Internal("upsert of " + DocName(container, pk, op.id) + " lost its row");
-        RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v);
-        return MakeDocument(pk, op.id, op.body, v);
-      }
-      if (op.if_match) {
-        return Error::PreconditionFailed("if-match " + *op.if_match + ": " + DocName(container, pk, op.id) +
-                                         " does not exist");
-      }
-      HCPRP_RETURN_IF_ERROR(internal::CheckConditions(nullptr, op.conditions));
-    }
-    auto created = TryCreate(tx, container, pk, op.id, v);
-    if (!created.ok()) return created.error();
-    if (*created) return MakeDocument(pk, op.id, op.body, v);
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override {
+    return UpdateDoc(tx_, container, pk, id, v, required_etag);
   }
-  return Error::Unavailable("upsert of " + DocName(container, pk, op.id) + " kept racing with other writers");
-}
-
-Result<Document> ApplyDelete(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  const std::string* required = RequiredEtag(op.if_match);
-  std::string checked_etag;
-  if (!op.conditions.empty()) {
-    auto row = LoadLive(tx, container, pk, op.id);
-    if (!row.ok()) return row.error();
-    HCPRP_RETURN_IF_ERROR(CheckCurrent(op, *row));
-    checked_etag = row->etag;
-    required = &checked_etag;
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override {
+    return DeleteDoc(tx_, container, pk, id, required_etag);
   }
-  auto deleted = DeleteDoc(tx, container, pk, op.id, required);
-  if (!deleted.ok()) return deleted.error();
-  if (!*deleted) return Diagnose(tx, container, pk, op.id, op.if_match);
-  StoredRow& old = **deleted;
-  RecordChange(tx, container, sql::kKindDelete, pk, op.id, std::move(old.body), std::move(old.etag), old.ts,
-               old.ttl);
-  Document d;
-  d.id = op.id;
-  d.partition_key = std::string(pk);
-  return d;
-}
-
-Result<Document> ApplyPatch(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseStoredBody(row->body);
-  if (!body.ok()) return body.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
-  HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
-  Version v = MakeVersion(*body, row->ttl, tx.now);
-  auto updated = UpdateDoc(tx, container, pk, op.id, v, &row->etag);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
-  RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v);
-  return MakeDocument(pk, op.id, std::move(*body), v);
-}
-
-Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseStoredBody(row->body);
-  if (!body.ok()) return body.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
-  Document d;
-  d.id = op.id;
-  d.partition_key = std::string(pk);
-  d.body = std::move(*body);
-  d.etag = std::move(row->etag);
-  d.timestamp_ms = row->ts;
-  d.ttl_seconds = row->ttl;
-  return d;
-}
-
-Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
-  // An operation naming another container writes there, in the same partition and transaction.
-  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
-  switch (op.kind) {
-    case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, where, pk, op);
-    case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, where, pk, op);
-    case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, where, pk, op);
-    case WriteOp::Kind::kDelete:
-      return ApplyDelete(tx, where, pk, op);
-    case WriteOp::Kind::kPatch:
-      return ApplyPatch(tx, where, pk, op);
-    case WriteOp::Kind::kRead:
-      return ApplyRead(tx, where, pk, op);
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override {
+    Params p;
+    p.Bytea(container).Bytea(pk).Bytea(id);
+    auto r = tx_.c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id));
+    if (!r.ok()) return r.error();
+    return Status::Ok();
   }
-  return Error::InvalidArgument("unknown write operation kind");
-}
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override {
+    RecordChange(tx_, container, static_cast<int16_t>(kind), pk, id, std::move(body), std::move(etag), ts,
+                 ttl);
+    return Status::Ok();
+  }
+
+ private:
+  Tx& tx_;
+};
 
 }  // namespace
 
@@ -306,7 +142,11 @@ Status FlushChanges(Tx& tx) {
 Result<Document> PgStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  return WriteTx<Document>("write", [&](Tx& tx) { return ApplyWrite(tx, container, pk, op); });
+  // consume=false: WriteTx may run the transaction again after a serialization failure.
+  return WriteTx<Document>("write", [&](Tx& tx) {
+    PgRows rows(tx);
+    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/false);
+  });
 }
 
 Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
@@ -314,10 +154,11 @@ Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view 
   HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
   return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
     if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
+    PgRows rows(tx);
     BatchResult out;
     out.documents.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = ApplyWrite(tx, container, pk, ops[i]);
+      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/false);
       if (!d.ok()) return BatchOperationError(i, d.error());
       out.documents.push_back(std::move(*d));
     }

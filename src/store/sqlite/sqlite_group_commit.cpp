@@ -19,11 +19,11 @@ void SqliteStore::Rollback(Connection& c) {
 }
 
 void SqliteStore::SubmitWrite(PendingWrite& w) {
-  std::unique_lock lk(group_mu_);
+  MutexLock lk(group_mu_);
   queue_.push_back(&w);
   while (!w.done) {
     if (leading_) {
-      group_cv_.wait(lk);
+      group_cv_.Wait(lk);
       continue;
     }
     // This thread leads: it commits everything queued so far (its own write included, unless more
@@ -45,7 +45,7 @@ void SqliteStore::SubmitWrite(PendingWrite& w) {
     lk.lock();
     for (PendingWrite* g : group) g->done = true;
     leading_ = false;
-    group_cv_.notify_all();
+    group_cv_.NotifyAll();
   }
 }
 
@@ -59,7 +59,7 @@ Status SqliteStore::Exec(Connection& c, const char* statement, std::string_view 
 }
 
 bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
-  std::lock_guard lk(write_mu_);
+  MutexLock lk(write_mu_);
   Connection& c = *writer_;
   bool feed_changed = false;
   size_t next = 0;
@@ -131,9 +131,9 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
 
 void SqliteStore::NotifyChanged() {
   {
-    std::lock_guard lk(notify_mu_);
+    MutexLock lk(notify_mu_);
     ++generation_;
   }
-  notify_cv_.notify_all();
+  notify_cv_.NotifyAll();
 }
 }  // namespace hcprp::store::sqlite

@@ -149,12 +149,12 @@ Result<std::unique_ptr<Connection>> SqliteStore::OpenReader() {
 
 SqliteStore::~SqliteStore() {
   {
-    std::lock_guard lk(sweeper_mu_);
+    MutexLock lk(sweeper_mu_);
     stopping_ = true;
   }
-  sweeper_cv_.notify_all();
+  sweeper_cv_.NotifyAll();
   if (sweeper_.joinable()) sweeper_.join();
-  std::lock_guard lk(watcher_mu_);
+  MutexLock lk(watcher_mu_);
   watcher_.reset();
 }
 

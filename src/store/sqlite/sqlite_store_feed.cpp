@@ -96,7 +96,7 @@ Result<bool> SqliteStore::HasChangesAfter(std::string_view container, uint64_t s
 
 void SqliteStore::EnsureWatcher() {
   if (target_.memory) return;  // only this store's connection can write
-  std::lock_guard lk(watcher_mu_);
+  MutexLock lk(watcher_mu_);
   if (watcher_ || watcher_failed_) return;
   auto conn = OpenReader();
   if (conn.ok()) {
@@ -134,13 +134,15 @@ Result<bool> SqliteStore::WaitForChanges(std::string_view container, std::string
   while (true) {
     uint64_t generation = 0;
     {
-      std::lock_guard lk(notify_mu_);
+      MutexLock lk(notify_mu_);
       generation = generation_;
     }
     auto has = HasChangesAfter(container, after);
     if (!has.ok() || *has) return has;
-    std::unique_lock lk(notify_mu_);
-    if (!notify_cv_.wait_until(lk, deadline, [&] { return generation_ != generation; })) return false;
+    MutexLock lk(notify_mu_);
+    if (!notify_cv_.WaitUntil(lk, deadline,
+                              [&]() HCPRP_REQUIRES(notify_mu_) { return generation_ != generation; }))
+      return false;
   }
 }
 
@@ -234,9 +236,11 @@ Status SqliteStore::TrimChanges() {
 }
 
 void SqliteStore::SweepLoop() {
-  std::unique_lock lk(sweeper_mu_);
+  MutexLock lk(sweeper_mu_);
   while (!stopping_) {
-    if (sweeper_cv_.wait_for(lk, options_.purge_interval, [&] { return stopping_; })) break;
+    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
+                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return stopping_; }))
+      break;
     lk.unlock();
     (void)PurgeExpired();  // a failure (busy, I/O) is retried at the next interval
     lk.lock();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "store/document_logic.h"
 #include "store/sqlite/change_watcher.h"
 #include "store/sqlite/connection.h"
@@ -107,7 +108,7 @@ class SqliteStore final : public internal::PointWritesAsBatches {
     Status outcome = Status::Ok();
     std::exception_ptr exception;
     bool feed_changed = false;
-    bool done = false;  // guarded by group_mu_
+    bool done = false;  // under group_mu_ (of the store)
   };
   void SubmitWrite(PendingWrite& w);
   // Commits `group` (holding write_mu_); true when a committed member wrote to the change feed.
@@ -133,44 +134,45 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   const OpenOptions options_;
   const Clock* const clock_;
 
-  std::mutex group_mu_;
-  std::condition_variable group_cv_;
-  std::deque<PendingWrite*> queue_;  // guarded by group_mu_: writes not yet taken by a leader
-  bool leading_ = false;             // guarded by group_mu_: a thread is committing a group
+  Mutex group_mu_;
+  CondVar group_cv_;
+  std::deque<PendingWrite*> queue_ HCPRP_GUARDED_BY(group_mu_);  // writes not yet taken by a leader
+  bool leading_ HCPRP_GUARDED_BY(group_mu_) = false;             // a thread is committing a group
 
-  std::mutex write_mu_;
-  std::unique_ptr<Connection> writer_;  // guarded by write_mu_
+  Mutex write_mu_;
+  std::unique_ptr<Connection> writer_ HCPRP_GUARDED_BY(write_mu_);
 
-  std::mutex pool_mu_;
-  std::condition_variable pool_cv_;
-  std::vector<std::unique_ptr<Connection>> idle_readers_;  // guarded by pool_mu_
-  size_t open_readers_ = 0;                                // guarded by pool_mu_
+  Mutex pool_mu_;
+  CondVar pool_cv_;
+  std::vector<std::unique_ptr<Connection>> idle_readers_ HCPRP_GUARDED_BY(pool_mu_);
+  size_t open_readers_ HCPRP_GUARDED_BY(pool_mu_) = 0;
 
-  std::mutex notify_mu_;
-  std::condition_variable notify_cv_;
-  uint64_t generation_ = 0;  // guarded by notify_mu_; bumped after every commit seen
+  Mutex notify_mu_;
+  CondVar notify_cv_;
+  uint64_t generation_ HCPRP_GUARDED_BY(notify_mu_) = 0;  // bumped after every commit seen
   std::atomic<int> waiters_{0};
 
-  std::mutex watcher_mu_;
-  std::unique_ptr<ChangeWatcher> watcher_;  // guarded by watcher_mu_; started by the first wait
-  bool watcher_failed_ = false;             // guarded by watcher_mu_
+  Mutex watcher_mu_;
+  std::unique_ptr<ChangeWatcher> watcher_ HCPRP_GUARDED_BY(watcher_mu_);  // started by the first wait
+  bool watcher_failed_ HCPRP_GUARDED_BY(watcher_mu_) = false;
 
-  std::mutex sweeper_mu_;
-  std::condition_variable sweeper_cv_;
-  bool stopping_ = false;  // guarded by sweeper_mu_
+  Mutex sweeper_mu_;
+  CondVar sweeper_cv_;
+  bool stopping_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
   std::thread sweeper_;
 };
 
 template <typename F>
 auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) {
   if (target_.memory) {
-    std::lock_guard lk(write_mu_);
+    MutexLock lk(write_mu_);
     return f(*writer_);
   }
   std::unique_ptr<Connection> conn;
   {
-    std::unique_lock lk(pool_mu_);
-    pool_cv_.wait(lk, [&] { return !idle_readers_.empty() || open_readers_ < kMaxReaders; });
+    MutexLock lk(pool_mu_);
+    pool_cv_.Wait(
+        lk, [&]() HCPRP_REQUIRES(pool_mu_) { return !idle_readers_.empty() || open_readers_ < kMaxReaders; });
     if (!idle_readers_.empty()) {
       conn = std::move(idle_readers_.back());
       idle_readers_.pop_back();
@@ -182,10 +184,10 @@ auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) 
     auto opened = OpenReader();
     if (!opened.ok()) {
       {
-        std::lock_guard lk(pool_mu_);
+        MutexLock lk(pool_mu_);
         --open_readers_;
       }
-      pool_cv_.notify_one();
+      pool_cv_.NotifyOne();
       return opened.error();
     }
     conn = std::move(*opened);
@@ -196,14 +198,14 @@ auto SqliteStore::WithReader(F&& f) -> decltype(f(std::declval<Connection&>())) 
     ~GiveBack() {
       if (!sqlite3_get_autocommit(conn->db())) self.Rollback(*conn);
       {
-        std::lock_guard lk(self.pool_mu_);
+        MutexLock lk(self.pool_mu_);
         if (sqlite3_get_autocommit(conn->db())) {
           self.idle_readers_.push_back(std::move(conn));
         } else {
           --self.open_readers_;  // could not end its transaction: drop it
         }
       }
-      self.pool_cv_.notify_one();
+      self.pool_cv_.NotifyOne();
     }
   } give_back{*this, conn};
   return f(*conn);

@@ -1,4 +1,5 @@
 // Document reads and queries of the SQLite store, on the reader connections.
+#include "store/engine_core.h"
 #include "store/sqlite/sqlite_store_internal.h"
 
 namespace hcprp::store::sqlite {
@@ -14,16 +15,7 @@ Result<Document> SqliteStore::Read(std::string_view container, std::string_view 
     int rc = s.Step();
     if (rc == SQLITE_DONE) return Error::NotFound(DocName(container, pk, id) + " does not exist");
     if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read " + DocName(container, pk, id));
-    auto body = ParseStoredBody(s.Text(0));
-    if (!body.ok()) return body.error();
-    Document d;
-    d.id = std::string(id);
-    d.partition_key = std::string(pk);
-    d.body = std::move(*body);
-    d.etag = std::string(s.Text(1));
-    d.timestamp_ms = s.Int(2);
-    d.ttl_seconds = s.OptInt(3);
-    return d;
+    return internal::DocumentFromRow(pk, id, s.Text(0), std::string(s.Text(1)), s.Int(2), s.OptInt(3));
   });
 }
 
@@ -86,16 +78,10 @@ Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto body = ParseStoredBody(s.Text(2));
-      if (!body.ok()) return body.error();
-      Document d;
-      d.partition_key = std::string(s.Blob(0));
-      d.id = std::string(s.Blob(1));
-      d.body = std::move(*body);
-      d.etag = std::string(s.Text(3));
-      d.timestamp_ms = s.Int(4);
-      d.ttl_seconds = s.OptInt(5);
-      page.documents.push_back(std::move(d));
+      auto d = internal::DocumentFromRow(s.Blob(0), s.Blob(1), s.Text(2), std::string(s.Text(3)), s.Int(4),
+                                         s.OptInt(5));
+      if (!d.ok()) return d.error();
+      page.documents.push_back(std::move(*d));
     }
     return page;
   });
@@ -103,14 +89,9 @@ Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
 
 Result<QueryPage> SqliteStore::ListPartitions(std::string_view container, size_t max_items,
                                               std::string_view continuation) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (max_items == 0) return Error::InvalidArgument("max_items must be > 0");
-  std::optional<std::string> after;
-  if (!continuation.empty()) {
-    auto pk = internal::DecodePartitionContinuation(continuation);
-    if (!pk.ok()) return pk.error();
-    after = std::move(*pk);
-  }
+  auto start = internal::ListPartitionsStart(container, max_items, continuation);
+  if (!start.ok()) return start.error();
+  std::optional<std::string> after = std::move(*start);
   int64_t now = clock_->NowMillis();
   return WithReader([&](Connection& c) -> Result<QueryPage> {
     std::string what = "list partitions of " + std::string(container);

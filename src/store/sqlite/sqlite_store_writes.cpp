@@ -1,8 +1,20 @@
 // Document writes of the SQLite store: the operations of a batch, applied inside a write transaction.
+#include "store/engine_core.h"
 #include "store/sqlite/sqlite_store_internal.h"
 
 namespace hcprp::store::sqlite {
 namespace {
+
+// The statement's current row with columns body, etag, ts, ttl (and expires_at).
+StoredRow CurrentRow(Stmt& s, bool with_expiry) {
+  StoredRow r;
+  r.body = std::string(s.Text(0));
+  r.etag = std::string(s.Text(1));
+  r.ts = s.Int(2);
+  r.ttl = s.OptInt(3);
+  if (with_expiry) r.expires_at = s.OptInt(4);
+  return r;
+}
 
 Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
                                          std::string_view id) {
@@ -13,13 +25,7 @@ Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<StoredRow>();
   if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "load " + DocName(container, pk, id));
-  StoredRow r;
-  r.body = std::string(s.Text(0));
-  r.etag = std::string(s.Text(1));
-  r.ts = s.Int(2);
-  r.ttl = s.OptInt(3);
-  r.expires_at = s.OptInt(4);
-  return std::optional<StoredRow>(std::move(r));
+  return std::optional<StoredRow>(CurrentRow(s, /*with_expiry=*/true));
 }
 
 void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::string_view id,
@@ -75,11 +81,7 @@ Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, s
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<StoredRow>();
   if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
-  StoredRow r;
-  r.body = std::string(s.Text(0));
-  r.etag = std::string(s.Text(1));
-  r.ts = s.Int(2);
-  r.ttl = s.OptInt(3);
+  StoredRow r = CurrentRow(s, /*with_expiry=*/false);
   rc = s.Step();  // finishes the statement
   if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
   return std::optional<StoredRow>(std::move(r));
@@ -107,212 +109,54 @@ Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_vi
 
 namespace {
 
-// A create or replace is recorded without its body (sql::kVersionInDocuments): the feed reads it from
-// the document while that version is current and leaves the change out once it is superseded.
-Status RecordVersion(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
-                     const Version& v) {
-  return InsertChange(tx, container, kind, pk, id, sql::kVersionInDocuments, v.etag, v.ts, v.ttl);
-}
+// The row primitives of engine_core.h over a write transaction on the writer connection.
+class SqliteRows final : public internal::RowTx {
+ public:
+  explicit SqliteRows(Tx& tx) : tx_(tx) {}
 
-// Removes an expired row that is in the way of a write and records its expiry.
-Status ExpireRow(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                 const StoredRow& row) {
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kDeleteAnyDoc);
-  s.BindText(1, container);
-  s.BindBlob(2, pk);
-  s.BindBlob(3, id);
-  HCPRP_RETURN_IF_ERROR(s.Run("expire " + DocName(container, pk, id)));
-  return InsertChange(tx, container, sql::kKindExpire, pk, id, row.body, row.etag, row.ts, row.ttl);
-}
-
-// The live row, or kNotFound.
-Result<StoredRow> LoadLive(Tx& tx, std::string_view container, std::string_view pk, std::string_view id) {
-  auto row = LoadRow(tx, container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.now)) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-  return std::move(**row);
-}
-
-// Why a fast-path conditional write matched nothing: absent (kNotFound, or kPreconditionFailed for
-// an upsert) or another etag.
-Error Diagnose(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-               const std::optional<std::string>& if_match, bool absent_is_precondition) {
-  auto row = LoadRow(tx, container, pk, id);
-  if (!row.ok()) return row.error();
-  if (!*row || !(*row)->Live(tx.now)) {
-    if (absent_is_precondition) {
-      return Error::PreconditionFailed("if-match " + if_match.value_or("") + ": " +
-                                       DocName(container, pk, id) + " does not exist");
-    }
-    return Error::NotFound(DocName(container, pk, id) + " does not exist");
+  int64_t Now() const override { return tx_.now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override {
+    return sqlite::LoadRow(tx_, container, pk, id);
   }
-  return Error::PreconditionFailed("if-match " + if_match.value_or("") + " does not match the etag of " +
-                                   DocName(container, pk, id));
-}
-
-// The etag a fast-path statement must require (nullptr: any live document).
-const std::string* RequiredEtag(const std::optional<std::string>& if_match) {
-  return (if_match && *if_match != "*") ? &*if_match : nullptr;
-}
-
-// Inserts version `v` of op.id (absent or expired) and records the create.
-Result<Document> CreateVersion(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                               const Version& v) {
-  auto inserted = InsertDoc(tx, container, pk, op.id, v);
-  if (!inserted.ok()) return inserted.error();
-  if (!*inserted) {
-    auto row = LoadRow(tx, container, pk, op.id);
-    if (!row.ok()) return row.error();
-    if (*row && (*row)->Live(tx.now))
-      return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
-    if (*row) HCPRP_RETURN_IF_ERROR(ExpireRow(tx, container, pk, op.id, **row));
-    inserted = InsertDoc(tx, container, pk, op.id, v);
-    if (!inserted.ok()) return inserted.error();
-    if (!*inserted)
-      return Error::Internal("insert of " + DocName(container, pk, op.id) + " conflicted twice");
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override {
+    return InsertDoc(tx_, container, pk, id, v);
   }
-  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindCreate, pk, op.id, v));
-  return MakeDocument(pk, op.id, std::move(op.body), v);
-}
-
-Result<Document> ApplyCreate(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  return CreateVersion(tx, container, pk, op, MakeVersion(op.body, op.ttl_seconds, tx.now));
-}
-
-Result<Document> ApplyReplace(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  if (!op.conditions.empty()) {
-    auto row = LoadLive(tx, container, pk, op.id);
-    if (!row.ok()) return row.error();
-    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-    auto current = ParseStoredBody(row->body);
-    if (!current.ok()) return current.error();
-    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override {
+    return UpdateDoc(tx_, container, pk, id, v, required_etag);
   }
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
-  auto updated = UpdateDoc(tx, container, pk, op.id, v, RequiredEtag(op.if_match));
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Diagnose(tx, container, pk, op.id, op.if_match, false);
-  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
-  return MakeDocument(pk, op.id, std::move(op.body), v);
-}
-
-Result<Document> ApplyUpsert(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.now);
-  if (op.conditions.empty() && !op.if_match) {
-    auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
-    if (!updated.ok()) return updated.error();
-    if (*updated) {
-      HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
-      return MakeDocument(pk, op.id, std::move(op.body), v);
-    }
-    return CreateVersion(tx, container, pk, op, v);  // absent or expired
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override {
+    return DeleteDoc(tx_, container, pk, id, required_etag);
   }
-  auto row = LoadRow(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  bool live = *row && (*row)->Live(tx.now);
-  if (!live) {
-    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, nullptr));
-    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(nullptr, op.conditions));
-    return CreateVersion(tx, container, pk, op, v);
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override {
+    HCPRP_ASSIGN_STMT(s, tx_.c, sql::kDeleteAnyDoc);
+    s.BindText(1, container);
+    s.BindBlob(2, pk);
+    s.BindBlob(3, id);
+    return s.Run("expire " + DocName(container, pk, id));
   }
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &(*row)->etag));
-  if (!op.conditions.empty()) {
-    auto current = ParseStoredBody((*row)->body);
-    if (!current.ok()) return current.error();
-    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override {
+    return InsertChange(tx_, container, kind, pk, id, body, etag, ts, ttl);
   }
-  auto updated = UpdateDoc(tx, container, pk, op.id, v, nullptr);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Error::Internal("upsert of " + DocName(container, pk, op.id) + " lost its row");
-  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
-  return MakeDocument(pk, op.id, std::move(op.body), v);
-}
 
-Result<Document> ApplyDelete(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  const std::string* required = RequiredEtag(op.if_match);
-  std::string checked_etag;
-  if (!op.conditions.empty()) {
-    auto row = LoadLive(tx, container, pk, op.id);
-    if (!row.ok()) return row.error();
-    HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-    auto current = ParseStoredBody(row->body);
-    if (!current.ok()) return current.error();
-    HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*current, op.conditions));
-    checked_etag = row->etag;
-    required = &checked_etag;
-  }
-  auto deleted = DeleteDoc(tx, container, pk, op.id, required);
-  if (!deleted.ok()) return deleted.error();
-  if (!*deleted) return Diagnose(tx, container, pk, op.id, op.if_match, false);
-  const StoredRow& old = **deleted;
-  HCPRP_RETURN_IF_ERROR(
-      InsertChange(tx, container, sql::kKindDelete, pk, op.id, old.body, old.etag, old.ts, old.ttl));
-  Document d;
-  d.id = op.id;
-  d.partition_key = std::string(pk);
-  return d;
-}
-
-Result<Document> ApplyPatch(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseStoredBody(row->body);
-  if (!body.ok()) return body.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
-  HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(*body, op.patch));
-  Version v = MakeVersion(*body, row->ttl, tx.now);
-  auto updated = UpdateDoc(tx, container, pk, op.id, v, &row->etag);
-  if (!updated.ok()) return updated.error();
-  if (!*updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
-  HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, sql::kKindReplace, pk, op.id, v));
-  return MakeDocument(pk, op.id, std::move(*body), v);
-}
-
-Result<Document> ApplyRead(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  auto row = LoadLive(tx, container, pk, op.id);
-  if (!row.ok()) return row.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckIfMatch(op.if_match, &row->etag));
-  auto body = ParseStoredBody(row->body);
-  if (!body.ok()) return body.error();
-  HCPRP_RETURN_IF_ERROR(internal::CheckConditions(&*body, op.conditions));
-  Document d;
-  d.id = op.id;
-  d.partition_key = std::string(pk);
-  d.body = std::move(*body);
-  d.etag = std::move(row->etag);
-  d.timestamp_ms = row->ts;
-  d.ttl_seconds = row->ttl;
-  return d;
-}
-
-Result<Document> ApplyWrite(Tx& tx, std::string_view container, std::string_view pk, WriteOp& op) {
-  // An operation naming another container writes there, in the same partition and transaction.
-  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
-  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  switch (op.kind) {
-    case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, where, pk, op);
-    case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, where, pk, op);
-    case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, where, pk, op);
-    case WriteOp::Kind::kDelete:
-      return ApplyDelete(tx, where, pk, op);
-    case WriteOp::Kind::kPatch:
-      return ApplyPatch(tx, where, pk, op);
-    case WriteOp::Kind::kRead:
-      return ApplyRead(tx, where, pk, op);
-  }
-  return Error::InvalidArgument("unknown write operation kind");
-}
+ private:
+  Tx& tx_;
+};
 
 }  // namespace
 
 Result<Document> SqliteStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  return WriteTx<Document>("write", [&](Tx& tx) { return ApplyWrite(tx, container, pk, op); });
+  return WriteTx<Document>("write", [&](Tx& tx) {
+    SqliteRows rows(tx);
+    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/true);
+  });
 }
 
 Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk,
@@ -320,10 +164,11 @@ Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_v
   HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
   return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
     if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
+    SqliteRows rows(tx);
     BatchResult out;
     out.documents.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = ApplyWrite(tx, container, pk, ops[i]);
+      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/true);
       if (!d.ok()) return BatchOperationError(i, d.error());
       out.documents.push_back(std::move(*d));
     }

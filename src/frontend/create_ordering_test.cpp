@@ -1,0 +1,297 @@
+// A create answers 201 after one durable commit (the resource and its Accepted operation); the
+// internal ID is recorded after the answer. These tests drive the real frontend and backend over one
+// store and check that a lost or late record still ends the create Succeeded with the internal ID
+// recorded and one Cluster Service object (docs/architecture.md, "A create, end to end").
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "backend/backend.h"
+#include "frontend/after_answer.h"
+#include "frontend/testing/scenario.h"
+#include "store/fault_injecting_store.h"
+
+namespace hcprp::frontend::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
+
+std::string V() { return "?api-version=" + std::string(kStable); }
+
+std::string Header(const Response& r, std::string_view name) {
+  auto it = r.find(name);
+  return it == r.end() ? "" : std::string(it->value());
+}
+
+template <typename Pred>
+bool WaitUntil(Pred pred, std::chrono::milliseconds limit = 10s) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(2ms);
+  }
+  return pred();
+}
+
+// Holds what the frontend hands over until the test runs it, or drops it as a process that died
+// after answering would.
+class HeldWork final : public AfterAnswer {
+ public:
+  bool Post(std::function<void()> work) override {
+    MutexLock lock(mu_);
+    work_.push_back(std::move(work));
+    return true;
+  }
+  void RunAll() {
+    std::vector<std::function<void()>> work;
+    {
+      MutexLock lock(mu_);
+      work.swap(work_);
+    }
+    for (auto& w : work) w();
+  }
+  void DropAll() {
+    MutexLock lock(mu_);
+    work_.clear();
+  }
+  size_t Size() const {
+    MutexLock lock(mu_);
+    return work_.size();
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::vector<std::function<void()>> work_ HCPRP_GUARDED_BY(mu_);
+};
+
+class SilentNotifier final : public backend::Notifier {
+ public:
+  Status Notify(std::string_view, const json::object&) override { return Status::Ok(); }
+};
+
+FrontendOptions WithAfterAnswer(AfterAnswer* after) {
+  FrontendOptions o;
+  o.after_answer = after;
+  return o;
+}
+
+class CreateOrderingTest : public ::testing::Test {
+ protected:
+  void SetUp() override { s.RegisterSubscription(); }
+
+  backend::BackendOptions BackendOpts() const {
+    backend::BackendOptions o;
+    o.gc_enabled = false;
+    o.create_recovery_grace = 2min;
+    return o;
+  }
+  std::unique_ptr<backend::Backend> MakeBackend(backend::BackendOptions o) {
+    auto b = backend::Backend::Create(std::move(o), s.store.get(), &s.cs, &s.clock,
+                                      Logger(s.log, &s.clock, LogLevel::kDebug, "backend"), &notifier);
+    EXPECT_TRUE(b.ok()) << b.error().ToString();
+    return std::move(b).value();
+  }
+  void Reconcile(backend::Backend& b) {
+    Status st = b.ReconcileOnce();
+    ASSERT_TRUE(st.ok()) << st.error().ToString();
+  }
+  // The one cluster object the Cluster Service holds.
+  std::string OnlyClusterHref() {
+    auto all = s.cs.List(kClusters);
+    EXPECT_TRUE(all.ok());
+    if (!all.ok() || all->size() != 1) return "";
+    return std::string(GetString(all->at(0).as_object(), "href").value_or(""));
+  }
+
+  HeldWork held;
+  SilentNotifier notifier;
+  Scenario s{WithAfterAnswer(&held)};
+};
+
+TEST_F(CreateOrderingTest, AnswersAfterTheFirstCommitAndRecordsTheInternalIdAfterwards) {
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  ASSERT_EQ(held.Size(), 1u);
+
+  // Answered with what step 2 committed: no internal ID yet, the etag of that commit.
+  auto doc = s.Resource(path);
+  ASSERT_TRUE(doc);
+  EXPECT_TRUE(doc->internal_id.empty());
+  EXPECT_TRUE(s.Operation(op_id)->internal_id.empty());
+  auto stored = s.store->Read(store::kResources, arm::PartitionKey(kSub), arm::ResourceDocumentId(path));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Header(r, "ETag"), "\"" + stored->etag + "\"");
+  // What the Cluster Service assigned is shown at once.
+  EXPECT_NE(FindPointer(BodyOf(r), "/properties/api/url"), nullptr) << r.body();
+  const std::string href = OnlyClusterHref();
+  ASSERT_FALSE(href.empty());
+
+  held.RunAll();
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+}
+
+TEST_F(CreateOrderingTest, WithoutAnAfterAnswerPoolTheAnswerWaitsForTheRecord) {
+  Scenario inline_scenario;
+  inline_scenario.RegisterSubscription();
+  const std::string path = ClusterPath("c1");
+  auto r = inline_scenario.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  auto doc = inline_scenario.Resource(path);
+  ASSERT_TRUE(doc);
+  EXPECT_FALSE(doc->internal_id.empty());
+  auto stored =
+      inline_scenario.store->Read(store::kResources, arm::PartitionKey(kSub), arm::ResourceDocumentId(path));
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(Header(r, "ETag"), "\"" + stored->etag + "\"");
+}
+
+// The process dies after the 201, before the internal ID's batch: the backend's create recovery asks
+// the Cluster Service again with the same idempotency key and records the object the frontend made.
+TEST_F(CreateOrderingTest, RecordLostAfterTheAnswerIsRecoveredWithoutADuplicate) {
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  const std::string href = OnlyClusterHref();
+  ASSERT_FALSE(href.empty());
+  held.DropAll();
+
+  auto b = MakeBackend(BackendOpts());
+  Reconcile(*b);  // within the grace period: nothing is repeated yet
+  EXPECT_TRUE(s.Operation(op_id)->internal_id.empty());
+
+  s.clock.Advance(3min);
+  Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+  EXPECT_EQ(b->Stats().recovered_creates, 1u);
+
+  s.cs.SetState(href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateSucceeded);
+  EXPECT_EQ(s.Resource(path)->provisioning_state, arm::kStateSucceeded);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+}
+
+// The internal ID's batch fails after the answer (store down for a moment): the same recovery.
+TEST_F(CreateOrderingTest, RecordFailingAfterTheAnswerIsRecovered) {
+  store::FaultInjectingStore faulty(*s.store);
+  auto pool = AfterAnswerPool::Start({.threads = 2});
+  FrontendOptions o;
+  o.after_answer = pool.get();
+  auto fe = Frontend::Create(o, &faulty, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+  // The first batch (resource + operation) commits; the second (the internal ID) fails.
+  faulty.FailNthCall(2, Error::Unavailable("database is locked"), store::FaultInjectingStore::Method::kBatch);
+
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  pool->Drain();
+  EXPECT_EQ(faulty.CallCount(store::FaultInjectingStore::Method::kBatch), 2u);
+  EXPECT_TRUE(s.Resource(path)->internal_id.empty());
+
+  auto b = MakeBackend(BackendOpts());
+  s.clock.Advance(3min);
+  Reconcile(*b);
+  const std::string href = OnlyClusterHref();
+  ASSERT_FALSE(href.empty());
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
+  s.cs.SetState(href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateSucceeded);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+  pool->Stop();
+}
+
+// The Cluster Service says "ready" before the internal ID is recorded: the backend cannot match the
+// event then, and checks the operation once the record appears in the change feed.
+TEST_F(CreateOrderingTest, ReadyEventBeforeTheRecordIsNotLost) {
+  s.cs.SetEventsEnabled(true);
+  backend::BackendOptions o = BackendOpts();
+  o.resync_interval = 1h;
+  o.poll_interval = 1h;
+  o.tick = 50ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().active && b->Stats().events_available; }));
+
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  const std::string href = OnlyClusterHref();
+  ASSERT_FALSE(href.empty());
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1; }));
+
+  const uint64_t received = b->Stats().events_received;
+  s.cs.SetState(href, "ready");
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().events_received > received; }));
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateAccepted);  // nothing matched the event
+
+  held.RunAll();
+  EXPECT_TRUE(WaitUntil([&] { return s.Operation(op_id)->status == arm::kStateSucceeded; }));
+  b->Stop();
+  EXPECT_EQ(s.Resource(path)->provisioning_state, arm::kStateSucceeded);
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+  EXPECT_EQ(b->Stats().recovered_creates, 0u);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+}
+
+// --- AfterAnswerPool ---------------------------------------------------------------------------
+
+TEST(AfterAnswerPoolTest, RunsEveryPostedWorkAndDrainWaitsForIt) {
+  auto pool = AfterAnswerPool::Start({.threads = 4});
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(pool->Post([&ran] {
+      std::this_thread::sleep_for(100us);
+      ran.fetch_add(1);
+    }));
+  }
+  pool->Drain();
+  EXPECT_EQ(ran.load(), 200);
+  EXPECT_EQ(pool->Unfinished(), 0u);
+}
+
+TEST(AfterAnswerPoolTest, RefusesWhenFullAndRunsWhatWaitsWhenStopped) {
+  auto pool = AfterAnswerPool::Start({.threads = 1, .max_pending = 2});
+  std::atomic<bool> release{false};
+  std::atomic<bool> started{false};
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool->Post([&] {
+    started = true;
+    while (!release) std::this_thread::sleep_for(1ms);
+    ran.fetch_add(1);
+  }));
+  ASSERT_TRUE(WaitUntil([&] { return started.load(); }));
+  EXPECT_TRUE(pool->Post([&] { ran.fetch_add(1); }));
+  EXPECT_TRUE(pool->Post([&] { ran.fetch_add(1); }));
+  EXPECT_FALSE(pool->Post([&] { ran.fetch_add(1); }));  // two wait already: the caller runs it
+  EXPECT_EQ(pool->Unfinished(), 3u);
+
+  std::thread stopper([&] { pool->Stop(); });
+  std::this_thread::sleep_for(20ms);
+  release = true;
+  stopper.join();
+  EXPECT_EQ(ran.load(), 3);  // what was waiting ran before the threads ended
+  EXPECT_FALSE(pool->Post([&] { ran.fetch_add(1); }));
+  EXPECT_EQ(ran.load(), 3);
+}
+
+}  // namespace
+}  // namespace hcprp::frontend::testing
