@@ -19,7 +19,7 @@ constexpr std::string_view kUnitSpace = "engine.unit";
 json::object Engine::ObjDoc(const Obj& o) {
   json::object cs;
   for (const auto& [t, p] : o.cond_since)
-    cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
+    cs[t] = json::array{json::value(p.first), json::value(ToUnixMillis(p.second))};
   return json::object{{"href", o.href},
                       {"kind", o.kind},
                       {"cluster", o.cluster},
@@ -35,7 +35,7 @@ json::object Engine::ObjDoc(const Obj& o) {
                       {"creds_valid", o.creds_valid},
                       {"creds_reason", o.creds_reason},
                       {"creds_message", o.creds_message},
-                      {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
+                      {"creds_invalid_since_ms", ToUnixMillis(o.creds_invalid_since)},
                       {"machines", json::value_from(o.machines)},
                       {"next_index", o.next_index},
                       {"orphaned", o.orphaned},
@@ -73,7 +73,7 @@ std::string Engine::EncodeUnit(const Unit& u) {
         .Member("err_code", s.err_code)
         .Member("err_message", s.err_message)
         .Member("orphaned", s.orphaned)
-        .Member("since_ms", Ms(s.since))
+        .Member("since_ms", ToUnixMillis(s.since))
         .EndObject();
   }
   w.EndArray().EndObject();
@@ -290,7 +290,7 @@ Status Engine::LoadDocs(const json::object& root) {
       o.creds_valid = GetBool(j, "creds_valid").value_or(true);
       o.creds_reason = str(j, "creds_reason");
       o.creds_message = str(j, "creds_message");
-      o.creds_invalid_since = FromMs(GetInt(j, "creds_invalid_since_ms").value_or(0));
+      o.creds_invalid_since = FromUnixMillis(GetInt(j, "creds_invalid_since_ms").value_or(0));
       if (const json::array* m = GetArray(j, "machines")) {
         for (const auto& k : *m) {
           if (k.is_string()) o.machines.emplace_back(k.as_string());
@@ -308,7 +308,7 @@ Status Engine::LoadDocs(const json::object& root) {
           if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
               p.as_array()[1].is_int64()) {
             o.cond_since[std::string(t)] = {std::string(p.as_array()[0].as_string()),
-                                            FromMs(p.as_array()[1].as_int64())};
+                                            FromUnixMillis(p.as_array()[1].as_int64())};
           }
         }
       }
@@ -346,7 +346,7 @@ Status Engine::LoadDocs(const json::object& root) {
           x.err_code = str(s, "err_code");
           x.err_message = str(s, "err_message");
           x.orphaned = GetBool(s, "orphaned").value_or(false);
-          x.since = FromMs(GetInt(s, "since_ms").value_or(0));
+          x.since = FromUnixMillis(GetInt(s, "since_ms").value_or(0));
           u.svcs.push_back(std::move(x));
         }
       }
