@@ -634,14 +634,15 @@ void AzureChanges::EncodeInto(simulator::StateBatch& batch) const {
             .BeginObject()
             .Member("token", o.token)
             .Member("key", o.key)
-            .Member("delete", o.is_delete)
             .Member("started_ms", ToUnixMillis(o.started))
-            .Member("done_ms", ToUnixMillis(o.done_at))
-            .Member("settled", o.settled)
-            .Member("failed", o.failed)
-            .Member("code", o.code)
-            .Member("message", o.message)
-            .EndObject();
+            .Member("done_ms", ToUnixMillis(o.done_at));
+        // What loading defaults (false, empty) is left out: these documents are written at every step.
+        if (o.is_delete) w.Member("delete", true);
+        if (o.settled) w.Member("settled", true);
+        if (o.failed) w.Member("failed", true);
+        if (!o.code.empty()) w.Member("code", o.code);
+        if (!o.message.empty()) w.Member("message", o.message);
+        w.EndObject();
       }
       const SimulatedAzure::Resource& r = *e.resource;
       w.Key("resource")
@@ -650,10 +651,10 @@ void AzureChanges::EncodeInto(simulator::StateBatch& batch) const {
           .Member("type", static_cast<int>(r.type))
           .Member("state", r.state)
           .Member("created_ms", ToUnixMillis(r.created))
-          .Member("active_op", r.active_op)
-          .Member("customer", r.customer)
-          .Member("permissions", r.permissions)
-          .EndObject();
+          .Member("active_op", r.active_op);
+      if (r.customer) w.Member("customer", true);
+      if (!r.permissions) w.Member("permissions", false);
+      w.EndObject();
     }
     w.EndObject();
     batch.Put(std::string(kResourceSpace), e.key, std::move(doc));
