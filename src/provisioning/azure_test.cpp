@@ -194,11 +194,11 @@ TEST_F(AzureTest, WhatDiffersFromTheDefaultsSurvivesARestart) {
   Group();
   az_->EnsureCustomerResource(ResourceType::kManagedIdentity, kId);
   ASSERT_TRUE(az_->SetIdentityPermissions(kId, false).ok());
-  const std::string kDisk = kMrg + "/providers/Microsoft.Compute/disks/d1";
-  auto d = az_->BeginCreate(kFirstParty, ResourceType::kDisk, kDisk);
+  const std::string disk_id = kMrg + "/providers/Microsoft.Compute/disks/d1";
+  auto d = az_->BeginCreate(kFirstParty, ResourceType::kDisk, disk_id);
   clock_.Set(d.done_at);
   ASSERT_EQ(az_->Poll(kFirstParty, d.token).outcome, Outcome::kDone);
-  auto del = az_->BeginDelete(kFirstParty, kDisk);
+  auto del = az_->BeginDelete(kFirstParty, disk_id);
   ASSERT_EQ(del.outcome, Outcome::kPending);
   AzureFault f;
   f.type = ResourceType::kPublicIp;
@@ -213,14 +213,14 @@ TEST_F(AzureTest, WhatDiffersFromTheDefaultsSurvivesARestart) {
   state_.reset();
   Open(dir);
   EXPECT_EQ(az_->BeginDelete(kId, kPip).http_status, 403) << "the identity got its permissions back";
-  EXPECT_EQ(az_->ProvisioningState(kDisk), "Deleting");
+  EXPECT_EQ(az_->ProvisioningState(disk_id), "Deleting");
   clock_.Set(std::max(a.done_at, del.done_at));
   auto r = az_->Poll(kFirstParty, a.token);
   EXPECT_EQ(r.outcome, Outcome::kFailed);
   EXPECT_EQ(r.code, "PublicIPCountLimitReached");
   EXPECT_EQ(r.message, f.message);
   EXPECT_EQ(az_->Poll(kFirstParty, del.token).outcome, Outcome::kDone);
-  EXPECT_EQ(az_->ProvisioningState(kDisk), std::nullopt);
+  EXPECT_EQ(az_->ProvisioningState(disk_id), std::nullopt);
   std::filesystem::remove_all(dir);
 }
 
