@@ -56,11 +56,6 @@ const TypeInfo& Info(ResourceType t) { return kTypes[static_cast<int>(t)]; }
 
 std::string Lower(std::string_view s) { return ToLower(s); }
 
-int64_t Ms(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-TimePoint FromMs(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
-
 // "/subscriptions/s/resourceGroups/rg" of any ID below it (lower-cased), or "" when none.
 std::string ResourceGroupOf(const std::string& lower_id) {
   const std::string_view marker = "/resourcegroups/";
@@ -639,14 +634,15 @@ void AzureChanges::EncodeInto(simulator::StateBatch& batch) const {
             .BeginObject()
             .Member("token", o.token)
             .Member("key", o.key)
-            .Member("delete", o.is_delete)
-            .Member("started_ms", Ms(o.started))
-            .Member("done_ms", Ms(o.done_at))
-            .Member("settled", o.settled)
-            .Member("failed", o.failed)
-            .Member("code", o.code)
-            .Member("message", o.message)
-            .EndObject();
+            .Member("started_ms", ToUnixMillis(o.started))
+            .Member("done_ms", ToUnixMillis(o.done_at));
+        // What loading defaults (false, empty) is left out: these documents are written at every step.
+        if (o.is_delete) w.Member("delete", true);
+        if (o.settled) w.Member("settled", true);
+        if (o.failed) w.Member("failed", true);
+        if (!o.code.empty()) w.Member("code", o.code);
+        if (!o.message.empty()) w.Member("message", o.message);
+        w.EndObject();
       }
       const SimulatedAzure::Resource& r = *e.resource;
       w.Key("resource")
@@ -654,11 +650,11 @@ void AzureChanges::EncodeInto(simulator::StateBatch& batch) const {
           .Member("id", r.id)
           .Member("type", static_cast<int>(r.type))
           .Member("state", r.state)
-          .Member("created_ms", Ms(r.created))
-          .Member("active_op", r.active_op)
-          .Member("customer", r.customer)
-          .Member("permissions", r.permissions)
-          .EndObject();
+          .Member("created_ms", ToUnixMillis(r.created))
+          .Member("active_op", r.active_op);
+      if (r.customer) w.Member("customer", true);
+      if (!r.permissions) w.Member("permissions", false);
+      w.EndObject();
     }
     w.EndObject();
     batch.Put(std::string(kResourceSpace), e.key, std::move(doc));
@@ -761,7 +757,7 @@ Status SimulatedAzure::LoadLegacyJson(const json::object& root) {
       r.id = std::string(GetString(o, "id").value_or(""));
       r.type = static_cast<ResourceType>(GetInt(o, "type").value_or(0));
       r.state = std::string(GetString(o, "state").value_or(""));
-      r.created = FromMs(GetInt(o, "created_ms").value_or(0));
+      r.created = FromUnixMillis(GetInt(o, "created_ms").value_or(0));
       r.active_op = std::string(GetString(o, "active_op").value_or(""));
       r.customer = GetBool(o, "customer").value_or(false);
       r.permissions = GetBool(o, "permissions").value_or(true);
@@ -777,8 +773,8 @@ Status SimulatedAzure::LoadLegacyJson(const json::object& root) {
       op.key = std::string(GetString(o, "key").value_or(""));
       if (auto r = resources_.find(op.key); r != resources_.end()) op.type = r->second.type;
       op.is_delete = GetBool(o, "delete").value_or(false);
-      op.started = FromMs(GetInt(o, "started_ms").value_or(0));
-      op.done_at = FromMs(GetInt(o, "done_ms").value_or(0));
+      op.started = FromUnixMillis(GetInt(o, "started_ms").value_or(0));
+      op.done_at = FromUnixMillis(GetInt(o, "done_ms").value_or(0));
       op.settled = GetBool(o, "settled").value_or(false);
       op.failed = GetBool(o, "failed").value_or(false);
       op.code = std::string(GetString(o, "code").value_or(""));

@@ -184,5 +184,45 @@ TEST_F(AzureTest, StateSurvivesARestart) {
   std::filesystem::remove_all(dir);
 }
 
+// The stored documents leave out what loading defaults; what differs from the defaults (a customer's
+// identity without permissions, an operation bound to fail with its code and message, a delete)
+// comes back after a restart.
+TEST_F(AzureTest, WhatDiffersFromTheDefaultsSurvivesARestart) {
+  const std::string dir = "/tmp/hcprp-azure-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(dir);
+  Group();
+  az_->EnsureCustomerResource(ResourceType::kManagedIdentity, kId);
+  ASSERT_TRUE(az_->SetIdentityPermissions(kId, false).ok());
+  const std::string disk_id = kMrg + "/providers/Microsoft.Compute/disks/d1";
+  auto d = az_->BeginCreate(kFirstParty, ResourceType::kDisk, disk_id);
+  clock_.Set(d.done_at);
+  ASSERT_EQ(az_->Poll(kFirstParty, d.token).outcome, Outcome::kDone);
+  auto del = az_->BeginDelete(kFirstParty, disk_id);
+  ASSERT_EQ(del.outcome, Outcome::kPending);
+  AzureFault f;
+  f.type = ResourceType::kPublicIp;
+  f.code = "PublicIPCountLimitReached";
+  f.message = "Cannot create more than 10 public IP addresses";
+  az_->AddFault(f);
+  auto a = az_->BeginCreate(kFirstParty, ResourceType::kPublicIp, kPip);
+  ASSERT_EQ(a.outcome, Outcome::kPending);
+  az_->ClearFaults();
+  ASSERT_TRUE(az_->Flush().ok());
+  az_.reset();
+  state_.reset();
+  Open(dir);
+  EXPECT_EQ(az_->BeginDelete(kId, kPip).http_status, 403) << "the identity got its permissions back";
+  EXPECT_EQ(az_->ProvisioningState(disk_id), "Deleting");
+  clock_.Set(std::max(a.done_at, del.done_at));
+  auto r = az_->Poll(kFirstParty, a.token);
+  EXPECT_EQ(r.outcome, Outcome::kFailed);
+  EXPECT_EQ(r.code, "PublicIPCountLimitReached");
+  EXPECT_EQ(r.message, f.message);
+  EXPECT_EQ(az_->Poll(kFirstParty, del.token).outcome, Outcome::kDone);
+  EXPECT_EQ(az_->ProvisioningState(disk_id), std::nullopt);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hcprp::provisioning

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/time.h"
 #include "provisioning/engine.h"
 
 namespace hcprp::provisioning {
@@ -44,11 +45,6 @@ inline SvcState ParseSvcState(std::string_view s) {
   }
   return SvcState::kPending;
 }
-
-inline int64_t Ms(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-inline TimePoint FromMs(int64_t ms) { return TimePoint(std::chrono::milliseconds(ms)); }
 
 inline std::string LastSegment(std::string_view href) {
   size_t p = href.rfind('/');

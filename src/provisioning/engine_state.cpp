@@ -1,5 +1,6 @@
 // Persistence: objects and units as documents of the simulator's database, committed with the simulated
 // Azure's changes of the same step; loading (and importing a legacy engine.json once).
+#include <algorithm>
 #include <filesystem>
 
 #include "core/json_writer.h"
@@ -19,7 +20,7 @@ constexpr std::string_view kUnitSpace = "engine.unit";
 json::object Engine::ObjDoc(const Obj& o) {
   json::object cs;
   for (const auto& [t, p] : o.cond_since)
-    cs[t] = json::array{json::value(p.first), json::value(Ms(p.second))};
+    cs[t] = json::array{json::value(p.first), json::value(ToUnixMillis(p.second))};
   return json::object{{"href", o.href},
                       {"kind", o.kind},
                       {"cluster", o.cluster},
@@ -35,7 +36,7 @@ json::object Engine::ObjDoc(const Obj& o) {
                       {"creds_valid", o.creds_valid},
                       {"creds_reason", o.creds_reason},
                       {"creds_message", o.creds_message},
-                      {"creds_invalid_since_ms", Ms(o.creds_invalid_since)},
+                      {"creds_invalid_since_ms", ToUnixMillis(o.creds_invalid_since)},
                       {"machines", json::value_from(o.machines)},
                       {"next_index", o.next_index},
                       {"orphaned", o.orphaned},
@@ -43,38 +44,39 @@ json::object Engine::ObjDoc(const Obj& o) {
                       {"cond_since", std::move(cs)}};
 }
 
+// A unit's document leaves out what loading defaults (empty strings, zeros, false) and names the caller
+// once when every service shares it: a machine's document is rewritten at each of its services' steps.
 std::string Engine::EncodeUnit(const Unit& u) {
+  const bool one_caller = !u.svcs.empty() && std::all_of(u.svcs.begin(), u.svcs.end(), [&](const Svc& s) {
+    return s.caller == u.svcs.front().caller;
+  });
   std::string out;
-  out.reserve(256 + 320 * u.svcs.size());
+  out.reserve(384 + 192 * u.svcs.size());
   JsonWriter w(out);
   w.BeginObject()
       .Member("key", u.key)
       .Member("owner", u.owner)
       .Member("cluster", u.cluster)
       .Member("name", u.name)
-      .Member("index", u.index)
-      .Member("control_plane", u.control_plane)
-      .Member("deleting", u.deleting)
-      .Member("orphaned", u.orphaned)
-      .Key("svcs")
-      .BeginArray();
+      .Member("index", u.index);
+  if (u.control_plane) w.Member("control_plane", true);
+  if (u.deleting) w.Member("deleting", true);
+  if (u.orphaned) w.Member("orphaned", true);
+  if (one_caller) w.Member("caller", u.svcs.front().caller);
+  w.Key("svcs").BeginArray();
   for (const auto& s : u.svcs) {
+    w.BeginObject().Member("type", static_cast<int>(s.type)).Member("id", s.id);
+    if (!one_caller) w.Member("caller", s.caller);
+    w.Member("state", SvcStateName(s.state));
     // An operation awaited within the client timeout is not a stored future: after a restart it is
     // found again by reading the resource (PUT/DELETE adopt the running operation).
-    w.BeginObject()
-        .Member("type", static_cast<int>(s.type))
-        .Member("id", s.id)
-        .Member("caller", s.caller)
-        .Member("state", SvcStateName(s.state))
-        .Member("fut_type", s.fut_stored ? std::string_view(s.fut_type) : std::string_view())
-        .Member("fut_token", s.fut_stored ? std::string_view(s.fut_token) : std::string_view())
-        .Member("attempts", s.attempts)
-        .Member("err_status", s.err_status)
-        .Member("err_code", s.err_code)
-        .Member("err_message", s.err_message)
-        .Member("orphaned", s.orphaned)
-        .Member("since_ms", Ms(s.since))
-        .EndObject();
+    if (s.fut_stored) w.Member("fut_type", s.fut_type).Member("fut_token", s.fut_token);
+    if (s.attempts != 0) w.Member("attempts", s.attempts);
+    if (s.err_status != 0) w.Member("err_status", s.err_status);
+    if (!s.err_code.empty()) w.Member("err_code", s.err_code);
+    if (!s.err_message.empty()) w.Member("err_message", s.err_message);
+    if (s.orphaned) w.Member("orphaned", true);
+    w.Member("since_ms", ToUnixMillis(s.since)).EndObject();
   }
   w.EndArray().EndObject();
   return out;
@@ -290,7 +292,7 @@ Status Engine::LoadDocs(const json::object& root) {
       o.creds_valid = GetBool(j, "creds_valid").value_or(true);
       o.creds_reason = str(j, "creds_reason");
       o.creds_message = str(j, "creds_message");
-      o.creds_invalid_since = FromMs(GetInt(j, "creds_invalid_since_ms").value_or(0));
+      o.creds_invalid_since = FromUnixMillis(GetInt(j, "creds_invalid_since_ms").value_or(0));
       if (const json::array* m = GetArray(j, "machines")) {
         for (const auto& k : *m) {
           if (k.is_string()) o.machines.emplace_back(k.as_string());
@@ -308,7 +310,7 @@ Status Engine::LoadDocs(const json::object& root) {
           if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
               p.as_array()[1].is_int64()) {
             o.cond_since[std::string(t)] = {std::string(p.as_array()[0].as_string()),
-                                            FromMs(p.as_array()[1].as_int64())};
+                                            FromUnixMillis(p.as_array()[1].as_int64())};
           }
         }
       }
@@ -336,7 +338,7 @@ Status Engine::LoadDocs(const json::object& root) {
           Svc x;
           x.type = static_cast<ResourceType>(GetInt(s, "type").value_or(0));
           x.id = str(s, "id");
-          x.caller = str(s, "caller");
+          x.caller = s.contains("caller") ? str(s, "caller") : str(j, "caller");
           x.state = ParseSvcState(str(s, "state"));
           x.fut_type = str(s, "fut_type");
           x.fut_token = str(s, "fut_token");
@@ -346,7 +348,7 @@ Status Engine::LoadDocs(const json::object& root) {
           x.err_code = str(s, "err_code");
           x.err_message = str(s, "err_message");
           x.orphaned = GetBool(s, "orphaned").value_or(false);
-          x.since = FromMs(GetInt(s, "since_ms").value_or(0));
+          x.since = FromUnixMillis(GetInt(s, "since_ms").value_or(0));
           u.svcs.push_back(std::move(x));
         }
       }

@@ -22,13 +22,6 @@ bool IsSimulatorStatusField(std::string_view name) {
          name == "description" || name == "last_transition_timestamp";
 }
 
-int64_t ToMillis(TimePoint t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
-}
-TimePoint FromMillis(int64_t ms) {
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
-}
-
 }  // namespace
 
 std::string NewObjectId() {
@@ -88,20 +81,20 @@ Status Service::Load() {
     r.parent = std::string(GetString(*sim, "parent").value_or(""));
     auto op = ParseOperation(GetString(*sim, "operation").value_or("create"));
     r.op = op.ok() ? *op : Operation::kCreate;
-    r.state_since = FromMillis(GetInt(*sim, "state_since_ms").value_or(0));
+    r.state_since = FromUnixMillis(GetInt(*sim, "state_since_ms").value_or(0));
     r.fail_state = std::string(GetString(*sim, "fail_state").value_or(""));
     r.fail_code = std::string(GetString(*sim, "fail_code").value_or(""));
     r.fail_message = std::string(GetString(*sim, "fail_message").value_or(""));
     r.has_next = GetBool(*sim, "has_next").value_or(false);
     r.next_state = std::string(GetString(*sim, "next_state").value_or(""));
-    r.next_at = FromMillis(GetInt(*sim, "next_at_ms").value_or(0));
+    r.next_at = FromUnixMillis(GetInt(*sim, "next_at_ms").value_or(0));
     r.idem_collection = std::string(GetString(*sim, "idem_collection").value_or(""));
     r.idem_key = std::string(GetString(*sim, "idem_key").value_or(""));
     r.created = static_cast<uint64_t>(GetInt(*sim, "created").value_or(0));
     r.revocation_state = std::string(GetString(*sim, "revocation_state").value_or(""));
-    r.revocation_started = FromMillis(GetInt(*sim, "revocation_started_ms").value_or(0));
-    r.revocation_due = FromMillis(GetInt(*sim, "revocation_due_ms").value_or(0));
-    r.revocation_done = FromMillis(GetInt(*sim, "revocation_done_ms").value_or(0));
+    r.revocation_started = FromUnixMillis(GetInt(*sim, "revocation_started_ms").value_or(0));
+    r.revocation_due = FromUnixMillis(GetInt(*sim, "revocation_due_ms").value_or(0));
+    r.revocation_done = FromUnixMillis(GetInt(*sim, "revocation_done_ms").value_or(0));
     r.credential_generation = GetInt(*sim, "credential_generation").value_or(0);
     r.ca_key_pem = std::string(GetString(*sim, "ca_key_pem").value_or(""));
     r.ca_cert_pem = std::string(GetString(*sim, "ca_cert_pem").value_or(""));
@@ -144,20 +137,20 @@ Status Service::CommitLocked(Txn& txn) {
     const Record& r = it->second;
     json::object sim{{"parent", r.parent},
                      {"operation", OperationName(r.op)},
-                     {"state_since_ms", ToMillis(r.state_since)},
+                     {"state_since_ms", ToUnixMillis(r.state_since)},
                      {"fail_state", r.fail_state},
                      {"fail_code", r.fail_code},
                      {"fail_message", r.fail_message},
                      {"has_next", r.has_next},
                      {"next_state", r.next_state},
-                     {"next_at_ms", ToMillis(r.next_at)},
+                     {"next_at_ms", ToUnixMillis(r.next_at)},
                      {"idem_collection", r.idem_collection},
                      {"idem_key", r.idem_key},
                      {"created", r.created},
                      {"revocation_state", r.revocation_state},
-                     {"revocation_started_ms", ToMillis(r.revocation_started)},
-                     {"revocation_due_ms", ToMillis(r.revocation_due)},
-                     {"revocation_done_ms", ToMillis(r.revocation_done)},
+                     {"revocation_started_ms", ToUnixMillis(r.revocation_started)},
+                     {"revocation_due_ms", ToUnixMillis(r.revocation_due)},
+                     {"revocation_done_ms", ToUnixMillis(r.revocation_done)},
                      {"credential_generation", r.credential_generation}};
     if (!r.ca_cert_pem.empty()) {
       sim["ca_key_pem"] = r.ca_key_pem;
