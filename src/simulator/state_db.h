@@ -29,10 +29,6 @@ class StateBatch {
   void Delete(std::string space, std::string key) {
     changes_.push_back(Change{std::move(space), std::move(key), std::nullopt});
   }
-  void Append(StateBatch&& other) {
-    for (auto& c : other.changes_) changes_.push_back(std::move(c));
-    other.changes_.clear();
-  }
   bool empty() const { return changes_.empty(); }
   const std::vector<Change>& changes() const { return changes_; }
 
