@@ -5,7 +5,8 @@
 #  3. the end-to-end tests (ctest label e2e), which drive processes on a loaded machine and get up to
 #     three runs each; they capture their ARM traffic (build/release/traffic) and e2e_oav validates it
 #     with oav (npm ci of tests/oav) against api-spec/;
-#  4. every unit test binary again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#  4. every unit test binary again under AddressSanitizer + UndefinedBehaviorSanitizer (the sanitizer
+#     builds compile at -O1 with line tables only, -g1: a third of the -O2 -g compile time);
 #  5. the unit tests of the code that runs threads under ThreadSanitizer.
 # Each step prints its duration. Usage: scripts/test.sh [--quick]   (--quick: steps 1-3 only)
 set -euo pipefail

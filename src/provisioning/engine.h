@@ -162,7 +162,7 @@ class Engine final : public simulator::Provisioner {
   explicit Engine(const EngineOptions& options);
   Status Load();
   Status LoadDocs(const json::object& root);  // REQUIRES mu_
-  static json::object ObjDoc(const Obj& o);
+  static std::string EncodeObj(const Obj& o);
   static std::string EncodeUnit(const Unit& u);
   // One commit: copies of the dirty objects and the documents of the dirty units, taken under mu_
   // (REQUIRES) and written outside it by WriteBatch with the simulated Azure's changes taken right
@@ -181,6 +181,8 @@ class Engine final : public simulator::Provisioner {
   // kGroupCommitSize objects and units are dirty: its own thread, so that neither the workers nor the
   // dispatcher spend their time writing.
   void CommitLoop();
+  // The end of running `key`: runs it again if it came due meanwhile. REQUIRES mu_.
+  void FinishKeyLocked(const std::string& key);
   // Marks an object and its cluster as changed (the units its reconcile makes, marks or removes are
   // marked where that happens).
   void TouchObjectLocked(const std::string& href);
@@ -227,7 +229,15 @@ class Engine final : public simulator::Provisioner {
   std::deque<std::string> ready_;                      // due keys, in due order
   std::unordered_set<std::string> in_ready_;
   std::unordered_set<std::string> running_;
-  std::unordered_set<std::string> rerun_;          // keys that came due while running
+  std::unordered_set<std::string> rerun_;  // keys that came due while running
+  // A step whose transitions wait for its commit: the key stays running until they are told.
+  struct Deferred {
+    std::string key;
+    std::vector<Pending> out;
+  };
+  std::vector<Deferred> awaiting_commit_;  // for the committer
+  std::deque<Deferred> applies_;           // committed, for the workers
+  bool committer_running_ = false;
   TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
   EngineMetrics metrics_;
   std::set<std::string> dirty_objs_;  // changed since the last commit
@@ -244,6 +254,9 @@ class Engine final : public simulator::Provisioner {
   uint64_t written_ticket_ = 0;
   std::map<uint64_t, Batch*> queued_batches_;  // taken, waiting to be written (owners wait too)
   bool writing_ = false;
+  // The object documents the database holds, as last written; read and written only by the thread
+  // that set writing_.
+  std::unordered_map<std::string, std::string> written_objs_;
   std::vector<std::string> committed_points_;  // crash points of the steps not committed yet
   std::unordered_set<std::string> announced_;  // hrefs Next() was called with
   bool stopping_ = false;

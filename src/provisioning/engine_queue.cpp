@@ -38,27 +38,45 @@ void Engine::CommitLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     const size_t dirty = dirty_units_.size() + dirty_objs_.size();
-    if (dirty == 0 && committed_points_.empty()) {
+    if (dirty == 0 && committed_points_.empty() && awaiting_commit_.empty()) {
       dirty_cv_.wait(lock);
       continue;
     }
-    // The group's first step starts the interval: a step alone waits at most that long.
+    // The group's first step starts the interval: a step alone waits at most that long. A step whose
+    // transitions wait for the commit does not wait for the group.
     if (group_started_ == std::chrono::steady_clock::time_point{})
       group_started_ = std::chrono::steady_clock::now();
     const auto due = group_started_ + kGroupCommitInterval;
-    if (dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
+    if (awaiting_commit_.empty() && dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
       dirty_cv_.wait_until(lock, due);
       continue;
     }
+    // Every step waiting here was taken into the dirty sets before: the commit below holds it.
+    std::vector<Deferred> committed;
+    committed.swap(awaiting_commit_);
     (void)CommitNow(lock);  // releases mu_ while writing
+    if (committed.empty()) continue;
+    for (auto& d : committed) applies_.push_back(std::move(d));
+    ready_cv_.notify_all();
   }
+}
+
+void Engine::FinishKeyLocked(const std::string& key) {
+  running_.erase(key);
+  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
 }
 
 void Engine::Start() {
   if (started_.exchange(true)) return;
   for (int i = 0; i < options_.concurrency; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   dispatcher_ = std::thread([this] { DispatchLoop(); });
-  if (options_.state) committer_ = std::thread([this] { CommitLoop(); });
+  if (options_.state) {
+    {
+      std::lock_guard lock(mu_);
+      committer_running_ = true;
+    }
+    committer_ = std::thread([this] { CommitLoop(); });
+  }
 }
 
 void Engine::Stop() {
@@ -75,6 +93,10 @@ void Engine::Stop() {
   if (dispatcher_.joinable()) dispatcher_.join();
   if (committer_.joinable()) committer_.join();
   {
+    std::lock_guard lock(mu_);
+    committer_running_ = false;
+  }
+  {
     // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
     std::lock_guard lock(mu_);
     const TimePoint now = options_.clock->Now();
@@ -84,6 +106,21 @@ void Engine::Stop() {
     for (const auto& key : left) EnqueueLocked(key, now);
   }
   (void)Flush();
+  {
+    // The transitions of steps committed by the Flush above, told now.
+    std::unique_lock lock(mu_);
+    std::vector<Deferred> left;
+    for (auto& d : awaiting_commit_) left.push_back(std::move(d));
+    for (auto& d : applies_) left.push_back(std::move(d));
+    awaiting_commit_.clear();
+    applies_.clear();
+    for (auto& d : left) {
+      lock.unlock();
+      Apply(d.out);
+      lock.lock();
+      FinishKeyLocked(d.key);
+    }
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = false;  // RunDueForTest stays usable
@@ -136,6 +173,15 @@ void Engine::DispatchLoop() {
 void Engine::WorkerLoop() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
+    if (!applies_.empty()) {
+      Deferred d = std::move(applies_.front());
+      applies_.pop_front();
+      lock.unlock();
+      Apply(d.out);
+      lock.lock();
+      FinishKeyLocked(d.key);
+      continue;
+    }
     if (ready_.empty()) {
       ready_cv_.wait(lock);
       continue;
@@ -170,14 +216,22 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     }
     // Written before the Cluster Service hears of a transition: after a crash in between it announces
     // the object again and the engine, which already has the step, repeats only the transition.
-    EndStep(lock, std::any_of(out.begin(), out.end(),
-                              [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
+    const bool moves = std::any_of(out.begin(), out.end(),
+                                   [](const Pending& p) { return !p.conditions && p.enqueue.empty(); });
+    if (moves && committer_running_) {
+      // The committer writes the step at once and hands its transitions back to a worker (the key
+      // stays running until then): no worker waits for the disk.
+      EndStep(lock, false);
+      awaiting_commit_.push_back(Deferred{key, std::move(out)});
+      dirty_cv_.notify_one();
+      return;
+    }
+    EndStep(lock, moves);
     lock.unlock();
     Apply(out);
     lock.lock();
   }
-  running_.erase(key);
-  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
+  FinishKeyLocked(key);
 }
 
 size_t Engine::RunDueForTest(int max_rounds) {

@@ -8,6 +8,7 @@ namespace hcprp::provisioning {
 
 void Engine::ReconcileUnit(const std::string& key) {
   Unit u;
+  std::vector<Svc> original;  // the services as this reconcile found them
   TimePoint creds_since{};
   bool creds_invalid = false;
   {
@@ -15,6 +16,7 @@ void Engine::ReconcileUnit(const std::string& key) {
     auto it = units_.find(key);
     if (it == units_.end()) return;
     u = it->second;
+    original = u.svcs;
     auto c = objs_.find(u.cluster);
     if (c != objs_.end() && !c->second.creds_valid) {
       creds_invalid = true;
@@ -179,8 +181,10 @@ void Engine::ReconcileUnit(const std::string& key) {
     changed = u.svcs[i].state != before[i].first || u.svcs[i].err_message != before[i].second;
   }
   // The unit's document as this reconcile leaves it, encoded before taking the lock; used below unless
-  // another step changed the unit's other fields meanwhile.
-  std::string doc = options_.state ? EncodeUnit(u) : std::string();
+  // another step changed the unit's other fields meanwhile. A reconcile that changed no service (a poll
+  // of an operation still running) has nothing to encode.
+  const bool svcs_changed = u.svcs != original || u.orphaned;
+  std::string doc = options_.state && svcs_changed ? EncodeUnit(u) : std::string();
   std::lock_guard lock(mu_);
   metrics_.calls += calls;
   metrics_.futures_stored += stored;
