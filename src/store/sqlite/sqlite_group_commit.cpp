@@ -138,6 +138,12 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
 Status SqliteStore::StartCheckpointer() {
   auto conn = Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout);
   if (!conn.ok()) return conn.error();
+  // A connection opens the file at its first statement; until it has seen the WAL mode, a checkpoint
+  // through it does nothing.
+  auto mode = (*conn)->QueryText("PRAGMA journal_mode", "open checkpointer " + target_.path);
+  if (!mode.ok()) return mode.error();
+  if (*mode != "wal")
+    return Error::IoError("open checkpointer " + target_.path + ": journal mode \"" + *mode + "\"");
   checkpoint_conn_ = std::move(*conn);
   {
     MutexLock lk(write_mu_);

@@ -36,11 +36,14 @@ int Truncate(sqlite3_file* f, sqlite3_int64 size) {
   if (g_self->fail_writes_.load()) return SQLITE_IOERR_TRUNCATE;
   return Real(f)->pMethods->xTruncate(Real(f), size);
 }
+thread_local uint64_t t_syncs = 0;
+
 int Sync(sqlite3_file* f, int flags) {
   if (uint64_t us = g_self->sync_delay_us_.load(); us > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   if (g_self->fail_syncs_.load()) return SQLITE_IOERR_FSYNC;
   g_self->syncs_.fetch_add(1);
+  ++t_syncs;
   return Real(f)->pMethods->xSync(Real(f), flags);
 }
 int FileSize(sqlite3_file* f, sqlite3_int64* size) { return Real(f)->pMethods->xFileSize(Real(f), size); }
@@ -133,6 +136,8 @@ int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* t) { return g_real->xCurrentTi
 sqlite3_vfs g_vfs;
 
 }  // namespace
+
+uint64_t TestVfs::SyncsOnThisThread() { return t_syncs; }
 
 TestVfs& TestVfs::Get() {
   static std::once_flag once;
