@@ -176,11 +176,19 @@ void SqliteStore::CheckpointLoop() {
     if (checkpoint_stop_) return;
     checkpoint_due_ = false;
     lk.unlock();
-    // PASSIVE: copies what it can without waiting for the writer or the readers; the first commit after
-    // a complete checkpoint starts the WAL from its beginning again. A failure (busy, I/O) is retried
-    // after the next commit past the threshold.
+    // PASSIVE: copies what it can without waiting for the writer or the readers. The first pass runs
+    // while group commits go on and copies the bulk of the WAL; the second runs between two group
+    // commits and copies only what they appended meanwhile, so that the WAL is complete in the
+    // database file and the next commit starts it from its beginning (a WAL that commits keep
+    // appending to is never complete otherwise, and grows). A failure (busy, I/O) is retried after
+    // the next commit past the threshold.
     (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
                                     nullptr);
+    {
+      MutexLock writes(write_mu_);
+      (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                      nullptr);
+    }
     lk.lock();
   }
 }
