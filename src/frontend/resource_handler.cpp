@@ -200,7 +200,7 @@ Result<store::BatchResult> RecordInternalId(store::Store& store, const InternalI
   store::WriteOp set_op = store::WriteOp::Patch(
       r.op_id,
       {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(r.href)}});
-  return store.Batch(store::kResources, r.pk, {std::move(set_doc), std::move(set_op)});
+  return store.Batch(store::kResources, r.pk, Writes(std::move(set_doc), std::move(set_op)));
 }
 
 // Not recorded: the backend's create recovery records it (the create stays Accepted until then).
@@ -239,7 +239,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   const std::string pk = arm::PartitionKey(id.subscription_id);
   const std::string doc_id = arm::ResourceDocumentId(ctx.path);
   auto created = env.store->Batch(store::kResources, pk,
-                                  {store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)});
+                                  Writes(store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)));
   if (!created.ok()) {
     if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
     return Outcome::Done(Fail(env, ctx, created.error()));
@@ -260,7 +260,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
       store::WriteOp del_doc = store::WriteOp::Delete(doc_id);
       del_doc.conditions.push_back({std::string(arm::kPathActiveOperationId), json::value(op.id)});
       auto undone =
-          env.store->Batch(store::kResources, pk, {std::move(del_doc), store::WriteOp::Delete(op.id)});
+          env.store->Batch(store::kResources, pk, Writes(std::move(del_doc), store::WriteOp::Delete(op.id)));
       if (!undone.ok()) {
         env.logger.Warn("could not remove documents of a rejected create",
                         {{"request_id", ctx.request_id}, {"error", undone.error().ToString()}});
@@ -350,7 +350,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   const std::string pk = arm::PartitionKey(id.subscription_id);
   auto written = env.store->Batch(
       store::kResources, pk,
-      {store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)});
+      Writes(store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)));
   if (!written.ok()) {
     if (written.error().IsPreconditionFailed() || written.error().IsAlreadyExists()) return Outcome::Retry();
     return Outcome::Done(Fail(env, ctx, written.error()));
@@ -363,8 +363,8 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
     // Undo: the previous resource document comes back and the operation disappears.
     auto undone =
         env.store->Batch(store::kResources, pk,
-                         {store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
-                          store::WriteOp::Delete(op.id)});
+                         Writes(store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
+                                store::WriteOp::Delete(op.id)));
     if (!undone.ok()) {
       if (undone.error().IsPreconditionFailed()) {
         // A concurrent request (a DELETE) moved the resource on and superseded this update.
@@ -408,7 +408,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
     store::WriteOp set_doc = store::WriteOp::Patch(
         existing.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(merged)}},
         {}, result.etag);
-    auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc)});
+    auto patched = env.store->Batch(store::kResources, pk, Writes(std::move(set_doc)));
     if (patched.ok()) {
       result.etag = patched->documents.at(0).etag;
       result.timestamp_ms = patched->documents.at(0).timestamp_ms;

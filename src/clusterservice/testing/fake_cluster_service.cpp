@@ -106,11 +106,11 @@ Result<json::object> FakeClusterService::Create(std::string_view collection_href
     o.fields["azure"].as_object()["issuer_url"] = "https://oidc.example.test/" + id;
   }
   o.state = options_.initial_state;
-  objects_[href] = o;
+  Object& stored = objects_[href] = std::move(o);
   created_bodies_.push_back(body);
   if (!idempotency_key.empty()) by_key_[std::string(idempotency_key)] = href;
-  PublishLocked(href, &objects_[href]);
-  return o.fields;
+  PublishLocked(href, &stored);
+  return stored.fields;
 }
 
 Result<json::object> FakeClusterService::Get(std::string_view href) {
