@@ -607,6 +607,23 @@ TEST_F(EngineTest, CompactDocumentsLoadBackTheSame) {
   std::filesystem::remove_all(dir);
 }
 
+// The simulated Azure and an engine on `db`, as hcprp opens them; `azure` receives the former.
+Result<std::unique_ptr<Engine>> OpenOn(simulator::StateDb* db, const FakeClock& clock, LatencyProfile profile,
+                                       std::unique_ptr<SimulatedAzure>& azure) {
+  AzureOptions ao;
+  ao.clock = &clock;
+  ao.profile = profile;
+  ao.state = db;
+  auto az = SimulatedAzure::Open(ao);
+  if (!az.ok()) return az.error();
+  azure = std::move(*az);
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.azure = azure.get();
+  eo.state = db;
+  return Engine::Open(eo);
+}
+
 // Forwards to a StateDb and remembers every object document written, in order.
 class RecordingStateDb final : public simulator::StateDb {
  public:
@@ -638,18 +655,9 @@ TEST(EngineStateTest, AnObjectIsWrittenOnlyWhenItsDocumentChanges) {
   ASSERT_TRUE(db.ok()) << db.error().ToString();
   RecordingStateDb recording(db->get());
   FakeClock clock;
-  AzureOptions ao;
-  ao.clock = &clock;
-  ao.profile = LatencyProfile::kRealistic;
-  ao.state = &recording;
-  auto az = SimulatedAzure::Open(ao);
-  ASSERT_TRUE(az.ok());
-  EngineOptions eo;
-  eo.clock = &clock;
-  eo.azure = az->get();
-  eo.state = &recording;
-  auto engine = Engine::Open(eo);
-  ASSERT_TRUE(engine.ok());
+  std::unique_ptr<SimulatedAzure> azure;
+  auto engine = OpenOn(&recording, clock, LatencyProfile::kRealistic, azure);
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
   auto store = simulator::NewStateStore(&recording);
   simulator::Scheduler scheduler(&clock);
   simulator::ServiceOptions so;
@@ -709,16 +717,8 @@ TEST(EngineStateTest, FullDocumentsOfAnOlderVersionStillLoad) {
                 rg + R"(Microsoft.Network/publicIPAddresses/p-0-pip","state":"Pending","since_ms":0}]})");
   ASSERT_TRUE((*db)->Commit(batch).ok());
   FakeClock clock;
-  AzureOptions ao;
-  ao.clock = &clock;
-  ao.state = db->get();
-  auto az = SimulatedAzure::Open(ao);
-  ASSERT_TRUE(az.ok());
-  EngineOptions eo;
-  eo.clock = &clock;
-  eo.azure = az->get();
-  eo.state = db->get();
-  auto e = Engine::Open(eo);
+  std::unique_ptr<SimulatedAzure> azure;
+  auto e = OpenOn(db->get(), clock, LatencyProfile::kDemo, azure);
   ASSERT_TRUE(e.ok()) << e.error().ToString();
   auto view = (*e)->ClusterView("/c/1");
   ASSERT_TRUE(view.ok()) << view.error().ToString();
@@ -743,16 +743,8 @@ TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
       R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","op":"create","cp_unit":"/c/1#controlplane"})");
   ASSERT_TRUE((*db)->Commit(batch).ok());
   FakeClock clock;
-  AzureOptions ao;
-  ao.clock = &clock;
-  ao.state = db->get();
-  auto az = SimulatedAzure::Open(ao);
-  ASSERT_TRUE(az.ok());
-  EngineOptions eo;
-  eo.clock = &clock;
-  eo.azure = az->get();
-  eo.state = db->get();
-  auto e = Engine::Open(eo);
+  std::unique_ptr<SimulatedAzure> azure;
+  auto e = OpenOn(db->get(), clock, LatencyProfile::kDemo, azure);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message().find("/c/1#controlplane"), std::string::npos) << e.error().ToString();
   std::filesystem::remove_all(dir);
