@@ -1,6 +1,8 @@
 // GET, PUT, PATCH and DELETE of clusters, node pools and external auths, and their lists.
 #include <cctype>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "arm/headers.h"
 #include "arm/paging.h"
@@ -538,6 +540,9 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
   q.partition_key = arm::PartitionKey(r.subscription_id);
   q.max_items = top.value_or(arm::kDefaultPageSize);
   q.continuation = continuation;
+  // Bodies as text: a version shown before is answered from the render cache by its id and etag, and
+  // only the others are parsed.
+  q.body_text = true;
   const std::string ns = "/providers/" + std::string(arm::kProviderNamespace) + "/hcpOpenShiftClusters/";
   switch (r.kind) {
     case RouteKind::kClusterListBySub:
@@ -571,13 +576,16 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
   // The body is what serializing {"value": [...], "nextLink": ...} gives, written piece by piece: each
   // resource's text comes from the render cache when this version of it was shown in this
   // api-version before.
-  std::string body = R"({"value":[)";
-  bool first = true;
+  std::vector<std::shared_ptr<const std::string>> texts;
+  texts.reserve(page->documents.size());
+  size_t bytes = 0;
   for (auto& d : page->documents) {
     std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
     std::shared_ptr<const std::string> text = env.render_cache->Find(key);
     if (text == nullptr) {
-      auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
+      auto stored = store::ParseBodyText(d.body_text);
+      if (!stored.ok()) return Fail(env, ctx, stored.error());
+      auto parsed = arm::ResourceDocument::FromBody(std::move(stored).value());
       if (!parsed.ok()) {
         env.logger.Warn("skipping unreadable resource document",
                         {{"id", d.id}, {"error", parsed.error().ToString()}});
@@ -589,6 +597,14 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
       text = std::make_shared<const std::string>(json::serialize(*rendered));
       env.render_cache->Insert(key, text);
     }
+    bytes += text->size() + 1;
+    texts.push_back(std::move(text));
+  }
+  std::string body;
+  body.reserve(bytes + 64 + ctx.base_url.size() + ctx.path.size() + 2 * page->continuation.size());
+  body += R"({"value":[)";
+  bool first = true;
+  for (const auto& text : texts) {
     if (!first) body.push_back(',');
     first = false;
     body += *text;

@@ -247,6 +247,12 @@ TEST_F(SqliteStoreTest, CorruptStoredBodyIsCorruptionNotACrash) {
   EXPECT_TRUE(HasCode(store->Read("c", "p", "bad"), ErrorCode::kCorruption));
   EXPECT_TRUE(HasCode(store->Patch("c", "p", "bad", {}), ErrorCode::kCorruption));
   EXPECT_TRUE(HasCode(store->Query({.container = "c", .partition_key = "p"}), ErrorCode::kCorruption));
+  // Read as text, the page comes back and only that body fails to parse.
+  auto page = store->Query({.container = "c", .partition_key = "p", .body_text = true});
+  ASSERT_TRUE(IsOk(page));
+  ASSERT_EQ(page->documents.size(), 2u);
+  EXPECT_TRUE(HasCode(ParseBodyText(page->documents[0].body_text), ErrorCode::kCorruption));
+  EXPECT_TRUE(IsOk(ParseBodyText(page->documents[1].body_text)));
   EXPECT_TRUE(IsOk(store->Read("c", "p", "good")));
   EXPECT_TRUE(IsOk(store->Replace("c", "p", "bad", json::object{})));  // a blind replace repairs it
   EXPECT_TRUE(IsOk(store->Read("c", "p", "bad")));
