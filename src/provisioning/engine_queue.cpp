@@ -24,22 +24,22 @@ std::vector<std::string> TakeStepPoints() {
   return points;
 }
 
-void Engine::EndStep(std::unique_lock<std::mutex>& lock, bool must_commit) {
+void Engine::EndStep(bool must_commit) {
   for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
   if (options_.state) EncodeTouchedUnitsLocked();
   if (must_commit || !started_ || !options_.state) {
-    (void)CommitNow(lock);
+    (void)CommitNow();
     return;
   }
-  dirty_cv_.notify_one();
+  dirty_cv_.NotifyOne();
 }
 
 void Engine::CommitLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     const size_t dirty = dirty_units_.size() + dirty_objs_.size();
     if (dirty == 0 && committed_points_.empty()) {
-      dirty_cv_.wait(lock);
+      dirty_cv_.Wait(lock);
       continue;
     }
     // The group's first step starts the interval: a step alone waits at most that long.
@@ -47,10 +47,10 @@ void Engine::CommitLoop() {
       group_started_ = std::chrono::steady_clock::now();
     const auto due = group_started_ + kGroupCommitInterval;
     if (dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
-      dirty_cv_.wait_until(lock, due);
+      dirty_cv_.WaitUntil(lock, due);
       continue;
     }
-    (void)CommitNow(lock);  // releases mu_ while writing
+    (void)CommitNow();  // releases mu_ while writing
   }
 }
 
@@ -63,20 +63,20 @@ void Engine::Start() {
 
 void Engine::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
   }
-  timer_cv_.notify_all();
-  ready_cv_.notify_all();
-  dirty_cv_.notify_all();
+  timer_cv_.NotifyAll();
+  ready_cv_.NotifyAll();
+  dirty_cv_.NotifyAll();
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (dispatcher_.joinable()) dispatcher_.join();
   if (committer_.joinable()) committer_.join();
   {
     // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const TimePoint now = options_.clock->Now();
     std::deque<std::string> left;
     left.swap(ready_);
@@ -85,7 +85,7 @@ void Engine::Stop() {
   }
   (void)Flush();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = false;  // RunDueForTest stays usable
     dispatcher_wakes_ = TimePoint::max();
   }
@@ -99,12 +99,12 @@ void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
   timers_.emplace(at, key);
   if (at + kTimerSlack < dispatcher_wakes_) {
     dispatcher_wakes_ = at;
-    timer_cv_.notify_one();
+    timer_cv_.NotifyOne();
   }
 }
 
 void Engine::DispatchLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     dispatcher_wakes_ = TimePoint::min();  // running: nobody needs to wake it
     const TimePoint now = options_.clock->Now();
@@ -120,45 +120,45 @@ void Engine::DispatchLoop() {
       ++moved;
     }
     if (moved >= workers_.size()) {
-      ready_cv_.notify_all();
+      ready_cv_.NotifyAll();
     } else {
-      for (size_t i = 0; i < moved; ++i) ready_cv_.notify_one();
+      for (size_t i = 0; i < moved; ++i) ready_cv_.NotifyOne();
     }
     // Never sleep long: a FakeClock moves without notifying anyone. Timers due within the slack of the
     // first one go together: one wake-up per batch, not per timer.
     TimePoint wake = now + std::chrono::milliseconds(50);
     if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
     dispatcher_wakes_ = wake;
-    timer_cv_.wait_for(lock, wake - now);
+    timer_cv_.WaitFor(lock, wake - now);
   }
 }
 
 void Engine::WorkerLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     if (ready_.empty()) {
-      ready_cv_.wait(lock);
+      ready_cv_.Wait(lock);
       continue;
     }
     std::string key = std::move(ready_.front());
     ready_.pop_front();
     in_ready_.erase(key);
-    RunKey(lock, key);
+    RunKey(key);
   }
 }
 
-void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) {
+void Engine::RunKey(const std::string& key) {
   if (running_.count(key)) {
     rerun_.insert(key);
     return;
   }
   running_.insert(key);
   if (key.rfind("u:", 0) == 0) {
-    lock.unlock();
+    mu_.unlock();
     ReconcileUnit(key.substr(2));
-    lock.lock();
+    mu_.lock();
     // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
-    EndStep(lock, false);
+    EndStep(false);
   } else {
     std::vector<Pending> out;
     const std::string href = key.substr(2);
@@ -170,11 +170,11 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     }
     // Written before the Cluster Service hears of a transition: after a crash in between it announces
     // the object again and the engine, which already has the step, repeats only the transition.
-    EndStep(lock, std::any_of(out.begin(), out.end(),
-                              [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
-    lock.unlock();
+    EndStep(std::any_of(out.begin(), out.end(),
+                        [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
+    mu_.unlock();
     Apply(out);
-    lock.lock();
+    mu_.lock();
   }
   running_.erase(key);
   if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
@@ -185,7 +185,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
   for (int round = 0; round < max_rounds; ++round) {
     std::vector<std::string> due;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const TimePoint now = options_.clock->Now();
       while (!timers_.empty() && timers_.begin()->first <= now) {
         auto [at, key] = *timers_.begin();
@@ -201,13 +201,13 @@ size_t Engine::RunDueForTest(int max_rounds) {
       ++ran;
       if (key.rfind("u:", 0) == 0) {
         ReconcileUnit(key.substr(2));
-        std::unique_lock lock(mu_);
-        EndStep(lock, true);
+        MutexLock lock(mu_);
+        EndStep(true);
         continue;
       }
       std::vector<Pending> out;
       {
-        std::unique_lock lock(mu_);
+        MutexLock lock(mu_);
         const std::string href = key.substr(2);
         auto it = objs_.find(href);
         if (it != objs_.end()) {
@@ -215,7 +215,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
           ReconcileObjectLocked(it->second, out);
           TouchObjectLocked(href);
         }
-        EndStep(lock, true);
+        EndStep(true);
       }
       Apply(out);
     }
@@ -224,7 +224,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
 }
 
 std::optional<TimePoint> Engine::NextDueForTest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::optional<TimePoint> best;
   for (const auto& [k, t] : queued_) {
     if (!best || t < *best) best = t;

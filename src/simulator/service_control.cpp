@@ -69,7 +69,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "GET only"}});
     json::object body{{"status", "ok"}};
     for (auto& [k, v] : timing_json()) body[k] = v;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     body["objects"] = static_cast<int64_t>(records_.size());
     body["last_sequence"] = last_sequence_;
     body["pending_steps"] = static_cast<int64_t>(options_.scheduler->pending());
@@ -191,7 +191,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     }
     options_.timing->set_timing(t);
     // Re-plan the steps in progress as if their current state began now.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Txn txn;
     const TimePoint now = options_.clock->Now();
     std::vector<std::string> pending;
