@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds hcprp and runs every test:
-#  1. the style checks (scripts/lint.sh: clang-format everywhere, clang-tidy on the changed sources);
+#  1. the style checks (scripts/lint.sh: clang-format everywhere, Clang's -Wthread-safety on every source
+#     under src/, clang-tidy on the changed sources);
 #  2. the release build's unit tests, once each: a unit test that fails fails the suite;
 #  3. the end-to-end tests (ctest label e2e), which drive processes on a loaded machine and get up to
 #     three runs each; they capture their ARM traffic (build/release/traffic) and e2e_oav validates it
