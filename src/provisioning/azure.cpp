@@ -724,17 +724,14 @@ Status SimulatedAzure::Flush() {
 
 Status SimulatedAzure::Load() {
   if (!options_.state) return Status::Ok();
-  auto resources = options_.state->Load(kResourceSpace);
-  if (!resources.ok()) return resources.error();
-  auto meta = options_.state->Load(kMetaSpace);
-  if (!meta.ok()) return meta.error();
+  HCPRP_ASSIGN_OR_RETURN(auto resources, options_.state->Load(kResourceSpace));
+  HCPRP_ASSIGN_OR_RETURN(auto meta, options_.state->Load(kMetaSpace));
   const std::string legacy = options_.state->dir() + "/azure.json";
-  if (resources->empty() && meta->empty()) {
+  if (resources.empty() && meta.empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
-    auto text = ReadFileIfExists(legacy);
-    if (!text.ok()) return text.error();
-    if (!text->has_value()) return Status::Ok();
-    auto parsed = ParseJson(**text, 16);
+    HCPRP_ASSIGN_OR_RETURN(auto text, ReadFileIfExists(legacy));
+    if (!text.has_value()) return Status::Ok();
+    auto parsed = ParseJson(*text, 16);
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
     {
       MutexLock lock(mu_);
@@ -751,7 +748,7 @@ Status SimulatedAzure::Load() {
   MutexLock lock(mu_);
   json::array res, ops;
   json::object starts;
-  for (const auto& [key, text] : *resources) {
+  for (const auto& [key, text] : resources) {
     auto v = ParseJson(text, 16);
     if (!v.ok() || !v->is_object())
       return Error::Corruption("azure resource " + key + " is not a JSON object");
@@ -762,7 +759,7 @@ Status SimulatedAzure::Load() {
     if (const json::object* o = GetObject(d, "op")) ops.push_back(*o);
   }
   json::object root{{"resources", std::move(res)}, {"operations", std::move(ops)}, {"create_starts", starts}};
-  for (const auto& [key, text] : *meta) {
+  for (const auto& [key, text] : meta) {
     auto v = ParseJson(text, 16);
     if (!v.ok() || !v->is_object()) return Error::Corruption("azure meta is not a JSON object");
     for (const auto& [k, x] : v->as_object()) root[k] = x;

@@ -237,18 +237,15 @@ size_t Engine::DeleteUnannounced() {
 
 Status Engine::Load() {
   if (!options_.state) return Status::Ok();
-  auto objs = options_.state->Load(kObjectSpace);
-  if (!objs.ok()) return objs.error();
-  auto units = options_.state->Load(kUnitSpace);
-  if (!units.ok()) return units.error();
+  HCPRP_ASSIGN_OR_RETURN(auto objs, options_.state->Load(kObjectSpace));
+  HCPRP_ASSIGN_OR_RETURN(auto units, options_.state->Load(kUnitSpace));
   MutexLock lock(mu_);
-  if (objs->empty() && units->empty()) {
+  if (objs.empty() && units.empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
     const std::string legacy = options_.state->dir() + "/engine.json";
-    auto text = ReadFileIfExists(legacy);
-    if (!text.ok()) return text.error();
-    if (!text->has_value()) return Status::Ok();
-    auto parsed = ParseJson(**text, 16);
+    HCPRP_ASSIGN_OR_RETURN(auto text, ReadFileIfExists(legacy));
+    if (!text.has_value()) return Status::Ok();
+    auto parsed = ParseJson(*text, 16);
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
     HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
     for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
@@ -259,7 +256,7 @@ Status Engine::Load() {
     return Status::Ok();
   }
   json::array o_docs, u_docs;
-  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+  for (const auto& [list, out] : {std::pair{&objs, &o_docs}, std::pair{&units, &u_docs}}) {
     for (const auto& [key, text] : *list) {
       auto v = ParseJson(text, 16);
       if (!v.ok() || !v->is_object())

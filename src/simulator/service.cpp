@@ -64,10 +64,9 @@ Result<std::unique_ptr<Service>> Service::Open(const ServiceOptions& options) {
 }
 
 Status Service::Load() {
-  auto snap = options_.store->Load();
-  if (!snap.ok()) return snap.error();
+  HCPRP_ASSIGN_OR_RETURN(auto snap, options_.store->Load());
   MutexLock lock(mu_);
-  for (const auto& doc : snap->documents) {
+  for (const auto& doc : snap.documents) {
     auto v = ParseJson(doc);
     if (!v.ok() || !v->is_object()) return Error::Corruption("simulator state: unreadable object document");
     const json::object& d = v->as_object();
@@ -104,7 +103,7 @@ Status Service::Load() {
     if (!r.idem_key.empty()) idempotency_[r.idem_collection + "\n" + r.idem_key] = r.href;
     records_.emplace(r.href, std::move(r));
   }
-  last_sequence_ = snap->last_sequence;
+  last_sequence_ = snap.last_sequence;
   first_retained_ = last_sequence_;  // history starts empty: only "after = last" can resume
   // A provisioner that moves objects itself (the provisioning engine) commits its steps but not what it
   // was told before its next step, and may be a step ahead of this state after a crash: it hears again

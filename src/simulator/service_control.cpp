@@ -23,10 +23,9 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
   };
   auto body_object = [&]() -> Result<json::object> {
     if (req.body().empty()) return json::object{};
-    auto v = ParseJson(req.body());
-    if (!v.ok()) return v.error();
-    if (!v->is_object()) return Error::InvalidArgument("body must be a JSON object");
-    return std::move(v->as_object());
+    HCPRP_ASSIGN_OR_RETURN(auto v, ParseJson(req.body()));
+    if (!v.is_object()) return Error::InvalidArgument("body must be a JSON object");
+    return std::move(v.as_object());
   };
   auto faults_json = [&]() {
     MutexLock lock(faults_mu_);

@@ -260,14 +260,13 @@ Result<json::array> FakeClusterService::List(std::string_view collection_href, s
   MutexLock lock(mu_);
   if (auto failed = CallLocked("List " + std::string(collection_href))) return *failed;
   if (collection_href.ends_with("/versions") && versions_) return *versions_;
-  auto terms = ParseEqualitySearch(search);
-  if (!terms.ok()) return terms.error();
+  HCPRP_ASSIGN_OR_RETURN(auto terms, ParseEqualitySearch(search));
   json::array out;
   std::string prefix = std::string(collection_href) + "/";
   for (const auto& [h, o] : objects_) {
     if (!h.starts_with(prefix) || h.find('/', prefix.size()) != std::string::npos) continue;
     json::object rendered = RenderLocked(o);
-    if (Matches(rendered, *terms)) out.push_back(std::move(rendered));
+    if (Matches(rendered, terms)) out.push_back(std::move(rendered));
   }
   return out;
 }
