@@ -60,9 +60,11 @@ if [ "${1:-}" != "--quick" ]; then
 
   step "ThreadSanitizer"
   # The tests of the code that runs threads: the HTTP server and client, the store engines (change
-  # watcher, concurrent writers), the metrics registry, the backend's loops and parallel checks, and
-  # the shard leases.
-  tsan_tests=(core_test http_test store_test sqlite_store_test metrics_test backend_test backend_ownership_test)
+  # watcher, concurrent writers), the metrics registry, the backend's loops and parallel checks, the
+  # shard leases, the simulator (scheduler, event long-polls, group commit) and the provisioning engine
+  # (workers, dispatcher, committer).
+  tsan_tests=(core_test http_test store_test sqlite_store_test metrics_test backend_test backend_ownership_test
+              simulator_test provisioning_test)
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}"
   run_sanitized tsan "${tsan_tests[@]}"
