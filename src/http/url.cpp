@@ -78,9 +78,10 @@ Result<Endpoint> ParseListenAddress(std::string_view text) {
   }
   if (ep.host.empty()) ep.host = "0.0.0.0";
   auto p = ParsePort(port);
-  if (!p.ok())
+  if (!p.ok()) {
     return Error::InvalidArgument("invalid listen address '" + std::string(text) +
                                   "': " + p.error().message());
+  }
   ep.port = *p;
   return ep;
 }

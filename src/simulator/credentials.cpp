@@ -289,9 +289,10 @@ http::Response Service::CheckCertificate(const http::Request& req, const std::st
     auto body = ParseJson(pem);
     const json::object* o = body.ok() && body->is_object() ? &body->as_object() : nullptr;
     auto c = o ? GetString(*o, "certificate") : std::nullopt;
-    if (!c)
+    if (!c) {
       return OcmError(StatusCode::bad_request,
                       "The body must be a PEM certificate or {\"certificate\": PEM}");
+    }
     pem = std::string(*c);
   }
   MutexLock lock(mu_);
