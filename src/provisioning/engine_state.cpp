@@ -200,105 +200,108 @@ Status Engine::WriteBatch(Batch& b) {
     for (const auto& p : b.points) CrashPoint(p);
     return Status::Ok();
   }
-  std::unique_lock lock(commit_mu_);
-  queued_batches_.emplace(b.ticket, &b);
-  commit_cv_.notify_all();
-  // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
-  // transaction (a later batch may hold newer versions of the same documents); the others wait.
-  while (written_ticket_ < b.ticket) {
-    if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
-      commit_cv_.wait(lock);
-      continue;
-    }
-    writing_ = true;
-    std::vector<Batch*> group;
-    uint64_t last = written_ticket_;
-    for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
-      group.push_back(it->second);
-      ++last;
-      it = queued_batches_.erase(it);
-    }
-    lock.unlock();
-    simulator::StateBatch batch;
-    // An object whose document is what the database holds already is not written again (a node
-    // pool's roll-up that changed nothing, its cluster touched with it). href -> document, or nullopt
-    // when removed, as this group leaves them.
-    std::unordered_map<std::string, std::optional<std::string>> latest;
-    for (Batch* g : group) {
-      for (const auto& o : g->objs) {
-        std::string doc = EncodeObj(o);
-        const std::string* held = nullptr;
-        if (auto l = latest.find(o.href); l != latest.end()) {
-          held = l->second ? &*l->second : nullptr;
-        } else if (auto w = written_objs_.find(o.href); w != written_objs_.end()) {
-          held = &w->second;
+  Status st;
+  {
+    MutexLock lock(commit_mu_);
+    queued_batches_.emplace(b.ticket, &b);
+    commit_cv_.NotifyAll();
+    // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
+    // transaction (a later batch may hold newer versions of the same documents); the others wait.
+    while (written_ticket_ < b.ticket) {
+      if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
+        commit_cv_.Wait(lock);
+        continue;
+      }
+      writing_ = true;
+      std::vector<Batch*> group;
+      uint64_t last = written_ticket_;
+      for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
+        group.push_back(it->second);
+        ++last;
+        it = queued_batches_.erase(it);
+      }
+      lock.unlock();
+      simulator::StateBatch batch;
+      // An object whose document is what the database holds already is not written again (a node
+      // pool's roll-up that changed nothing, its cluster touched with it). href -> document, or
+      // nullopt when removed, as this group leaves them.
+      std::unordered_map<std::string, std::optional<std::string>> latest;
+      for (Batch* g : group) {
+        for (const auto& o : g->objs) {
+          std::string doc = EncodeObj(o);
+          const std::string* held = nullptr;
+          if (auto l = latest.find(o.href); l != latest.end()) {
+            held = l->second ? &*l->second : nullptr;
+          } else if (auto w = written_objs_.find(o.href); w != written_objs_.end()) {
+            held = &w->second;
+          }
+          if (held && *held == doc) continue;
+          batch.Put(std::string(kObjectSpace), o.href, doc);
+          latest[o.href] = std::move(doc);
         }
-        if (held && *held == doc) continue;
-        batch.Put(std::string(kObjectSpace), o.href, doc);
-        latest[o.href] = std::move(doc);
+        for (const auto& h : g->removed_objs) {
+          batch.Delete(std::string(kObjectSpace), h);
+          latest[h] = std::nullopt;
+        }
+        for (auto& [key, doc] : g->units) batch.Put(std::string(kUnitSpace), key, std::move(doc));
+        for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
+        g->azure.EncodeInto(batch);
       }
-      for (const auto& h : g->removed_objs) {
-        batch.Delete(std::string(kObjectSpace), h);
-        latest[h] = std::nullopt;
+      Status committed = options_.state->Commit(batch);
+      if (!committed.ok() && options_.logger) {
+        // What the batches held stays in memory; the next change of each document writes it again.
+        options_.logger->Warn("cannot commit the provisioning state",
+                              {{"error", committed.error().ToString()}});
       }
-      for (auto& [key, doc] : g->units) batch.Put(std::string(kUnitSpace), key, std::move(doc));
-      for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
-      g->azure.EncodeInto(batch);
-    }
-    Status st = options_.state->Commit(batch);
-    if (!st.ok() && options_.logger) {
-      // What the batches held stays in memory; the next change of each document writes it again.
-      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
-    }
-    if (st.ok()) {
-      for (auto& [href, doc] : latest) {
-        if (doc) {
-          written_objs_[href] = std::move(*doc);
-        } else {
-          written_objs_.erase(href);
+      if (committed.ok()) {
+        for (auto& [href, doc] : latest) {
+          if (doc) {
+            written_objs_[href] = std::move(*doc);
+          } else {
+            written_objs_.erase(href);
+          }
         }
       }
+      lock.lock();
+      for (Batch* g : group) g->written = committed;
+      written_ticket_ = last;
+      writing_ = false;
+      commit_cv_.NotifyAll();
     }
-    lock.lock();
-    for (Batch* g : group) g->written = st;
-    written_ticket_ = last;
-    writing_ = false;
-    commit_cv_.notify_all();
+    st = b.written;
   }
-  Status st = b.written;
-  lock.unlock();
   if (st.ok()) {
     for (const auto& p : b.points) CrashPoint(p);
   }
   return st;
 }
 
-Status Engine::CommitNow(std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
+Status Engine::CommitNow() {
+  mu_.unlock();
   Batch b;
   {
     // The simulated Azure's changes are taken after the engine's, outside mu_: a batch may hold Azure
     // ahead of the engine (a call the engine has not recorded yet, which it repeats and Azure answers
     // idempotently), never behind. take_mu_ keeps the tickets and the Azure takes in one order.
-    std::lock_guard take(take_mu_);
+    MutexLock take(take_mu_);
     {
-      std::lock_guard engine(mu_);
+      MutexLock engine(mu_);
       b = TakeBatchLocked();
     }
     if (b.ticket != 0) b.azure = options_.azure->TakeChanges();
   }
   Status st = WriteBatch(b);
-  lock.lock();
+  mu_.lock();
   return st;
 }
 
 Status Engine::Flush() {
-  std::unique_lock lock(mu_);
-  return CommitNow(lock);
+  MutexLock lock(mu_);
+  return CommitNow();
 }
 
 size_t Engine::DeleteUnannounced() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   const TimePoint now = options_.clock->Now();
   for (auto& [href, o] : objs_) {
@@ -318,29 +321,26 @@ size_t Engine::DeleteUnannounced() {
 
 Status Engine::Load() {
   if (!options_.state) return Status::Ok();
-  auto objs = options_.state->Load(kObjectSpace);
-  if (!objs.ok()) return objs.error();
-  auto units = options_.state->Load(kUnitSpace);
-  if (!units.ok()) return units.error();
-  std::unique_lock lock(mu_);
-  if (objs->empty() && units->empty()) {
+  HCPRP_ASSIGN_OR_RETURN(auto objs, options_.state->Load(kObjectSpace));
+  HCPRP_ASSIGN_OR_RETURN(auto units, options_.state->Load(kUnitSpace));
+  MutexLock lock(mu_);
+  if (objs.empty() && units.empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
     const std::string legacy = options_.state->dir() + "/engine.json";
-    auto text = ReadFileIfExists(legacy);
-    if (!text.ok()) return text.error();
-    if (!text->has_value()) return Status::Ok();
-    auto parsed = ParseJson(**text, 16);
+    HCPRP_ASSIGN_OR_RETURN(auto text, ReadFileIfExists(legacy));
+    if (!text.has_value()) return Status::Ok();
+    auto parsed = ParseJson(*text, 16);
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
     HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
     for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
     for (const auto& [k, u] : units_) TouchUnitLocked(k);
-    HCPRP_RETURN_IF_ERROR(CommitNow(lock));
+    HCPRP_RETURN_IF_ERROR(CommitNow());
     std::error_code ec;
     std::filesystem::remove(legacy, ec);
     return Status::Ok();
   }
   json::array o_docs, u_docs;
-  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+  for (const auto& [list, out] : {std::pair{&objs, &o_docs}, std::pair{&units, &u_docs}}) {
     for (const auto& [key, text] : *list) {
       auto v = ParseJson(text, 16);
       if (!v.ok() || !v->is_object())

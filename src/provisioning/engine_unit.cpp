@@ -12,7 +12,7 @@ void Engine::ReconcileUnit(const std::string& key) {
   TimePoint creds_since{};
   bool creds_invalid = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = units_.find(key);
     if (it == units_.end()) return;
     u = it->second;
@@ -185,7 +185,7 @@ void Engine::ReconcileUnit(const std::string& key) {
   // of an operation still running) has nothing to encode.
   const bool svcs_changed = u.svcs != original || u.orphaned;
   std::string doc = options_.state && svcs_changed ? EncodeUnit(u) : std::string();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   metrics_.calls += calls;
   metrics_.futures_stored += stored;
   metrics_.completed_within_timeout += within;
@@ -255,7 +255,7 @@ void Engine::ReconcileUnit(const std::string& key) {
     if (!finishes_owner && it->second.Done()) {
       auto o = objs_.find(u.owner);
       finishes_owner = o == objs_.end() || std::all_of(o->second.machines.begin(), o->second.machines.end(),
-                                                       [&](const std::string& k) {
+                                                       [&](const std::string& k) HCPRP_REQUIRES(mu_) {
                                                          auto m = units_.find(k);
                                                          return m == units_.end() || m->second.Done();
                                                        });
