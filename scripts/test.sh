@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Builds hcprp and runs every test:
-#  1. the style checks (scripts/lint.sh: clang-format everywhere, clang-tidy on the changed sources);
+#  1. the style checks (scripts/lint.sh: clang-format everywhere, Clang's -Wthread-safety on every source
+#     under src/, clang-tidy on the changed sources);
 #  2. the release build's unit tests, once each: a unit test that fails fails the suite;
 #  3. the end-to-end tests (ctest label e2e), which drive processes on a loaded machine and get up to
 #     three runs each; they capture their ARM traffic (build/release/traffic) and e2e_oav validates it
 #     with oav (npm ci of tests/oav) against api-spec/;
-#  4. every unit test binary again under AddressSanitizer + UndefinedBehaviorSanitizer;
+#  4. every unit test binary again under AddressSanitizer + UndefinedBehaviorSanitizer (the sanitizer
+#     builds compile at -O1 with line tables only, -g1: a third of the -O2 -g compile time);
 #  5. the unit tests of the code that runs threads under ThreadSanitizer.
 # Each step prints its duration. Usage: scripts/test.sh [--quick]   (--quick: steps 1-3 only)
 set -euo pipefail
@@ -59,9 +61,11 @@ if [ "${1:-}" != "--quick" ]; then
 
   step "ThreadSanitizer"
   # The tests of the code that runs threads: the HTTP server and client, the store engines (change
-  # watcher, concurrent writers), the metrics registry, the backend's loops and parallel checks, and
-  # the shard leases.
-  tsan_tests=(core_test http_test store_test sqlite_store_test metrics_test backend_test backend_ownership_test)
+  # watcher, concurrent writers), the metrics registry, the backend's loops and parallel checks, the
+  # shard leases, the simulator (scheduler, event long-polls, group commit) and the provisioning engine
+  # (workers, dispatcher, committer).
+  tsan_tests=(core_test http_test store_test sqlite_store_test metrics_test backend_test backend_ownership_test
+              simulator_test provisioning_test)
   cmake --preset tsan >/dev/null
   cmake --build --preset tsan -j"$jobs" --target "${tsan_tests[@]}"
   run_sanitized tsan "${tsan_tests[@]}"

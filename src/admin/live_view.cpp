@@ -126,30 +126,28 @@ Status LiveView::Load() {
   // The feed position first: a change committed during the scan is applied again afterwards, which
   // converges on the same model.
   ++store_calls_;
-  auto head = store_->ReadChanges(store::kResources, store::kChangeFeedNow, 1);
-  if (!head.ok()) return head.error();
-  continuation_ = head->continuation.empty() ? std::string(store::kChangeFeedNow) : head->continuation;
+  HCPRP_ASSIGN_OR_RETURN(auto head, store_->ReadChanges(store::kResources, store::kChangeFeedNow, 1));
+  continuation_ = head.continuation.empty() ? std::string(store::kChangeFeedNow) : head.continuation;
   std::string partitions_after;
   do {
     ++store_calls_;
-    auto parts = store_->ListPartitions(store::kResources, options_.page_size, partitions_after);
-    if (!parts.ok()) return parts.error();
-    for (const store::Document& p : parts->documents) {
+    HCPRP_ASSIGN_OR_RETURN(auto parts,
+                           store_->ListPartitions(store::kResources, options_.page_size, partitions_after));
+    for (const store::Document& p : parts.documents) {
       store::QueryOptions q;
       q.container = std::string(store::kResources);
       q.partition_key = p.partition_key;
       q.max_items = options_.page_size;
       do {
         ++store_calls_;
-        auto page = store_->Query(q);
-        if (!page.ok()) return page.error();
+        HCPRP_ASSIGN_OR_RETURN(auto page, store_->Query(q));
         MutexLock lock(mu_);
         if (stopping_) return Error::Canceled("the live view is stopping");
-        for (const store::Document& d : page->documents) Apply(d, false, false, true);
-        q.continuation = page->continuation;
+        for (const store::Document& d : page.documents) Apply(d, false, false, true);
+        q.continuation = page.continuation;
       } while (!q.continuation.empty());
     }
-    partitions_after = parts->continuation;
+    partitions_after = parts.continuation;
   } while (!partitions_after.empty());
   return Status::Ok();
 }

@@ -277,7 +277,7 @@ const SchemaSet::Node* SchemaSet::Resolve(std::string_view definition) const {
 
 const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema) const {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = nodes_.find(schema);
     if (it != nodes_.end()) return it->second.get();
   }
@@ -382,13 +382,13 @@ const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema
     }
   }
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto [it, inserted] = nodes_.emplace(schema, std::move(node));
   return it->second.get();
 }
 
 const std::regex* SchemaSet::Regex(const std::string& pattern) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = regexes_.find(pattern);
   if (it != regexes_.end()) return it->second.get();
   std::unique_ptr<std::regex> re;

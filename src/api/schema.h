@@ -21,7 +21,6 @@
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <regex>
 #include <string>
@@ -30,6 +29,7 @@
 
 #include "api/api.h"
 #include "core/json.h"
+#include "core/mutex.h"
 
 namespace hcprp::api {
 
@@ -97,9 +97,9 @@ class SchemaSet {
 
   std::string api_version_;
   std::vector<std::unique_ptr<Doc>> docs_;  // [0] is the api-version's openapi.json
-  mutable std::mutex mu_;
-  mutable std::map<const json::object*, std::unique_ptr<Node>> nodes_;  // guarded by mu_
-  mutable std::map<std::string, std::unique_ptr<std::regex>> regexes_;  // guarded by mu_
+  mutable Mutex mu_;
+  mutable std::map<const json::object*, std::unique_ptr<Node>> nodes_ HCPRP_GUARDED_BY(mu_);
+  mutable std::map<std::string, std::unique_ptr<std::regex>> regexes_ HCPRP_GUARDED_BY(mu_);
 };
 
 // Appends `key` to a JSON path: "a.b", or a["..."] when the key is not a plain identifier.

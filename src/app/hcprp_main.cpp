@@ -88,9 +88,8 @@ class Runner {
   Status PrepareTls(const std::vector<std::string>& listen_addresses) {
     if (config_.insecure_http) {
       for (const auto& a : listen_addresses) {
-        auto ep = http::ParseListenAddress(a);
-        if (!ep.ok()) return ep.error();
-        if (!IsLoopback(ep->host)) {
+        HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(a));
+        if (!IsLoopback(ep.host)) {
           return Error::InvalidArgument("--insecure-http listens on loopback addresses only, not " + a);
         }
       }
@@ -134,22 +133,19 @@ class Runner {
 
   Status StartSimulator(bool with_data_dir_subfolder) {
     simulator::SimulatorOptions o;
-    auto ep = http::ParseListenAddress(config_.cs_listen);
-    if (!ep.ok()) return ep.error();
-    o.listen = *ep;
+    HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(config_.cs_listen));
+    o.listen = ep;
     if (!config_.insecure_http) {
-      auto ctx = ServerTlsContext(true);
-      if (!ctx.ok()) return ctx.error();
-      o.tls.context = std::move(*ctx);
+      HCPRP_ASSIGN_OR_RETURN(auto ctx, ServerTlsContext(true));
+      o.tls.context = std::move(ctx);
     }
     if (config_.control_listen != "off") {
-      auto cep = http::ParseListenAddress(config_.control_listen);
-      if (!cep.ok()) return cep.error();
-      if (!IsLoopback(cep->host)) {
+      HCPRP_ASSIGN_OR_RETURN(auto cep, http::ParseListenAddress(config_.control_listen));
+      if (!IsLoopback(cep.host)) {
         return Error::InvalidArgument("--control-listen must be a loopback address, not " +
                                       config_.control_listen);
       }
-      o.control_listen = *cep;
+      o.control_listen = cep;
       o.control_token = FirstLine(config_.control_token_file);
       if (o.control_token.size() < 16) {
         return Error::InvalidArgument("the control token in " + config_.control_token_file +
@@ -172,28 +168,26 @@ class Runner {
     }
     sim_logger_.emplace(logger_.WithComponent("clusters-service"));
     o.logger = &*sim_logger_;
-    auto sim = simulator::Simulator::Start(o);
-    if (!sim.ok()) return sim.error();
-    parts_.sim = std::move(sim).value();
+    HCPRP_ASSIGN_OR_RETURN(auto sim, simulator::Simulator::Start(o));
+    parts_.sim = std::move(sim);
     return Status::Ok();
   }
 
   Status OpenStore() {
-    auto url = DefaultStoreUrl(config_);
-    if (!url.ok()) return url.error();
+    HCPRP_ASSIGN_OR_RETURN(auto url, DefaultStoreUrl(config_));
     store::OpenOptions o;
     o.clock = &clock_;
     o.purge_interval = std::chrono::seconds(60);
     o.change_retention =
         std::chrono::seconds(static_cast<int64_t>(std::max(config_.change_retention_hours, 0.0) * 3600));
     o.change_retention_changes = config_.change_retention_changes;
-    auto s = store::OpenStore(*url, o);
-    if (!s.ok()) return Error(s.error().code(), "opening store " + *url + ": " + s.error().message());
+    auto s = store::OpenStore(url, o);
+    if (!s.ok()) return Error(s.error().code(), "opening store " + url + ": " + s.error().message());
     parts_.store = std::move(s).value();
     parts_.metered =
-        std::make_unique<store::MetricsStore>(parts_.store.get(), &registry_, store::EngineOfUrl(*url));
+        std::make_unique<store::MetricsStore>(parts_.store.get(), &registry_, store::EngineOfUrl(url));
     parts_.writes = std::make_unique<store::WriteHealthStore>(parts_.metered.get());
-    store_url_ = *url;
+    store_url_ = url;
     return Status::Ok();
   }
 
@@ -203,13 +197,12 @@ class Runner {
                                                                    : config_.cluster_service_url;
     if (o.base_url.empty()) return Error::InvalidArgument("--clusters-service URL is required");
     if (o.base_url.rfind("https://", 0) == 0) {
-      auto ctx = tls::ClientContext::Load({config_.tls_ca, config_.cs_client_cert, config_.cs_client_key});
-      if (!ctx.ok()) return ctx.error();
-      o.http.tls = std::move(*ctx);
+      HCPRP_ASSIGN_OR_RETURN(auto ctx, tls::ClientContext::Load(
+                                           {config_.tls_ca, config_.cs_client_cert, config_.cs_client_key}));
+      o.http.tls = std::move(ctx);
     }
-    auto c = clusterservice::HttpClient::Create(o);
-    if (!c.ok()) return c.error();
-    parts_.cs = std::move(c).value();
+    HCPRP_ASSIGN_OR_RETURN(auto c, clusterservice::HttpClient::Create(o));
+    parts_.cs = std::move(c);
     cs_url_ = o.base_url;
     return Status::Ok();
   }
@@ -228,10 +221,10 @@ class Runner {
     o.gc_window = std::chrono::seconds(config_.gc_window_seconds);
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.metrics = &registry_;
-    auto b = backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
-                                      logger_.WithComponent("backend"), parts_.notifier.get());
-    if (!b.ok()) return b.error();
-    parts_.backend = std::move(b).value();
+    HCPRP_ASSIGN_OR_RETURN(auto b,
+                           backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
+                                                    logger_.WithComponent("backend"), parts_.notifier.get()));
+    parts_.backend = std::move(b);
     return parts_.backend->Start();
   }
 
@@ -258,14 +251,12 @@ class Runner {
     o.scheme = config_.insecure_http ? "http" : "https";
     parts_.after_answer = frontend::AfterAnswerPool::Start({.threads = config_.threads});
     o.after_answer = parts_.after_answer.get();
-    auto f = frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
-                                        logger_.WithComponent("frontend"));
-    if (!f.ok()) return f.error();
-    parts_.frontend = std::move(f).value();
-    auto ep = http::ParseListenAddress(config_.listen);
-    if (!ep.ok()) return ep.error();
+    HCPRP_ASSIGN_OR_RETURN(auto f, frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(),
+                                                              &clock_, logger_.WithComponent("frontend")));
+    parts_.frontend = std::move(f);
+    HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(config_.listen));
     http::ServerOptions so;
-    so.listen = *ep;
+    so.listen = ep;
     so.threads = config_.threads;
     so.io_threads = 2;
     so.max_body_bytes = o.max_body_bytes;
@@ -289,12 +280,10 @@ class Runner {
   // TLS of the ARM listener: only callers presenting one of ARM's trusted certificates reach the
   // handlers; every refusal is logged and counted by reason.
   Status ArmClientAuthentication(http::ServerTls& t) {
-    auto ctx = ServerTlsContext(false);
-    if (!ctx.ok()) return ctx.error();
-    t.context = std::move(*ctx);
-    auto auth = tls::ArmAuthenticator::Load(config_.arm_trusted_certs, &clock_);
-    if (!auth.ok()) return auth.error();
-    parts_.arm_auth = std::move(*auth);
+    HCPRP_ASSIGN_OR_RETURN(auto ctx, ServerTlsContext(false));
+    t.context = std::move(ctx);
+    HCPRP_ASSIGN_OR_RETURN(auto auth, tls::ArmAuthenticator::Load(config_.arm_trusted_certs, &clock_));
+    parts_.arm_auth = std::move(auth);
     auto* a = parts_.arm_auth.get();
     t.authenticate = [a](const tls::PeerCertificate* peer) { return a->Check(peer); };
     auto& refusals =
@@ -377,21 +366,19 @@ class Runner {
         logger_.Warn("operations console not started", {{"error", live.error().ToString()}});
       }
     }
-    auto token = AdminToken();
-    if (!token.ok()) return token.error();
-    admin_token_ = *token;
+    HCPRP_ASSIGN_OR_RETURN(auto token, AdminToken());
+    admin_token_ = token;
     admin::AdminOptions ao;
-    ao.token = *token;
+    ao.token = token;
     ao.metrics = &registry_;
     ao.store = parts_.writes.get();
     ao.backend = parts_.backend.get();
     ao.live = parts_.live.get();
     ao.console_dir = parts_.live ? config_.console_dir : "";
     parts_.admin = std::make_unique<admin::AdminApi>(ao, &clock_, logger_.WithComponent("admin"));
-    auto ep = http::ParseListenAddress(config_.admin_listen);
-    if (!ep.ok()) return ep.error();
+    HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(config_.admin_listen));
     http::ServerOptions so;
-    so.listen = *ep;
+    so.listen = ep;
     so.threads = 2;
     so.max_connections = 256;
     so.max_body_bytes = 64 * 1024;

@@ -19,11 +19,10 @@ Result<std::vector<store::Document>> ReadPartition(store::Store& store, const st
   q.partition_key = pk;
   q.max_items = 500;
   while (true) {
-    auto page = store.Query(q);
-    if (!page.ok()) return page.error();
-    for (auto& d : page->documents) out.push_back(std::move(d));
-    if (page->continuation.empty()) break;
-    q.continuation = page->continuation;
+    HCPRP_ASSIGN_OR_RETURN(auto page, store.Query(q));
+    for (auto& d : page.documents) out.push_back(std::move(d));
+    if (page.continuation.empty()) break;
+    q.continuation = page.continuation;
   }
   return out;
 }
@@ -172,18 +171,16 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
 
   std::string cont;
   while (true) {
-    auto parts = store.ListPartitions(store::kResources, 500, cont);
-    if (!parts.ok()) return parts.error();
-    for (const auto& pdoc : parts->documents) {
+    HCPRP_ASSIGN_OR_RETURN(auto parts, store.ListPartitions(store::kResources, 500, cont));
+    for (const auto& pdoc : parts.documents) {
       const std::string pk = pdoc.partition_key.empty() ? pdoc.id : pdoc.partition_key;
       ++report.partitions;
-      auto docs = ReadPartition(store, pk);
-      if (!docs.ok()) return docs.error();
+      HCPRP_ASSIGN_OR_RETURN(auto docs, ReadPartition(store, pk));
 
       std::map<std::string, arm::ResourceDocument> resources;    // lower resource ID -> doc
       std::map<std::string, arm::OperationDocument> operations;  // op id -> doc
       std::map<std::string, std::vector<const arm::OperationDocument*>> ops_by_resource;
-      for (const auto& d : *docs) {
+      for (const auto& d : docs) {
         const std::string type = TypeOf(d.body);
         if (IsResourceType(type)) {
           auto r = arm::ResourceDocument::FromBody(d.body);
@@ -290,15 +287,14 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         }
       }
     }
-    if (parts->continuation.empty()) break;
-    cont = parts->continuation;
+    if (parts.continuation.empty()) break;
+    cont = parts.continuation;
   }
 
   // 6 (first half): no Cluster Service object without a resource document, past the GC window.
   if (cs && options.check_cluster_service) {
-    auto clusters = cs->List(std::string(clusterservice::kApiPrefix) + "/clusters");
-    if (!clusters.ok()) return clusters.error();
-    for (const auto& c : *clusters) {
+    HCPRP_ASSIGN_OR_RETURN(auto clusters, cs->List(std::string(clusterservice::kApiPrefix) + "/clusters"));
+    for (const auto& c : clusters) {
       const auto* obj = c.if_object();
       if (!obj) continue;
       std::vector<json::object> objects{*obj};
@@ -318,7 +314,7 @@ Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const C
         add(6, h, "Cluster Service object has no resource document");
       }
     }
-    HCPRP_RETURN_IF_ERROR(CheckSimulatedAzure(*cs, *clusters, [&](std::string subject, std::string message) {
+    HCPRP_RETURN_IF_ERROR(CheckSimulatedAzure(*cs, clusters, [&](std::string subject, std::string message) {
       add(9, std::move(subject), std::move(message));
     }));
   }

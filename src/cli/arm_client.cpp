@@ -59,16 +59,14 @@ Result<ArmResponse> ArmClient::Call(http::Verb method, const std::string& path, 
                                     const std::string& api_version) {
   std::string target = path + (path.find('?') == std::string::npos ? "?" : "&") +
                        "api-version=" + (api_version.empty() ? options_.api_version : api_version);
-  auto url = http::ParseUrl(options_.endpoint + target);
-  if (!url.ok()) return url.error();
-  auto req = http::MakeRequest(method, url->target, body ? json::serialize(*body) : "");
-  return Send(std::move(req), *url);
+  HCPRP_ASSIGN_OR_RETURN(auto url, http::ParseUrl(options_.endpoint + target));
+  auto req = http::MakeRequest(method, url.target, body ? json::serialize(*body) : "");
+  return Send(std::move(req), url);
 }
 
 Result<ArmResponse> ArmClient::GetUrl(const std::string& url_text) {
-  auto url = http::ParseUrl(url_text);
-  if (!url.ok()) return url.error();
-  return Send(http::MakeRequest(http::Verb::get, url->target, ""), *url);
+  HCPRP_ASSIGN_OR_RETURN(auto url, http::ParseUrl(url_text));
+  return Send(http::MakeRequest(http::Verb::get, url.target, ""), url);
 }
 
 namespace {
@@ -114,25 +112,24 @@ Result<ArmResponse> ArmClient::Wait(const ArmResponse& initial,
       return Error::Timeout("operation still " + status + " after the wait timeout");
     }
     std::this_thread::sleep_for(PollDelay(last, options_.max_poll_interval));
-    auto r = GetUrl(async_url.empty() ? location : async_url);
-    if (!r.ok()) return r.error();
-    if (r->status >= 400 && r->status != 404) return Error::Internal(json::serialize(r->body));
+    HCPRP_ASSIGN_OR_RETURN(auto r, GetUrl(async_url.empty() ? location : async_url));
+    if (r.status >= 400 && r.status != 404) return Error::Internal(json::serialize(r.body));
     if (async_url.empty()) {
       // Location polling: 202 while running, anything else is the result.
-      if (r->status == 202) {
-        last = *r;
+      if (r.status == 202) {
+        last = r;
         continue;
       }
       return r;
     }
-    if (r->status == 404) return Error::NotFound("the operation status is gone (404)");
-    status = StatusOf(r->body);
-    last = *r;
+    if (r.status == 404) return Error::NotFound("the operation status is gone (404)");
+    status = StatusOf(r.body);
+    last = r;
     if (!IsTerminalStatus(status)) continue;
     if (on_progress) on_progress({status, std::chrono::steady_clock::now() - start});
     if (!EqualsIgnoreCase(status, "Succeeded")) {
       json::object err;
-      if (const auto* o = r->body.if_object()) {
+      if (const auto* o = r.body.if_object()) {
         if (auto it = o->find("error"); it != o->end()) err["error"] = it->value();
       }
       err["status"] = status;

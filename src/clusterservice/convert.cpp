@@ -258,19 +258,18 @@ json::object ExternalAuthBodyToCs(const json::object& p) {
 }  // namespace
 
 Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) {
-  auto id = arm::ParseResourceId(az.resource_id);
-  if (!id.ok()) return id.error();
-  if (id->kind != arm::ResourceKind::kCluster) {
+  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
+  if (id.kind != arm::ResourceKind::kCluster) {
     return Error::InvalidArgument("not a cluster resource ID: " + az.resource_id);
   }
   json::object out;
-  out["name"] = id->cluster_name;
+  out["name"] = id.cluster_name;
   if (!az.location.empty()) out["region"] = json::object{{"id", LowerAscii(az.location)}};
 
   json::object azure;
-  azure["subscription_id"] = id->subscription_id;
-  azure["resource_group_name"] = id->resource_group;
-  azure["resource_name"] = id->cluster_name;
+  azure["subscription_id"] = id.subscription_id;
+  azure["resource_group_name"] = id.resource_group;
+  azure["resource_name"] = id.cluster_name;
   if (!az.tenant_id.empty()) azure["tenant_id"] = az.tenant_id;
   const json::object& platform = ObjectOrEmpty(p, "platform");
   Copy(platform, "managedResourceGroup", azure, "managed_resource_group_name");
@@ -318,16 +317,15 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
 }
 
 Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az) {
-  auto id = arm::ParseResourceId(az.resource_id);
-  if (!id.ok()) return id.error();
-  if (id->kind != arm::ResourceKind::kNodePool) {
+  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
+  if (id.kind != arm::ResourceKind::kNodePool) {
     return Error::InvalidArgument("not a node pool resource ID: " + az.resource_id);
   }
   json::object out = NodePoolMutableToCs(p);
-  out["name"] = id->child_name;
+  out["name"] = id.child_name;
   const json::object& platform = ObjectOrEmpty(p, "platform");
   json::object anp;
-  anp["resource_name"] = id->child_name;
+  anp["resource_name"] = id.child_name;
   Copy(platform, "vmSize", anp, "vm_size");
   if (auto eah = GetBool(platform, "enableEncryptionAtHost")) {
     anp["encryption_at_host"] = json::object{{"state", *eah ? "enabled" : "disabled"}};
@@ -349,13 +347,12 @@ Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az)
 }
 
 Result<json::object> ExternalAuthToCs(const json::object& p, const AzureContext& az) {
-  auto id = arm::ParseResourceId(az.resource_id);
-  if (!id.ok()) return id.error();
-  if (id->kind != arm::ResourceKind::kExternalAuth) {
+  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
+  if (id.kind != arm::ResourceKind::kExternalAuth) {
     return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
   }
   json::object out = ExternalAuthBodyToCs(p);
-  out["name"] = id->child_name;
+  out["name"] = id.child_name;
   return out;
 }
 

@@ -50,18 +50,17 @@ Result<json::object> ParseObject(const http::Response& res) {
 }  // namespace
 
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(HttpClientOptions options) {
-  auto url = http::ParseUrl(options.base_url);
-  if (!url.ok()) return url.error();
+  HCPRP_ASSIGN_OR_RETURN(auto url, http::ParseUrl(options.base_url));
   // https:// needs the TLS context (CA, client certificate) in options.http.tls; http:// must not have one.
-  if (url->scheme != (options.http.tls ? "https" : "http")) {
+  if (url.scheme != (options.http.tls ? "https" : "http")) {
     return Error::InvalidArgument(
         std::string("Cluster Service URL must be ") +
         (options.http.tls ? "https://" : "http:// (or https:// with a TLS context)") + ": " +
         options.base_url);
   }
-  std::string prefix(http::SplitTarget(url->target).path);
+  std::string prefix(http::SplitTarget(url.target).path);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  return std::unique_ptr<HttpClient>(new HttpClient(std::move(options), url->endpoint, std::move(prefix)));
+  return std::unique_ptr<HttpClient>(new HttpClient(std::move(options), url.endpoint, std::move(prefix)));
 }
 
 HttpClient::HttpClient(HttpClientOptions options, http::Endpoint endpoint, std::string path_prefix)
@@ -90,49 +89,46 @@ Result<http::Response> HttpClient::Call(http::Verb verb, std::string target, con
 
 Result<json::object> HttpClient::Create(std::string_view collection_href, const json::object& body,
                                         std::string_view idempotency_key) {
-  auto res = Call(http::Verb::post, std::string(collection_href), &body, idempotency_key,
-                  /*retry=*/!idempotency_key.empty(), options_.timeout);
-  if (!res.ok()) return res.error();
-  return ParseObject(*res);
+  HCPRP_ASSIGN_OR_RETURN(auto res,
+                         Call(http::Verb::post, std::string(collection_href), &body, idempotency_key,
+                              /*retry=*/!idempotency_key.empty(), options_.timeout));
+  return ParseObject(res);
 }
 
 Result<json::object> HttpClient::Get(std::string_view href) {
-  auto res = Call(http::Verb::get, std::string(href), nullptr, "", true, options_.timeout);
-  if (!res.ok()) return res.error();
-  return ParseObject(*res);
+  HCPRP_ASSIGN_OR_RETURN(auto res,
+                         Call(http::Verb::get, std::string(href), nullptr, "", true, options_.timeout));
+  return ParseObject(res);
 }
 
 Result<json::object> HttpClient::GetStatus(std::string_view href) {
-  auto res = Call(http::Verb::get, std::string(href) + "/status", nullptr, "", true, options_.timeout);
-  if (!res.ok()) return res.error();
-  auto obj = ParseObject(*res);
-  if (!obj.ok()) return obj;
+  HCPRP_ASSIGN_OR_RETURN(
+      auto res, Call(http::Verb::get, std::string(href) + "/status", nullptr, "", true, options_.timeout));
+  HCPRP_ASSIGN_OR_RETURN(auto obj, ParseObject(res));
   // The real service nests the node pool state ({"state": {"node_pool_state_value": ...}}): flatten it.
-  if (auto* st = GetObject(*obj, "state")) {
+  if (auto* st = GetObject(obj, "state")) {
     auto v = GetString(*st, "node_pool_state_value");
-    (*obj)["state"] = std::string(v.value_or(""));
+    obj["state"] = std::string(v.value_or(""));
   }
   return obj;
 }
 
 Result<json::object> HttpClient::Update(std::string_view href, const json::object& patch) {
-  auto res = Call(http::Verb::patch, std::string(href), &patch, "", true, options_.timeout);
-  if (!res.ok()) return res.error();
-  return ParseObject(*res);
+  HCPRP_ASSIGN_OR_RETURN(auto res,
+                         Call(http::Verb::patch, std::string(href), &patch, "", true, options_.timeout));
+  return ParseObject(res);
 }
 
 Status HttpClient::Delete(std::string_view href) {
-  auto res = Call(http::Verb::delete_, std::string(href), nullptr, "", true, options_.timeout);
-  if (!res.ok()) return res.error();
+  HCPRP_RETURN_IF_ERROR(Call(http::Verb::delete_, std::string(href), nullptr, "", true, options_.timeout));
   return Status::Ok();
 }
 
 Result<json::object> HttpClient::Action(std::string_view href, std::string_view action,
                                         const json::object& body) {
-  auto res = Call(http::Verb::post, std::string(href) + "/" + std::string(action), &body, "", true,
-                  options_.timeout);
-  if (!res.ok()) return res.error();
-  return ParseObject(*res);
+  HCPRP_ASSIGN_OR_RETURN(auto res, Call(http::Verb::post, std::string(href) + "/" + std::string(action),
+                                        &body, "", true, options_.timeout));
+  return ParseObject(res);
 }
 
 Result<json::array> HttpClient::List(std::string_view collection_href, std::string_view search) {
@@ -141,16 +137,14 @@ Result<json::array> HttpClient::List(std::string_view collection_href, std::stri
     std::string target = std::string(collection_href) + "?page=" + std::to_string(page) +
                          "&size=" + std::to_string(options_.page_size);
     if (!search.empty()) target += "&search=" + http::EncodeQueryComponent(search);
-    auto res = Call(http::Verb::get, target, nullptr, "", true, options_.timeout);
-    if (!res.ok()) return res.error();
-    auto obj = ParseObject(*res);
-    if (!obj.ok()) return obj.error();
-    const json::array* page_items = GetArray(*obj, "items");
+    HCPRP_ASSIGN_OR_RETURN(auto res, Call(http::Verb::get, target, nullptr, "", true, options_.timeout));
+    HCPRP_ASSIGN_OR_RETURN(auto obj, ParseObject(res));
+    const json::array* page_items = GetArray(obj, "items");
     size_t n = page_items ? page_items->size() : 0;
     if (page_items) {
       for (const auto& it : *page_items) items.push_back(it);
     }
-    auto total = GetInt(*obj, "total");
+    auto total = GetInt(obj, "total");
     if (n == 0 || (total && static_cast<int64_t>(items.size()) >= *total) ||
         (!total && n < options_.page_size)) {
       break;
@@ -169,11 +163,10 @@ Result<EventPage> HttpClient::WatchEvents(uint64_t after, std::chrono::milliseco
     if (res.error().IsNotFound()) return Error::Unavailable("Cluster Service has no event stream");
     return res.error();
   }
-  auto obj = ParseObject(*res);
-  if (!obj.ok()) return obj.error();
+  HCPRP_ASSIGN_OR_RETURN(auto obj, ParseObject(*res));
   EventPage page;
-  page.last_sequence = static_cast<uint64_t>(GetInt(*obj, "last_sequence").value_or(0));
-  if (const json::array* items = GetArray(*obj, "items")) {
+  page.last_sequence = static_cast<uint64_t>(GetInt(obj, "last_sequence").value_or(0));
+  if (const json::array* items = GetArray(obj, "items")) {
     for (const auto& v : *items) {
       if (!v.is_object()) continue;
       const auto& o = v.as_object();

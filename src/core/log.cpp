@@ -26,19 +26,19 @@ Result<LogLevel> ParseLogLevel(std::string_view name) {
 }
 
 void StreamLogSink::Write(std::string_view line) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::fwrite(line.data(), 1, line.size(), out_);
   std::fputc('\n', out_);
   std::fflush(out_);
 }
 
 void MemoryLogSink::Write(std::string_view line) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   lines_.emplace_back(line);
 }
 
 std::vector<std::string> MemoryLogSink::LinesForTest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return lines_;
 }
 

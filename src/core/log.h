@@ -4,13 +4,13 @@
 
 #include <cstdio>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/mutex.h"
 
 namespace hcprp {
 
@@ -34,8 +34,8 @@ class StreamLogSink final : public LogSink {
   void Write(std::string_view line) override;
 
  private:
-  std::mutex mu_;
-  std::FILE* out_;  // not owned
+  Mutex mu_;
+  std::FILE* out_ HCPRP_PT_GUARDED_BY(mu_);  // not owned
 };
 
 // Keeps every line in memory; for tests.
@@ -45,8 +45,8 @@ class MemoryLogSink final : public LogSink {
   std::vector<std::string> LinesForTest() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
+  mutable Mutex mu_;
+  std::vector<std::string> lines_ HCPRP_GUARDED_BY(mu_);
 };
 
 // Thread-safe. Each line is {"time","level","component","msg",...fields}. Fields usually carry

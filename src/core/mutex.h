@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <shared_mutex>
 
 #if defined(__clang__)
 #define HCPRP_THREAD_ANNOTATION_(x) __attribute__((x))
@@ -24,9 +25,12 @@
 #define HCPRP_GUARDED_BY(x) HCPRP_THREAD_ANNOTATION_(guarded_by(x))
 #define HCPRP_PT_GUARDED_BY(x) HCPRP_THREAD_ANNOTATION_(pt_guarded_by(x))
 #define HCPRP_REQUIRES(...) HCPRP_THREAD_ANNOTATION_(requires_capability(__VA_ARGS__))
+#define HCPRP_REQUIRES_SHARED(...) HCPRP_THREAD_ANNOTATION_(requires_shared_capability(__VA_ARGS__))
 #define HCPRP_EXCLUDES(...) HCPRP_THREAD_ANNOTATION_(locks_excluded(__VA_ARGS__))
 #define HCPRP_ACQUIRE(...) HCPRP_THREAD_ANNOTATION_(acquire_capability(__VA_ARGS__))
 #define HCPRP_RELEASE(...) HCPRP_THREAD_ANNOTATION_(release_capability(__VA_ARGS__))
+#define HCPRP_ACQUIRE_SHARED(...) HCPRP_THREAD_ANNOTATION_(acquire_shared_capability(__VA_ARGS__))
+#define HCPRP_RELEASE_SHARED(...) HCPRP_THREAD_ANNOTATION_(release_shared_capability(__VA_ARGS__))
 #define HCPRP_TRY_ACQUIRE(...) HCPRP_THREAD_ANNOTATION_(try_acquire_capability(__VA_ARGS__))
 #define HCPRP_NO_THREAD_SAFETY_ANALYSIS HCPRP_THREAD_ANNOTATION_(no_thread_safety_analysis)
 
@@ -62,6 +66,46 @@ class HCPRP_SCOPED_CAPABILITY MutexLock {
   Mutex& mu_;
 };
 
+// A readers-writer mutex: many ReaderMutexLocks or one WriterMutexLock at a time.
+class HCPRP_CAPABILITY("mutex") SharedMutex {
+ public:
+  SharedMutex() = default;
+  SharedMutex(const SharedMutex&) = delete;
+  SharedMutex& operator=(const SharedMutex&) = delete;
+
+  void lock() HCPRP_ACQUIRE() { mu_.lock(); }
+  void unlock() HCPRP_RELEASE() { mu_.unlock(); }
+  void lock_shared() HCPRP_ACQUIRE_SHARED() { mu_.lock_shared(); }
+  void unlock_shared() HCPRP_RELEASE_SHARED() { mu_.unlock_shared(); }
+
+ private:
+  std::shared_mutex mu_;
+};
+
+// Holds a SharedMutex shared (reading) for its scope.
+class HCPRP_SCOPED_CAPABILITY ReaderMutexLock {
+ public:
+  explicit ReaderMutexLock(SharedMutex& mu) HCPRP_ACQUIRE_SHARED(mu) : mu_(mu) { mu_.lock_shared(); }
+  ~ReaderMutexLock() HCPRP_RELEASE() { mu_.unlock_shared(); }
+  ReaderMutexLock(const ReaderMutexLock&) = delete;
+  ReaderMutexLock& operator=(const ReaderMutexLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
+};
+
+// Holds a SharedMutex exclusively (writing) for its scope.
+class HCPRP_SCOPED_CAPABILITY WriterMutexLock {
+ public:
+  explicit WriterMutexLock(SharedMutex& mu) HCPRP_ACQUIRE(mu) : mu_(mu) { mu_.lock(); }
+  ~WriterMutexLock() HCPRP_RELEASE() { mu_.unlock(); }
+  WriterMutexLock(const WriterMutexLock&) = delete;
+  WriterMutexLock& operator=(const WriterMutexLock&) = delete;
+
+ private:
+  SharedMutex& mu_;
+};
+
 // A condition variable for Mutex. Predicates run with the mutex held.
 class CondVar {
  public:
@@ -85,6 +129,11 @@ class CondVar {
   template <typename Rep, typename Period>
   std::cv_status WaitFor(MutexLock& lock, std::chrono::duration<Rep, Period> d) {
     return cv_.wait_for(lock, d);
+  }
+  // As Wait, until `t` at the latest: std::cv_status::timeout when it passed.
+  template <typename Clock, typename Dur>
+  std::cv_status WaitUntil(MutexLock& lock, std::chrono::time_point<Clock, Dur> t) {
+    return cv_.wait_until(lock, t);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -54,6 +55,15 @@ struct RequestContext {
   std::string Header(std::string_view name) const;
   bool HasHeader(std::string_view name) const;
 };
+
+// The writes of one store batch, moved into the vector (a braced list would copy every body).
+template <typename... Ops>
+std::vector<store::WriteOp> Writes(Ops&&... ops) {
+  std::vector<store::WriteOp> v;
+  v.reserve(sizeof...(ops));
+  (v.push_back(std::forward<Ops>(ops)), ...);
+  return v;
+}
 
 // Response builders.
 Response JsonReply(int status, const json::value& body);

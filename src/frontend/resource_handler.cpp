@@ -1,6 +1,8 @@
 // GET, PUT, PATCH and DELETE of clusters, node pools and external auths, and their lists.
 #include <cctype>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "arm/headers.h"
 #include "arm/paging.h"
@@ -200,7 +202,7 @@ Result<store::BatchResult> RecordInternalId(store::Store& store, const InternalI
   store::WriteOp set_op = store::WriteOp::Patch(
       r.op_id,
       {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(r.href)}});
-  return store.Batch(store::kResources, r.pk, {std::move(set_doc), std::move(set_op)});
+  return store.Batch(store::kResources, r.pk, Writes(std::move(set_doc), std::move(set_op)));
 }
 
 // Not recorded: the backend's create recovery records it (the create stays Accepted until then).
@@ -239,7 +241,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   const std::string pk = arm::PartitionKey(id.subscription_id);
   const std::string doc_id = arm::ResourceDocumentId(ctx.path);
   auto created = env.store->Batch(store::kResources, pk,
-                                  {store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)});
+                                  Writes(store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)));
   if (!created.ok()) {
     if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
     return Outcome::Done(Fail(env, ctx, created.error()));
@@ -260,7 +262,7 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
       store::WriteOp del_doc = store::WriteOp::Delete(doc_id);
       del_doc.conditions.push_back({std::string(arm::kPathActiveOperationId), json::value(op.id)});
       auto undone =
-          env.store->Batch(store::kResources, pk, {std::move(del_doc), store::WriteOp::Delete(op.id)});
+          env.store->Batch(store::kResources, pk, Writes(std::move(del_doc), store::WriteOp::Delete(op.id)));
       if (!undone.ok()) {
         env.logger.Warn("could not remove documents of a rejected create",
                         {{"request_id", ctx.request_id}, {"error", undone.error().ToString()}});
@@ -350,7 +352,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   const std::string pk = arm::PartitionKey(id.subscription_id);
   auto written = env.store->Batch(
       store::kResources, pk,
-      {store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)});
+      Writes(store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)));
   if (!written.ok()) {
     if (written.error().IsPreconditionFailed() || written.error().IsAlreadyExists()) return Outcome::Retry();
     return Outcome::Done(Fail(env, ctx, written.error()));
@@ -363,8 +365,8 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
     // Undo: the previous resource document comes back and the operation disappears.
     auto undone =
         env.store->Batch(store::kResources, pk,
-                         {store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
-                          store::WriteOp::Delete(op.id)});
+                         Writes(store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
+                                store::WriteOp::Delete(op.id)));
     if (!undone.ok()) {
       if (undone.error().IsPreconditionFailed()) {
         // A concurrent request (a DELETE) moved the resource on and superseded this update.
@@ -408,7 +410,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
     store::WriteOp set_doc = store::WriteOp::Patch(
         existing.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(merged)}},
         {}, result.etag);
-    auto patched = env.store->Batch(store::kResources, pk, {std::move(set_doc)});
+    auto patched = env.store->Batch(store::kResources, pk, Writes(std::move(set_doc)));
     if (patched.ok()) {
       result.etag = patched->documents.at(0).etag;
       result.timestamp_ms = patched->documents.at(0).timestamp_ms;
@@ -538,6 +540,9 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
   q.partition_key = arm::PartitionKey(r.subscription_id);
   q.max_items = top.value_or(arm::kDefaultPageSize);
   q.continuation = continuation;
+  // Bodies as text: a version shown before is answered from the render cache by its id and etag, and
+  // only the others are parsed.
+  q.body_text = true;
   const std::string ns = "/providers/" + std::string(arm::kProviderNamespace) + "/hcpOpenShiftClusters/";
   switch (r.kind) {
     case RouteKind::kClusterListBySub:
@@ -571,13 +576,16 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
   // The body is what serializing {"value": [...], "nextLink": ...} gives, written piece by piece: each
   // resource's text comes from the render cache when this version of it was shown in this
   // api-version before.
-  std::string body = R"({"value":[)";
-  bool first = true;
+  std::vector<std::shared_ptr<const std::string>> texts;
+  texts.reserve(page->documents.size());
+  size_t bytes = 0;
   for (auto& d : page->documents) {
     std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
     std::shared_ptr<const std::string> text = env.render_cache->Find(key);
     if (text == nullptr) {
-      auto parsed = arm::ResourceDocument::FromBody(std::move(d.body));
+      auto stored = store::ParseBodyText(d.body_text);
+      if (!stored.ok()) return Fail(env, ctx, stored.error());
+      auto parsed = arm::ResourceDocument::FromBody(std::move(stored).value());
       if (!parsed.ok()) {
         env.logger.Warn("skipping unreadable resource document",
                         {{"id", d.id}, {"error", parsed.error().ToString()}});
@@ -589,6 +597,14 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
       text = std::make_shared<const std::string>(json::serialize(*rendered));
       env.render_cache->Insert(key, text);
     }
+    bytes += text->size() + 1;
+    texts.push_back(std::move(text));
+  }
+  std::string body;
+  body.reserve(bytes + 64 + ctx.base_url.size() + ctx.path.size() + 2 * page->continuation.size());
+  body += R"({"value":[)";
+  bool first = true;
+  for (const auto& text : texts) {
     if (!first) body.push_back(',');
     first = false;
     body += *text;

@@ -104,9 +104,8 @@ class Client::Impl {
       std::unique_ptr<Connection> conn = TakeIdle(ep);
       const bool reused = conn != nullptr;
       if (!reused) {
-        auto fresh = Connect(ep);
-        if (!fresh.ok()) return fresh.error();
-        conn = std::move(*fresh);
+        HCPRP_ASSIGN_OR_RETURN(auto fresh, Connect(ep));
+        conn = std::move(fresh);
       }
       bool got_some = false;
       auto res = RoundTrip(*conn, ep, req, timeout, got_some);
@@ -301,15 +300,14 @@ Result<Response> Client::Send(const Endpoint& endpoint, Request request, std::ch
 }
 
 Result<Response> Client::Send(Request request, std::chrono::milliseconds timeout) {
-  auto url = ParseUrl(request.target());
-  if (!url.ok()) return url.error();
+  HCPRP_ASSIGN_OR_RETURN(auto url, ParseUrl(request.target()));
   const std::string expected = impl_->secure() ? "https" : "http";
-  if (url->scheme != expected) {
-    return Error::InvalidArgument("this client sends " + expected + ":// URLs only, not " + url->scheme +
+  if (url.scheme != expected) {
+    return Error::InvalidArgument("this client sends " + expected + ":// URLs only, not " + url.scheme +
                                   "://");
   }
-  request.target(url->target);
-  return impl_->Send(url->endpoint, std::move(request), timeout);
+  request.target(url.target);
+  return impl_->Send(url.endpoint, std::move(request), timeout);
 }
 
 void Client::CloseIdle() { impl_->CloseIdle(); }

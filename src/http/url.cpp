@@ -43,9 +43,8 @@ Result<Url> ParseUrl(std::string_view text) {
     out.endpoint.host = std::string(u.encoded_host());
   }
   if (u.has_port()) {
-    auto p = ParsePort(u.port());
-    if (!p.ok()) return p.error();
-    out.endpoint.port = *p;
+    HCPRP_ASSIGN_OR_RETURN(auto p, ParsePort(u.port()));
+    out.endpoint.port = p;
   } else {
     out.endpoint.port = out.scheme == "https" ? 443 : 80;
   }
@@ -79,9 +78,10 @@ Result<Endpoint> ParseListenAddress(std::string_view text) {
   }
   if (ep.host.empty()) ep.host = "0.0.0.0";
   auto p = ParsePort(port);
-  if (!p.ok())
+  if (!p.ok()) {
     return Error::InvalidArgument("invalid listen address '" + std::string(text) +
                                   "': " + p.error().message());
+  }
   ep.port = *p;
   return ep;
 }

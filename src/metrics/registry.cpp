@@ -183,11 +183,11 @@ M* Family<M>::Make() {
 template <class M>
 M* Family<M>::With(const LabelValues& values) {
   {
-    std::shared_lock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = series_.find(values);
     if (it != series_.end()) return it->second.get();
   }
-  std::unique_lock lock(mu_);
+  WriterMutexLock lock(mu_);
   auto it = series_.find(values);
   if (it != series_.end()) return it->second.get();
   LabelValues key = Bound(values, series_.size());
@@ -199,7 +199,7 @@ M* Family<M>::With(const LabelValues& values) {
 template <class M>
 void Family<M>::Expose(std::string* out) const {
   Header(*this, out);
-  std::shared_lock lock(mu_);
+  ReaderMutexLock lock(mu_);
   for (const auto& [labels, m] : series_) {
     if constexpr (std::is_same_v<M, Histogram>) {
       std::vector<uint64_t> counts = m->CumulativeCounts();
@@ -230,7 +230,7 @@ Registry::Registry() {
 
 template <class F, class... A>
 F& Registry::Add(std::string name, A&&... args) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = families_.find(name);
   if (it != families_.end()) return dynamic_cast<F&>(*it->second);
   auto f = std::make_unique<F>(name, std::forward<A>(args)...);
@@ -265,7 +265,7 @@ void Registry::AddCallback(std::string name, std::string help, Type type,
 
 std::string Registry::Expose() const {
   std::string out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, family] : families_) family->Expose(&out);
   return out;
 }

@@ -28,11 +28,11 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace hcprp::metrics {
 
@@ -127,9 +127,9 @@ class Family final : public FamilyBase {
 
  private:
   M* Make();
-  const std::vector<double> bounds_;  // histograms only
-  mutable std::shared_mutex mu_;
-  std::map<LabelValues, std::unique_ptr<M>> series_;  // guarded by mu_
+  const std::vector<double> bounds_{};  // histograms only
+  mutable SharedMutex mu_;
+  std::map<LabelValues, std::unique_ptr<M>> series_ HCPRP_GUARDED_BY(mu_);
 };
 
 // One sample of a callback family.
@@ -162,8 +162,8 @@ class Registry {
   template <class F, class... A>
   F& Add(std::string name, A&&... args);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<FamilyBase>> families_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<FamilyBase>> families_ HCPRP_GUARDED_BY(mu_);
   std::atomic<uint64_t> overflow_{0};
 };
 

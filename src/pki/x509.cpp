@@ -198,25 +198,23 @@ Result<KeyPtr> ReadKey(std::string_view pem) {
 }  // namespace
 
 Result<CsrInfo> ParseCsr(std::string_view pem) {
-  auto req = ReadCsr(pem);
-  if (!req.ok()) return req.error();
+  HCPRP_ASSIGN_OR_RETURN(auto req, ReadCsr(pem));
   CsrInfo info;
-  const X509_NAME* subject = X509_REQ_get_subject_name(req->get());
+  const X509_NAME* subject = X509_REQ_get_subject_name(req.get());
   for (int i = 0; i < X509_NAME_entry_count(subject); ++i) {
     const X509_NAME_ENTRY* e = X509_NAME_get_entry(subject, i);
     int nid = OBJ_obj2nid(X509_NAME_ENTRY_get_object(e));
     if (nid == NID_commonName) info.common_name = EntryText(e);
     if (nid == NID_organizationName) info.organizations.push_back(EntryText(e));
   }
-  EVP_PKEY* key = X509_REQ_get0_pubkey(req->get());
-  info.signature_valid = key != nullptr && X509_REQ_verify(req->get(), key) == 1;
+  EVP_PKEY* key = X509_REQ_get0_pubkey(req.get());
+  info.signature_valid = key != nullptr && X509_REQ_verify(req.get(), key) == 1;
   ERR_clear_error();
   return info;
 }
 
 Result<KeyAndCsr> NewCsr(std::string_view common_name, const std::vector<std::string>& organizations) {
-  auto key = NewKey();
-  if (!key.ok()) return key.error();
+  HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
   ReqPtr req(X509_REQ_new());
   X509_NAME* name = X509_REQ_get_subject_name(req.get());
   auto add = [&](int nid, std::string_view v) {
@@ -225,20 +223,19 @@ Result<KeyAndCsr> NewCsr(std::string_view common_name, const std::vector<std::st
   };
   for (const auto& o : organizations) add(NID_organizationName, o);
   if (!common_name.empty()) add(NID_commonName, common_name);
-  X509_REQ_set_pubkey(req.get(), key->get());
-  if (X509_REQ_sign(req.get(), key->get(), EVP_sha256()) == 0)
+  X509_REQ_set_pubkey(req.get(), key.get());
+  if (X509_REQ_sign(req.get(), key.get(), EVP_sha256()) == 0)
     return Error::Internal("cannot sign the request: " + OpenSslReason());
   BioPtr k(BIO_new(BIO_s_mem()));
   BioPtr r(BIO_new(BIO_s_mem()));
-  PEM_write_bio_PrivateKey(k.get(), key->get(), nullptr, nullptr, 0, nullptr, nullptr);
+  PEM_write_bio_PrivateKey(k.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   PEM_write_bio_X509_REQ(r.get(), req.get());
   return KeyAndCsr{BioText(k.get()), BioText(r.get())};
 }
 
 Result<CertificateAuthority> NewCertificateAuthority(std::string_view common_name, TimePoint now,
                                                      Duration validity) {
-  auto key = NewKey();
-  if (!key.ok()) return key.error();
+  HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
   CertPtr cert(X509_new());
   X509_set_version(cert.get(), 2);
   HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
@@ -248,36 +245,34 @@ Result<CertificateAuthority> NewCertificateAuthority(std::string_view common_nam
                              static_cast<int>(common_name.size()), -1, 0);
   X509_set_issuer_name(cert.get(), name);
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), now, validity));
-  X509_set_pubkey(cert.get(), key->get());
+  X509_set_pubkey(cert.get(), key.get());
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_subject_key_identifier, "hash"));
-  if (X509_sign(cert.get(), key->get(), EVP_sha256()) == 0)
+  if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0)
     return Error::Internal("cannot sign the CA certificate: " + OpenSslReason());
   BioPtr out(BIO_new(BIO_s_mem()));
-  if (PEM_write_bio_PrivateKey(out.get(), key->get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
+  if (PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
     return Error::Internal("cannot write the CA key: " + OpenSslReason());
   return CertificateAuthority{BioText(out.get()), CertPem(cert.get())};
 }
 
 Result<IssuedCertificate> SignCsr(const CertificateAuthority& ca, std::string_view csr_pem, TimePoint now,
                                   Duration ttl) {
-  auto req = ReadCsr(csr_pem);
-  if (!req.ok()) return req.error();
-  EVP_PKEY* pub = X509_REQ_get0_pubkey(req->get());
-  if (!pub || X509_REQ_verify(req->get(), pub) != 1) {
+  HCPRP_ASSIGN_OR_RETURN(auto req, ReadCsr(csr_pem));
+  EVP_PKEY* pub = X509_REQ_get0_pubkey(req.get());
+  if (!pub || X509_REQ_verify(req.get(), pub) != 1) {
     ERR_clear_error();
     return Error::InvalidArgument("certificate request signature is invalid");
   }
   auto ca_cert = ReadCert(ca.cert_pem);
   if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
-  auto ca_key = ReadKey(ca.key_pem);
-  if (!ca_key.ok()) return ca_key.error();
+  HCPRP_ASSIGN_OR_RETURN(auto ca_key, ReadKey(ca.key_pem));
 
   CertPtr cert(X509_new());
   X509_set_version(cert.get(), 2);
   HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
-  X509_set_subject_name(cert.get(), X509_REQ_get_subject_name(req->get()));
+  X509_set_subject_name(cert.get(), X509_REQ_get_subject_name(req.get()));
   X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert->get()));
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), now, ttl));
   X509_set_pubkey(cert.get(), pub);
@@ -286,21 +281,20 @@ Result<IssuedCertificate> SignCsr(const CertificateAuthority& ca, std::string_vi
       AddExtension(cert.get(), ca_cert->get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_ext_key_usage, "clientAuth"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_authority_key_identifier, "keyid"));
-  if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) == 0)
+  if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0)
     return Error::Internal("cannot sign the certificate: " + OpenSslReason());
   return IssuedCertificate{CertPem(cert.get()), InfoOf(cert.get())};
 }
 
 Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::string_view cert_pem,
                                           TimePoint now) {
-  auto cert = ReadCert(cert_pem);
-  if (!cert.ok()) return cert.error();
+  HCPRP_ASSIGN_OR_RETURN(auto cert, ReadCert(cert_pem));
   auto ca_cert = ReadCert(ca.cert_pem);
   if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
   StorePtr store(X509_STORE_new());
   StoreCtxPtr ctx(X509_STORE_CTX_new());
   if (!store || !ctx || X509_STORE_add_cert(store.get(), ca_cert->get()) != 1 ||
-      X509_STORE_CTX_init(ctx.get(), store.get(), cert->get(), nullptr) != 1) {
+      X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1) {
     return Error::Internal("cannot set up verification: " + OpenSslReason());
   }
   X509_STORE_CTX_set_time(ctx.get(), 0, ToTimeT(now));
@@ -308,19 +302,17 @@ Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::s
     ERR_clear_error();
     return Error::PreconditionFailed(X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx.get())));
   }
-  return InfoOf(cert->get());
+  return InfoOf(cert.get());
 }
 
 Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::string_view common_name,
                                            Usage usage, const std::vector<std::string>& dns_names,
                                            const std::vector<std::string>& ip_addresses, TimePoint not_before,
                                            TimePoint not_after) {
-  auto key = NewKey();
-  if (!key.ok()) return key.error();
+  HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
   auto ca_cert = ReadCert(ca.cert_pem);
   if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
-  auto ca_key = ReadKey(ca.key_pem);
-  if (!ca_key.ok()) return ca_key.error();
+  HCPRP_ASSIGN_OR_RETURN(auto ca_key, ReadKey(ca.key_pem));
   CertPtr cert(X509_new());
   X509_set_version(cert.get(), 2);
   HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
@@ -330,7 +322,7 @@ Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::
                              static_cast<int>(common_name.size()), -1, 0);
   X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert->get()));
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), not_before, not_after - not_before));
-  X509_set_pubkey(cert.get(), key->get());
+  X509_set_pubkey(cert.get(), key.get());
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_basic_constraints, "critical,CA:FALSE"));
   HCPRP_RETURN_IF_ERROR(
       AddExtension(cert.get(), ca_cert->get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
@@ -343,18 +335,17 @@ Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::
   if (!san.empty()) {
     HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_subject_alt_name, san.c_str()));
   }
-  if (X509_sign(cert.get(), ca_key->get(), EVP_sha256()) == 0)
+  if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0)
     return Error::Internal("cannot sign the certificate: " + OpenSslReason());
   BioPtr out(BIO_new(BIO_s_mem()));
-  if (PEM_write_bio_PrivateKey(out.get(), key->get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
+  if (PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
     return Error::Internal("cannot write the key: " + OpenSslReason());
   return KeyAndCertificate{BioText(out.get()), CertPem(cert.get())};
 }
 
 Result<CertificateInfo> ParseCertificate(std::string_view cert_pem) {
-  auto cert = ReadCert(cert_pem);
-  if (!cert.ok()) return cert.error();
-  return InfoOf(cert->get());
+  HCPRP_ASSIGN_OR_RETURN(auto cert, ReadCert(cert_pem));
+  return InfoOf(cert.get());
 }
 
 std::string ThumbprintOfDer(std::string_view der) {
@@ -378,9 +369,8 @@ Result<std::string> CertificateDer(std::string_view cert_pem) {
 }
 
 Result<std::string> Thumbprint(std::string_view cert_pem) {
-  auto der = CertificateDer(cert_pem);
-  if (!der.ok()) return der.error();
-  return ThumbprintOfDer(*der);
+  HCPRP_ASSIGN_OR_RETURN(auto der, CertificateDer(cert_pem));
+  return ThumbprintOfDer(der);
 }
 
 std::string Base64(std::string_view data) {

@@ -258,9 +258,8 @@ AzureCall SimulatedAzure::ThrottledCall(const AzureFault& f) const {
   return c;
 }
 
-AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::string_view caller,
-                                      ResourceType type, const std::string& key, Resource& r, bool is_delete,
-                                      TimePoint now) {
+AzureCall SimulatedAzure::StartLocked(ResourceType type, const std::string& key, Resource& r, bool is_delete,
+                                      TimePoint now, bool& poll_now) {
   Operation op;
   op.token = "op-" + std::to_string(next_token_++);
   op.key = key;
@@ -287,12 +286,13 @@ AzureCall SimulatedAzure::StartLocked(std::unique_lock<std::mutex>& lock, std::s
   dirty_meta_ = true;
   AzureCall c = PendingLocked(op, now);
   operations_.emplace(op.token, std::move(op));
-  if (d == Duration::zero()) {
-    lock.unlock();
-    ResourceType polled = type;
-    return PollUncounted(caller, c.token, polled);  // settles at once
-  }
+  poll_now = d == Duration::zero();
   return c;
+}
+
+AzureCall SimulatedAzure::PollIfDue(std::string_view caller, AzureCall c, ResourceType type, bool poll_now) {
+  if (!poll_now) return c;
+  return PollUncounted(caller, c.token, type);  // settles at once
 }
 
 AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type, const std::string& id) {
@@ -303,7 +303,17 @@ AzureCall SimulatedAzure::BeginCreate(std::string_view caller, ResourceType type
 
 AzureCall SimulatedAzure::BeginCreateUncounted(std::string_view caller, ResourceType type,
                                                const std::string& id) {
-  std::unique_lock lock(mu_);
+  bool poll_now = false;
+  AzureCall c;
+  {
+    MutexLock lock(mu_);
+    c = BeginCreateLocked(caller, type, id, poll_now);
+  }
+  return PollIfDue(caller, std::move(c), type, poll_now);
+}
+
+AzureCall SimulatedAzure::BeginCreateLocked(std::string_view caller, ResourceType type, const std::string& id,
+                                            bool& poll_now) {
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
@@ -340,7 +350,7 @@ AzureCall SimulatedAzure::BeginCreateUncounted(std::string_view caller, Resource
     r.type = type;
     r.created = now;
   }
-  return StartLocked(lock, caller, type, key, r, false, now);
+  return StartLocked(type, key, r, false, now, poll_now);
 }
 
 AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string& id) {
@@ -352,7 +362,17 @@ AzureCall SimulatedAzure::BeginDelete(std::string_view caller, const std::string
 
 AzureCall SimulatedAzure::BeginDeleteUncounted(std::string_view caller, const std::string& id,
                                                ResourceType& type) {
-  std::unique_lock lock(mu_);
+  bool poll_now = false;
+  AzureCall c;
+  {
+    MutexLock lock(mu_);
+    c = BeginDeleteLocked(caller, id, type, poll_now);
+  }
+  return PollIfDue(caller, std::move(c), type, poll_now);
+}
+
+AzureCall SimulatedAzure::BeginDeleteLocked(std::string_view caller, const std::string& id,
+                                            ResourceType& type, bool& poll_now) {
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
@@ -363,7 +383,7 @@ AzureCall SimulatedAzure::BeginDeleteUncounted(std::string_view caller, const st
   if (auto f = DrawFaultLocked(type, "delete", "throttle")) return ThrottledCall(*f);
   Resource& r = it->second;
   if (r.state == "Deleting") return PendingLocked(operations_.at(r.active_op), now);
-  return StartLocked(lock, caller, type, key, r, true, now);
+  return StartLocked(type, key, r, true, now, poll_now);
 }
 
 AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token) {
@@ -375,7 +395,7 @@ AzureCall SimulatedAzure::Poll(std::string_view caller, const std::string& token
 
 AzureCall SimulatedAzure::PollUncounted(std::string_view caller, const std::string& token,
                                         ResourceType& type) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   auto it = operations_.find(token);
@@ -442,7 +462,7 @@ std::vector<SimulatedAzure::CallCount> SimulatedAzure::CallCounts() const {
 }
 
 std::optional<std::string> SimulatedAzure::ProvisioningState(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SettleLocked(options_.clock->Now());
   auto it = resources_.find(Lower(id));
   if (it == resources_.end()) return std::nullopt;
@@ -450,7 +470,7 @@ std::optional<std::string> SimulatedAzure::ProvisioningState(const std::string& 
 }
 
 std::optional<std::string> SimulatedAzure::ActiveOperation(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SettleLocked(options_.clock->Now());
   auto it = resources_.find(Lower(id));
   if (it == resources_.end() || it->second.active_op.empty()) return std::nullopt;
@@ -458,7 +478,7 @@ std::optional<std::string> SimulatedAzure::ActiveOperation(const std::string& id
 }
 
 void SimulatedAzure::EnsureCustomerResource(ResourceType type, const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const TimePoint now = options_.clock->Now();
   SettleLocked(now);
   const std::string key = Lower(id);
@@ -486,7 +506,7 @@ void SimulatedAzure::EnsureCustomerResource(ResourceType type, const std::string
 }
 
 Status SimulatedAzure::DeleteIdentity(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const std::string key = Lower(id);
   auto it = resources_.find(key);
   if (it == resources_.end() || it->second.type != ResourceType::kManagedIdentity) {
@@ -501,7 +521,7 @@ Status SimulatedAzure::DeleteIdentity(const std::string& id) {
 }
 
 Status SimulatedAzure::SetIdentityPermissions(const std::string& id, bool granted) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = resources_.find(Lower(id));
   if (it == resources_.end() || it->second.type != ResourceType::kManagedIdentity) {
     return Error::NotFound("managed identity '" + id + "' not found");
@@ -512,19 +532,19 @@ Status SimulatedAzure::SetIdentityPermissions(const std::string& id, bool grante
 }
 
 int64_t SimulatedAzure::AddFault(AzureFault fault) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fault.id = next_fault_id_++;
   faults_.push_back(fault);
   return fault.id;
 }
 
 void SimulatedAzure::ClearFaults() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   faults_.clear();
 }
 
 json::array SimulatedAzure::Faults() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   json::array out;
   for (const auto& f : faults_) {
     out.push_back(json::object{{"id", f.id},
@@ -540,7 +560,7 @@ json::array SimulatedAzure::Faults() const {
 }
 
 json::array SimulatedAzure::List(std::string_view prefix) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const_cast<SimulatedAzure*>(this)->SettleLocked(options_.clock->Now());
   const std::string p = Lower(prefix);
   json::array out;
@@ -558,32 +578,32 @@ json::array SimulatedAzure::List(std::string_view prefix) const {
 }
 
 size_t SimulatedAzure::resource_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const_cast<SimulatedAzure*>(this)->SettleLocked(options_.clock->Now());
   return resources_.size();
 }
 
 size_t SimulatedAzure::operations_in_flight() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const_cast<SimulatedAzure*>(this)->SettleLocked(options_.clock->Now());
   return due_.size();
 }
 
 int64_t SimulatedAzure::CreateStarts(const std::string& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = create_starts_.find(Lower(id));
   return it == create_starts_.end() ? 0 : it->second;
 }
 
 int64_t SimulatedAzure::MaxCreateStarts() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   int64_t m = 0;
   for (const auto& [k, v] : create_starts_) m = std::max(m, v);
   return m;
 }
 
 std::map<std::string, int64_t> SimulatedAzure::CreateDurationsMs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::map<std::string, int64_t>(create_duration_ms_.begin(), create_duration_ms_.end());
 }
 
@@ -673,7 +693,7 @@ AzureChanges SimulatedAzure::TakeChanges() {
   if (!options_.state) return out;
   out.data_ = std::make_unique<AzureChanges::Data>();
   AzureChanges::Data& d = *out.data_;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   d.entries.reserve(dirty_resources_.size());
   for (const auto& key : dirty_resources_) {
     AzureChanges::Data::Entry& e = d.entries.emplace_back();
@@ -704,32 +724,31 @@ Status SimulatedAzure::Flush() {
 
 Status SimulatedAzure::Load() {
   if (!options_.state) return Status::Ok();
-  auto resources = options_.state->Load(kResourceSpace);
-  if (!resources.ok()) return resources.error();
-  auto meta = options_.state->Load(kMetaSpace);
-  if (!meta.ok()) return meta.error();
+  HCPRP_ASSIGN_OR_RETURN(auto resources, options_.state->Load(kResourceSpace));
+  HCPRP_ASSIGN_OR_RETURN(auto meta, options_.state->Load(kMetaSpace));
   const std::string legacy = options_.state->dir() + "/azure.json";
-  std::unique_lock lock(mu_);
-  if (resources->empty() && meta->empty()) {
+  if (resources.empty() && meta.empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
-    auto text = ReadFileIfExists(legacy);
-    if (!text.ok()) return text.error();
-    if (!text->has_value()) return Status::Ok();
-    auto parsed = ParseJson(**text, 16);
+    HCPRP_ASSIGN_OR_RETURN(auto text, ReadFileIfExists(legacy));
+    if (!text.has_value()) return Status::Ok();
+    auto parsed = ParseJson(*text, 16);
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
-    HCPRP_RETURN_IF_ERROR(LoadLegacyJson(parsed->as_object()));
-    for (const auto& [k, r] : resources_) dirty_resources_.insert(k);
-    for (const auto& [k, v] : create_starts_) dirty_resources_.insert(k);
-    dirty_meta_ = true;
-    lock.unlock();
+    {
+      MutexLock lock(mu_);
+      HCPRP_RETURN_IF_ERROR(LoadLegacyJson(parsed->as_object()));
+      for (const auto& [k, r] : resources_) dirty_resources_.insert(k);
+      for (const auto& [k, v] : create_starts_) dirty_resources_.insert(k);
+      dirty_meta_ = true;
+    }
     HCPRP_RETURN_IF_ERROR(Flush());
     std::error_code ec;
     std::filesystem::remove(legacy, ec);
     return Status::Ok();
   }
+  MutexLock lock(mu_);
   json::array res, ops;
   json::object starts;
-  for (const auto& [key, text] : *resources) {
+  for (const auto& [key, text] : resources) {
     auto v = ParseJson(text, 16);
     if (!v.ok() || !v->is_object())
       return Error::Corruption("azure resource " + key + " is not a JSON object");
@@ -740,7 +759,7 @@ Status SimulatedAzure::Load() {
     if (const json::object* o = GetObject(d, "op")) ops.push_back(*o);
   }
   json::object root{{"resources", std::move(res)}, {"operations", std::move(ops)}, {"create_starts", starts}};
-  for (const auto& [key, text] : *meta) {
+  for (const auto& [key, text] : meta) {
     auto v = ParseJson(text, 16);
     if (!v.ok() || !v->is_object()) return Error::Corruption("azure meta is not a JSON object");
     for (const auto& [k, x] : v->as_object()) root[k] = x;

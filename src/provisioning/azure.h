@@ -17,7 +17,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -29,6 +28,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "simulator/state_db.h"
 
@@ -190,22 +190,31 @@ class SimulatedAzure {
   struct Operation;
   explicit SimulatedAzure(const AzureOptions& options);
   Status Load();
-  Status LoadLegacyJson(const json::object& root);  // REQUIRES mu_
-  void TouchLocked(const std::string& key) { dirty_resources_.insert(key); }
+  Status LoadLegacyJson(const json::object& root) HCPRP_REQUIRES(mu_);
+  void TouchLocked(const std::string& key) HCPRP_REQUIRES(mu_) { dirty_resources_.insert(key); }
 
-  void SettleLocked(TimePoint now);
+  void SettleLocked(TimePoint now) HCPRP_REQUIRES(mu_);
   // `action` is "<ArmType(type)>/<verb>", or `verb` alone when type is nullopt (built only for errors).
   std::optional<AzureCall> CheckCallerLocked(std::string_view caller, std::optional<ResourceType> type,
-                                             std::string_view verb, const std::string& scope) const;
-  std::optional<AzureFault> DrawFaultLocked(ResourceType type, std::string_view op, std::string_view kind);
-  Duration SampleLocked(ResourceType type, bool is_delete);
+                                             std::string_view verb, const std::string& scope) const
+      HCPRP_REQUIRES(mu_);
+  std::optional<AzureFault> DrawFaultLocked(ResourceType type, std::string_view op, std::string_view kind)
+      HCPRP_REQUIRES(mu_);
+  Duration SampleLocked(ResourceType type, bool is_delete) HCPRP_REQUIRES(mu_);
   Duration Scaled(Duration d) const;
-  AzureCall PendingLocked(const Operation& op, TimePoint now) const;
+  AzureCall PendingLocked(const Operation& op, TimePoint now) const HCPRP_REQUIRES(mu_);
   AzureCall ThrottledCall(const AzureFault& f) const;
-  // Starts r's create or delete as a long-running operation (a fault may make it fail); an
-  // operation drawn with no latency is polled to its end at once (unlocking `lock`). REQUIRES mu_.
-  AzureCall StartLocked(std::unique_lock<std::mutex>& lock, std::string_view caller, ResourceType type,
-                        const std::string& key, Resource& r, bool is_delete, TimePoint now);
+  // Starts r's create or delete as a long-running operation (a fault may make it fail); `poll_now` says
+  // the operation was drawn with no latency and is to be polled to its end at once, without mu_.
+  AzureCall StartLocked(ResourceType type, const std::string& key, Resource& r, bool is_delete, TimePoint now,
+                        bool& poll_now) HCPRP_REQUIRES(mu_);
+  // The Begin* calls under mu_: `poll_now` as StartLocked's.
+  AzureCall BeginCreateLocked(std::string_view caller, ResourceType type, const std::string& id,
+                              bool& poll_now) HCPRP_REQUIRES(mu_);
+  AzureCall BeginDeleteLocked(std::string_view caller, const std::string& id, ResourceType& type,
+                              bool& poll_now) HCPRP_REQUIRES(mu_);
+  // `c` itself, or when `poll_now` the poll of its operation. Without mu_.
+  AzureCall PollIfDue(std::string_view caller, AzureCall c, ResourceType type, bool poll_now);
 
   // The calls without their counting; the delete and the poll report the resource type they saw.
   AzureCall BeginCreateUncounted(std::string_view caller, ResourceType type, const std::string& id);
@@ -220,20 +229,20 @@ class SimulatedAzure {
   static constexpr size_t kOutcomes = 5;  // succeeded, accepted, failed, unauthorized, throttled
   std::array<std::array<std::array<std::atomic<int64_t>, kOutcomes>, kCalls>, kResourceTypeCount> calls_{};
 
-  mutable std::mutex mu_;
-  // Guarded by mu_.
-  std::map<std::string, Resource> resources_;                    // by lower-cased ID
-  std::map<std::string, Operation> operations_;                  // by token
-  std::multimap<TimePoint, std::string> due_;                    // unsettled operations by completion
-  std::unordered_map<std::string, int64_t> create_starts_;       // lower-cased ID -> count
-  std::unordered_map<std::string, int64_t> create_duration_ms_;  // lower-cased ID -> last drawn create
-  std::map<std::string, bool> deleted_identities_;               // tombstones for Ensure*
-  std::vector<AzureFault> faults_;
-  int64_t next_fault_id_ = 1;
-  uint64_t next_token_ = 1;
-  std::mt19937_64 rng_;
-  std::set<std::string> dirty_resources_;  // lower-cased IDs changed since TakeChanges
-  bool dirty_meta_ = false;                // next_token_ or deleted_identities_
+  mutable Mutex mu_;
+  std::map<std::string, Resource> resources_ HCPRP_GUARDED_BY(mu_);    // by lower-cased ID
+  std::map<std::string, Operation> operations_ HCPRP_GUARDED_BY(mu_);  // by token
+  std::multimap<TimePoint, std::string> due_ HCPRP_GUARDED_BY(mu_);    // unsettled operations by completion
+  std::unordered_map<std::string, int64_t> create_starts_ HCPRP_GUARDED_BY(mu_);  // lower-cased ID -> count
+  // Lower-cased ID -> last drawn create.
+  std::unordered_map<std::string, int64_t> create_duration_ms_ HCPRP_GUARDED_BY(mu_);
+  std::map<std::string, bool> deleted_identities_ HCPRP_GUARDED_BY(mu_);  // tombstones for Ensure*
+  std::vector<AzureFault> faults_ HCPRP_GUARDED_BY(mu_);
+  int64_t next_fault_id_ HCPRP_GUARDED_BY(mu_) = 1;
+  uint64_t next_token_ HCPRP_GUARDED_BY(mu_) = 1;
+  std::mt19937_64 rng_ HCPRP_GUARDED_BY(mu_);
+  std::set<std::string> dirty_resources_ HCPRP_GUARDED_BY(mu_);  // lower-cased IDs changed since TakeChanges
+  bool dirty_meta_ HCPRP_GUARDED_BY(mu_) = false;                // next_token_ or deleted_identities_
 };
 
 }  // namespace hcprp::provisioning

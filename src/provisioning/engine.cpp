@@ -67,7 +67,7 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
     return std::nullopt;
   }
   const std::string href(info.href);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Obj& o = objs_[href];
   announced_.insert(href);
   dirty_objs_.insert(href);
@@ -151,7 +151,7 @@ void Engine::MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>
 void Engine::Apply(std::vector<Pending>& out) {
   for (auto& p : out) {
     if (!p.enqueue.empty()) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       EnqueueLocked(p.enqueue, options_.clock->Now());
       continue;
     }
@@ -315,8 +315,8 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
 
 void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   const TimePoint now = options_.clock->Now();
-  auto remove_finished = [&] {
-    std::erase_if(obj.machines, [&](const std::string& k) {
+  auto remove_finished = [&]() HCPRP_REQUIRES(mu_) {
+    std::erase_if(obj.machines, [&](const std::string& k) HCPRP_REQUIRES(mu_) {
       auto it = units_.find(k);
       if (it == units_.end()) return true;
       if (!it->second.deleting || !it->second.Done()) return false;
@@ -404,7 +404,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
 }
 
 json::array Engine::Conditions(const std::string& href) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objs_.find(href);
   return it == objs_.end() ? json::array{} : it->second.conditions;
 }
@@ -432,7 +432,7 @@ json::object Engine::UnitJsonLocked(const Unit& u) const {
 }
 
 Result<json::object> Engine::ClusterView(const std::string& cluster_href) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objs_.find(cluster_href);
   if (it == objs_.end() || it->second.kind != simulator::kCluster) {
     return Error::NotFound("cluster '" + cluster_href + "' is not known to the provisioning engine");
@@ -463,17 +463,17 @@ Result<json::object> Engine::ClusterView(const std::string& cluster_href) const 
 }
 
 EngineMetrics Engine::metrics() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return metrics_;
 }
 
 size_t Engine::object_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return objs_.size();
 }
 
 size_t Engine::machine_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [k, u] : units_) n += u.control_plane ? 0 : 1;
   return n;

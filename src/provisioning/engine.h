@@ -24,12 +24,10 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,6 +39,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "provisioning/azure.h"
 #include "simulator/provisioner.h"
@@ -161,92 +160,108 @@ class Engine final : public simulator::Provisioner {
   struct Pending;  // transitions to apply outside the lock
   explicit Engine(const EngineOptions& options);
   Status Load();
-  Status LoadDocs(const json::object& root);  // REQUIRES mu_
-  static json::object ObjDoc(const Obj& o);
+  Status LoadDocs(const json::object& root) HCPRP_REQUIRES(mu_);
+  static std::string EncodeObj(const Obj& o);
   static std::string EncodeUnit(const Unit& u);
   // One commit: copies of the dirty objects and the documents of the dirty units, taken under mu_
   // (REQUIRES) and written outside it by WriteBatch with the simulated Azure's changes taken right
   // after, in the order taken (tickets).
   struct Batch;
-  Batch TakeBatchLocked();
+  Batch TakeBatchLocked() HCPRP_REQUIRES(mu_);
   // Writes `batch` after every batch taken before it (with those waiting beside it in one transaction),
   // then reaches the crash points of the steps it holds. Without mu_.
   Status WriteBatch(Batch& batch);
-  // TakeBatchLocked and the Azure changes, then WriteBatch, with `lock` (on mu_) released meanwhile.
-  Status CommitNow(std::unique_lock<std::mutex>& lock);
+  // TakeBatchLocked and the Azure changes, then WriteBatch, with mu_ released meanwhile.
+  Status CommitNow() HCPRP_REQUIRES(mu_);
   // The end of a step: commits now when `must_commit` (its transitions follow), else leaves it to the
-  // committer (woken when the group is full). May release `lock` (on mu_) meanwhile.
-  void EndStep(std::unique_lock<std::mutex>& lock, bool must_commit);
+  // committer (woken when the group is full). May release mu_ meanwhile.
+  void EndStep(bool must_commit) HCPRP_REQUIRES(mu_);
   // Commits the unit steps left by EndStep within kGroupCommitInterval of the oldest, or at once when
   // kGroupCommitSize objects and units are dirty: its own thread, so that neither the workers nor the
   // dispatcher spend their time writing.
   void CommitLoop();
+  // The end of running `key`: runs it again if it came due meanwhile.
+  void FinishKeyLocked(const std::string& key) HCPRP_REQUIRES(mu_);
   // Marks an object and its cluster as changed (the units its reconcile makes, marks or removes are
   // marked where that happens).
-  void TouchObjectLocked(const std::string& href);
+  void TouchObjectLocked(const std::string& href) HCPRP_REQUIRES(mu_);
   // Marks a unit as changed (or removed); its document is encoded at the end of the step.
-  void TouchUnitLocked(const std::string& key);
-  void EncodeTouchedUnitsLocked();
+  void TouchUnitLocked(const std::string& key) HCPRP_REQUIRES(mu_);
+  void EncodeTouchedUnitsLocked() HCPRP_REQUIRES(mu_);
 
-  void EnqueueLocked(const std::string& key, TimePoint at);
+  void EnqueueLocked(const std::string& key, TimePoint at) HCPRP_REQUIRES(mu_);
   void ReconcileUnit(const std::string& unit_key);
-  void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out);
-  void ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out);
-  void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out);
+  void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
+  void ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
+  void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   // True while obj is still being validated (it is queued again for when validation ends).
-  bool ValidatingLocked(Obj& obj);
+  bool ValidatingLocked(Obj& obj) HCPRP_REQUIRES(mu_);
   void MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>& out, const std::string& code = "",
-                  const std::string& message = "");
+                  const std::string& message = "") HCPRP_REQUIRES(mu_);
   void Apply(std::vector<Pending>& out);
-  Unit MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index);
-  Unit MakeControlPlaneLocked(const Obj& cluster);
+  Unit MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index) HCPRP_REQUIRES(mu_);
+  Unit MakeControlPlaneLocked(const Obj& cluster) HCPRP_REQUIRES(mu_);
   // Recomputes obj's conditions; queues them for the sink when they changed.
-  void RollUpLocked(Obj& obj, std::vector<Pending>& out);
-  json::object UnitJsonLocked(const Unit& u) const;
+  void RollUpLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
+  json::object UnitJsonLocked(const Unit& u) const HCPRP_REQUIRES(mu_);
   Duration Scaled(Duration d) const;
   void WorkerLoop();
   // Moves due timers to ready_ and sleeps until the next one (one thread, so that workers wait on
   // ready work only and a timer wakes one worker, not all of them).
   void DispatchLoop();
-  void RunKey(std::unique_lock<std::mutex>& lock, const std::string& key);
+  void RunKey(const std::string& key) HCPRP_REQUIRES(mu_);
 
   const EngineOptions options_;
   StateSink* sink_ = nullptr;
 
   // Lock order: the simulator's lock (Next() is called under it), then mu_, then the SimulatedAzure's.
   // mu_ is never held while calling the sink.
-  mutable std::mutex mu_;
-  std::condition_variable timer_cv_;  // the dispatcher's: a timer earlier than it sleeps until
-  std::condition_variable ready_cv_;  // the workers': ready_ is not empty
-  std::condition_variable dirty_cv_;  // the committer's: the group is full, or the first step is dirty
-  // Guarded by mu_.
-  std::map<std::string, Obj> objs_;              // by href (ordered: a cluster's children follow it)
-  std::unordered_map<std::string, Unit> units_;  // by unit key
-  std::multimap<TimePoint, std::string> timers_;
-  std::unordered_map<std::string, TimePoint> queued_;  // key -> earliest due time queued
-  std::deque<std::string> ready_;                      // due keys, in due order
-  std::unordered_set<std::string> in_ready_;
-  std::unordered_set<std::string> running_;
-  std::unordered_set<std::string> rerun_;          // keys that came due while running
-  TimePoint dispatcher_wakes_ = TimePoint::max();  // min() while the dispatcher runs
-  EngineMetrics metrics_;
-  std::set<std::string> dirty_objs_;  // changed since the last commit
+  mutable Mutex mu_;
+  CondVar timer_cv_;  // the dispatcher's: a timer earlier than it sleeps until
+  CondVar ready_cv_;  // the workers': ready_ is not empty
+  CondVar dirty_cv_;  // the committer's: the group is full, or the first step is dirty
+  // By href (ordered: a cluster's children follow it).
+  std::map<std::string, Obj> objs_ HCPRP_GUARDED_BY(mu_);
+  std::unordered_map<std::string, Unit> units_ HCPRP_GUARDED_BY(mu_);  // by unit key
+  std::multimap<TimePoint, std::string> timers_ HCPRP_GUARDED_BY(mu_);
+  // Key -> earliest due time queued.
+  std::unordered_map<std::string, TimePoint> queued_ HCPRP_GUARDED_BY(mu_);
+  std::deque<std::string> ready_ HCPRP_GUARDED_BY(mu_);  // due keys, in due order
+  std::unordered_set<std::string> in_ready_ HCPRP_GUARDED_BY(mu_);
+  std::unordered_set<std::string> running_ HCPRP_GUARDED_BY(mu_);
+  std::unordered_set<std::string> rerun_ HCPRP_GUARDED_BY(mu_);  // keys that came due while running
+  // A step whose transitions wait for its commit: the key stays running until they are told.
+  struct Deferred {
+    std::string key;
+    std::vector<Pending> out;
+  };
+  std::vector<Deferred> awaiting_commit_ HCPRP_GUARDED_BY(mu_);  // for the committer
+  std::deque<Deferred> applies_ HCPRP_GUARDED_BY(mu_);           // committed, for the workers
+  bool committer_running_ HCPRP_GUARDED_BY(mu_) = false;
+  TimePoint dispatcher_wakes_ HCPRP_GUARDED_BY(mu_) = TimePoint::max();  // min() while the dispatcher runs
+  EngineMetrics metrics_ HCPRP_GUARDED_BY(mu_);
+  std::set<std::string> dirty_objs_ HCPRP_GUARDED_BY(mu_);  // changed since the last commit
   // Units changed since the last commit -> their document as of the change ("" until encoded: at the
   // end of the step that changed them, or when the batch is taken).
-  std::unordered_map<std::string, std::string> dirty_units_;
-  std::vector<std::string> unencoded_units_;               // touched by the step running now
-  std::chrono::steady_clock::time_point group_started_{};  // the first step left to the committer
-  uint64_t next_ticket_ = 1;
-  std::mutex take_mu_;    // before mu_; orders the takes (tickets, then the Azure changes)
-  std::mutex commit_mu_;  // after mu_ is released; orders the writes
-  std::condition_variable commit_cv_;
-  // Guarded by commit_mu_.
-  uint64_t written_ticket_ = 0;
-  std::map<uint64_t, Batch*> queued_batches_;  // taken, waiting to be written (owners wait too)
-  bool writing_ = false;
-  std::vector<std::string> committed_points_;  // crash points of the steps not committed yet
-  std::unordered_set<std::string> announced_;  // hrefs Next() was called with
-  bool stopping_ = false;
+  std::unordered_map<std::string, std::string> dirty_units_ HCPRP_GUARDED_BY(mu_);
+  std::vector<std::string> unencoded_units_ HCPRP_GUARDED_BY(mu_);  // touched by the step running now
+  // The first step left to the committer.
+  std::chrono::steady_clock::time_point group_started_ HCPRP_GUARDED_BY(mu_) = {};
+  uint64_t next_ticket_ HCPRP_GUARDED_BY(mu_) = 1;
+  // Crash points of the steps not committed yet.
+  std::vector<std::string> committed_points_ HCPRP_GUARDED_BY(mu_);
+  std::unordered_set<std::string> announced_ HCPRP_GUARDED_BY(mu_);  // hrefs Next() was called with
+  bool stopping_ HCPRP_GUARDED_BY(mu_) = false;
+  Mutex take_mu_;    // before mu_; orders the takes (tickets, then the Azure changes)
+  Mutex commit_mu_;  // after mu_ is released; orders the writes
+  CondVar commit_cv_;
+  uint64_t written_ticket_ HCPRP_GUARDED_BY(commit_mu_) = 0;
+  // Taken, waiting to be written (owners wait too).
+  std::map<uint64_t, Batch*> queued_batches_ HCPRP_GUARDED_BY(commit_mu_);
+  bool writing_ HCPRP_GUARDED_BY(commit_mu_) = false;
+  // The object documents the database holds, as last written; read and written only by the thread
+  // that set writing_, outside commit_mu_.
+  std::unordered_map<std::string, std::string> written_objs_;
   std::vector<std::thread> workers_;
   std::thread dispatcher_;
   std::thread committer_;

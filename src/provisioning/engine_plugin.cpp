@@ -87,11 +87,10 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
     ao.time_scale = ctx.time_scale;
     ao.state = ctx.state;
     ao.seed = ctx.seed;
-    auto azure = SimulatedAzure::Open(ao);
-    if (!azure.ok()) return azure.error();
+    HCPRP_ASSIGN_OR_RETURN(auto azure, SimulatedAzure::Open(ao));
     EngineOptions eo;
     eo.clock = ctx.clock;
-    eo.azure = azure->get();
+    eo.azure = azure.get();
     eo.logger = ctx.logger;
     eo.state = ctx.state;
     eo.time_scale = ctx.time_scale;
@@ -109,10 +108,9 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
         break;
     }
     eo.concurrency = options.concurrency;
-    auto engine = Engine::Open(eo);
-    if (!engine.ok()) return engine.error();
+    HCPRP_ASSIGN_OR_RETURN(auto engine, Engine::Open(eo));
     return std::unique_ptr<simulator::PluggedProvisioner>(
-        std::make_unique<EnginePlugin>(std::move(*azure), std::move(*engine), ctx.logger));
+        std::make_unique<EnginePlugin>(std::move(azure), std::move(engine), ctx.logger));
   };
 }
 

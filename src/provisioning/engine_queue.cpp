@@ -24,59 +24,81 @@ std::vector<std::string> TakeStepPoints() {
   return points;
 }
 
-void Engine::EndStep(std::unique_lock<std::mutex>& lock, bool must_commit) {
+void Engine::EndStep(bool must_commit) {
   for (auto& p : TakeStepPoints()) committed_points_.push_back(std::move(p));
   if (options_.state) EncodeTouchedUnitsLocked();
   if (must_commit || !started_ || !options_.state) {
-    (void)CommitNow(lock);
+    (void)CommitNow();
     return;
   }
-  dirty_cv_.notify_one();
+  dirty_cv_.NotifyOne();
 }
 
 void Engine::CommitLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     const size_t dirty = dirty_units_.size() + dirty_objs_.size();
-    if (dirty == 0 && committed_points_.empty()) {
-      dirty_cv_.wait(lock);
+    if (dirty == 0 && committed_points_.empty() && awaiting_commit_.empty()) {
+      dirty_cv_.Wait(lock);
       continue;
     }
-    // The group's first step starts the interval: a step alone waits at most that long.
+    // The group's first step starts the interval: a step alone waits at most that long. A step whose
+    // transitions wait for the commit does not wait for the group.
     if (group_started_ == std::chrono::steady_clock::time_point{})
       group_started_ = std::chrono::steady_clock::now();
     const auto due = group_started_ + kGroupCommitInterval;
-    if (dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
-      dirty_cv_.wait_until(lock, due);
+    if (awaiting_commit_.empty() && dirty < kGroupCommitSize && std::chrono::steady_clock::now() < due) {
+      dirty_cv_.WaitUntil(lock, due);
       continue;
     }
-    (void)CommitNow(lock);  // releases mu_ while writing
+    // Every step waiting here was taken into the dirty sets before: the commit below holds it.
+    std::vector<Deferred> committed;
+    committed.swap(awaiting_commit_);
+    (void)CommitNow();  // releases mu_ while writing
+    if (committed.empty()) continue;
+    for (auto& d : committed) applies_.push_back(std::move(d));
+    ready_cv_.NotifyAll();
   }
+}
+
+void Engine::FinishKeyLocked(const std::string& key) {
+  running_.erase(key);
+  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
 }
 
 void Engine::Start() {
   if (started_.exchange(true)) return;
   for (int i = 0; i < options_.concurrency; ++i) workers_.emplace_back([this] { WorkerLoop(); });
   dispatcher_ = std::thread([this] { DispatchLoop(); });
-  if (options_.state) committer_ = std::thread([this] { CommitLoop(); });
+  if (options_.state) {
+    {
+      MutexLock lock(mu_);
+      committer_running_ = true;
+    }
+    committer_ = std::thread([this] { CommitLoop(); });
+  }
 }
 
 void Engine::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ && workers_.empty()) return;
     stopping_ = true;
   }
-  timer_cv_.notify_all();
-  ready_cv_.notify_all();
-  dirty_cv_.notify_all();
+  timer_cv_.NotifyAll();
+  ready_cv_.NotifyAll();
+  dirty_cv_.NotifyAll();
   for (auto& t : workers_) t.join();
   workers_.clear();
   if (dispatcher_.joinable()) dispatcher_.join();
   if (committer_.joinable()) committer_.join();
   {
+    MutexLock lock(mu_);
+    committer_running_ = false;
+  }
+  {
     // Due work not taken yet goes back to the timers (RunDueForTest, a later Start()).
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const TimePoint now = options_.clock->Now();
     std::deque<std::string> left;
     left.swap(ready_);
@@ -85,7 +107,22 @@ void Engine::Stop() {
   }
   (void)Flush();
   {
-    std::lock_guard lock(mu_);
+    // The transitions of steps committed by the Flush above, told now.
+    MutexLock lock(mu_);
+    std::vector<Deferred> left;
+    for (auto& d : awaiting_commit_) left.push_back(std::move(d));
+    for (auto& d : applies_) left.push_back(std::move(d));
+    awaiting_commit_.clear();
+    applies_.clear();
+    for (auto& d : left) {
+      mu_.unlock();
+      Apply(d.out);
+      mu_.lock();
+      FinishKeyLocked(d.key);
+    }
+  }
+  {
+    MutexLock lock(mu_);
     stopping_ = false;  // RunDueForTest stays usable
     dispatcher_wakes_ = TimePoint::max();
   }
@@ -99,12 +136,12 @@ void Engine::EnqueueLocked(const std::string& key, TimePoint at) {
   timers_.emplace(at, key);
   if (at + kTimerSlack < dispatcher_wakes_) {
     dispatcher_wakes_ = at;
-    timer_cv_.notify_one();
+    timer_cv_.NotifyOne();
   }
 }
 
 void Engine::DispatchLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     dispatcher_wakes_ = TimePoint::min();  // running: nobody needs to wake it
     const TimePoint now = options_.clock->Now();
@@ -120,45 +157,54 @@ void Engine::DispatchLoop() {
       ++moved;
     }
     if (moved >= workers_.size()) {
-      ready_cv_.notify_all();
+      ready_cv_.NotifyAll();
     } else {
-      for (size_t i = 0; i < moved; ++i) ready_cv_.notify_one();
+      for (size_t i = 0; i < moved; ++i) ready_cv_.NotifyOne();
     }
     // Never sleep long: a FakeClock moves without notifying anyone. Timers due within the slack of the
     // first one go together: one wake-up per batch, not per timer.
     TimePoint wake = now + std::chrono::milliseconds(50);
     if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first + kTimerSlack);
     dispatcher_wakes_ = wake;
-    timer_cv_.wait_for(lock, wake - now);
+    timer_cv_.WaitFor(lock, wake - now);
   }
 }
 
 void Engine::WorkerLoop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
+    if (!applies_.empty()) {
+      Deferred d = std::move(applies_.front());
+      applies_.pop_front();
+      mu_.unlock();
+      Apply(d.out);
+      mu_.lock();
+      FinishKeyLocked(d.key);
+      continue;
+    }
     if (ready_.empty()) {
-      ready_cv_.wait(lock);
+      ready_cv_.Wait(lock);
       continue;
     }
     std::string key = std::move(ready_.front());
     ready_.pop_front();
     in_ready_.erase(key);
-    RunKey(lock, key);
+    RunKey(key);
   }
 }
 
-void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) {
+void Engine::RunKey(const std::string& key) {
   if (running_.count(key)) {
     rerun_.insert(key);
     return;
   }
   running_.insert(key);
   if (key.rfind("u:", 0) == 0) {
-    lock.unlock();
+    mu_.unlock();
     ReconcileUnit(key.substr(2));
-    lock.lock();
+    mu_.lock();
     // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
-    EndStep(lock, false);
+    EndStep(false);
   } else {
     std::vector<Pending> out;
     const std::string href = key.substr(2);
@@ -170,14 +216,22 @@ void Engine::RunKey(std::unique_lock<std::mutex>& lock, const std::string& key) 
     }
     // Written before the Cluster Service hears of a transition: after a crash in between it announces
     // the object again and the engine, which already has the step, repeats only the transition.
-    EndStep(lock, std::any_of(out.begin(), out.end(),
-                              [](const Pending& p) { return !p.conditions && p.enqueue.empty(); }));
-    lock.unlock();
+    const bool moves = std::any_of(out.begin(), out.end(),
+                                   [](const Pending& p) { return !p.conditions && p.enqueue.empty(); });
+    if (moves && committer_running_) {
+      // The committer writes the step at once and hands its transitions back to a worker (the key
+      // stays running until then): no worker waits for the disk.
+      EndStep(false);
+      awaiting_commit_.push_back(Deferred{key, std::move(out)});
+      dirty_cv_.NotifyOne();
+      return;
+    }
+    EndStep(moves);
+    mu_.unlock();
     Apply(out);
-    lock.lock();
+    mu_.lock();
   }
-  running_.erase(key);
-  if (rerun_.erase(key)) EnqueueLocked(key, options_.clock->Now());
+  FinishKeyLocked(key);
 }
 
 size_t Engine::RunDueForTest(int max_rounds) {
@@ -185,7 +239,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
   for (int round = 0; round < max_rounds; ++round) {
     std::vector<std::string> due;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const TimePoint now = options_.clock->Now();
       while (!timers_.empty() && timers_.begin()->first <= now) {
         auto [at, key] = *timers_.begin();
@@ -201,13 +255,13 @@ size_t Engine::RunDueForTest(int max_rounds) {
       ++ran;
       if (key.rfind("u:", 0) == 0) {
         ReconcileUnit(key.substr(2));
-        std::unique_lock lock(mu_);
-        EndStep(lock, true);
+        MutexLock lock(mu_);
+        EndStep(true);
         continue;
       }
       std::vector<Pending> out;
       {
-        std::unique_lock lock(mu_);
+        MutexLock lock(mu_);
         const std::string href = key.substr(2);
         auto it = objs_.find(href);
         if (it != objs_.end()) {
@@ -215,7 +269,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
           ReconcileObjectLocked(it->second, out);
           TouchObjectLocked(href);
         }
-        EndStep(lock, true);
+        EndStep(true);
       }
       Apply(out);
     }
@@ -224,7 +278,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
 }
 
 std::optional<TimePoint> Engine::NextDueForTest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::optional<TimePoint> best;
   for (const auto& [k, t] : queued_) {
     if (!best || t < *best) best = t;

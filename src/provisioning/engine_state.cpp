@@ -2,6 +2,8 @@
 // Azure's changes of the same step; loading (and importing a legacy engine.json once).
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <unordered_map>
 
 #include "core/json_writer.h"
 #include "provisioning/crash_point.h"
@@ -17,55 +19,110 @@ constexpr std::string_view kUnitSpace = "engine.unit";
 
 }  // namespace
 
-json::object Engine::ObjDoc(const Obj& o) {
-  json::object cs;
-  for (const auto& [t, p] : o.cond_since)
-    cs[t] = json::array{json::value(p.first), json::value(ToUnixMillis(p.second))};
-  return json::object{{"href", o.href},
-                      {"kind", o.kind},
-                      {"cluster", o.cluster},
-                      {"name", o.name},
-                      {"op", simulator::OperationName(o.op)},
-                      {"cs_state", o.cs_state},
-                      {"failure_state", o.failure_state},
-                      {"desired", o.desired},
-                      {"sub", o.sub},
-                      {"mrg_id", o.mrg_id},
-                      {"caller", o.caller},
-                      {"cp_unit", o.cp_unit},
-                      {"creds_valid", o.creds_valid},
-                      {"creds_reason", o.creds_reason},
-                      {"creds_message", o.creds_message},
-                      {"creds_invalid_since_ms", ToUnixMillis(o.creds_invalid_since)},
-                      {"machines", json::value_from(o.machines)},
-                      {"next_index", o.next_index},
-                      {"orphaned", o.orphaned},
-                      {"orphaned_machines", json::value_from(o.orphaned_machines)},
-                      {"cond_since", std::move(cs)}};
+namespace {
+
+// What a unit key names before its '#': the node pool or cluster that owns the unit.
+std::string_view OwnerOfKey(std::string_view key) { return key.substr(0, key.find('#')); }
+
+// The cluster an owner belongs to: a node pool's href without its "/node_pools/..." part.
+std::string_view ClusterOfOwner(std::string_view owner) {
+  return owner.substr(0, owner.find("/node_pools/"));
 }
 
-// A unit's document leaves out what loading defaults (empty strings, zeros, false) and names the caller
-// once when every service shares it: a machine's document is rewritten at each of its services' steps.
+// The part of `id` after "/providers/" when it starts with `base` (which ends there), else "".
+std::string_view BaseOf(std::string_view id) {
+  constexpr std::string_view kProviders = "/providers/";
+  const size_t at = id.find(kProviders);
+  return at == std::string_view::npos ? std::string_view() : id.substr(0, at + kProviders.size());
+}
+
+}  // namespace
+
+// The documents leave out what loading defaults (empty strings, zeros, false) and what their keys
+// already say: a unit's key, owner, cluster and name, the resource group its services' IDs share, a
+// node pool's href before its machines' keys. A machine's document is rewritten at each of its
+// services' steps, a node pool's at each roll-up; older, longer documents still load.
+std::string Engine::EncodeObj(const Obj& o) {
+  std::string out;
+  out.reserve(256 + 24 * o.machines.size());
+  JsonWriter w(out);
+  w.BeginObject().Member("href", o.href).Member("kind", o.kind);
+  auto str = [&](std::string_view k, const std::string& v) {
+    if (!v.empty()) w.Member(k, v);
+  };
+  str("cluster", o.cluster);
+  str("name", o.name);
+  w.Member("op", simulator::OperationName(o.op));
+  str("cs_state", o.cs_state);
+  str("failure_state", o.failure_state);
+  if (o.desired != 0) w.Member("desired", o.desired);
+  str("sub", o.sub);
+  str("mrg_id", o.mrg_id);
+  str("caller", o.caller);
+  str("cp_unit", o.cp_unit);
+  if (!o.creds_valid) w.Member("creds_valid", false);
+  str("creds_reason", o.creds_reason);
+  str("creds_message", o.creds_message);
+  if (o.creds_invalid_since != TimePoint{})
+    w.Member("creds_invalid_since_ms", ToUnixMillis(o.creds_invalid_since));
+  auto keys = [&](std::string_view k, const std::vector<std::string>& list) {
+    if (list.empty()) return;
+    w.Key(k).BeginArray();
+    // A machine's key starts with its node pool's href: written from its '#'.
+    for (const auto& m : list)
+      w.String(OwnerOfKey(m) == o.href ? std::string_view(m).substr(o.href.size()) : m);
+    w.EndArray();
+  };
+  keys("machines", o.machines);
+  if (o.next_index != 0) w.Member("next_index", o.next_index);
+  if (o.orphaned != 0) w.Member("orphaned", o.orphaned);
+  keys("orphaned_machines", o.orphaned_machines);
+  if (!o.cond_since.empty()) {
+    w.Key("cond_since").BeginObject();
+    for (const auto& [t, p] : o.cond_since) {
+      w.Key(t).BeginArray().String(p.first).Int(ToUnixMillis(p.second)).EndArray();
+    }
+    w.EndObject();
+  }
+  w.EndObject();
+  return out;
+}
+
 std::string Engine::EncodeUnit(const Unit& u) {
   const bool one_caller = !u.svcs.empty() && std::all_of(u.svcs.begin(), u.svcs.end(), [&](const Svc& s) {
     return s.caller == u.svcs.front().caller;
   });
+  // The resource group every service's ID is in, when they share one.
+  std::string_view base = u.svcs.empty() ? std::string_view() : BaseOf(u.svcs.front().id);
+  for (const auto& s : u.svcs) {
+    if (base.empty() || BaseOf(s.id) != base) {
+      base = {};
+      break;
+    }
+  }
   std::string out;
-  out.reserve(384 + 192 * u.svcs.size());
+  out.reserve(256 + 128 * u.svcs.size());
   JsonWriter w(out);
-  w.BeginObject()
-      .Member("key", u.key)
-      .Member("owner", u.owner)
-      .Member("cluster", u.cluster)
-      .Member("name", u.name)
-      .Member("index", u.index);
+  w.BeginObject();
+  if (OwnerOfKey(u.key) != u.owner) w.Member("owner", u.owner);
+  if (ClusterOfOwner(u.owner) != u.cluster) w.Member("cluster", u.cluster);
+  const size_t hash = u.key.find('#');
+  if (hash == std::string::npos || std::string_view(u.key).substr(hash + 1) != u.name)
+    w.Member("name", u.name);
+  if (u.index != 0) w.Member("index", u.index);
   if (u.control_plane) w.Member("control_plane", true);
   if (u.deleting) w.Member("deleting", true);
   if (u.orphaned) w.Member("orphaned", true);
   if (one_caller) w.Member("caller", u.svcs.front().caller);
+  if (!base.empty()) w.Member("base", base);
   w.Key("svcs").BeginArray();
   for (const auto& s : u.svcs) {
-    w.BeginObject().Member("type", static_cast<int>(s.type)).Member("id", s.id);
+    w.BeginObject().Member("type", static_cast<int>(s.type));
+    if (base.empty()) {
+      w.Member("id", s.id);
+    } else {
+      w.Member("rid", std::string_view(s.id).substr(base.size()));
+    }
     if (!one_caller) w.Member("caller", s.caller);
     w.Member("state", SvcStateName(s.state));
     // An operation awaited within the client timeout is not a stored future: after a restart it is
@@ -143,78 +200,108 @@ Status Engine::WriteBatch(Batch& b) {
     for (const auto& p : b.points) CrashPoint(p);
     return Status::Ok();
   }
-  std::unique_lock lock(commit_mu_);
-  queued_batches_.emplace(b.ticket, &b);
-  commit_cv_.notify_all();
-  // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
-  // transaction (a later batch may hold newer versions of the same documents); the others wait.
-  while (written_ticket_ < b.ticket) {
-    if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
-      commit_cv_.wait(lock);
-      continue;
+  Status st;
+  {
+    MutexLock lock(commit_mu_);
+    queued_batches_.emplace(b.ticket, &b);
+    commit_cv_.NotifyAll();
+    // Group commit: whoever finds the next batches in line writes them all, in ticket order, in one
+    // transaction (a later batch may hold newer versions of the same documents); the others wait.
+    while (written_ticket_ < b.ticket) {
+      if (writing_ || queued_batches_.empty() || queued_batches_.begin()->first != written_ticket_ + 1) {
+        commit_cv_.Wait(lock);
+        continue;
+      }
+      writing_ = true;
+      std::vector<Batch*> group;
+      uint64_t last = written_ticket_;
+      for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
+        group.push_back(it->second);
+        ++last;
+        it = queued_batches_.erase(it);
+      }
+      lock.unlock();
+      simulator::StateBatch batch;
+      // An object whose document is what the database holds already is not written again (a node
+      // pool's roll-up that changed nothing, its cluster touched with it). href -> document, or
+      // nullopt when removed, as this group leaves them.
+      std::unordered_map<std::string, std::optional<std::string>> latest;
+      for (Batch* g : group) {
+        for (const auto& o : g->objs) {
+          std::string doc = EncodeObj(o);
+          const std::string* held = nullptr;
+          if (auto l = latest.find(o.href); l != latest.end()) {
+            held = l->second ? &*l->second : nullptr;
+          } else if (auto w = written_objs_.find(o.href); w != written_objs_.end()) {
+            held = &w->second;
+          }
+          if (held && *held == doc) continue;
+          batch.Put(std::string(kObjectSpace), o.href, doc);
+          latest[o.href] = std::move(doc);
+        }
+        for (const auto& h : g->removed_objs) {
+          batch.Delete(std::string(kObjectSpace), h);
+          latest[h] = std::nullopt;
+        }
+        for (auto& [key, doc] : g->units) batch.Put(std::string(kUnitSpace), key, std::move(doc));
+        for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
+        g->azure.EncodeInto(batch);
+      }
+      Status committed = options_.state->Commit(batch);
+      if (!committed.ok() && options_.logger) {
+        // What the batches held stays in memory; the next change of each document writes it again.
+        options_.logger->Warn("cannot commit the provisioning state",
+                              {{"error", committed.error().ToString()}});
+      }
+      if (committed.ok()) {
+        for (auto& [href, doc] : latest) {
+          if (doc) {
+            written_objs_[href] = std::move(*doc);
+          } else {
+            written_objs_.erase(href);
+          }
+        }
+      }
+      lock.lock();
+      for (Batch* g : group) g->written = committed;
+      written_ticket_ = last;
+      writing_ = false;
+      commit_cv_.NotifyAll();
     }
-    writing_ = true;
-    std::vector<Batch*> group;
-    uint64_t last = written_ticket_;
-    for (auto it = queued_batches_.begin(); it != queued_batches_.end() && it->first == last + 1;) {
-      group.push_back(it->second);
-      ++last;
-      it = queued_batches_.erase(it);
-    }
-    lock.unlock();
-    simulator::StateBatch batch;
-    for (Batch* g : group) {
-      for (const auto& o : g->objs) batch.Put(std::string(kObjectSpace), o.href, ToJson(ObjDoc(o)));
-      for (const auto& h : g->removed_objs) batch.Delete(std::string(kObjectSpace), h);
-      for (auto& [key, doc] : g->units) batch.Put(std::string(kUnitSpace), key, std::move(doc));
-      for (const auto& k : g->removed_units) batch.Delete(std::string(kUnitSpace), k);
-      g->azure.EncodeInto(batch);
-    }
-    Status st = options_.state->Commit(batch);
-    if (!st.ok() && options_.logger) {
-      // What the batches held stays in memory; the next change of each document writes it again.
-      options_.logger->Warn("cannot commit the provisioning state", {{"error", st.error().ToString()}});
-    }
-    lock.lock();
-    for (Batch* g : group) g->written = st;
-    written_ticket_ = last;
-    writing_ = false;
-    commit_cv_.notify_all();
+    st = b.written;
   }
-  Status st = b.written;
-  lock.unlock();
   if (st.ok()) {
     for (const auto& p : b.points) CrashPoint(p);
   }
   return st;
 }
 
-Status Engine::CommitNow(std::unique_lock<std::mutex>& lock) {
-  lock.unlock();
+Status Engine::CommitNow() {
+  mu_.unlock();
   Batch b;
   {
     // The simulated Azure's changes are taken after the engine's, outside mu_: a batch may hold Azure
     // ahead of the engine (a call the engine has not recorded yet, which it repeats and Azure answers
     // idempotently), never behind. take_mu_ keeps the tickets and the Azure takes in one order.
-    std::lock_guard take(take_mu_);
+    MutexLock take(take_mu_);
     {
-      std::lock_guard engine(mu_);
+      MutexLock engine(mu_);
       b = TakeBatchLocked();
     }
     if (b.ticket != 0) b.azure = options_.azure->TakeChanges();
   }
   Status st = WriteBatch(b);
-  lock.lock();
+  mu_.lock();
   return st;
 }
 
 Status Engine::Flush() {
-  std::unique_lock lock(mu_);
-  return CommitNow(lock);
+  MutexLock lock(mu_);
+  return CommitNow();
 }
 
 size_t Engine::DeleteUnannounced() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   const TimePoint now = options_.clock->Now();
   for (auto& [href, o] : objs_) {
@@ -234,33 +321,32 @@ size_t Engine::DeleteUnannounced() {
 
 Status Engine::Load() {
   if (!options_.state) return Status::Ok();
-  auto objs = options_.state->Load(kObjectSpace);
-  if (!objs.ok()) return objs.error();
-  auto units = options_.state->Load(kUnitSpace);
-  if (!units.ok()) return units.error();
-  std::unique_lock lock(mu_);
-  if (objs->empty() && units->empty()) {
+  HCPRP_ASSIGN_OR_RETURN(auto objs, options_.state->Load(kObjectSpace));
+  HCPRP_ASSIGN_OR_RETURN(auto units, options_.state->Load(kUnitSpace));
+  MutexLock lock(mu_);
+  if (objs.empty() && units.empty()) {
     // Written by an older version as a periodic snapshot: imported once, then only the database.
     const std::string legacy = options_.state->dir() + "/engine.json";
-    auto text = ReadFileIfExists(legacy);
-    if (!text.ok()) return text.error();
-    if (!text->has_value()) return Status::Ok();
-    auto parsed = ParseJson(**text, 16);
+    HCPRP_ASSIGN_OR_RETURN(auto text, ReadFileIfExists(legacy));
+    if (!text.has_value()) return Status::Ok();
+    auto parsed = ParseJson(*text, 16);
     if (!parsed.ok() || !parsed->is_object()) return Error::Corruption(legacy + " is not a JSON object");
     HCPRP_RETURN_IF_ERROR(LoadDocs(parsed->as_object()));
     for (const auto& [h, o] : objs_) dirty_objs_.insert(h);
     for (const auto& [k, u] : units_) TouchUnitLocked(k);
-    HCPRP_RETURN_IF_ERROR(CommitNow(lock));
+    HCPRP_RETURN_IF_ERROR(CommitNow());
     std::error_code ec;
     std::filesystem::remove(legacy, ec);
     return Status::Ok();
   }
   json::array o_docs, u_docs;
-  for (const auto& [list, out] : {std::pair{&*objs, &o_docs}, std::pair{&*units, &u_docs}}) {
+  for (const auto& [list, out] : {std::pair{&objs, &o_docs}, std::pair{&units, &u_docs}}) {
     for (const auto& [key, text] : *list) {
       auto v = ParseJson(text, 16);
       if (!v.ok() || !v->is_object())
         return Error::Corruption("engine document " + key + " is not a JSON object");
+      // A unit's document leaves its key to the row.
+      if (out == &u_docs && !v->as_object().contains("key")) v->as_object()["key"] = key;
       out->push_back(std::move(*v));
     }
   }
@@ -293,18 +379,20 @@ Status Engine::LoadDocs(const json::object& root) {
       o.creds_reason = str(j, "creds_reason");
       o.creds_message = str(j, "creds_message");
       o.creds_invalid_since = FromUnixMillis(GetInt(j, "creds_invalid_since_ms").value_or(0));
-      if (const json::array* m = GetArray(j, "machines")) {
-        for (const auto& k : *m) {
-          if (k.is_string()) o.machines.emplace_back(k.as_string());
+      // A key written from its '#' follows the node pool's href.
+      auto keys = [&](std::string_view k, std::vector<std::string>& out) {
+        if (const json::array* m = GetArray(j, k)) {
+          for (const auto& e : *m) {
+            if (!e.is_string()) continue;
+            const std::string_view key = e.as_string();
+            out.push_back(key.starts_with('#') ? o.href + std::string(key) : std::string(key));
+          }
         }
-      }
+      };
+      keys("machines", o.machines);
       o.next_index = GetInt(j, "next_index").value_or(0);
       o.orphaned = GetInt(j, "orphaned").value_or(0);
-      if (const json::array* m = GetArray(j, "orphaned_machines")) {
-        for (const auto& k : *m) {
-          if (k.is_string()) o.orphaned_machines.emplace_back(k.as_string());
-        }
-      }
+      keys("orphaned_machines", o.orphaned_machines);
       if (const json::object* cs = GetObject(j, "cond_since")) {
         for (const auto& [t, p] : *cs) {
           if (p.is_array() && p.as_array().size() == 2 && p.as_array()[0].is_string() &&
@@ -323,10 +411,13 @@ Status Engine::LoadDocs(const json::object& root) {
       if (!v.is_object()) continue;
       const json::object& j = v.as_object();
       Unit u;
+      // What a document leaves out follows from its key (see EncodeUnit).
       u.key = str(j, "key");
-      u.owner = str(j, "owner");
-      u.cluster = str(j, "cluster");
-      u.name = str(j, "name");
+      u.owner = j.contains("owner") ? str(j, "owner") : std::string(OwnerOfKey(u.key));
+      u.cluster = j.contains("cluster") ? str(j, "cluster") : std::string(ClusterOfOwner(u.owner));
+      const size_t hash = u.key.find('#');
+      u.name = j.contains("name") || hash == std::string::npos ? str(j, "name") : u.key.substr(hash + 1);
+      const std::string base = str(j, "base");
       u.index = GetInt(j, "index").value_or(0);
       u.control_plane = GetBool(j, "control_plane").value_or(false);
       u.deleting = GetBool(j, "deleting").value_or(false);
@@ -337,7 +428,7 @@ Status Engine::LoadDocs(const json::object& root) {
           const json::object& s = sv.as_object();
           Svc x;
           x.type = static_cast<ResourceType>(GetInt(s, "type").value_or(0));
-          x.id = str(s, "id");
+          x.id = s.contains("rid") ? base + str(s, "rid") : str(s, "id");
           x.caller = s.contains("caller") ? str(s, "caller") : str(j, "caller");
           x.state = ParseSvcState(str(s, "state"));
           x.fut_type = str(s, "fut_type");

@@ -560,6 +560,178 @@ TEST_F(EngineTest, AReconcileThatChangesNothingWritesNothing) {
   std::filesystem::remove_all(dir);
 }
 
+// The documents leave out what their keys say (a unit's key, owner, cluster and name, the resource
+// group its services share, a node pool's href before its machines' keys) and load back the same.
+TEST_F(EngineTest, CompactDocumentsLoadBackTheSame) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 3);
+  ASSERT_TRUE(RunUntil([&] { return GetString(Condition(np, "VMReady"), "reason") == "Creating"; }, 1h));
+  auto view = engine_->ClusterView(c);
+  ASSERT_TRUE(view.ok());
+  auto units = state_->Load("engine.unit");
+  ASSERT_TRUE(units.ok());
+  ASSERT_EQ(units->size(), 4u);  // the control plane and three machines
+  for (const auto& [key, doc] : *units) {
+    EXPECT_EQ(doc.find(key), std::string::npos) << doc;
+    EXPECT_EQ(doc.find("\"owner\""), std::string::npos) << doc;
+    EXPECT_EQ(doc.find("\"cluster\""), std::string::npos) << doc;
+    if (key.find("#np1-") != std::string::npos) {
+      EXPECT_NE(doc.find("\"rid\""), std::string::npos) << doc;
+    }
+  }
+  auto objects = state_->Load("engine.object");
+  ASSERT_TRUE(objects.ok());
+  bool pool_seen = false;
+  for (const auto& [href, doc] : *objects) {
+    if (href != np) continue;
+    pool_seen = true;
+    EXPECT_NE(doc.find("\"#np1-0\""), std::string::npos) << doc;
+  }
+  EXPECT_TRUE(pool_seen);
+  Restart();
+  auto again = engine_->ClusterView(c);
+  ASSERT_TRUE(again.ok());
+  auto machines = [](const json::object& v) {
+    std::string out;
+    for (const auto& p : *GetArray(v, "node_pools")) out += ToJson(*GetArray(p.as_object(), "machines"));
+    return out;
+  };
+  EXPECT_EQ(machines(*again), machines(*view));
+  EXPECT_NE(machines(*view).find("np1-2"), std::string::npos);
+  EXPECT_EQ(ToJson(*GetObject(*again, "control_plane")), ToJson(*GetObject(*view, "control_plane")));
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1) << "an operation was started twice";
+  std::filesystem::remove_all(dir);
+}
+
+// The simulated Azure and an engine on `db`, as hcprp opens them; `azure` receives the former.
+Result<std::unique_ptr<Engine>> OpenOn(simulator::StateDb* db, const FakeClock& clock, LatencyProfile profile,
+                                       std::unique_ptr<SimulatedAzure>& azure) {
+  AzureOptions ao;
+  ao.clock = &clock;
+  ao.profile = profile;
+  ao.state = db;
+  auto az = SimulatedAzure::Open(ao);
+  if (!az.ok()) return az.error();
+  azure = std::move(*az);
+  EngineOptions eo;
+  eo.clock = &clock;
+  eo.azure = azure.get();
+  eo.state = db;
+  return Engine::Open(eo);
+}
+
+// Forwards to a StateDb and remembers every object document written, in order.
+class RecordingStateDb final : public simulator::StateDb {
+ public:
+  explicit RecordingStateDb(simulator::StateDb* db) : StateDb(db->dir()), db_(db) {}
+  Result<std::vector<std::pair<std::string, std::string>>> Load(std::string_view space) override {
+    return db_->Load(space);
+  }
+  Status Commit(const simulator::StateBatch& batch) override {
+    {
+      std::lock_guard lock(mu);
+      for (const auto& c : batch.changes()) {
+        if (c.space == "engine.object") written[c.key].push_back(c.doc.value_or(""));
+      }
+    }
+    return db_->Commit(batch);
+  }
+  uint64_t commits() const override { return db_->commits(); }
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> written;
+
+ private:
+  simulator::StateDb* db_;
+};
+
+// A node pool's roll-up that changes nothing, and its cluster marked with it, are not written again.
+TEST(EngineStateTest, AnObjectIsWrittenOnlyWhenItsDocumentChanges) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  auto db = simulator::StateDb::Open(dir);
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  RecordingStateDb recording(db->get());
+  FakeClock clock;
+  std::unique_ptr<SimulatedAzure> azure;
+  auto engine = OpenOn(&recording, clock, LatencyProfile::kRealistic, azure);
+  ASSERT_TRUE(engine.ok()) << engine.error().ToString();
+  auto store = simulator::NewStateStore(&recording);
+  simulator::Scheduler scheduler(&clock);
+  simulator::ServiceOptions so;
+  so.clock = &clock;
+  so.provisioner = engine->get();
+  so.store = store.get();
+  so.scheduler = &scheduler;
+  auto service = simulator::Service::Open(so);
+  ASSERT_TRUE(service.ok());
+  RecordingSink sink;
+  sink.service = service->get();
+  (*engine)->Attach(&sink);
+  auto created = (*service)->Handle(http::MakeRequest(Verb::post, kBase + "/clusters", ClusterBody("c1")));
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  const std::string c(GetString(ParseJson(created.body())->as_object(), "href").value_or(""));
+  auto pool = (*service)->Handle(http::MakeRequest(Verb::post, c + "/node_pools",
+                                                   ToJson(json::object{{"name", "np1"}, {"replicas", 4}})));
+  ASSERT_EQ(pool.result_int(), 201u) << pool.body();
+  size_t ran = 0;
+  for (int i = 0; i < 5000; ++i) {
+    ran += (*engine)->RunDueForTest(1);
+    auto next = (*engine)->NextDueForTest();
+    if (!next) break;
+    if (*next > clock.Now()) clock.Set(*next);
+  }
+  EXPECT_GT(ran, 100u);
+  size_t writes = 0;
+  for (const auto& [href, docs] : recording.written) {
+    for (size_t i = 1; i < docs.size(); ++i) {
+      EXPECT_NE(docs[i], docs[i - 1]) << href << " written again unchanged";
+    }
+    writes += docs.size();
+  }
+  EXPECT_GE(writes, 4u);  // each object created, moved and rolled up
+  (*engine)->Stop();
+  std::filesystem::remove_all(dir);
+}
+
+// Older documents, written whole (keys, owners and IDs in full), still load.
+TEST(EngineStateTest, FullDocumentsOfAnOlderVersionStillLoad) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  auto db = simulator::StateDb::Open(dir);
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  const std::string rg = "/subscriptions/s/resourceGroups/arohcp-c1/providers/";
+  simulator::StateBatch batch;
+  batch.Put("engine.object", "/c/1",
+            R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","name":"c1","op":"create",)"
+            R"("cs_state":"installing","failure_state":"","desired":0,"sub":"s","mrg_id":"","caller":"",)"
+            R"("cp_unit":"","creds_valid":true,"machines":[],"next_index":0,"orphaned":0,)"
+            R"("orphaned_machines":[],"cond_since":{}})");
+  batch.Put("engine.object", "/c/1/node_pools/p",
+            R"({"href":"/c/1/node_pools/p","kind":"NodePool","cluster":"/c/1","name":"p","op":"create",)"
+            R"("cs_state":"installing","desired":1,"machines":["/c/1/node_pools/p#p-0"],"next_index":1})");
+  batch.Put("engine.unit", "/c/1/node_pools/p#p-0",
+            R"({"key":"/c/1/node_pools/p#p-0","owner":"/c/1/node_pools/p","cluster":"/c/1","name":"p-0",)"
+            R"("index":0,"caller":"/id","svcs":[{"type":6,"id":")" +
+                rg + R"(Microsoft.Network/publicIPAddresses/p-0-pip","state":"Pending","since_ms":0}]})");
+  ASSERT_TRUE((*db)->Commit(batch).ok());
+  FakeClock clock;
+  std::unique_ptr<SimulatedAzure> azure;
+  auto e = OpenOn(db->get(), clock, LatencyProfile::kDemo, azure);
+  ASSERT_TRUE(e.ok()) << e.error().ToString();
+  auto view = (*e)->ClusterView("/c/1");
+  ASSERT_TRUE(view.ok()) << view.error().ToString();
+  const json::array* pools = GetArray(*view, "node_pools");
+  ASSERT_TRUE(pools && pools->size() == 1u) << ToJson(*view);
+  const json::array* machines = GetArray(pools->front().as_object(), "machines");
+  ASSERT_TRUE(machines && machines->size() == 1u) << ToJson(*view);
+  EXPECT_NE(ToJson(machines->front()).find(rg + "Microsoft.Network/publicIPAddresses/p-0-pip"),
+            std::string::npos)
+      << ToJson(*view);
+  std::filesystem::remove_all(dir);
+}
+
 // A stored object that names a unit the state does not hold fails the start, naming both.
 TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
   const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
@@ -571,16 +743,8 @@ TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
       R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","op":"create","cp_unit":"/c/1#controlplane"})");
   ASSERT_TRUE((*db)->Commit(batch).ok());
   FakeClock clock;
-  AzureOptions ao;
-  ao.clock = &clock;
-  ao.state = db->get();
-  auto az = SimulatedAzure::Open(ao);
-  ASSERT_TRUE(az.ok());
-  EngineOptions eo;
-  eo.clock = &clock;
-  eo.azure = az->get();
-  eo.state = db->get();
-  auto e = Engine::Open(eo);
+  std::unique_ptr<SimulatedAzure> azure;
+  auto e = OpenOn(db->get(), clock, LatencyProfile::kDemo, azure);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.error().message().find("/c/1#controlplane"), std::string::npos) << e.error().ToString();
   std::filesystem::remove_all(dir);

@@ -8,13 +8,15 @@ namespace hcprp::provisioning {
 
 void Engine::ReconcileUnit(const std::string& key) {
   Unit u;
+  std::vector<Svc> original;  // the services as this reconcile found them
   TimePoint creds_since{};
   bool creds_invalid = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = units_.find(key);
     if (it == units_.end()) return;
     u = it->second;
+    original = u.svcs;
     auto c = objs_.find(u.cluster);
     if (c != objs_.end() && !c->second.creds_valid) {
       creds_invalid = true;
@@ -179,9 +181,11 @@ void Engine::ReconcileUnit(const std::string& key) {
     changed = u.svcs[i].state != before[i].first || u.svcs[i].err_message != before[i].second;
   }
   // The unit's document as this reconcile leaves it, encoded before taking the lock; used below unless
-  // another step changed the unit's other fields meanwhile.
-  std::string doc = options_.state ? EncodeUnit(u) : std::string();
-  std::lock_guard lock(mu_);
+  // another step changed the unit's other fields meanwhile. A reconcile that changed no service (a poll
+  // of an operation still running) has nothing to encode.
+  const bool svcs_changed = u.svcs != original || u.orphaned;
+  std::string doc = options_.state && svcs_changed ? EncodeUnit(u) : std::string();
+  MutexLock lock(mu_);
   metrics_.calls += calls;
   metrics_.futures_stored += stored;
   metrics_.completed_within_timeout += within;
@@ -251,7 +255,7 @@ void Engine::ReconcileUnit(const std::string& key) {
     if (!finishes_owner && it->second.Done()) {
       auto o = objs_.find(u.owner);
       finishes_owner = o == objs_.end() || std::all_of(o->second.machines.begin(), o->second.machines.end(),
-                                                       [&](const std::string& k) {
+                                                       [&](const std::string& k) HCPRP_REQUIRES(mu_) {
                                                          auto m = units_.find(k);
                                                          return m == units_.end() || m->second.Done();
                                                        });

@@ -70,7 +70,7 @@ void Service::SetCredentialStatusLocked(Txn& txn, Record& rec, std::string statu
 }
 
 void Service::OnRevocationDue(const std::string& href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, kCluster);
   if (!rec || rec->revocation_state != "revoking") return;
   const TimePoint now = options_.clock->Now();
@@ -122,7 +122,7 @@ http::Response Service::RequestAdminCredential(const http::Request& req, const s
   }
   const std::string key(req["X-Idempotency-Key"]);
   const std::string collection = cluster_href + "/break_glass_credentials";
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
   Record* cluster = FindLocked(cluster_href, kCluster);
   if (!cluster) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
@@ -212,7 +212,7 @@ http::Response Service::RequestAdminCredential(const http::Request& req, const s
 }
 
 http::Response Service::RevokeCredentials(const std::string& cluster_href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
   Record* rec = FindLocked(cluster_href, kCluster);
   if (!rec) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
@@ -243,14 +243,14 @@ http::Response Service::RevokeCredentials(const std::string& cluster_href) {
 }
 
 http::Response Service::GetRevocation(const std::string& cluster_href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(cluster_href, kCluster);
   if (!rec) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
   return Ocm(StatusCode::ok, RevocationLocked(*rec));
 }
 
 http::Response Service::ListCertificates(const std::string& cluster_href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* cluster = FindLocked(cluster_href, kCluster);
   if (!cluster) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
   std::vector<std::pair<uint64_t, json::object>> found;
@@ -289,12 +289,13 @@ http::Response Service::CheckCertificate(const http::Request& req, const std::st
     auto body = ParseJson(pem);
     const json::object* o = body.ok() && body->is_object() ? &body->as_object() : nullptr;
     auto c = o ? GetString(*o, "certificate") : std::nullopt;
-    if (!c)
+    if (!c) {
       return OcmError(StatusCode::bad_request,
                       "The body must be a PEM certificate or {\"certificate\": PEM}");
+    }
     pem = std::string(*c);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* cluster = FindLocked(cluster_href, kCluster);
   if (!cluster) return OcmError(StatusCode::not_found, "Cluster '" + cluster_href + "' not found");
   auto refused = [&](const std::string& why) {

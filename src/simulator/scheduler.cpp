@@ -7,7 +7,7 @@ Scheduler::Scheduler(const Clock* clock) : clock_(clock) {}
 Scheduler::~Scheduler() { Stop(); }
 
 void Scheduler::Start() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] { Loop(); });
@@ -15,34 +15,34 @@ void Scheduler::Start() {
 
 void Scheduler::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 void Scheduler::Schedule(const std::string& key, TimePoint due, std::function<void()> fn) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     uint64_t gen = next_generation_++;
     tasks_[key] = Task{due, gen, std::move(fn)};
     queue_.emplace(due, gen, key);
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void Scheduler::Cancel(const std::string& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   tasks_.erase(key);
 }
 
 size_t Scheduler::pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.size();
 }
 
-void Scheduler::Wake() { cv_.notify_all(); }
+void Scheduler::Wake() { cv_.NotifyAll(); }
 
 std::optional<TimePoint> Scheduler::NextDueLocked() {
   while (!queue_.empty()) {
@@ -73,9 +73,9 @@ size_t Scheduler::RunDue() {
   for (;;) {
     std::optional<std::function<void()>> fn;
     {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       // A task the background thread already took must finish first: it may schedule the next one.
-      idle_cv_.wait(lock, [this] { return running_ == 0; });
+      idle_cv_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return running_ == 0; });
       fn = PopDueLocked();
     }
     if (!fn) return ran;
@@ -85,23 +85,23 @@ size_t Scheduler::RunDue() {
 }
 
 void Scheduler::Loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stop_) {
     if (auto fn = PopDueLocked()) {
       ++running_;
       lock.unlock();
       (*fn)();
       lock.lock();
-      if (--running_ == 0) idle_cv_.notify_all();
+      if (--running_ == 0) idle_cv_.NotifyAll();
       continue;
     }
     auto due = NextDueLocked();
     if (!due) {
-      cv_.wait(lock);
+      cv_.Wait(lock);
     } else {
       // The clock is wall time; wait for the remaining interval on the steady clock.
       auto remaining = *due - clock_->Now();
-      cv_.wait_for(lock, remaining);
+      cv_.WaitFor(lock, remaining);
     }
   }
 }

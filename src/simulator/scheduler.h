@@ -2,10 +2,8 @@
 // condition variable; no polling). Private to the simulator.
 #pragma once
 
-#include <condition_variable>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <queue>
 #include <string>
@@ -14,6 +12,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace hcprp::simulator {
 
@@ -44,20 +43,20 @@ class Scheduler {
   };
   using QueueEntry = std::tuple<TimePoint, uint64_t, std::string>;
   // Pops one due task under the lock; nullopt when none is due.
-  std::optional<std::function<void()>> PopDueLocked();
-  std::optional<TimePoint> NextDueLocked();
+  std::optional<std::function<void()>> PopDueLocked() HCPRP_REQUIRES(mu_);
+  std::optional<TimePoint> NextDueLocked() HCPRP_REQUIRES(mu_);
   void Loop();
 
   const Clock* clock_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  // Guarded by mu_.
-  std::map<std::string, Task> tasks_;
-  std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<>> queue_;  // lazy deletion
-  uint64_t next_generation_ = 1;
-  bool stop_ = false;
-  int running_ = 0;                  // tasks the background thread is running right now
-  std::condition_variable idle_cv_;  // signalled when running_ drops to zero
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, Task> tasks_ HCPRP_GUARDED_BY(mu_);
+  // Lazy deletion
+  std::priority_queue<QueueEntry, std::vector<QueueEntry>, std::greater<>> queue_ HCPRP_GUARDED_BY(mu_);
+  uint64_t next_generation_ HCPRP_GUARDED_BY(mu_) = 1;
+  bool stop_ HCPRP_GUARDED_BY(mu_) = false;
+  int running_ HCPRP_GUARDED_BY(mu_) = 0;  // tasks the background thread is running right now
+  CondVar idle_cv_;                        // signalled when running_ drops to zero
   std::thread thread_;
 };
 

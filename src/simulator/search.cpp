@@ -156,18 +156,16 @@ Result<SearchExpr> ParseSearch(std::string_view text) {
       term.op = SearchTerm::Op::kIn;
       if (!lx.Consume("(")) return Error::InvalidArgument("expected '(' after 'in'");
       do {
-        auto v = lx.Value();
-        if (!v.ok()) return v.error();
-        term.values.push_back(std::move(*v));
+        HCPRP_ASSIGN_OR_RETURN(auto v, lx.Value());
+        term.values.push_back(std::move(v));
       } while (lx.Consume(","));
       if (!lx.Consume(")")) return Error::InvalidArgument("expected ')' closing 'in'");
     } else {
       return Error::InvalidArgument("expected an operator after '" + path + "'");
     }
     if (term.op != SearchTerm::Op::kIn) {
-      auto v = lx.Value();
-      if (!v.ok()) return v.error();
-      term.values.push_back(std::move(*v));
+      HCPRP_ASSIGN_OR_RETURN(auto v, lx.Value());
+      term.values.push_back(std::move(v));
     }
     expr.terms.push_back(std::move(term));
     if (lx.AtEnd()) break;

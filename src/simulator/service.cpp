@@ -64,10 +64,9 @@ Result<std::unique_ptr<Service>> Service::Open(const ServiceOptions& options) {
 }
 
 Status Service::Load() {
-  auto snap = options_.store->Load();
-  if (!snap.ok()) return snap.error();
-  std::lock_guard lock(mu_);
-  for (const auto& doc : snap->documents) {
+  HCPRP_ASSIGN_OR_RETURN(auto snap, options_.store->Load());
+  MutexLock lock(mu_);
+  for (const auto& doc : snap.documents) {
     auto v = ParseJson(doc);
     if (!v.ok() || !v->is_object()) return Error::Corruption("simulator state: unreadable object document");
     const json::object& d = v->as_object();
@@ -104,7 +103,7 @@ Status Service::Load() {
     if (!r.idem_key.empty()) idempotency_[r.idem_collection + "\n" + r.idem_key] = r.href;
     records_.emplace(r.href, std::move(r));
   }
-  last_sequence_ = snap->last_sequence;
+  last_sequence_ = snap.last_sequence;
   first_retained_ = last_sequence_;  // history starts empty: only "after = last" can resume
   // A provisioner that moves objects itself (the provisioning engine) commits its steps but not what it
   // was told before its next step, and may be a step ahead of this state after a crash: it hears again
@@ -195,7 +194,7 @@ Status Service::CommitLocked(Txn& txn) {
       idempotency_[it->second.idem_collection + "\n" + it->second.idem_key] = href;
     }
   }
-  if (!txn.events.empty()) events_cv_.notify_all();
+  if (!txn.events.empty()) events_cv_.NotifyAll();
   return Status::Ok();
 }
 
@@ -333,7 +332,7 @@ void Service::PlanLocked(Record& rec) {
 }
 
 void Service::OnStepDue(const std::string& href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, "");
   if (!rec || !rec->has_next) return;
   const TimePoint now = options_.clock->Now();
@@ -379,7 +378,7 @@ void Service::OnStepDue(const std::string& href) {
 
 Status Service::Transition(const std::string& href, const std::string& state, const std::string& error_code,
                            const std::string& error_message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, "");
   if (!rec) return Error::NotFound(href + " not found");
   Txn txn;
@@ -409,7 +408,7 @@ Status Service::SetStatusFields(const std::string& href, const json::object& fie
       return Error::InvalidArgument("status." + std::string(k) + " belongs to the simulator");
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, "");
   if (!rec) return Error::NotFound(href + " not found");
   if (rec->kind == kCredential) return Error::InvalidArgument(href + " has no status object");
@@ -431,12 +430,12 @@ Status Service::SetStatusFields(const std::string& href, const json::object& fie
 }
 
 size_t Service::object_count() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return records_.size();
 }
 
 uint64_t Service::last_sequence() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_sequence_;
 }
 
@@ -444,11 +443,11 @@ void Service::Shutdown() {
   shutdown_.store(true);
   {
     // Taking each waiter's mutex orders the flag before their predicate checks.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
   }
-  events_cv_.notify_all();
-  { std::lock_guard lock(sleep_mu_); }
-  shutdown_cv_.notify_all();
+  events_cv_.NotifyAll();
+  { MutexLock lock(sleep_mu_); }
+  shutdown_cv_.NotifyAll();
 }
 
 }  // namespace hcprp::simulator

@@ -5,12 +5,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
@@ -121,8 +119,8 @@ class Service {
   http::Response UpdateObject(const http::Request& req, const std::string& href, std::string_view kind);
   http::Response DeleteObject(const std::string& href, std::string_view kind);
   http::Response RequestAdminCredential(const http::Request& req, const std::string& cluster_href);
-  void SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at);
-  void RemoveClusterLocked(Txn& txn, const std::string& cluster_href);
+  void SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at) HCPRP_REQUIRES(mu_);
+  void RemoveClusterLocked(Txn& txn, const std::string& cluster_href) HCPRP_REQUIRES(mu_);
   http::Response RevokeCredentials(const std::string& cluster_href);
   http::Response GetRevocation(const std::string& cluster_href);
   http::Response ListCertificates(const std::string& cluster_href);
@@ -132,24 +130,25 @@ class Service {
   http::Response WatchEvents(std::string_view query);
 
   // Under mu_.
-  Record* FindLocked(const std::string& href, std::string_view kind);
-  bool HasChildrenLocked(const std::string& cluster_href) const;
-  Record& TouchLocked(Txn& txn, const std::string& href);
-  void InsertLocked(Txn& txn, Record record);
-  void RemoveLocked(Txn& txn, const std::string& href);
-  void BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool allow_fault);
+  Record* FindLocked(const std::string& href, std::string_view kind) HCPRP_REQUIRES(mu_);
+  bool HasChildrenLocked(const std::string& cluster_href) const HCPRP_REQUIRES(mu_);
+  Record& TouchLocked(Txn& txn, const std::string& href) HCPRP_REQUIRES(mu_);
+  void InsertLocked(Txn& txn, Record record) HCPRP_REQUIRES(mu_);
+  void RemoveLocked(Txn& txn, const std::string& href) HCPRP_REQUIRES(mu_);
+  void BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool allow_fault) HCPRP_REQUIRES(mu_);
   // Enters `state` as of `at` (a step's due time, so that late timers catch up; now for API calls).
   void EnterStateLocked(Txn& txn, Record& rec, std::string state,
-                        TimePoint at);  // by value: callers pass rec.next_state
-  void PlanLocked(Record& rec);
+                        TimePoint at) HCPRP_REQUIRES(mu_);  // by value: callers pass rec.next_state
+  void PlanLocked(Record& rec) HCPRP_REQUIRES(mu_);
   void AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,
-                      json::object object);
-  Status CommitLocked(Txn& txn);
-  void ScheduleLocked(const Record& rec);
+                      json::object object) HCPRP_REQUIRES(mu_);
+  Status CommitLocked(Txn& txn) HCPRP_REQUIRES(mu_);
+  void ScheduleLocked(const Record& rec) HCPRP_REQUIRES(mu_);
   void OnStepDue(const std::string& href);
   void OnRevocationDue(const std::string& href);
-  json::object RevocationLocked(const Record& rec) const;
-  std::optional<ProvisioningFault> DrawProvisioningFaultLocked(std::string_view kind, Operation op);
+  json::object RevocationLocked(const Record& rec) const HCPRP_REQUIRES(mu_);
+  std::optional<ProvisioningFault> DrawProvisioningFaultLocked(std::string_view kind, Operation op)
+      HCPRP_REQUIRES(mu_);
 
   HttpFault DrawHttpFault(const http::Request& req, std::string_view path, int* status,
                           std::chrono::milliseconds* delay, bool* hang);
@@ -166,19 +165,18 @@ class Service {
 
   const ServiceOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable events_cv_;
-  // Guarded by mu_.
-  std::map<std::string, Record> records_;           // by href
-  std::map<std::string, std::string> idempotency_;  // collection + '\n' + key -> href
-  std::deque<EventRecord> history_;
-  uint64_t last_sequence_ = 0;
-  uint64_t first_retained_ = 0;  // the smallest `after` a watcher can still resume from
-  uint64_t next_created_ = 1;
+  mutable Mutex mu_;
+  CondVar events_cv_;
+  std::map<std::string, Record> records_ HCPRP_GUARDED_BY(mu_);           // by href
+  std::map<std::string, std::string> idempotency_ HCPRP_GUARDED_BY(mu_);  // collection + '\n' + key -> href
+  std::deque<EventRecord> history_ HCPRP_GUARDED_BY(mu_);
+  uint64_t last_sequence_ HCPRP_GUARDED_BY(mu_) = 0;
+  uint64_t first_retained_ HCPRP_GUARDED_BY(mu_) = 0;  // the smallest `after` a watcher can still resume from
+  uint64_t next_created_ HCPRP_GUARDED_BY(mu_) = 1;
 
   std::atomic<bool> shutdown_{false};
-  std::mutex sleep_mu_;  // for shutdown_cv_ only
-  std::condition_variable shutdown_cv_;
+  Mutex sleep_mu_;  // for shutdown_cv_ only
+  CondVar shutdown_cv_;
 
   // Faults (faults_mu_ is taken after mu_ when both are needed).
   mutable Mutex faults_mu_;

@@ -227,7 +227,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     if (sub == "break_glass_credentials") {
       if (method == Verb::get) {
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           if (!FindLocked(cluster, kCluster)) {
             return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
           }
@@ -263,7 +263,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   const std::string collection = cluster + "/" + std::string(sub);
   if (segs.size() == 3) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (!FindLocked(cluster, kCluster))
         return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
     }
@@ -306,7 +306,7 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
   }
   std::vector<std::pair<uint64_t, json::object>> matches;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [href, rec] : records_) {
       if (rec.kind != kind || rec.parent != parent) continue;
       if (Matches(search, rec.object)) matches.emplace_back(rec.created, rec.object);
@@ -337,7 +337,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   if (auto problem = Validate(kind, body, versions())) return OcmError(StatusCode::bad_request, *problem);
   const std::string key(req["X-Idempotency-Key"]);
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
   if (!key.empty()) {
     auto it = idempotency_.find(collection + "\n" + key);
@@ -430,14 +430,14 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
 }
 
 http::Response Service::GetObject(const std::string& href, std::string_view kind) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");
   return Ocm(StatusCode::ok, rec->object);
 }
 
 http::Response Service::GetStatus(const std::string& href, std::string_view kind) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");
   json::object body{{"kind", StatusKind(kind)},
@@ -458,7 +458,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   json::object patch = std::move(parsed->as_object());
   for (auto k : kServerManaged) patch.erase(k);
 
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");
@@ -489,7 +489,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
 }
 
 http::Response Service::DeleteObject(const std::string& href, std::string_view kind) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");

@@ -23,10 +23,9 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
   };
   auto body_object = [&]() -> Result<json::object> {
     if (req.body().empty()) return json::object{};
-    auto v = ParseJson(req.body());
-    if (!v.ok()) return v.error();
-    if (!v->is_object()) return Error::InvalidArgument("body must be a JSON object");
-    return std::move(v->as_object());
+    HCPRP_ASSIGN_OR_RETURN(auto v, ParseJson(req.body()));
+    if (!v.is_object()) return Error::InvalidArgument("body must be a JSON object");
+    return std::move(v.as_object());
   };
   auto faults_json = [&]() {
     MutexLock lock(faults_mu_);
@@ -69,7 +68,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
       return ControlJson(StatusCode::method_not_allowed, json::object{{"error", "GET only"}});
     json::object body{{"status", "ok"}};
     for (auto& [k, v] : timing_json()) body[k] = v;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     body["objects"] = static_cast<int64_t>(records_.size());
     body["last_sequence"] = last_sequence_;
     body["pending_steps"] = static_cast<int64_t>(options_.scheduler->pending());
@@ -191,7 +190,7 @@ http::Response Service::HandleControl(const http::Request& req, std::string_view
     }
     options_.timing->set_timing(t);
     // Re-plan the steps in progress as if their current state began now.
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Txn txn;
     const TimePoint now = options_.clock->Now();
     std::vector<std::string> pending;

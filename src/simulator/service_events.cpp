@@ -33,14 +33,14 @@ http::Response Service::WatchEvents(std::string_view query) {
       limit = static_cast<size_t>(*v);
     }
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (latest) {
     return Ocm(
         StatusCode::ok,
         json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
   }
   const uint64_t from = after.value_or(0);
-  auto gone = [&] {
+  auto gone = [&]() HCPRP_REQUIRES(mu_) {
     json::object body{
         {"kind", "Error"},
         {"id", "410"},
@@ -52,7 +52,8 @@ http::Response Service::WatchEvents(std::string_view query) {
     return Ocm(StatusCode::gone, body);
   };
   if (from > last_sequence_ || from < first_retained_) return gone();
-  events_cv_.wait_for(lock, timeout, [&] { return last_sequence_ > from || shutdown_.load(); });
+  events_cv_.WaitFor(lock, timeout,
+                     [&]() HCPRP_REQUIRES(mu_) { return last_sequence_ > from || shutdown_.load(); });
   if (from < first_retained_) return gone();
   json::array items;
   uint64_t last = from;

@@ -26,8 +26,8 @@ std::optional<Service::ProvisioningFault> Service::DrawProvisioningFaultLocked(s
 }
 
 void Service::InterruptibleSleep(std::chrono::milliseconds d) {
-  std::unique_lock lock(sleep_mu_);
-  shutdown_cv_.wait_for(lock, d, [this] { return shutdown_.load(); });
+  MutexLock lock(sleep_mu_);
+  shutdown_cv_.WaitFor(lock, d, [this] { return shutdown_.load(); });
 }
 
 Service::HttpFault Service::DrawHttpFault(const http::Request& req, std::string_view path, int* status,

@@ -69,9 +69,8 @@ struct Simulator::Parts {
 };
 
 Status ApplyProfileFlag(SimulatorOptions& options, std::string_view profile) {
-  auto p = ParseProfile(profile);
-  if (!p.ok()) return p.error();
-  options.profile = *p;
+  HCPRP_ASSIGN_OR_RETURN(auto p, ParseProfile(profile));
+  options.profile = p;
   return Status::Ok();
 }
 
@@ -96,23 +95,20 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   p.timed = std::make_unique<TimedProvisioner>(Timing{options.profile, options.time_scale}, options.seed);
   p.provisioner = options.provisioner ? options.provisioner : p.timed.get();
   if (!options.data_dir.empty()) {
-    auto state = StateDb::Open(options.data_dir);
-    if (!state.ok()) return state.error();
-    p.state = std::move(*state);
+    HCPRP_ASSIGN_OR_RETURN(auto state, StateDb::Open(options.data_dir));
+    p.state = std::move(state);
   }
   if (!options.provisioner && options.provisioner_factory) {
     ProvisionerContext ctx{p.clock,         options.logger,     p.state.get(),
                            options.profile, options.time_scale, options.seed};
-    auto engine = options.provisioner_factory(ctx);
-    if (!engine.ok()) return engine.error();
-    p.engine = std::move(*engine);
+    HCPRP_ASSIGN_OR_RETURN(auto engine, options.provisioner_factory(ctx));
+    p.engine = std::move(engine);
     p.provisioner = p.engine->provisioner();
   }
   const bool timed = p.provisioner == p.timed.get();
   if (!options.versions_file.empty()) {
-    auto versions = VersionCatalogue::Load(options.versions_file);
-    if (!versions.ok()) return versions.error();
-    p.versions = std::move(*versions);
+    HCPRP_ASSIGN_OR_RETURN(auto versions, VersionCatalogue::Load(options.versions_file));
+    p.versions = std::move(versions);
   }
   p.store = p.state ? NewStateStore(p.state.get()) : NewMemoryStateStore();
   p.scheduler = std::make_unique<Scheduler>(p.clock);
@@ -126,9 +122,8 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
   so.event_history = options.event_history;
   so.seed = options.seed;
   so.versions = p.versions ? &*p.versions : nullptr;
-  auto service = Service::Open(so);
-  if (!service.ok()) return service.error();
-  p.service = std::move(*service);
+  HCPRP_ASSIGN_OR_RETURN(auto service, Service::Open(so));
+  p.service = std::move(service);
   p.scheduler->Start();
   if (p.engine) {
     p.host.set_service(p.service.get());

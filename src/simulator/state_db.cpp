@@ -3,10 +3,10 @@
 #include <sqlite3.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <thread>
+
+#include "core/mutex.h"
 
 namespace hcprp::simulator {
 namespace {
@@ -16,10 +16,10 @@ class SqliteStateDb final : public StateDb {
   SqliteStateDb(std::string dir, sqlite3* db) : StateDb(std::move(dir)), db_(db) {}
   ~SqliteStateDb() override {
     {
-      std::lock_guard lock(ckpt_mu_);
+      MutexLock lock(ckpt_mu_);
       ckpt_stop_ = true;
     }
-    ckpt_cv_.notify_all();
+    ckpt_cv_.NotifyAll();
     if (checkpointer_.joinable()) checkpointer_.join();
     sqlite3_close(ckpt_db_);
     sqlite3_finalize(put_);
@@ -65,7 +65,7 @@ class SqliteStateDb final : public StateDb {
   }
 
   Result<std::vector<std::pair<std::string, std::string>>> Load(std::string_view space) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<std::pair<std::string, std::string>> out;
     sqlite3_stmt* st = nullptr;
     HCPRP_RETURN_IF_ERROR(Prepare("SELECT key, doc FROM docs WHERE space = ?1 ORDER BY key", &st));
@@ -86,11 +86,11 @@ class SqliteStateDb final : public StateDb {
   Status Commit(const StateBatch& batch) override {
     if (batch.empty()) return Status::Ok();
     Waiter me{&batch};
-    std::unique_lock lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     queue_.push_back(&me);
     while (!me.done) {
       if (writing_) {
-        queue_cv_.wait(lock);
+        queue_cv_.Wait(lock);
         continue;
       }
       writing_ = true;
@@ -104,7 +104,7 @@ class SqliteStateDb final : public StateDb {
         w->done = true;
       }
       writing_ = false;
-      queue_cv_.notify_all();
+      queue_cv_.NotifyAll();
     }
     return me.status;
   }
@@ -120,7 +120,7 @@ class SqliteStateDb final : public StateDb {
 
   // One transaction for every batch of `group`; nothing is written when it fails.
   Status WriteGroup(const std::vector<Waiter*>& group) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     HCPRP_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     auto fail = [&](const char* what) {
       Error e = Err(what);
@@ -165,18 +165,18 @@ class SqliteStateDb final : public StateDb {
       (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
     } else if (pages >= kCheckpointPages) {
       {
-        std::lock_guard lock(me->ckpt_mu_);
+        MutexLock lock(me->ckpt_mu_);
         me->ckpt_due_ = true;
       }
-      me->ckpt_cv_.notify_one();
+      me->ckpt_cv_.NotifyOne();
     }
     return SQLITE_OK;
   }
 
   void CheckpointLoop() {
-    std::unique_lock lock(ckpt_mu_);
+    MutexLock lock(ckpt_mu_);
     for (;;) {
-      ckpt_cv_.wait(lock, [&] { return ckpt_due_ || ckpt_stop_; });
+      ckpt_cv_.Wait(lock, [&]() HCPRP_REQUIRES(ckpt_mu_) { return ckpt_due_ || ckpt_stop_; });
       if (ckpt_stop_) return;
       ckpt_due_ = false;
       lock.unlock();
@@ -230,21 +230,21 @@ class SqliteStateDb final : public StateDb {
     return Status::Ok();
   }
 
-  std::mutex mu_;
+  Mutex mu_;
   sqlite3* db_;
   sqlite3_stmt* put_ = nullptr;
   sqlite3_stmt* del_ = nullptr;
   std::atomic<uint64_t> commits_{0};
-  std::mutex queue_mu_;  // before mu_
-  std::condition_variable queue_cv_;
-  std::vector<Waiter*> queue_;  // guarded by queue_mu_: batches waiting for the next transaction
-  bool writing_ = false;        // guarded by queue_mu_: a transaction is being written
-  sqlite3* ckpt_db_ = nullptr;  // the checkpointer's own connection
+  Mutex queue_mu_;  // before mu_
+  CondVar queue_cv_;
+  std::vector<Waiter*> queue_ HCPRP_GUARDED_BY(queue_mu_);  // batches waiting for the next transaction
+  bool writing_ HCPRP_GUARDED_BY(queue_mu_) = false;        // a transaction is being written
+  sqlite3* ckpt_db_ = nullptr;                              // the checkpointer's own connection
   std::thread checkpointer_;
-  std::mutex ckpt_mu_;
-  std::condition_variable ckpt_cv_;
-  bool ckpt_due_ = false;   // guarded by ckpt_mu_
-  bool ckpt_stop_ = false;  // guarded by ckpt_mu_
+  Mutex ckpt_mu_;
+  CondVar ckpt_cv_;
+  bool ckpt_due_ HCPRP_GUARDED_BY(ckpt_mu_) = false;
+  bool ckpt_stop_ HCPRP_GUARDED_BY(ckpt_mu_) = false;
 };
 
 }  // namespace

@@ -26,12 +26,10 @@ class DbStateStore final : public StateStore {
 
   Result<Snapshot> Load() override {
     Snapshot snap;
-    auto docs = db_->Load(kObjectSpace);
-    if (!docs.ok()) return docs.error();
-    for (auto& [key, doc] : *docs) snap.documents.push_back(std::move(doc));
-    auto meta = db_->Load(kMetaSpace);
-    if (!meta.ok()) return meta.error();
-    for (const auto& [key, value] : *meta) {
+    HCPRP_ASSIGN_OR_RETURN(auto docs, db_->Load(kObjectSpace));
+    for (auto& [key, doc] : docs) snap.documents.push_back(std::move(doc));
+    HCPRP_ASSIGN_OR_RETURN(auto meta, db_->Load(kMetaSpace));
+    for (const auto& [key, value] : meta) {
       if (key == kLastSequence) snap.last_sequence = std::stoull(value);
     }
     return snap;

@@ -208,6 +208,20 @@ Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::
   return d;
 }
 
+Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,
+                                      std::string_view body, std::string etag, int64_t ts,
+                                      std::optional<int64_t> ttl) {
+  if (!options.body_text) return DocumentFromRow(pk, id, body, std::move(etag), ts, ttl);
+  Document d;
+  d.id = std::string(id);
+  d.partition_key = std::string(pk);
+  d.body_text = std::string(body);
+  d.etag = std::move(etag);
+  d.timestamp_ms = ts;
+  d.ttl_seconds = ttl;
+  return d;
+}
+
 Result<std::optional<std::string>> ListPartitionsStart(std::string_view container, size_t max_items,
                                                        std::string_view continuation) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));

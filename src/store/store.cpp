@@ -2,6 +2,7 @@
 
 #include <charconv>
 
+#include "store/document_logic.h"
 #include "store/postgres/pg_store.h"
 #include "store/sqlite/sqlite_store.h"
 
@@ -49,6 +50,8 @@ WriteOp WriteOp::Read(std::string id, std::optional<std::string> if_match) {
 namespace {
 constexpr std::string_view kBatchPrefix = "operation ";
 }  // namespace
+
+Result<json::value> ParseBodyText(std::string_view text) { return internal::ParseStoredBody(text); }
 
 Status ForEachDocument(Store& store, QueryOptions options, const std::function<void(const Document&)>& fn) {
   while (true) {

@@ -95,7 +95,15 @@ struct Document {
   std::string etag;          // set by the store
   int64_t timestamp_ms = 0;  // commit time (Clock), set by the store
   std::optional<int64_t> ttl_seconds;
+  // Only from a query with QueryOptions::body_text (empty otherwise): the body as the store keeps
+  // it, serialized JSON, and `body` is left null. ParseBodyText(body_text) gives what `body` would
+  // have held.
+  std::string body_text;
 };
+
+// The body of a Document read with QueryOptions::body_text: kCorruption when the text is not JSON
+// (what a query without body_text would have failed with).
+Result<json::value> ParseBodyText(std::string_view text);
 
 // A condition on the current document of a conditional write (like Cosmos DB's filter predicate):
 // the value at `path` (JSON pointer into the body) must equal `equals`, or, when `equals` is nullopt,
@@ -195,6 +203,11 @@ struct QueryOptions {
   bool non_terminal_only = false;
   size_t max_items = 100;    // > 0; a page may hold fewer even when more follow
   std::string continuation;  // from a previous page of the same query; empty starts at the beginning
+  // Return each body as its stored text (Document::body_text, `body` null) instead of parsed: for a
+  // reader that often needs only the id and etag (a cache keyed by them) and parses the rest only
+  // when it must. Parsing a page of large bodies costs more than reading them. A body that is not
+  // JSON then fails ParseBodyText(), not the query.
+  bool body_text = false;
 };
 
 struct QueryPage {

@@ -683,6 +683,45 @@ TEST_P(StoreConformanceTest, QueryPagingIsStableUnderWrites) {
   EXPECT_TRUE(HasCode(store_->Query(bad), ErrorCode::kInvalidArgument));
 }
 
+TEST_P(StoreConformanceTest, QueryWithBodyTextGivesTheSamePagesWithUnparsedBodies) {
+  QueryFixture::Fill(*store_);
+  ASSERT_TRUE(IsOk(store_->Create(kC, "sub1", "ttl", J(R"({"a":[1,"\u00e9",{"b":null}],"c":2.5})"), 3600)));
+  QueryOptions parsed{.container = std::string(kC), .partition_key = "sub1", .max_items = 3};
+  QueryOptions text = parsed;
+  text.body_text = true;
+  size_t pages = 0, documents = 0;
+  while (true) {
+    auto a = store_->Query(parsed);
+    auto b = store_->Query(text);
+    ASSERT_TRUE(IsOk(a));
+    ASSERT_TRUE(IsOk(b));
+    ASSERT_EQ(a->documents.size(), b->documents.size());
+    EXPECT_EQ(a->continuation, b->continuation);
+    for (size_t i = 0; i < a->documents.size(); ++i) {
+      const Document& x = a->documents[i];
+      const Document& y = b->documents[i];
+      EXPECT_EQ(x.id, y.id);
+      EXPECT_EQ(x.partition_key, y.partition_key);
+      EXPECT_EQ(x.etag, y.etag);
+      EXPECT_EQ(x.timestamp_ms, y.timestamp_ms);
+      EXPECT_EQ(x.ttl_seconds, y.ttl_seconds);
+      EXPECT_TRUE(x.body_text.empty());
+      EXPECT_TRUE(y.body.is_null());
+      auto body = ParseBodyText(y.body_text);
+      ASSERT_TRUE(IsOk(body));
+      EXPECT_EQ(*body, x.body) << y.id;
+    }
+    ++pages;
+    documents += a->documents.size();
+    if (a->continuation.empty()) break;
+    parsed.continuation = a->continuation;
+    text.continuation = b->continuation;
+  }
+  EXPECT_EQ(documents, 12u);
+  EXPECT_EQ(pages, 4u);
+  EXPECT_TRUE(HasCode(ParseBodyText("{\"unterminated"), ErrorCode::kCorruption));
+}
+
 TEST_P(StoreConformanceTest, ListPartitions) {
   for (std::string pk : {"d", "a", "c", "b", "e"}) {
     ASSERT_TRUE(IsOk(store_->Create(kC, pk, "x", J("{}"))));

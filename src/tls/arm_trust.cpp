@@ -112,14 +112,12 @@ Result<std::vector<TrustedCertificate>> ParseTrustedSet(std::string_view json_te
 Result<std::string> TrustedSetDocument(const std::vector<std::string>& cert_pems) {
   json::array certs;
   for (const auto& pem : cert_pems) {
-    auto der = pki::CertificateDer(pem);
-    if (!der.ok()) return der.error();
-    auto info = pki::ParseCertificate(pem);
-    if (!info.ok()) return info.error();
-    certs.push_back(json::object{{"thumbprint", pki::ThumbprintOfDer(*der)},
-                                 {"notBefore", FormatRfc3339(info->not_before)},
-                                 {"notAfter", FormatRfc3339(info->not_after)},
-                                 {"certificate", pki::Base64(*der)}});
+    HCPRP_ASSIGN_OR_RETURN(auto der, pki::CertificateDer(pem));
+    HCPRP_ASSIGN_OR_RETURN(auto info, pki::ParseCertificate(pem));
+    certs.push_back(json::object{{"thumbprint", pki::ThumbprintOfDer(der)},
+                                 {"notBefore", FormatRfc3339(info.not_before)},
+                                 {"notAfter", FormatRfc3339(info.not_after)},
+                                 {"certificate", pki::Base64(der)}});
   }
   return json::serialize(json::object{{"clientCertificates", std::move(certs)}}) + "\n";
 }
@@ -130,9 +128,8 @@ ArmAuthenticator::ArmAuthenticator(std::string file, const Clock* clock)
 Result<std::unique_ptr<ArmAuthenticator>> ArmAuthenticator::Load(std::string trusted_set_file,
                                                                  const Clock* clock) {
   std::unique_ptr<ArmAuthenticator> a(new ArmAuthenticator(trusted_set_file, clock));
-  auto text = ReadFile(trusted_set_file);
-  if (!text.ok()) return text.error();
-  auto set = ParseTrustedSet(*text);
+  HCPRP_ASSIGN_OR_RETURN(auto text, ReadFile(trusted_set_file));
+  auto set = ParseTrustedSet(text);
   if (!set.ok()) return Error::InvalidArgument(trusted_set_file + ": " + set.error().message());
   {
     MutexLock lock(a->mu_);  // not shared yet; the lock only satisfies the annotations

@@ -111,9 +111,8 @@ Result<std::shared_ptr<ssl::context>> ServerContext::Build(const ServerContextOp
 }
 
 Result<std::shared_ptr<ServerContext>> ServerContext::Load(ServerContextOptions options) {
-  auto built = Build(options);
-  if (!built.ok()) return built.error();
-  return std::shared_ptr<ServerContext>(new ServerContext(std::move(options), std::move(*built)));
+  HCPRP_ASSIGN_OR_RETURN(auto built, Build(options));
+  return std::shared_ptr<ServerContext>(new ServerContext(std::move(options), std::move(built)));
 }
 
 ClientContext::ClientContext(ClientContextOptions options, std::shared_ptr<ssl::context> first)
@@ -147,9 +146,8 @@ Result<std::shared_ptr<ssl::context>> ClientContext::Build(const ClientContextOp
 }
 
 Result<std::shared_ptr<ClientContext>> ClientContext::Load(ClientContextOptions options) {
-  auto built = Build(options);
-  if (!built.ok()) return built.error();
-  return std::shared_ptr<ClientContext>(new ClientContext(std::move(options), std::move(*built)));
+  HCPRP_ASSIGN_OR_RETURN(auto built, Build(options));
+  return std::shared_ptr<ClientContext>(new ClientContext(std::move(options), std::move(built)));
 }
 
 }  // namespace hcprp::tls

@@ -83,19 +83,17 @@ Result<LocalFiles> EnsureLocalFiles(const std::string& dir, const Clock& clock) 
   const TimePoint from = now - std::chrono::hours(1);  // tolerate a little clock skew
   pki::CertificateAuthority ca;
   if (!Exists(f.ca)) {
-    auto made = pki::NewCertificateAuthority("hcprp local CA", from, std::chrono::hours(24 * 3650));
-    if (!made.ok()) return made.error();
-    ca = std::move(*made);
+    HCPRP_ASSIGN_OR_RETURN(
+        auto made, pki::NewCertificateAuthority("hcprp local CA", from, std::chrono::hours(24 * 3650)));
+    ca = std::move(made);
     HCPRP_RETURN_IF_ERROR(Write(f.ca_key, ca.key_pem, true));
     HCPRP_RETURN_IF_ERROR(Write(f.ca, ca.cert_pem, false));
   } else {
-    auto cert = Read(f.ca);
-    if (!cert.ok()) return cert.error();
-    ca.cert_pem = std::move(*cert);
+    HCPRP_ASSIGN_OR_RETURN(auto cert, Read(f.ca));
+    ca.cert_pem = std::move(cert);
     if (Exists(f.ca_key)) {
-      auto key = Read(f.ca_key);
-      if (!key.ok()) return key.error();
-      ca.key_pem = std::move(*key);
+      HCPRP_ASSIGN_OR_RETURN(auto key, Read(f.ca_key));
+      ca.key_pem = std::move(key);
     }
   }
   struct Want {
@@ -113,20 +111,19 @@ Result<LocalFiles> EnsureLocalFiles(const std::string& dir, const Clock& clock) 
       return Error::InvalidArgument(w.cert + " is missing and " + f.ca_key + " is not there to sign it");
     }
     const bool server = w.usage == pki::Usage::kServer;
-    auto issued = pki::IssueCertificate(
-        ca, w.name, w.usage, server ? std::vector<std::string>{"localhost"} : std::vector<std::string>{},
-        server ? std::vector<std::string>{"127.0.0.1", "::1"} : std::vector<std::string>{}, from,
-        now + std::chrono::hours(24 * 825));
-    if (!issued.ok()) return issued.error();
-    HCPRP_RETURN_IF_ERROR(Write(w.key, issued->key_pem, true));
-    HCPRP_RETURN_IF_ERROR(Write(w.cert, issued->cert_pem, false));
+    HCPRP_ASSIGN_OR_RETURN(
+        auto issued,
+        pki::IssueCertificate(
+            ca, w.name, w.usage, server ? std::vector<std::string>{"localhost"} : std::vector<std::string>{},
+            server ? std::vector<std::string>{"127.0.0.1", "::1"} : std::vector<std::string>{}, from,
+            now + std::chrono::hours(24 * 825)));
+    HCPRP_RETURN_IF_ERROR(Write(w.key, issued.key_pem, true));
+    HCPRP_RETURN_IF_ERROR(Write(w.cert, issued.cert_pem, false));
   }
   if (!Exists(f.trusted_set)) {
-    auto client = Read(f.client_cert);
-    if (!client.ok()) return client.error();
-    auto doc = TrustedSetDocument({*client});
-    if (!doc.ok()) return doc.error();
-    HCPRP_RETURN_IF_ERROR(Write(f.trusted_set, *doc, false));
+    HCPRP_ASSIGN_OR_RETURN(auto client, Read(f.client_cert));
+    HCPRP_ASSIGN_OR_RETURN(auto doc, TrustedSetDocument({client}));
+    HCPRP_RETURN_IF_ERROR(Write(f.trusted_set, doc, false));
   }
   if (!Exists(f.control_token)) HCPRP_RETURN_IF_ERROR(Write(f.control_token, NewToken() + "\n", true));
   return f;

@@ -69,12 +69,12 @@ void FakeClusterService::PublishLocked(const std::string& href, const Object* o)
     e.state = "deleted";
   }
   events_.push_back(std::move(e));
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 Result<json::object> FakeClusterService::Create(std::string_view collection_href, const json::object& body,
                                                 std::string_view idempotency_key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Create " + std::string(collection_href))) return *failed;
   ++creates_;
   if (fail_next_create_) {
@@ -106,15 +106,15 @@ Result<json::object> FakeClusterService::Create(std::string_view collection_href
     o.fields["azure"].as_object()["issuer_url"] = "https://oidc.example.test/" + id;
   }
   o.state = options_.initial_state;
-  objects_[href] = o;
+  Object& stored = objects_[href] = std::move(o);
   created_bodies_.push_back(body);
   if (!idempotency_key.empty()) by_key_[std::string(idempotency_key)] = href;
-  PublishLocked(href, &objects_[href]);
-  return o.fields;
+  PublishLocked(href, &stored);
+  return stored.fields;
 }
 
 Result<json::object> FakeClusterService::Get(std::string_view href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Get " + std::string(href))) return *failed;
   if (auto slash = href.rfind('/'); versions_ && href.substr(0, slash).ends_with("/versions")) {
     for (const auto& v : *versions_) {
@@ -128,7 +128,7 @@ Result<json::object> FakeClusterService::Get(std::string_view href) {
 
 Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
   ++status_reads_;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Get " + std::string(href))) return *failed;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
@@ -140,7 +140,7 @@ Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
 }
 
 Result<json::object> FakeClusterService::Update(std::string_view href, const json::object& patch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Update " + std::string(href))) return *failed;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
@@ -149,7 +149,7 @@ Result<json::object> FakeClusterService::Update(std::string_view href, const jso
 }
 
 Status FakeClusterService::Delete(std::string_view href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Delete " + std::string(href))) return *failed;
   ++deletes_;
   auto it = objects_.find(std::string(href));
@@ -169,7 +169,7 @@ Status FakeClusterService::Delete(std::string_view href) {
 
 Result<json::object> FakeClusterService::Action(std::string_view href, std::string_view action,
                                                 const json::object& body) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("Action " + std::string(href) + " " + std::string(action))) return *failed;
   if (objects_.count(std::string(href)) == 0) return Error::NotFound("no object " + std::string(href));
   if (action == "request_admin_credential") {
@@ -257,26 +257,26 @@ bool Matches(const json::object& fields, const SearchTerms& terms) {
 }  // namespace
 
 Result<json::array> FakeClusterService::List(std::string_view collection_href, std::string_view search) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto failed = CallLocked("List " + std::string(collection_href))) return *failed;
   if (collection_href.ends_with("/versions") && versions_) return *versions_;
-  auto terms = ParseEqualitySearch(search);
-  if (!terms.ok()) return terms.error();
+  HCPRP_ASSIGN_OR_RETURN(auto terms, ParseEqualitySearch(search));
   json::array out;
   std::string prefix = std::string(collection_href) + "/";
   for (const auto& [h, o] : objects_) {
     if (!h.starts_with(prefix) || h.find('/', prefix.size()) != std::string::npos) continue;
     json::object rendered = RenderLocked(o);
-    if (Matches(rendered, *terms)) out.push_back(std::move(rendered));
+    if (Matches(rendered, terms)) out.push_back(std::move(rendered));
   }
   return out;
 }
 
 Result<EventPage> FakeClusterService::WatchEvents(uint64_t after, std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (!events_enabled_) return Error::Unavailable("no event stream");
-  auto has_new = [&] { return !events_.empty() && events_.back().sequence > after; };
-  if (!has_new()) cv_.wait_for(lock, timeout, [&] { return has_new() || !events_enabled_; });
+  auto has_new = [&]() HCPRP_REQUIRES(mu_) { return !events_.empty() && events_.back().sequence > after; };
+  if (!has_new())
+    cv_.WaitFor(lock, timeout, [&]() HCPRP_REQUIRES(mu_) { return has_new() || !events_enabled_; });
   if (!events_enabled_) return Error::Unavailable("no event stream");
   EventPage page;
   page.last_sequence = after;
@@ -290,7 +290,7 @@ Result<EventPage> FakeClusterService::WatchEvents(uint64_t after, std::chrono::m
 }
 
 std::string FakeClusterService::AddObject(std::string_view collection, std::string_view state) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string href = NewHrefLocked(collection);
   Object o;
   o.kind = KindOfCollection(collection);
@@ -306,7 +306,7 @@ std::string FakeClusterService::AddObject(std::string_view collection, std::stri
 
 void FakeClusterService::SetState(std::string_view href, std::string_view state, std::string_view error_code,
                                   std::string_view error_message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return;
   it->second.state = std::string(state);
@@ -328,12 +328,12 @@ void FakeClusterService::RemoveLocked(std::string_view href) {
 }
 
 void FakeClusterService::Remove(std::string_view href) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   RemoveLocked(href);
 }
 
 size_t FakeClusterService::RemoveUninstalling() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> doomed;
   for (const auto& [h, o] : objects_) {
     if (o.state == "uninstalling") doomed.push_back(h);
@@ -343,7 +343,7 @@ size_t FakeClusterService::RemoveUninstalling() {
 }
 
 void FakeClusterService::SetConditions(std::string_view href, json::array conditions) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return;
   it->second.conditions = std::move(conditions);
@@ -351,60 +351,60 @@ void FakeClusterService::SetConditions(std::string_view href, json::array condit
 }
 
 void FakeClusterService::SetField(std::string_view href, std::string_view key, json::value value) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(std::string(href));
   if (it != objects_.end()) it->second.fields[key] = std::move(value);
 }
 
 void FakeClusterService::SetEventsEnabled(bool enabled) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   events_enabled_ = enabled;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 void FakeClusterService::SetVersions(json::array versions) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   versions_ = std::move(versions);
 }
 
 void FakeClusterService::FailWith(std::optional<Error> error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fail_all_ = std::move(error);
 }
 
 void FakeClusterService::FailNextCreate(Error error) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   fail_next_create_ = std::move(error);
 }
 
 void FakeClusterService::RejectCreates(std::string message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   reject_creates_ = std::move(message);
 }
 
 bool FakeClusterService::Exists(std::string_view href) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return objects_.count(std::string(href)) > 0;
 }
 
 std::string FakeClusterService::StateOf(std::string_view href) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_.find(std::string(href));
   return it == objects_.end() ? std::string() : it->second.state;
 }
 
 size_t FakeClusterService::ObjectCount() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return objects_.size();
 }
 
 std::vector<std::string> FakeClusterService::Calls() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return calls_;
 }
 
 std::vector<json::object> FakeClusterService::CreatedBodies() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return created_bodies_;
 }
 

@@ -5,15 +5,14 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "clusterservice/client.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 
 namespace hcprp::clusterservice::testing {
 
@@ -94,30 +93,30 @@ class FakeClusterService final : public Client {
     std::string error_message;
     json::array conditions;  // status.conditions, in events
   };
-  // The failure every call answers now, recording the call. REQUIRES mu_.
-  std::optional<Error> CallLocked(std::string call);
-  void PublishLocked(const std::string& href, const Object* o);  // REQUIRES mu_
-  std::string NewHrefLocked(std::string_view collection);        // REQUIRES mu_
-  void RemoveLocked(std::string_view href);                      // REQUIRES mu_
-  json::object RenderLocked(const Object& o) const;              // REQUIRES mu_
+  // The failure every call answers now, recording the call.
+  std::optional<Error> CallLocked(std::string call) HCPRP_REQUIRES(mu_);
+  void PublishLocked(const std::string& href, const Object* o) HCPRP_REQUIRES(mu_);
+  std::string NewHrefLocked(std::string_view collection) HCPRP_REQUIRES(mu_);
+  void RemoveLocked(std::string_view href) HCPRP_REQUIRES(mu_);
+  json::object RenderLocked(const Object& o) const HCPRP_REQUIRES(mu_);
 
   const SystemClock system_clock_;
   const Clock* const clock_;
   const FakeClusterServiceOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Object> objects_;      // guarded by mu_
-  std::map<std::string, std::string> by_key_;  // idempotency key -> href; guarded by mu_
-  std::vector<Event> events_;                  // guarded by mu_
-  uint64_t next_sequence_ = 1;                 // guarded by mu_
-  uint64_t next_id_ = 1;                       // guarded by mu_
-  bool events_enabled_;                        // guarded by mu_
-  std::string reject_creates_;                 // guarded by mu_
-  std::optional<Error> fail_all_;              // guarded by mu_
-  std::optional<Error> fail_next_create_;      // guarded by mu_
-  std::optional<json::array> versions_;        // guarded by mu_
-  std::vector<std::string> calls_;             // guarded by mu_
-  std::vector<json::object> created_bodies_;   // guarded by mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, Object> objects_ HCPRP_GUARDED_BY(mu_);
+  std::map<std::string, std::string> by_key_ HCPRP_GUARDED_BY(mu_);  // idempotency key -> href
+  std::vector<Event> events_ HCPRP_GUARDED_BY(mu_);
+  uint64_t next_sequence_ HCPRP_GUARDED_BY(mu_) = 1;
+  uint64_t next_id_ HCPRP_GUARDED_BY(mu_) = 1;
+  bool events_enabled_ HCPRP_GUARDED_BY(mu_);
+  std::string reject_creates_ HCPRP_GUARDED_BY(mu_);
+  std::optional<Error> fail_all_ HCPRP_GUARDED_BY(mu_);
+  std::optional<Error> fail_next_create_ HCPRP_GUARDED_BY(mu_);
+  std::optional<json::array> versions_ HCPRP_GUARDED_BY(mu_);
+  std::vector<std::string> calls_ HCPRP_GUARDED_BY(mu_);
+  std::vector<json::object> created_bodies_ HCPRP_GUARDED_BY(mu_);
   std::atomic<int> creates_{0}, deletes_{0}, status_reads_{0};
 };
 

@@ -99,8 +99,8 @@ Result<QueryPage> PgStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto d = internal::DocumentFromRow(r->Bytes(i, 0), r->Bytes(i, 1), r->Bytes(i, 2), r->String(i, 3),
-                                         r->Int8(i, 4), r->OptInt8(i, 5));
+      auto d = internal::QueryDocumentFromRow(o, r->Bytes(i, 0), r->Bytes(i, 1), r->Bytes(i, 2),
+                                              r->String(i, 3), r->Int8(i, 4), r->OptInt8(i, 5));
       if (!d.ok()) return d.error();
       page.documents.push_back(std::move(*d));
     }

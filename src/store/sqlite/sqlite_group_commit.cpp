@@ -7,6 +7,12 @@ namespace {
 // The most writes one group commit takes (bounds the latency a write adds to the others).
 constexpr size_t kMaxGroup = 64;
 
+// WAL pages (4 KiB each) after which the checkpointer copies them back into the database file (SQLite's
+// own default threshold), and after which the writer does it itself inside its commit, which bounds the
+// WAL when the checkpointer cannot keep up or a reader holds it back.
+constexpr int kCheckpointPages = 1000;
+constexpr int kWriterCheckpointPages = 16 * kCheckpointPages;
+
 }  // namespace
 
 void SqliteStore::Rollback(Connection& c) {
@@ -127,6 +133,64 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
     for (PendingWrite* a : applied) feed_changed = feed_changed || a->feed_changed;
   }
   return feed_changed;
+}
+
+Status SqliteStore::StartCheckpointer() {
+  auto conn = Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout);
+  if (!conn.ok()) return conn.error();
+  // A connection opens the file at its first statement; until it has seen the WAL mode, a checkpoint
+  // through it does nothing.
+  auto mode = (*conn)->QueryText("PRAGMA journal_mode", "open checkpointer " + target_.path);
+  if (!mode.ok()) return mode.error();
+  if (*mode != "wal")
+    return Error::IoError("open checkpointer " + target_.path + ": journal mode \"" + *mode + "\"");
+  checkpoint_conn_ = std::move(*conn);
+  {
+    MutexLock lk(write_mu_);
+    // Replaces SQLite's automatic checkpoint (itself a WAL hook) on the writer connection.
+    sqlite3_wal_hook(writer_->db(), &SqliteStore::WalHook, this);
+  }
+  checkpointer_ = std::thread([this] { CheckpointLoop(); });
+  return Status::Ok();
+}
+
+int SqliteStore::WalHook(void* self, sqlite3* db, const char* schema, int pages) {
+  auto* me = static_cast<SqliteStore*>(self);
+  if (pages >= kWriterCheckpointPages) {
+    (void)sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  } else if (pages >= kCheckpointPages) {
+    {
+      MutexLock lk(me->checkpoint_mu_);
+      me->checkpoint_due_ = true;
+    }
+    me->checkpoint_cv_.NotifyOne();
+  }
+  return SQLITE_OK;
+}
+
+void SqliteStore::CheckpointLoop() {
+  MutexLock lk(checkpoint_mu_);
+  for (;;) {
+    checkpoint_cv_.Wait(lk,
+                        [&]() HCPRP_REQUIRES(checkpoint_mu_) { return checkpoint_due_ || checkpoint_stop_; });
+    if (checkpoint_stop_) return;
+    checkpoint_due_ = false;
+    lk.unlock();
+    // PASSIVE: copies what it can without waiting for the writer or the readers. The first pass runs
+    // while group commits go on and copies the bulk of the WAL; the second runs between two group
+    // commits and copies only what they appended meanwhile, so that the WAL is complete in the
+    // database file and the next commit starts it from its beginning (a WAL that commits keep
+    // appending to is never complete otherwise, and grows). A failure (busy, I/O) is retried after
+    // the next commit past the threshold.
+    (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                    nullptr);
+    {
+      MutexLock writes(write_mu_);
+      (void)sqlite3_wal_checkpoint_v2(checkpoint_conn_->db(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr,
+                                      nullptr);
+    }
+    lk.lock();
+  }
 }
 
 void SqliteStore::NotifyChanged() {

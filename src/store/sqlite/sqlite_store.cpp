@@ -95,6 +95,7 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOption
                               std::to_string(options.busy_timeout.count()) + " ms)");
   }
   std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(*writer)));
+  if (!s->target_.memory) HCPRP_RETURN_IF_ERROR(s->StartCheckpointer());
   if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
   return std::unique_ptr<Store>(std::move(s));
 }
@@ -154,6 +155,13 @@ SqliteStore::~SqliteStore() {
   }
   sweeper_cv_.NotifyAll();
   if (sweeper_.joinable()) sweeper_.join();
+  {
+    MutexLock lk(checkpoint_mu_);
+    checkpoint_stop_ = true;
+  }
+  checkpoint_cv_.NotifyAll();
+  if (checkpointer_.joinable()) checkpointer_.join();
+  checkpoint_conn_.reset();
   MutexLock lk(watcher_mu_);
   watcher_.reset();
 }

@@ -129,6 +129,14 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   void EnsureWatcher();
   void SweepLoop();
 
+  // Checkpoints run on their own thread and connection, so that no group commit pays for copying the
+  // WAL back into the database file (SQLite's automatic checkpoint runs inside the COMMIT that crosses
+  // its threshold, with every writer of the group waiting). Started for file stores only.
+  Status StartCheckpointer();
+  void CheckpointLoop();
+  // Called by SQLite on the writer connection after each commit, with the WAL's size in pages.
+  static int WalHook(void* self, sqlite3* db, const char* schema, int pages);
+
   // Constant after construction.
   const Target target_;
   const OpenOptions options_;
@@ -155,6 +163,13 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   Mutex watcher_mu_;
   std::unique_ptr<ChangeWatcher> watcher_ HCPRP_GUARDED_BY(watcher_mu_);  // started by the first wait
   bool watcher_failed_ HCPRP_GUARDED_BY(watcher_mu_) = false;
+
+  std::unique_ptr<Connection> checkpoint_conn_;  // used by the checkpointer thread only
+  Mutex checkpoint_mu_;
+  CondVar checkpoint_cv_;
+  bool checkpoint_due_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
+  bool checkpoint_stop_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
+  std::thread checkpointer_;
 
   Mutex sweeper_mu_;
   CondVar sweeper_cv_;

@@ -78,8 +78,8 @@ Result<QueryPage> SqliteStore::Query(const QueryOptions& o) {
         page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
         break;
       }
-      auto d = internal::DocumentFromRow(s.Blob(0), s.Blob(1), s.Text(2), std::string(s.Text(3)), s.Int(4),
-                                         s.OptInt(5));
+      auto d = internal::QueryDocumentFromRow(o, s.Blob(0), s.Blob(1), s.Text(2), std::string(s.Text(3)),
+                                              s.Int(4), s.OptInt(5));
       if (!d.ok()) return d.error();
       page.documents.push_back(std::move(*d));
     }

@@ -181,6 +181,32 @@ TEST_F(SqliteStoreTest, WriteBusyPastTimeoutIsUnavailable) {
   EXPECT_TRUE(IsOk(store.Create("c", "p", "b", json::object{})));
 }
 
+TEST_F(SqliteStoreTest, CheckpointsRunBesideTheCommitsNotInsideThem) {
+  TestVfs& vfs = TestVfs::Get();
+  auto store = OpenOk(url_ + "?vfs=" + vfs.name());
+  ASSERT_NE(store, nullptr);
+  // 40 batches of 10 documents of 16 KiB: about 1,600 WAL pages, past the checkpoint threshold (1,000).
+  const std::string filler(16 * 1024, 'x');
+  for (int b = 0; b < 40; ++b) {
+    std::vector<WriteOp> ops;
+    for (int i = 0; i < 10; ++i) {
+      ops.push_back(WriteOp::Create("d" + std::to_string(b * 10 + i), json::object{{"filler", filler}}));
+    }
+    uint64_t before = TestVfs::DatabaseFileSyncsOnThisThread();
+    ASSERT_TRUE(IsOk(store->Batch("c", "p", std::move(ops))));
+    // The committing thread synced the WAL only; a checkpoint inside the commit syncs the database file.
+    EXPECT_EQ(TestVfs::DatabaseFileSyncsOnThisThread() - before, 0u) << "batch " << b;
+  }
+  // Meanwhile the checkpointer copied the WAL into the database file (in WAL mode nothing else writes it).
+  const uintmax_t copied = 3u * 1024 * 1024;  // most of the first 1,000 pages
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (fs::file_size(path_) < copied && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_GE(fs::file_size(path_), copied);
+  for (int i : {0, 399}) EXPECT_TRUE(IsOk(store->Read("c", "p", "d" + std::to_string(i))));
+}
+
 TEST_F(SqliteStoreTest, UsesWalAndSyncsOncePerTransaction) {
   TestVfs& vfs = TestVfs::Get();
   auto store = OpenOk(url_ + "?vfs=" + vfs.name());
@@ -221,6 +247,12 @@ TEST_F(SqliteStoreTest, CorruptStoredBodyIsCorruptionNotACrash) {
   EXPECT_TRUE(HasCode(store->Read("c", "p", "bad"), ErrorCode::kCorruption));
   EXPECT_TRUE(HasCode(store->Patch("c", "p", "bad", {}), ErrorCode::kCorruption));
   EXPECT_TRUE(HasCode(store->Query({.container = "c", .partition_key = "p"}), ErrorCode::kCorruption));
+  // Read as text, the page comes back and only that body fails to parse.
+  auto page = store->Query({.container = "c", .partition_key = "p", .body_text = true});
+  ASSERT_TRUE(IsOk(page));
+  ASSERT_EQ(page->documents.size(), 2u);
+  EXPECT_TRUE(HasCode(ParseBodyText(page->documents[0].body_text), ErrorCode::kCorruption));
+  EXPECT_TRUE(IsOk(ParseBodyText(page->documents[1].body_text)));
   EXPECT_TRUE(IsOk(store->Read("c", "p", "good")));
   EXPECT_TRUE(IsOk(store->Replace("c", "p", "bad", json::object{})));  // a blind replace repairs it
   EXPECT_TRUE(IsOk(store->Read("c", "p", "bad")));

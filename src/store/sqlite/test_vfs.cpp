@@ -16,6 +16,7 @@ TestVfs* g_self = nullptr;
 struct ShimFile {
   sqlite3_file base;
   sqlite3_file* real;  // points just past this struct
+  bool main_db;        // the database file (not its WAL or a journal)
 };
 
 sqlite3_file* Real(sqlite3_file* f) { return reinterpret_cast<ShimFile*>(f)->real; }
@@ -36,11 +37,14 @@ int Truncate(sqlite3_file* f, sqlite3_int64 size) {
   if (g_self->fail_writes_.load()) return SQLITE_IOERR_TRUNCATE;
   return Real(f)->pMethods->xTruncate(Real(f), size);
 }
+thread_local uint64_t t_db_syncs = 0;
+
 int Sync(sqlite3_file* f, int flags) {
   if (uint64_t us = g_self->sync_delay_us_.load(); us > 0)
     std::this_thread::sleep_for(std::chrono::microseconds(us));
   if (g_self->fail_syncs_.load()) return SQLITE_IOERR_FSYNC;
   g_self->syncs_.fetch_add(1);
+  if (reinterpret_cast<ShimFile*>(f)->main_db) ++t_db_syncs;
   return Real(f)->pMethods->xSync(Real(f), flags);
 }
 int FileSize(sqlite3_file* f, sqlite3_int64* size) { return Real(f)->pMethods->xFileSize(Real(f), size); }
@@ -103,6 +107,7 @@ sqlite3_io_methods g_methods[4];
 int Open(sqlite3_vfs*, sqlite3_filename name, sqlite3_file* f, int flags, int* out_flags) {
   auto* shim = reinterpret_cast<ShimFile*>(f);
   shim->real = reinterpret_cast<sqlite3_file*>(shim + 1);
+  shim->main_db = (flags & SQLITE_OPEN_MAIN_DB) != 0;
   int rc = g_real->xOpen(g_real, name, shim->real, flags, out_flags);
   if (rc != SQLITE_OK || shim->real->pMethods == nullptr) {
     shim->base.pMethods = nullptr;
@@ -133,6 +138,8 @@ int CurrentTimeInt64(sqlite3_vfs*, sqlite3_int64* t) { return g_real->xCurrentTi
 sqlite3_vfs g_vfs;
 
 }  // namespace
+
+uint64_t TestVfs::DatabaseFileSyncsOnThisThread() { return t_db_syncs; }
 
 TestVfs& TestVfs::Get() {
   static std::once_flag once;

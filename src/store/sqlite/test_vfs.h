@@ -18,6 +18,9 @@ class TestVfs {
   // Counters over every file opened through this VFS.
   uint64_t syncs() const { return syncs_.load(); }
   uint64_t writes() const { return writes_.load(); }
+  // Syncs of a database file (not of its WAL) made by the calling thread through this VFS: only a
+  // checkpoint syncs the database file in WAL mode.
+  static uint64_t DatabaseFileSyncsOnThisThread();
 
   // From now on every xWrite / xSync fails with SQLITE_IOERR_WRITE / SQLITE_IOERR_FSYNC.
   void FailWrites(bool on) { fail_writes_.store(on); }
