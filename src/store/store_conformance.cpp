@@ -649,7 +649,7 @@ TEST_P(StoreConformanceTest, QueryAcrossPartitionsByType) {
 
 TEST_P(StoreConformanceTest, QueryPagingIsStableUnderWrites) {
   for (int i = 0; i < 25; ++i) {
-    char id[8];
+    char id[16];
     std::snprintf(id, sizeof id, "d%02d", i);
     ASSERT_TRUE(IsOk(store_->Create(kC, "p", id, J("{}"))));
   }
