@@ -195,16 +195,27 @@ Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_v
   return Error::InvalidArgument("unknown write operation kind");
 }
 
-Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,
-                                 std::string etag, int64_t ts, std::optional<int64_t> ttl) {
-  HCPRP_ASSIGN_OR_RETURN(auto parsed, ParseStoredBody(body));
+namespace {
+
+// A row's document without its body.
+Document RowDocument(std::string_view pk, std::string_view id, std::string etag, int64_t ts,
+                     std::optional<int64_t> ttl) {
   Document d;
   d.id = std::string(id);
   d.partition_key = std::string(pk);
-  d.body = std::move(parsed);
   d.etag = std::move(etag);
   d.timestamp_ms = ts;
   d.ttl_seconds = ttl;
+  return d;
+}
+
+}  // namespace
+
+Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,
+                                 std::string etag, int64_t ts, std::optional<int64_t> ttl) {
+  HCPRP_ASSIGN_OR_RETURN(auto parsed, ParseStoredBody(body));
+  Document d = RowDocument(pk, id, std::move(etag), ts, ttl);
+  d.body = std::move(parsed);
   return d;
 }
 
@@ -212,13 +223,8 @@ Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_v
                                       std::string_view body, std::string etag, int64_t ts,
                                       std::optional<int64_t> ttl) {
   if (!options.body_text) return DocumentFromRow(pk, id, body, std::move(etag), ts, ttl);
-  Document d;
-  d.id = std::string(id);
-  d.partition_key = std::string(pk);
+  Document d = RowDocument(pk, id, std::move(etag), ts, ttl);
   d.body_text = std::string(body);
-  d.etag = std::move(etag);
-  d.timestamp_ms = ts;
-  d.ttl_seconds = ttl;
   return d;
 }
 
