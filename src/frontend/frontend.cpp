@@ -332,6 +332,18 @@ Result<std::unique_ptr<Frontend>> Frontend::Create(FrontendOptions options, stor
         registry->AddGauge("hcprp_frontend_requests_in_flight", "ARM requests being answered").With({});
     m.too_large = BodiesRefusedCounter(*registry, "too_large");
     m.media_type = BodiesRefusedCounter(*registry, "media_type");
+    std::shared_ptr<RenderCache> cache = impl->env.render_cache;
+    registry->AddCallback("hcprp_frontend_render_cache_lookups_total",
+                          "Rendered resources looked up for GETs and lists, by whether the cache held them",
+                          metrics::Type::kCounter, {"result"}, [cache] {
+                            return std::vector<metrics::Sample>{
+                                {{"hit"}, static_cast<double>(cache->Hits())},
+                                {{"miss"}, static_cast<double>(cache->Misses())}};
+                          });
+    registry->AddCallback("hcprp_frontend_render_cache_bytes", "Bytes the render cache holds",
+                          metrics::Type::kGauge, {}, [cache] {
+                            return std::vector<metrics::Sample>{{{}, static_cast<double>(cache->Bytes())}};
+                          });
   }
   return std::unique_ptr<Frontend>(new Frontend(std::move(impl)));
 }

@@ -54,8 +54,8 @@ struct FrontendOptions {
   std::string scheme = "http";
   // How many times a request is re-evaluated after losing a store race before answering 409.
   int max_store_retries = 3;
-  // Bytes of rendered resources kept for lists (JSON text per resource version and api-version, least
-  // recently used dropped first); 0 renders every resource of every page.
+  // Bytes of rendered resources kept for GETs and lists (JSON text per resource version and
+  // api-version, least recently used dropped first); 0 renders every resource every time.
   size_t render_cache_bytes = 64 * 1024 * 1024;
   // Store batch size when a delete fans out over many resources (children, subscription delete).
   size_t delete_batch_size = 50;

@@ -10,6 +10,7 @@
 #include "arm/paging.h"
 #include "core/time.h"
 #include "frontend/testing/scenario.h"
+#include "metrics/registry.h"
 #include "store/fault_injecting_store.h"
 
 namespace hcprp::frontend::testing {
@@ -343,6 +344,49 @@ TEST_F(FrontendTest, ListShowsEachResourceAsItsGetAfterAChange) {
   EXPECT_EQ(*FindPointer(BodyOf(l), "/value/0/tags/env"), "changed") << l.body();
   same_as_get("2026-10-01");
   same_as_get("2024-06-10-preview");
+}
+
+// The render cache's lookups as the metrics show them: {hits, misses}.
+std::pair<int, int> RenderCacheLookups(const metrics::Registry& registry) {
+  std::string text = registry.Expose();
+  auto value = [&](std::string_view result) {
+    std::string series = "hcprp_frontend_render_cache_lookups_total{result=\"" + std::string(result) + "\"} ";
+    size_t at = text.find(series);
+    return at == std::string::npos ? -1 : std::atoi(text.c_str() + at + series.size());
+  };
+  return {value("hit"), value("miss")};
+}
+
+TEST(FrontendRenderCacheTest, AGetRendersOnlyAVersionNotShownBefore) {
+  metrics::Registry registry;
+  FrontendOptions options;
+  options.metrics = &registry;
+  Scenario s(options);
+  s.RegisterSubscription();
+  auto created = s.Put(ClusterPath("cached") + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  s.FinishOperation(OperationIdOf(Header(created, "Azure-AsyncOperation")));
+  const auto start = RenderCacheLookups(registry);
+  ASSERT_GE(start.first, 0);
+
+  auto first = s.Get(ClusterPath("cached") + V());
+  ASSERT_EQ(first.result_int(), 200u) << first.body();
+  EXPECT_EQ(RenderCacheLookups(registry), std::make_pair(start.first, start.second + 1));
+  auto again = s.Get(ClusterPath("cached") + V());
+  EXPECT_EQ(again.body(), first.body());
+  EXPECT_EQ(Header(again, "ETag"), Header(first, "ETag"));
+  EXPECT_EQ(RenderCacheLookups(registry), std::make_pair(start.first + 1, start.second + 1));
+  ExpectValidResource(again, kStable, "HcpOpenShiftCluster");
+
+  // Another api-version is another rendering; a change is a new version, shown at once.
+  auto preview = s.Get(ClusterPath("cached") + V(kPreview));
+  ASSERT_EQ(preview.result_int(), 200u) << preview.body();
+  EXPECT_EQ(RenderCacheLookups(registry), std::make_pair(start.first + 1, start.second + 2));
+  auto p = s.Patch(ClusterPath("cached") + V(), R"({"tags":{"env":"changed"}})");
+  ASSERT_EQ(p.result_int(), 202u) << p.body();
+  auto changed = s.Get(ClusterPath("cached") + V());
+  EXPECT_EQ(*FindPointer(BodyOf(changed), "/tags/env"), "changed") << changed.body();
+  EXPECT_NE(Header(changed, "ETag"), Header(first, "ETag"));
 }
 
 TEST_F(FrontendTest, NodePoolListByParent) {

@@ -30,7 +30,7 @@ struct Env {
   clusterservice::Client* cs;
   const Clock* clock;
   Logger logger;
-  // Rendered resources of lists (see render_cache.h); sized by options.render_cache_bytes.
+  // Rendered resources of GETs and lists (see render_cache.h); sized by options.render_cache_bytes.
   std::shared_ptr<RenderCache> render_cache = std::make_shared<RenderCache>(options.render_cache_bytes);
 };
 

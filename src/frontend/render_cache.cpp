@@ -16,7 +16,11 @@ std::string RenderCache::Key(std::string_view api_version, std::string_view id, 
 std::shared_ptr<const std::string> RenderCache::Find(const std::string& key) {
   MutexLock lock(mu_);
   auto it = index_.find(key);
-  if (it == index_.end()) return nullptr;
+  if (it == index_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
   lru_.splice(lru_.begin(), lru_, it->second);
   return it->second->text;
 }
@@ -47,6 +51,16 @@ size_t RenderCache::Bytes() const {
 size_t RenderCache::Entries() const {
   MutexLock lock(mu_);
   return lru_.size();
+}
+
+uint64_t RenderCache::Hits() const {
+  MutexLock lock(mu_);
+  return hits_;
+}
+
+uint64_t RenderCache::Misses() const {
+  MutexLock lock(mu_);
+  return misses_;
 }
 
 }  // namespace hcprp::frontend

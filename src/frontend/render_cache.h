@@ -1,6 +1,6 @@
 // Rendered resources (the JSON text of a resource as one api-version shows it), kept by the stored
-// version they were rendered from, so that a list page renders only what changed since it was last
-// shown. The key names the document version (id, etag, timestamp) and the api-version; a write gives
+// version they were rendered from, so that a GET or a list page renders only what changed since it
+// was last shown. The key names the document version (id, etag, timestamp) and the api-version; a write gives
 // the document a new etag, so an entry is never stale, only unused, and the least recently used
 // entries leave once the cache holds more than its byte budget.
 #pragma once
@@ -33,6 +33,9 @@ class RenderCache {
 
   size_t Bytes() const HCPRP_EXCLUDES(mu_);
   size_t Entries() const HCPRP_EXCLUDES(mu_);
+  // Finds that returned a text, and that returned null, since the cache was made.
+  uint64_t Hits() const HCPRP_EXCLUDES(mu_);
+  uint64_t Misses() const HCPRP_EXCLUDES(mu_);
 
  private:
   struct Entry {
@@ -47,6 +50,8 @@ class RenderCache {
   std::list<Entry> lru_ HCPRP_GUARDED_BY(mu_);  // most recently used first
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_ HCPRP_GUARDED_BY(mu_);
   size_t bytes_ HCPRP_GUARDED_BY(mu_) = 0;
+  uint64_t hits_ HCPRP_GUARDED_BY(mu_) = 0;
+  uint64_t misses_ HCPRP_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace hcprp::frontend

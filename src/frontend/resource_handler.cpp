@@ -143,15 +143,44 @@ Result<Response> RenderReply(const RequestContext& ctx, int status, const Loaded
   return res;
 }
 
+// The JSON text of a stored resource document (read with its body as text) as ctx's api-version shows
+// it: from the render cache when this version of it was shown before, otherwise parsed, rendered and
+// kept. Null when the document is not a readable resource document (logged).
+Result<std::shared_ptr<const std::string>> RenderedText(Env& env, const RequestContext& ctx,
+                                                        const store::Document& d) {
+  std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
+  std::shared_ptr<const std::string> text = env.render_cache->Find(key);
+  if (text != nullptr) return text;
+  HCPRP_ASSIGN_OR_RETURN(auto stored, store::ParseBodyText(d.body_text));
+  auto parsed = arm::ResourceDocument::FromBody(std::move(stored));
+  if (!parsed.ok()) {
+    env.logger.Warn("unreadable resource document", {{"id", d.id}, {"error", parsed.error().ToString()}});
+    return std::shared_ptr<const std::string>();
+  }
+  LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
+  HCPRP_ASSIGN_OR_RETURN(auto rendered, RenderResource(ctx, lr));
+  text = std::make_shared<const std::string>(json::serialize(rendered));
+  env.render_cache->Insert(key, text);
+  return text;
+}
+
 // ------------------------------------------------------------------------------------------------
 
+// A GET reads the document's text and answers from the render cache when this version was shown
+// before in this api-version (by a GET or a list), so a repeated read parses and renders nothing.
 Response Get(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
-  auto loaded = LoadResource(env, id.subscription_id, ctx.path);
-  if (!loaded.ok()) return Fail(env, ctx, loaded.error());
-  if (!loaded->has_value()) return ErrorReply(NotFoundError(id, ctx.path));
-  auto res = RenderReply(ctx, 200, **loaded);
-  if (!res.ok()) return Fail(env, ctx, res.error());
-  return std::move(res).value();
+  auto doc = env.store->ReadText(store::kResources, arm::PartitionKey(id.subscription_id),
+                                 arm::ResourceDocumentId(ctx.path));
+  if (!doc.ok()) {
+    if (doc.error().IsNotFound()) return ErrorReply(NotFoundError(id, ctx.path));
+    return Fail(env, ctx, doc.error());
+  }
+  auto text = RenderedText(env, ctx, *doc);
+  if (!text.ok()) return Fail(env, ctx, text.error());
+  if (*text == nullptr) return Fail(env, ctx, Error::Corruption("unreadable resource document " + doc->id));
+  Response res = JsonTextReply(200, **text);
+  res.set(bhttp::field::etag, ClientEtag(doc->etag));
+  return res;
 }
 
 std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
@@ -580,25 +609,11 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
   texts.reserve(page->documents.size());
   size_t bytes = 0;
   for (auto& d : page->documents) {
-    std::string key = RenderCache::Key(ctx.api_version, d.id, d.etag, d.timestamp_ms);
-    std::shared_ptr<const std::string> text = env.render_cache->Find(key);
-    if (text == nullptr) {
-      auto stored = store::ParseBodyText(d.body_text);
-      if (!stored.ok()) return Fail(env, ctx, stored.error());
-      auto parsed = arm::ResourceDocument::FromBody(std::move(stored).value());
-      if (!parsed.ok()) {
-        env.logger.Warn("skipping unreadable resource document",
-                        {{"id", d.id}, {"error", parsed.error().ToString()}});
-        continue;
-      }
-      LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
-      auto rendered = RenderResource(ctx, lr);
-      if (!rendered.ok()) return Fail(env, ctx, rendered.error());
-      text = std::make_shared<const std::string>(json::serialize(*rendered));
-      env.render_cache->Insert(key, text);
-    }
-    bytes += text->size() + 1;
-    texts.push_back(std::move(text));
+    auto text = RenderedText(env, ctx, d);
+    if (!text.ok()) return Fail(env, ctx, text.error());
+    if (*text == nullptr) continue;  // an unreadable document is left out of the page
+    bytes += (*text)->size() + 1;
+    texts.push_back(std::move(text).value());
   }
   std::string body;
   body.reserve(bytes + 64 + ctx.base_url.size() + ctx.path.size() + 2 * page->continuation.size());

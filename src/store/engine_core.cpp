@@ -219,13 +219,19 @@ Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::
   return d;
 }
 
-Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,
-                                      std::string_view body, std::string etag, int64_t ts,
-                                      std::optional<int64_t> ttl) {
-  if (!options.body_text) return DocumentFromRow(pk, id, body, std::move(etag), ts, ttl);
+Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::string_view id,
+                                 std::string_view body, std::string etag, int64_t ts,
+                                 std::optional<int64_t> ttl) {
+  if (!body_text) return DocumentFromRow(pk, id, body, std::move(etag), ts, ttl);
   Document d = RowDocument(pk, id, std::move(etag), ts, ttl);
   d.body_text = std::string(body);
   return d;
+}
+
+Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,
+                                      std::string_view body, std::string etag, int64_t ts,
+                                      std::optional<int64_t> ttl) {
+  return DocumentFromRow(options.body_text, pk, id, body, std::move(etag), ts, ttl);
 }
 
 Result<std::optional<std::string>> ListPartitionsStart(std::string_view container, size_t max_items,

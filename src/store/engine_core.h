@@ -62,6 +62,11 @@ Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_v
 // The document of a stored row as a read returns it (kCorruption when the body is not JSON).
 Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,
                                  std::string etag, int64_t ts, std::optional<int64_t> ttl);
+// The document of a stored row: with `body_text` its body as stored text (never fails), otherwise as
+// DocumentFromRow.
+Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::string_view id,
+                                 std::string_view body, std::string etag, int64_t ts,
+                                 std::optional<int64_t> ttl);
 // The document of a row of a query: with options.body_text its body as stored text (never fails),
 // otherwise as DocumentFromRow.
 Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,

@@ -74,6 +74,11 @@ Result<Document> ForwardingStore::Read(std::string_view container, std::string_v
   return Through<Document>(StoreMethod::kRead, [&] { return target_->Read(container, pk, id); });
 }
 
+Result<Document> ForwardingStore::ReadText(std::string_view container, std::string_view pk,
+                                           std::string_view id) {
+  return Through<Document>(StoreMethod::kRead, [&] { return target_->ReadText(container, pk, id); });
+}
+
 Result<Document> ForwardingStore::Create(std::string_view container, std::string_view pk, std::string_view id,
                                          json::value body, std::optional<int64_t> ttl_seconds) {
   return Through<Document>(StoreMethod::kCreate,

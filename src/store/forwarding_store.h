@@ -48,6 +48,7 @@ class ForwardingStore : public Store {
   Store* target() const { return target_; }
 
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
   Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
                           json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) override;
   Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,

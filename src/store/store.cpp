@@ -80,6 +80,13 @@ std::optional<size_t> FailedBatchIndex(const Error& e) {
   return index;
 }
 
+Result<Document> Store::ReadText(std::string_view container, std::string_view pk, std::string_view id) {
+  HCPRP_ASSIGN_OR_RETURN(auto d, Read(container, pk, id));
+  d.body_text = json::serialize(d.body);
+  d.body = nullptr;
+  return d;
+}
+
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenOptions& options) {
   if (options.clock == nullptr) return Error::InvalidArgument("OpenOptions::clock is required");
   if (url.substr(0, 7) == "sqlite:") return sqlite::OpenSqliteStore(url, options);

@@ -263,6 +263,11 @@ class Store {
   // Upsert set the ttl to `ttl_seconds` (nullopt: no ttl). Upsert with if_match on an absent document
   // is kPreconditionFailed; Replace, Delete and Patch of an absent document are kNotFound.
   virtual Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) = 0;
+  // Read, with the body as the store keeps it (Document::body_text; `body` null), as a query with
+  // QueryOptions::body_text returns it: for a reader that answers from a cache keyed by id and etag
+  // and parses the body only on a miss. The default reads and serializes; the engines skip the parse.
+  // A body that is not JSON fails ParseBodyText(), not the read.
+  virtual Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id);
   virtual Result<Document> Create(std::string_view container, std::string_view pk, std::string_view id,
                                   json::value body, std::optional<int64_t> ttl_seconds = std::nullopt) = 0;
   virtual Result<Document> Replace(std::string_view container, std::string_view pk, std::string_view id,

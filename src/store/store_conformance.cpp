@@ -114,6 +114,28 @@ TEST_P(StoreConformanceTest, CreateThenRead) {
   EXPECT_FALSE(r->ttl_seconds);
 }
 
+TEST_P(StoreConformanceTest, ReadTextGivesTheStoredBodyUnparsed) {
+  auto c = store_->Create(kC, "sub1", "doc1", J(R"({"a":1,"s":"x\"y","n":{"m":[true,null]}})"), 30);
+  ASSERT_TRUE(IsOk(c));
+  auto r = store_->ReadText(kC, "sub1", "doc1");
+  ASSERT_TRUE(IsOk(r));
+  EXPECT_EQ(r->id, "doc1");
+  EXPECT_EQ(r->partition_key, "sub1");
+  EXPECT_EQ(r->etag, c->etag);
+  EXPECT_EQ(r->timestamp_ms, c->timestamp_ms);
+  EXPECT_EQ(r->ttl_seconds, 30);
+  EXPECT_TRUE(r->body.is_null());
+  auto body = ParseBodyText(r->body_text);
+  ASSERT_TRUE(IsOk(body));
+  EXPECT_EQ(*body, c->body);
+  // A plain read still parses, and an absent or expired document is not found either way.
+  EXPECT_TRUE(store_->Read(kC, "sub1", "doc1")->body_text.empty());
+  EXPECT_TRUE(HasCode(store_->ReadText(kC, "sub1", "nope"), ErrorCode::kNotFound));
+  EXPECT_TRUE(HasCode(store_->ReadText("no-such-container", "sub1", "doc1"), ErrorCode::kNotFound));
+  clock_.Advance(std::chrono::seconds(31));
+  EXPECT_TRUE(HasCode(store_->ReadText(kC, "sub1", "doc1"), ErrorCode::kNotFound));
+}
+
 TEST_P(StoreConformanceTest, CreateOfExistingIsAlreadyExists) {
   auto first = store_->Create(kC, "p", "x", J(R"({"v":1})"));
   ASSERT_TRUE(IsOk(first));

@@ -71,6 +71,7 @@ class PgStore final : public internal::PointWritesAsBatches {
   ~PgStore() override;
 
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
   Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                             const Lease* fence) override;
   Result<QueryPage> Query(const QueryOptions& options) override;
@@ -87,6 +88,9 @@ class PgStore final : public internal::PointWritesAsBatches {
   Result<size_t> PurgeExpired() override;
 
  private:
+  // Read and ReadText: the live row of `id`, its body parsed or as text.
+  Result<Document> ReadRow(std::string_view container, std::string_view pk, std::string_view id,
+                           bool body_text);
   PgStore(PgTarget target, const OpenOptions& options);
 
   Result<std::unique_ptr<PgConnection>> Connect() const;

@@ -38,6 +38,15 @@ const Statement& QueryStatement(int shape) {
 }  // namespace
 
 Result<Document> PgStore::Read(std::string_view container, std::string_view pk, std::string_view id) {
+  return ReadRow(container, pk, id, false);
+}
+
+Result<Document> PgStore::ReadText(std::string_view container, std::string_view pk, std::string_view id) {
+  return ReadRow(container, pk, id, true);
+}
+
+Result<Document> PgStore::ReadRow(std::string_view container, std::string_view pk, std::string_view id,
+                                  bool body_text) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   int64_t now = clock_->NowMillis();
   return WithConn([&](PgConnection& c) -> Result<Document> {
@@ -46,7 +55,7 @@ Result<Document> PgStore::Read(std::string_view container, std::string_view pk, 
     auto r = c.Exec(sql::kReadDoc, p, "read " + DocName(container, pk, id));
     if (!r.ok()) return r.error();
     if (r->rows() == 0) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-    return internal::DocumentFromRow(pk, id, r->Bytes(0, 0), r->String(0, 1), r->Int8(0, 2),
+    return internal::DocumentFromRow(body_text, pk, id, r->Bytes(0, 0), r->String(0, 1), r->Int8(0, 2),
                                      r->OptInt8(0, 3));
   });
 }

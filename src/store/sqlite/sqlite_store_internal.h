@@ -68,6 +68,7 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   ~SqliteStore() override;
 
   Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
+  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
   Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
                             const Lease* fence) override;
   Result<QueryPage> Query(const QueryOptions& options) override;
@@ -84,6 +85,9 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   Result<size_t> PurgeExpired() override;
 
  private:
+  // Read and ReadText: the live row of `id`, its body parsed or as text.
+  Result<Document> ReadRow(std::string_view container, std::string_view pk, std::string_view id,
+                           bool body_text);
   SqliteStore(Target target, const OpenOptions& options, std::unique_ptr<Connection> writer)
       : target_(std::move(target)), options_(options), clock_(options.clock), writer_(std::move(writer)) {}
 

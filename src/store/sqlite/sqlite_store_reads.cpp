@@ -4,6 +4,15 @@
 
 namespace hcprp::store::sqlite {
 Result<Document> SqliteStore::Read(std::string_view container, std::string_view pk, std::string_view id) {
+  return ReadRow(container, pk, id, false);
+}
+
+Result<Document> SqliteStore::ReadText(std::string_view container, std::string_view pk, std::string_view id) {
+  return ReadRow(container, pk, id, true);
+}
+
+Result<Document> SqliteStore::ReadRow(std::string_view container, std::string_view pk, std::string_view id,
+                                      bool body_text) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   int64_t now = clock_->NowMillis();
   return WithReader([&](Connection& c) -> Result<Document> {
@@ -15,7 +24,8 @@ Result<Document> SqliteStore::Read(std::string_view container, std::string_view 
     int rc = s.Step();
     if (rc == SQLITE_DONE) return Error::NotFound(DocName(container, pk, id) + " does not exist");
     if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read " + DocName(container, pk, id));
-    return internal::DocumentFromRow(pk, id, s.Text(0), std::string(s.Text(1)), s.Int(2), s.OptInt(3));
+    return internal::DocumentFromRow(body_text, pk, id, s.Text(0), std::string(s.Text(1)), s.Int(2),
+                                     s.OptInt(3));
   });
 }
 
