@@ -7,6 +7,7 @@ pkgs=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-15-auto-failover libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libgoogle-perftools-dev  # tcmalloc, the programs' allocator
   wrk curl procps prometheus chromium
   python3-azure  # the Azure SDK for Python of the SDK client test, for /usr/bin/python3
 )

@@ -139,6 +139,45 @@ TEST_F(CreateOrderingTest, AnswersAfterTheFirstCommitAndRecordsTheInternalIdAfte
   EXPECT_EQ(s.cs.ObjectCount(), 1u);
 }
 
+// The record replaces the operation document whole: it keeps the operation's time to live.
+TEST_F(CreateOrderingTest, TheRecordKeepsTheOperationsTimeToLive) {
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  auto before = s.store->Read(store::kResources, arm::PartitionKey(kSub), op_id);
+  ASSERT_TRUE(before.ok());
+  ASSERT_TRUE(before->ttl_seconds.has_value());
+
+  held.RunAll();
+  auto after = s.store->Read(store::kResources, arm::PartitionKey(kSub), op_id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after->etag, before->etag);
+  EXPECT_EQ(after->ttl_seconds, before->ttl_seconds);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, OnlyClusterHref());
+}
+
+// A write between the create's commit and the record (the backend syncing the Cluster Service's
+// status) is kept: the record does not replace a document that changed since the create.
+TEST_F(CreateOrderingTest, TheRecordKeepsAWriteThatCameBetween) {
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  json::object status{{"state", "installing"}};
+  auto between = s.store->Patch(store::kResources, arm::PartitionKey(kSub), arm::ResourceDocumentId(path),
+                                {{store::PatchOp::Kind::kSet, std::string(arm::kPathServiceStatus), status}});
+  ASSERT_TRUE(between.ok()) << between.error().ToString();
+
+  held.RunAll();
+  const std::string href = OnlyClusterHref();
+  auto doc = s.Resource(path);
+  ASSERT_TRUE(doc);
+  EXPECT_EQ(doc->internal_id, href);
+  EXPECT_EQ(doc->service_status, status);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
+}
+
 TEST_F(CreateOrderingTest, WithoutAnAfterAnswerPoolTheAnswerWaitsForTheRecord) {
   Scenario inline_scenario;
   inline_scenario.RegisterSubscription();

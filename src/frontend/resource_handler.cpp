@@ -210,17 +210,32 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
 }
 
 // Step 3 of a create: the Cluster Service's internal ID on the resource and its operation, with what
-// the Cluster Service assigned. Conditioned on the resource having no internal ID yet, so that it
-// never overwrites what the backend's create recovery recorded first.
+// the Cluster Service assigned. The create's batch returned both documents as committed; the record
+// replaces them whole under the etags of that commit (the engine then neither reads nor parses the
+// stored text). When something wrote either document since (the backend's create recovery, a
+// DELETE), it falls back to a patch conditioned on the resource having no internal ID yet, so that it
+// never overwrites what the recovery recorded first.
 struct InternalIdRecord {
   std::string pk;
   std::string doc_id;
   std::string op_id;
   std::string href;
   json::object observed;
+  store::Document committed_doc;  // as the create's batch returned them
+  store::Document committed_op;
 };
 
-Result<store::BatchResult> RecordInternalId(store::Store& store, const InternalIdRecord& r) {
+// Sets the member a JSON pointer names in an existing object; false when its parent is not one.
+bool SetAt(json::value& body, std::string_view pointer, json::value value) {
+  const size_t slash = pointer.rfind('/');
+  boost::system::error_code ec;
+  json::value* parent = body.find_pointer(pointer.substr(0, slash), ec);
+  if (parent == nullptr || !parent->is_object()) return false;
+  parent->as_object()[pointer.substr(slash + 1)] = std::move(value);
+  return true;
+}
+
+Result<store::BatchResult> PatchInternalId(store::Store& store, const InternalIdRecord& r) {
   std::vector<store::PatchOp> doc_ops = {
       {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(r.href)}};
   if (!r.observed.empty()) {
@@ -232,6 +247,23 @@ Result<store::BatchResult> RecordInternalId(store::Store& store, const InternalI
       r.op_id,
       {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(r.href)}});
   return store.Batch(store::kResources, r.pk, Writes(std::move(set_doc), std::move(set_op)));
+}
+
+// Takes the committed bodies out of `r`.
+Result<store::BatchResult> RecordInternalId(store::Store& store, InternalIdRecord& r) {
+  json::value doc = std::move(r.committed_doc.body);
+  json::value op = std::move(r.committed_op.body);
+  if (SetAt(doc, arm::kPathInternalId, json::value(r.href)) &&
+      (r.observed.empty() || SetAt(doc, arm::kPathObserved, json::value(r.observed))) &&
+      SetAt(op, arm::kPathOperationInternalId, json::value(r.href))) {
+    store::WriteOp set_op = store::WriteOp::Replace(r.op_id, std::move(op), r.committed_op.etag);
+    set_op.ttl_seconds = r.committed_op.ttl_seconds;  // a replace sets the ttl it carries
+    auto replaced = store.Batch(
+        store::kResources, r.pk,
+        Writes(store::WriteOp::Replace(r.doc_id, std::move(doc), r.committed_doc.etag), std::move(set_op)));
+    if (replaced.ok() || !replaced.error().IsPreconditionFailed()) return replaced;
+  }
+  return PatchInternalId(store, r);
 }
 
 // Not recorded: the backend's create recovery records it (the create stays Accepted until then).
@@ -306,26 +338,28 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
                     {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
   } else if (auto href = GetString(*cs, "href"); href && !href->empty()) {
     // Step 3: record the internal ID on both documents, and what the Cluster Service assigned.
-    InternalIdRecord record{pk, doc_id, op.id, std::string(*href),
-                            clusterservice::ObservedFromClusterService(id.kind, *cs)};
+    // Shared: the inline record below still has it when the after-answer pool refuses the work.
+    auto record = std::make_shared<InternalIdRecord>(InternalIdRecord{
+        pk, doc_id, op.id, std::string(*href), clusterservice::ObservedFromClusterService(id.kind, *cs),
+        std::move(created->documents.at(0)), std::move(created->documents.at(1))});
     // The answer shows what the Cluster Service assigned even before (or without) recording it: the
     // values are real, and the backend records them when it finishes the create.
-    if (!record.observed.empty()) result.doc.resource["observed"] = record.observed;
+    if (!record->observed.empty()) result.doc.resource["observed"] = record->observed;
     const bool handed_over = env.options.after_answer != nullptr &&
                              env.options.after_answer->Post([store = env.store, logger = env.logger, record,
                                                              request_id = ctx.request_id] {
-                               auto patched = RecordInternalId(*store, record);
-                               if (!patched.ok())
-                                 WarnNotRecorded(logger, request_id, record, patched.error());
+                               auto recorded = RecordInternalId(*store, *record);
+                               if (!recorded.ok())
+                                 WarnNotRecorded(logger, request_id, *record, recorded.error());
                              });
     if (!handed_over) {
-      auto patched = RecordInternalId(*env.store, record);
-      if (patched.ok()) {
-        result.etag = patched->documents.at(0).etag;
-        result.timestamp_ms = patched->documents.at(0).timestamp_ms;
-        result.doc.internal_id = record.href;
+      auto recorded = RecordInternalId(*env.store, *record);
+      if (recorded.ok()) {
+        result.etag = recorded->documents.at(0).etag;
+        result.timestamp_ms = recorded->documents.at(0).timestamp_ms;
+        result.doc.internal_id = record->href;
       } else {
-        WarnNotRecorded(env.logger, ctx.request_id, record, patched.error());
+        WarnNotRecorded(env.logger, ctx.request_id, *record, recorded.error());
       }
     }
   }
