@@ -186,6 +186,19 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   };
   if (segs.empty()) return not_found();
   const std::string base(kApiPrefix);
+  // An object of `kind` at `href`: read, update, delete.
+  auto object = [&](const std::string& href, std::string_view kind) -> http::Response {
+    if (method == Verb::get) return GetObject(href, kind);
+    if (method == Verb::patch) return UpdateObject(req, href, kind);
+    if (method == Verb::delete_) return DeleteObject(href, kind);
+    return not_allowed();
+  };
+  // The answer when the cluster at `href` (named segs[1]) does not exist.
+  auto missing_cluster = [&](const std::string& href) -> std::optional<http::Response> {
+    MutexLock lock(mu_);
+    if (FindLocked(href, kCluster)) return std::nullopt;
+    return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
+  };
 
   if (segs[0] == "events" && segs.size() == 1) {
     if (method != Verb::get) return not_allowed();
@@ -206,12 +219,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     return not_allowed();
   }
   const std::string cluster = clusters + "/" + std::string(segs[1]);
-  if (segs.size() == 2) {
-    if (method == Verb::get) return GetObject(cluster, kCluster);
-    if (method == Verb::patch) return UpdateObject(req, cluster, kCluster);
-    if (method == Verb::delete_) return DeleteObject(cluster, kCluster);
-    return not_allowed();
-  }
+  if (segs.size() == 2) return object(cluster, kCluster);
   const std::string_view sub = segs[2];
   if (segs.size() == 3) {
     if (sub == "status") return method == Verb::get ? GetStatus(cluster, kCluster) : not_allowed();
@@ -226,12 +234,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     }
     if (sub == "break_glass_credentials") {
       if (method == Verb::get) {
-        {
-          MutexLock lock(mu_);
-          if (!FindLocked(cluster, kCluster)) {
-            return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
-          }
-        }
+        if (auto missing = missing_cluster(cluster)) return *missing;
         return ListObjects(kCredential, cluster, query);
       }
       if (method == Verb::post) return RequestAdminCredential(req, cluster);
@@ -262,22 +265,13 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   }
   const std::string collection = cluster + "/" + std::string(sub);
   if (segs.size() == 3) {
-    {
-      MutexLock lock(mu_);
-      if (!FindLocked(cluster, kCluster))
-        return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
-    }
+    if (auto missing = missing_cluster(cluster)) return *missing;
     if (method == Verb::get) return ListObjects(child_kind, cluster, query);
     if (method == Verb::post) return CreateObject(req, child_kind, collection, cluster);
     return not_allowed();
   }
   const std::string child = collection + "/" + std::string(segs[3]);
-  if (segs.size() == 4) {
-    if (method == Verb::get) return GetObject(child, child_kind);
-    if (method == Verb::patch) return UpdateObject(req, child, child_kind);
-    if (method == Verb::delete_) return DeleteObject(child, child_kind);
-    return not_allowed();
-  }
+  if (segs.size() == 4) return object(child, child_kind);
   if (segs.size() == 5 && segs[4] == "status") {
     return method == Verb::get ? GetStatus(child, child_kind) : not_allowed();
   }
