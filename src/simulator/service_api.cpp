@@ -118,6 +118,17 @@ std::string ClusterKey(const json::object& o) {
 // Members a client may not set or change.
 constexpr std::string_view kServerManaged[] = {"kind", "id", "href", "status", "creation_timestamp"};
 
+// The body of a create or update without the members the server manages; the reason (answered 400) when
+// it is not a JSON object.
+Result<json::object> ClientBody(const http::Request& req) {
+  auto parsed = ParseJson(req.body());
+  if (!parsed.ok()) return Error::InvalidArgument("Invalid JSON body: " + parsed.error().message());
+  if (!parsed->is_object()) return Error::InvalidArgument("The body must be a JSON object");
+  json::object body = std::move(parsed->as_object());
+  for (auto k : kServerManaged) body.erase(k);
+  return body;
+}
+
 bool Updatable(const std::string& state) {
   return state == "ready" || state == "error" || state == "recoverable_error";
 }
@@ -322,12 +333,9 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
 
 http::Response Service::CreateObject(const http::Request& req, std::string_view kind,
                                      const std::string& collection, const std::string& parent) {
-  auto parsed = ParseJson(req.body());
-  if (!parsed.ok())
-    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
-  if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-  json::object body = std::move(parsed->as_object());
-  for (auto k : kServerManaged) body.erase(k);
+  auto client_body = ClientBody(req);
+  if (!client_body.ok()) return OcmError(StatusCode::bad_request, client_body.error().message());
+  json::object body = std::move(*client_body);
   if (auto problem = Validate(kind, body, versions())) return OcmError(StatusCode::bad_request, *problem);
   const std::string key(req["X-Idempotency-Key"]);
 
@@ -445,12 +453,9 @@ http::Response Service::GetStatus(const std::string& href, std::string_view kind
 
 http::Response Service::UpdateObject(const http::Request& req, const std::string& href,
                                      std::string_view kind) {
-  auto parsed = ParseJson(req.body());
-  if (!parsed.ok())
-    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
-  if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-  json::object patch = std::move(parsed->as_object());
-  for (auto k : kServerManaged) patch.erase(k);
+  auto client_body = ClientBody(req);
+  if (!client_body.ok()) return OcmError(StatusCode::bad_request, client_body.error().message());
+  json::object patch = std::move(*client_body);
 
   MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
