@@ -267,24 +267,13 @@ std::string_view UpdateDefinitionName(Kind kind) {
   return "";
 }
 
-Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body) {
-  return DecodeCreate(api_version, kind, body, DecodeOptions{});
-}
 Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body,
                                  const DecodeOptions& options) {
   return Decode(Op::kCreate, api_version, kind, body, nullptr, options);
 }
 Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
-                                  const Resource& existing) {
-  return DecodeReplace(api_version, kind, body, existing, DecodeOptions{});
-}
-Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
                                   const Resource& existing, const DecodeOptions& options) {
   return Decode(Op::kReplace, api_version, kind, body, &existing, options);
-}
-Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
-                                const Resource& existing) {
-  return DecodePatch(api_version, kind, body, existing, DecodeOptions{});
 }
 Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
                                 const Resource& existing, const DecodeOptions& options) {

@@ -96,21 +96,16 @@ struct DecodeOptions {
 };
 
 // Decodes and validates the body of a PUT that creates the resource.
-Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body);
 Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body,
-                                 const DecodeOptions& options);
+                                 const DecodeOptions& options = {});
 // Decodes and validates a PUT that replaces an existing resource: create-only fields that differ are
 // errors (create-only fields left out keep their value); read-only fields are ignored.
 Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
-                                  const Resource& existing);
-Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
-                                  const Resource& existing, const DecodeOptions& options);
+                                  const Resource& existing, const DecodeOptions& options = {});
 // Applies a PATCH body (JSON merge patch of the updatable fields; null removes) to an existing
 // resource, then validates the result in full.
 Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
-                                const Resource& existing);
-Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
-                                const Resource& existing, const DecodeOptions& options);
+                                const Resource& existing, const DecodeOptions& options = {});
 
 // The wire body of a resource for `api_version`, without the envelope: an object with "properties"
 // (observed read-only values merged in), "tags", and "location" and "identity" when the resource has

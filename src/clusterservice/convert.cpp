@@ -2,6 +2,7 @@
 
 #include "arm/resource_id.h"
 
+#include <initializer_list>
 #include <vector>
 
 namespace hcprp::clusterservice {
@@ -11,6 +12,33 @@ namespace {
 void Copy(const json::object& src, std::string_view from, json::object& dst, std::string_view to) {
   auto it = src.find(from);
   if (it != src.end() && !it->value().is_null()) dst[to] = it->value();
+}
+
+// An ARM member and the Cluster Service member it becomes.
+struct Rename {
+  std::string_view from, to;
+};
+
+// Copy for each of `renames`, in order.
+void CopyAll(const json::object& src, json::object& dst, std::initializer_list<Rename> renames) {
+  for (const Rename& r : renames) Copy(src, r.from, dst, r.to);
+}
+
+// The members of `src` named in `renames`, renamed.
+json::object Renamed(const json::object& src, std::initializer_list<Rename> renames) {
+  json::object out;
+  CopyAll(src, out, renames);
+  return out;
+}
+
+// The ID of the resource `az` is about, which must be of `kind` (`what`: "a cluster", ...).
+Result<arm::ResourceId> ResourceIdOfKind(const AzureContext& az, arm::ResourceKind kind,
+                                         std::string_view what) {
+  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
+  if (id.kind != kind) {
+    return Error::InvalidArgument("not " + std::string(what) + " resource ID: " + az.resource_id);
+  }
+  return id;
 }
 
 const json::object& ObjectOrEmpty(const json::object& o, std::string_view key) {
@@ -37,13 +65,11 @@ json::object VersionToCs(const json::object& v) {
 }
 
 json::object NetworkToCs(const json::object& n) {
-  json::object out;
-  Copy(n, "networkType", out, "type");
-  Copy(n, "podCidr", out, "pod_cidr");
-  Copy(n, "serviceCidr", out, "service_cidr");
-  Copy(n, "machineCidr", out, "machine_cidr");
-  Copy(n, "hostPrefix", out, "host_prefix");
-  return out;
+  return Renamed(n, {{"networkType", "type"},
+                     {"podCidr", "pod_cidr"},
+                     {"serviceCidr", "service_cidr"},
+                     {"machineCidr", "machine_cidr"},
+                     {"hostPrefix", "host_prefix"}});
 }
 
 json::object ApiToCs(const json::object& a) {
@@ -89,18 +115,14 @@ json::object EtcdToCs(const json::object& e) {
   Copy(de, "keyManagementMode", out, "key_management_mode");
   const json::object& cm = ObjectOrEmpty(de, "customerManaged");
   if (!cm.empty()) {
-    json::object cmo;
-    Copy(cm, "encryptionType", cmo, "encryption_type");
+    json::object cmo = Renamed(cm, {{"encryptionType", "encryption_type"}});
     const json::object& kms = ObjectOrEmpty(cm, "kms");
     if (!kms.empty()) {
-      json::object k;
-      Copy(kms, "vaultName", k, "key_vault_name");
-      Copy(kms, "visibility", k, "visibility");
-      Copy(kms, "keyVaultType", k, "key_vault_type");
-      const json::object& key = ObjectOrEmpty(kms, "activeKey");
-      json::object ak;
-      Copy(key, "name", ak, "key_name");
-      Copy(key, "version", ak, "key_version");
+      json::object k = Renamed(kms, {{"vaultName", "key_vault_name"},
+                                     {"visibility", "visibility"},
+                                     {"keyVaultType", "key_vault_type"}});
+      json::object ak =
+          Renamed(ObjectOrEmpty(kms, "activeKey"), {{"name", "key_name"}, {"version", "key_version"}});
       if (auto vn = GetString(kms, "vaultName")) ak["key_vault_name"] = *vn;
       SetIfNotEmpty(k, "active_key", std::move(ak));
       cmo["kms"] = std::move(k);
@@ -124,10 +146,7 @@ json::array ImageDigestMirrorsToCs(const json::array& a) {
   json::array out;
   for (const auto& m : a) {
     if (!m.is_object()) continue;
-    json::object o;
-    Copy(m.as_object(), "source", o, "source");
-    Copy(m.as_object(), "mirrors", o, "mirrors");
-    out.push_back(std::move(o));
+    out.push_back(Renamed(m.as_object(), {{"source", "source"}, {"mirrors", "mirrors"}}));
   }
   return out;
 }
@@ -153,15 +172,9 @@ void ClusterMutableToCs(const json::object& p, json::object& out) {
 json::object NodePoolMutableToCs(const json::object& p) {
   json::object out;
   SetIfNotEmpty(out, "version", VersionToCs(ObjectOrEmpty(p, "version")));
-  Copy(p, "replicas", out, "replicas");
-  Copy(p, "autoRepair", out, "auto_repair");
+  CopyAll(p, out, {{"replicas", "replicas"}, {"autoRepair", "auto_repair"}});
   const json::object& as = ObjectOrEmpty(p, "autoScaling");
-  if (!as.empty()) {
-    json::object a;
-    Copy(as, "min", a, "min_replica");
-    Copy(as, "max", a, "max_replica");
-    out["autoscaling"] = std::move(a);
-  }
+  if (!as.empty()) out["autoscaling"] = Renamed(as, {{"min", "min_replica"}, {"max", "max_replica"}});
   if (auto* labels = GetArray(p, "labels")) {
     json::object m;
     for (const auto& l : *labels) {
@@ -176,11 +189,7 @@ json::object NodePoolMutableToCs(const json::object& p) {
     json::array t;
     for (const auto& x : *taints) {
       if (!x.is_object()) continue;
-      json::object o;
-      Copy(x.as_object(), "key", o, "key");
-      Copy(x.as_object(), "value", o, "value");
-      Copy(x.as_object(), "effect", o, "effect");
-      t.push_back(std::move(o));
+      t.push_back(Renamed(x.as_object(), {{"key", "key"}, {"value", "value"}, {"effect", "effect"}}));
     }
     out["taints"] = std::move(t);
   }
@@ -191,26 +200,17 @@ json::object NodePoolMutableToCs(const json::object& p) {
 json::object ExternalAuthBodyToCs(const json::object& p) {
   json::object out;
   const json::object& issuer = ObjectOrEmpty(p, "issuer");
-  if (!issuer.empty()) {
-    json::object i;
-    Copy(issuer, "url", i, "url");
-    Copy(issuer, "audiences", i, "audiences");
-    Copy(issuer, "ca", i, "ca");
-    out["issuer"] = std::move(i);
-  }
+  if (!issuer.empty())
+    out["issuer"] = Renamed(issuer, {{"url", "url"}, {"audiences", "audiences"}, {"ca", "ca"}});
   if (auto* clients = GetArray(p, "clients")) {
     json::array cs;
     for (const auto& c : *clients) {
       if (!c.is_object()) continue;
       const auto& co = c.as_object();
       json::object o;
-      const json::object& comp = ObjectOrEmpty(co, "component");
-      json::object cc;
-      Copy(comp, "name", cc, "name");
-      Copy(comp, "authClientNamespace", cc, "namespace");
-      o["component"] = std::move(cc);
-      Copy(co, "clientId", o, "id");
-      Copy(co, "extraScopes", o, "extra_scopes");
+      o["component"] =
+          Renamed(ObjectOrEmpty(co, "component"), {{"name", "name"}, {"authClientNamespace", "namespace"}});
+      CopyAll(co, o, {{"clientId", "id"}, {"extraScopes", "extra_scopes"}});
       if (auto t = GetString(co, "type")) o["type"] = LowerAscii(*t);
       cs.push_back(std::move(o));
     }
@@ -223,29 +223,19 @@ json::object ExternalAuthBodyToCs(const json::object& p) {
     json::object m;
     const json::object& un = ObjectOrEmpty(mappings, "username");
     if (!un.empty()) {
-      json::object u;
-      Copy(un, "claim", u, "claim");
-      Copy(un, "prefix", u, "prefix");
-      Copy(un, "prefixPolicy", u, "prefix_policy");
-      m["user_name"] = std::move(u);
+      m["user_name"] =
+          Renamed(un, {{"claim", "claim"}, {"prefix", "prefix"}, {"prefixPolicy", "prefix_policy"}});
     }
     const json::object& groups = ObjectOrEmpty(mappings, "groups");
-    if (!groups.empty()) {
-      json::object g;
-      Copy(groups, "claim", g, "claim");
-      Copy(groups, "prefix", g, "prefix");
-      m["groups"] = std::move(g);
-    }
+    if (!groups.empty()) m["groups"] = Renamed(groups, {{"claim", "claim"}, {"prefix", "prefix"}});
     SetIfNotEmpty(c, "mappings", std::move(m));
     if (auto* rules = GetArray(claim, "validationRules")) {
       json::array rs;
       for (const auto& r : *rules) {
         if (!r.is_object()) continue;
-        json::object o;
-        Copy(r.as_object(), "type", o, "type");
-        const json::object& rc = ObjectOrEmpty(r.as_object(), "requiredClaim");
-        Copy(rc, "claim", o, "claim");
-        Copy(rc, "requiredValue", o, "required_value");
+        json::object o = Renamed(r.as_object(), {{"type", "type"}});
+        CopyAll(ObjectOrEmpty(r.as_object(), "requiredClaim"), o,
+                {{"claim", "claim"}, {"requiredValue", "required_value"}});
         rs.push_back(std::move(o));
       }
       c["validation_rules"] = std::move(rs);
@@ -258,10 +248,7 @@ json::object ExternalAuthBodyToCs(const json::object& p) {
 }  // namespace
 
 Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) {
-  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
-  if (id.kind != arm::ResourceKind::kCluster) {
-    return Error::InvalidArgument("not a cluster resource ID: " + az.resource_id);
-  }
+  HCPRP_ASSIGN_OR_RETURN(auto id, ResourceIdOfKind(az, arm::ResourceKind::kCluster, "a cluster"));
   json::object out;
   out["name"] = id.cluster_name;
   if (!az.location.empty()) out["region"] = json::object{{"id", LowerAscii(az.location)}};
@@ -272,10 +259,11 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
   azure["resource_name"] = id.cluster_name;
   if (!az.tenant_id.empty()) azure["tenant_id"] = az.tenant_id;
   const json::object& platform = ObjectOrEmpty(p, "platform");
-  Copy(platform, "managedResourceGroup", azure, "managed_resource_group_name");
-  Copy(platform, "subnetId", azure, "subnet_resource_id");
-  Copy(platform, "vnetIntegrationSubnetId", azure, "vnet_integration_subnet_resource_id");
-  Copy(platform, "networkSecurityGroupId", azure, "network_security_group_resource_id");
+  CopyAll(platform, azure,
+          {{"managedResourceGroup", "managed_resource_group_name"},
+           {"subnetId", "subnet_resource_id"},
+           {"vnetIntegrationSubnetId", "vnet_integration_subnet_resource_id"},
+           {"networkSecurityGroupId", "network_security_group_resource_id"}});
   if (auto ot = GetString(platform, "outboundType")) {
     azure["nodes_outbound_connectivity"] = json::object{{"outbound_type", LowerAscii(*ot)}};
   }
@@ -317,10 +305,7 @@ Result<json::object> ClusterToCs(const json::object& p, const AzureContext& az) 
 }
 
 Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az) {
-  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
-  if (id.kind != arm::ResourceKind::kNodePool) {
-    return Error::InvalidArgument("not a node pool resource ID: " + az.resource_id);
-  }
+  HCPRP_ASSIGN_OR_RETURN(auto id, ResourceIdOfKind(az, arm::ResourceKind::kNodePool, "a node pool"));
   json::object out = NodePoolMutableToCs(p);
   out["name"] = id.child_name;
   const json::object& platform = ObjectOrEmpty(p, "platform");
@@ -332,25 +317,20 @@ Result<json::object> NodePoolToCs(const json::object& p, const AzureContext& az)
   }
   const json::object& disk = ObjectOrEmpty(platform, "osDisk");
   if (!disk.empty()) {
-    json::object d;
-    Copy(disk, "sizeGiB", d, "size_gibibytes");
-    Copy(disk, "diskStorageAccountType", d, "storage_account_type");
-    Copy(disk, "encryptionSetId", d, "sse_encryption_set_resource_id");
+    json::object d = Renamed(disk, {{"sizeGiB", "size_gibibytes"},
+                                    {"diskStorageAccountType", "storage_account_type"},
+                                    {"encryptionSetId", "sse_encryption_set_resource_id"}});
     if (auto dt = GetString(disk, "diskType"))
       d["persistence"] = EqualsIgnoreCase(*dt, "Ephemeral") ? "ephemeral" : "persistent";
     anp["os_disk"] = std::move(d);
   }
   out["azure_node_pool"] = std::move(anp);
-  Copy(platform, "subnetId", out, "subnet_resource_id");
-  Copy(platform, "availabilityZone", out, "availability_zone");
+  CopyAll(platform, out, {{"subnetId", "subnet_resource_id"}, {"availabilityZone", "availability_zone"}});
   return out;
 }
 
 Result<json::object> ExternalAuthToCs(const json::object& p, const AzureContext& az) {
-  HCPRP_ASSIGN_OR_RETURN(auto id, arm::ParseResourceId(az.resource_id));
-  if (id.kind != arm::ResourceKind::kExternalAuth) {
-    return Error::InvalidArgument("not an external auth resource ID: " + az.resource_id);
-  }
+  HCPRP_ASSIGN_OR_RETURN(auto id, ResourceIdOfKind(az, arm::ResourceKind::kExternalAuth, "an external auth"));
   json::object out = ExternalAuthBodyToCs(p);
   out["name"] = id.child_name;
   return out;

@@ -17,7 +17,14 @@ struct RoleDef {
   std::string_view role_id;
 };
 
-// The operator identities of the control plane and data plane (as published in the API examples).
+// The operator identities of the control plane and data plane (as published in the API examples); the
+// storage and image registry operators act in both.
+constexpr RoleDef kDiskCsiDriver{"disk-csi-driver", "Azure Red Hat OpenShift Disk Storage Operator",
+                                 "5b7237c5-45e1-49d6-bc18-a1f62f400748"};
+constexpr RoleDef kFileCsiDriver{"file-csi-driver", "Azure Red Hat OpenShift File Storage Operator",
+                                 "0d7aedc0-15fd-4a67-a412-efad370c947e"};
+constexpr RoleDef kImageRegistry{"image-registry", "Azure Red Hat OpenShift Image Registry Operator",
+                                 "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"};
 constexpr RoleDef kControlPlane[] = {
     {"cluster-api-azure", "Azure Red Hat OpenShift Hosted Control Planes Cluster API Provider",
      "88366f10-ed47-4cc0-9fab-c8a06148393e"},
@@ -26,23 +33,13 @@ constexpr RoleDef kControlPlane[] = {
     {"cloud-controller-manager", "Azure Red Hat OpenShift Cloud Controller Manager",
      "a1f96423-95ce-4224-ab27-4e3dc72facd4"},
     {"ingress", "Azure Red Hat OpenShift Cluster Ingress Operator", "0336e1d3-7a87-462b-b6db-342b63f7802c"},
-    {"disk-csi-driver", "Azure Red Hat OpenShift Disk Storage Operator",
-     "5b7237c5-45e1-49d6-bc18-a1f62f400748"},
-    {"file-csi-driver", "Azure Red Hat OpenShift File Storage Operator",
-     "0d7aedc0-15fd-4a67-a412-efad370c947e"},
-    {"image-registry", "Azure Red Hat OpenShift Image Registry Operator",
-     "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"},
+    kDiskCsiDriver,
+    kFileCsiDriver,
+    kImageRegistry,
     {"cloud-network-config", "Azure Red Hat OpenShift Network Operator",
      "be7a6435-15ae-4171-8f30-4a343eff9e8f"},
 };
-constexpr RoleDef kDataPlane[] = {
-    {"disk-csi-driver", "Azure Red Hat OpenShift Disk Storage Operator",
-     "5b7237c5-45e1-49d6-bc18-a1f62f400748"},
-    {"file-csi-driver", "Azure Red Hat OpenShift File Storage Operator",
-     "0d7aedc0-15fd-4a67-a412-efad370c947e"},
-    {"image-registry", "Azure Red Hat OpenShift Image Registry Operator",
-     "8b32b316-c2f5-4ddf-b05b-83dacd2d08b5"},
-};
+constexpr RoleDef kDataPlane[] = {kDiskCsiDriver, kFileCsiDriver, kImageRegistry};
 constexpr std::string_view kRoleSetVersions[] = {"4.18", "4.19", "4.20"};
 
 std::string LocationScope(const RequestContext& ctx) {

@@ -79,14 +79,26 @@ std::optional<PemBlock> FirstPemBlock(std::string_view pem) {
   return b;
 }
 
-Result<ReqPtr> ReadCsr(std::string_view pem) {
+// The first PEM block, which must be of `type`.
+Result<PemBlock> PemBlockOf(std::string_view pem, std::string_view type) {
   auto block = FirstPemBlock(pem);
-  if (!block || block->type != "CERTIFICATE REQUEST") {
-    return Error::InvalidArgument("failed to decode PEM block as CERTIFICATE REQUEST");
+  if (!block || block->type != type) {
+    return Error::InvalidArgument("failed to decode PEM block as " + std::string(type));
   }
-  const auto* p = reinterpret_cast<const unsigned char*>(block->der.data());
-  ReqPtr req(d2i_X509_REQ(nullptr, &p, static_cast<long>(block->der.size())));
-  if (!req || p != reinterpret_cast<const unsigned char*>(block->der.data()) + block->der.size()) {
+  return *std::move(block);
+}
+
+// Adds a UTF-8 entry to a subject name.
+void AddNameEntry(X509_NAME* name, int nid, std::string_view value) {
+  X509_NAME_add_entry_by_NID(name, nid, MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(value.data()),
+                             static_cast<int>(value.size()), -1, 0);
+}
+
+Result<ReqPtr> ReadCsr(std::string_view pem) {
+  HCPRP_ASSIGN_OR_RETURN(auto block, PemBlockOf(pem, "CERTIFICATE REQUEST"));
+  const auto* p = reinterpret_cast<const unsigned char*>(block.der.data());
+  ReqPtr req(d2i_X509_REQ(nullptr, &p, static_cast<long>(block.der.size())));
+  if (!req || p != reinterpret_cast<const unsigned char*>(block.der.data()) + block.der.size()) {
     return Error::InvalidArgument("failed to parse certificate request: " + OpenSslReason());
   }
   return req;
@@ -178,12 +190,9 @@ CertificateInfo InfoOf(X509* cert) {
 }
 
 Result<CertPtr> ReadCert(std::string_view pem) {
-  auto block = FirstPemBlock(pem);
-  if (!block || block->type != "CERTIFICATE") {
-    return Error::InvalidArgument("failed to decode PEM block as CERTIFICATE");
-  }
-  const auto* p = reinterpret_cast<const unsigned char*>(block->der.data());
-  CertPtr cert(d2i_X509(nullptr, &p, static_cast<long>(block->der.size())));
+  HCPRP_ASSIGN_OR_RETURN(auto block, PemBlockOf(pem, "CERTIFICATE"));
+  const auto* p = reinterpret_cast<const unsigned char*>(block.der.data());
+  CertPtr cert(d2i_X509(nullptr, &p, static_cast<long>(block.der.size())));
   if (!cert) return Error::InvalidArgument("failed to parse certificate: " + OpenSslReason());
   return cert;
 }
@@ -193,6 +202,44 @@ Result<KeyPtr> ReadKey(std::string_view pem) {
   KeyPtr key(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
   if (!key) return Error::Corruption("unreadable CA key: " + OpenSslReason());
   return key;
+}
+
+Result<CertPtr> ReadCaCert(const CertificateAuthority& ca) {
+  auto cert = ReadCert(ca.cert_pem);
+  if (!cert.ok()) return Error::Corruption("unreadable CA certificate: " + cert.error().message());
+  return cert;
+}
+
+// A version 3 certificate with a random serial and nothing else yet.
+Result<CertPtr> NewCertificate() {
+  CertPtr cert(X509_new());
+  X509_set_version(cert.get(), 2);
+  HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
+  return cert;
+}
+
+// The extensions of a certificate `issuer` issues for a client or server (`ext_key_usage`).
+Status AddLeafExtensions(X509* cert, X509* issuer, const char* ext_key_usage) {
+  HCPRP_RETURN_IF_ERROR(AddExtension(cert, issuer, NID_basic_constraints, "critical,CA:FALSE"));
+  HCPRP_RETURN_IF_ERROR(
+      AddExtension(cert, issuer, NID_key_usage, "critical,digitalSignature,keyEncipherment"));
+  HCPRP_RETURN_IF_ERROR(AddExtension(cert, issuer, NID_ext_key_usage, ext_key_usage));
+  return AddExtension(cert, issuer, NID_authority_key_identifier, "keyid");
+}
+
+Status Sign(X509* cert, EVP_PKEY* key, std::string_view what) {
+  if (X509_sign(cert, key, EVP_sha256()) == 0) {
+    return Error::Internal("cannot sign the " + std::string(what) + ": " + OpenSslReason());
+  }
+  return Status::Ok();
+}
+
+// The private key as PEM (`what` names it in the error).
+Result<std::string> KeyPem(EVP_PKEY* key, std::string_view what) {
+  BioPtr out(BIO_new(BIO_s_mem()));
+  if (PEM_write_bio_PrivateKey(out.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1)
+    return Error::Internal("cannot write the " + std::string(what) + ": " + OpenSslReason());
+  return BioText(out.get());
 }
 
 }  // namespace
@@ -217,12 +264,8 @@ Result<KeyAndCsr> NewCsr(std::string_view common_name, const std::vector<std::st
   HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
   ReqPtr req(X509_REQ_new());
   X509_NAME* name = X509_REQ_get_subject_name(req.get());
-  auto add = [&](int nid, std::string_view v) {
-    X509_NAME_add_entry_by_NID(name, nid, MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(v.data()),
-                               static_cast<int>(v.size()), -1, 0);
-  };
-  for (const auto& o : organizations) add(NID_organizationName, o);
-  if (!common_name.empty()) add(NID_commonName, common_name);
+  for (const auto& o : organizations) AddNameEntry(name, NID_organizationName, o);
+  if (!common_name.empty()) AddNameEntry(name, NID_commonName, common_name);
   X509_REQ_set_pubkey(req.get(), key.get());
   if (X509_REQ_sign(req.get(), key.get(), EVP_sha256()) == 0)
     return Error::Internal("cannot sign the request: " + OpenSslReason());
@@ -236,25 +279,18 @@ Result<KeyAndCsr> NewCsr(std::string_view common_name, const std::vector<std::st
 Result<CertificateAuthority> NewCertificateAuthority(std::string_view common_name, TimePoint now,
                                                      Duration validity) {
   HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
-  CertPtr cert(X509_new());
-  X509_set_version(cert.get(), 2);
-  HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
+  HCPRP_ASSIGN_OR_RETURN(auto cert, NewCertificate());
   X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_NID(name, NID_commonName, MBSTRING_UTF8,
-                             reinterpret_cast<const unsigned char*>(common_name.data()),
-                             static_cast<int>(common_name.size()), -1, 0);
+  AddNameEntry(name, NID_commonName, common_name);
   X509_set_issuer_name(cert.get(), name);
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), now, validity));
   X509_set_pubkey(cert.get(), key.get());
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_basic_constraints, "critical,CA:TRUE"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_key_usage, "critical,keyCertSign,cRLSign"));
   HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), cert.get(), NID_subject_key_identifier, "hash"));
-  if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0)
-    return Error::Internal("cannot sign the CA certificate: " + OpenSslReason());
-  BioPtr out(BIO_new(BIO_s_mem()));
-  if (PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
-    return Error::Internal("cannot write the CA key: " + OpenSslReason());
-  return CertificateAuthority{BioText(out.get()), CertPem(cert.get())};
+  HCPRP_RETURN_IF_ERROR(Sign(cert.get(), key.get(), "CA certificate"));
+  HCPRP_ASSIGN_OR_RETURN(auto key_pem, KeyPem(key.get(), "CA key"));
+  return CertificateAuthority{std::move(key_pem), CertPem(cert.get())};
 }
 
 Result<IssuedCertificate> SignCsr(const CertificateAuthority& ca, std::string_view csr_pem, TimePoint now,
@@ -265,35 +301,26 @@ Result<IssuedCertificate> SignCsr(const CertificateAuthority& ca, std::string_vi
     ERR_clear_error();
     return Error::InvalidArgument("certificate request signature is invalid");
   }
-  auto ca_cert = ReadCert(ca.cert_pem);
-  if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
+  HCPRP_ASSIGN_OR_RETURN(auto ca_cert, ReadCaCert(ca));
   HCPRP_ASSIGN_OR_RETURN(auto ca_key, ReadKey(ca.key_pem));
 
-  CertPtr cert(X509_new());
-  X509_set_version(cert.get(), 2);
-  HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
+  HCPRP_ASSIGN_OR_RETURN(auto cert, NewCertificate());
   X509_set_subject_name(cert.get(), X509_REQ_get_subject_name(req.get()));
-  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert->get()));
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get()));
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), now, ttl));
   X509_set_pubkey(cert.get(), pub);
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_basic_constraints, "critical,CA:FALSE"));
-  HCPRP_RETURN_IF_ERROR(
-      AddExtension(cert.get(), ca_cert->get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_ext_key_usage, "clientAuth"));
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_authority_key_identifier, "keyid"));
-  if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0)
-    return Error::Internal("cannot sign the certificate: " + OpenSslReason());
+  HCPRP_RETURN_IF_ERROR(AddLeafExtensions(cert.get(), ca_cert.get(), "clientAuth"));
+  HCPRP_RETURN_IF_ERROR(Sign(cert.get(), ca_key.get(), "certificate"));
   return IssuedCertificate{CertPem(cert.get()), InfoOf(cert.get())};
 }
 
 Result<CertificateInfo> VerifyCertificate(const CertificateAuthority& ca, std::string_view cert_pem,
                                           TimePoint now) {
   HCPRP_ASSIGN_OR_RETURN(auto cert, ReadCert(cert_pem));
-  auto ca_cert = ReadCert(ca.cert_pem);
-  if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
+  HCPRP_ASSIGN_OR_RETURN(auto ca_cert, ReadCaCert(ca));
   StorePtr store(X509_STORE_new());
   StoreCtxPtr ctx(X509_STORE_CTX_new());
-  if (!store || !ctx || X509_STORE_add_cert(store.get(), ca_cert->get()) != 1 ||
+  if (!store || !ctx || X509_STORE_add_cert(store.get(), ca_cert.get()) != 1 ||
       X509_STORE_CTX_init(ctx.get(), store.get(), cert.get(), nullptr) != 1) {
     return Error::Internal("cannot set up verification: " + OpenSslReason());
   }
@@ -310,37 +337,24 @@ Result<KeyAndCertificate> IssueCertificate(const CertificateAuthority& ca, std::
                                            const std::vector<std::string>& ip_addresses, TimePoint not_before,
                                            TimePoint not_after) {
   HCPRP_ASSIGN_OR_RETURN(auto key, NewKey());
-  auto ca_cert = ReadCert(ca.cert_pem);
-  if (!ca_cert.ok()) return Error::Corruption("unreadable CA certificate: " + ca_cert.error().message());
+  HCPRP_ASSIGN_OR_RETURN(auto ca_cert, ReadCaCert(ca));
   HCPRP_ASSIGN_OR_RETURN(auto ca_key, ReadKey(ca.key_pem));
-  CertPtr cert(X509_new());
-  X509_set_version(cert.get(), 2);
-  HCPRP_RETURN_IF_ERROR(SetRandomSerial(cert.get()));
-  X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_NID(name, NID_commonName, MBSTRING_UTF8,
-                             reinterpret_cast<const unsigned char*>(common_name.data()),
-                             static_cast<int>(common_name.size()), -1, 0);
-  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert->get()));
+  HCPRP_ASSIGN_OR_RETURN(auto cert, NewCertificate());
+  AddNameEntry(X509_get_subject_name(cert.get()), NID_commonName, common_name);
+  X509_set_issuer_name(cert.get(), X509_get_subject_name(ca_cert.get()));
   HCPRP_RETURN_IF_ERROR(SetValidity(cert.get(), not_before, not_after - not_before));
   X509_set_pubkey(cert.get(), key.get());
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_basic_constraints, "critical,CA:FALSE"));
   HCPRP_RETURN_IF_ERROR(
-      AddExtension(cert.get(), ca_cert->get(), NID_key_usage, "critical,digitalSignature,keyEncipherment"));
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_ext_key_usage,
-                                     usage == Usage::kServer ? "serverAuth" : "clientAuth"));
-  HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_authority_key_identifier, "keyid"));
+      AddLeafExtensions(cert.get(), ca_cert.get(), usage == Usage::kServer ? "serverAuth" : "clientAuth"));
   std::string san;
   for (const auto& d : dns_names) san += (san.empty() ? "DNS:" : ",DNS:") + d;
   for (const auto& ip : ip_addresses) san += (san.empty() ? "IP:" : ",IP:") + ip;
   if (!san.empty()) {
-    HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert->get(), NID_subject_alt_name, san.c_str()));
+    HCPRP_RETURN_IF_ERROR(AddExtension(cert.get(), ca_cert.get(), NID_subject_alt_name, san.c_str()));
   }
-  if (X509_sign(cert.get(), ca_key.get(), EVP_sha256()) == 0)
-    return Error::Internal("cannot sign the certificate: " + OpenSslReason());
-  BioPtr out(BIO_new(BIO_s_mem()));
-  if (PEM_write_bio_PrivateKey(out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
-    return Error::Internal("cannot write the key: " + OpenSslReason());
-  return KeyAndCertificate{BioText(out.get()), CertPem(cert.get())};
+  HCPRP_RETURN_IF_ERROR(Sign(cert.get(), ca_key.get(), "certificate"));
+  HCPRP_ASSIGN_OR_RETURN(auto key_pem, KeyPem(key.get(), "key"));
+  return KeyAndCertificate{std::move(key_pem), CertPem(cert.get())};
 }
 
 Result<CertificateInfo> ParseCertificate(std::string_view cert_pem) {
@@ -361,11 +375,8 @@ std::string ThumbprintOfDer(std::string_view der) {
 }
 
 Result<std::string> CertificateDer(std::string_view cert_pem) {
-  auto block = FirstPemBlock(cert_pem);
-  if (!block || block->type != "CERTIFICATE") {
-    return Error::InvalidArgument("failed to decode PEM block as CERTIFICATE");
-  }
-  return block->der;
+  HCPRP_ASSIGN_OR_RETURN(auto block, PemBlockOf(cert_pem, "CERTIFICATE"));
+  return std::move(block.der);
 }
 
 Result<std::string> Thumbprint(std::string_view cert_pem) {

@@ -30,6 +30,7 @@
 #include "core/log.h"
 #include "core/mutex.h"
 #include "core/result.h"
+#include "simulator/provisioner.h"
 #include "simulator/state_db.h"
 
 namespace hcprp::provisioning {
@@ -59,10 +60,11 @@ std::string_view ConditionPrefix(ResourceType t);
 std::string_view ShortName(ResourceType t);
 Result<ResourceType> ParseShortName(std::string_view name);
 
-// instant: every operation completes at once; demo: a fraction of a second to a few seconds;
-// realistic: log-normal durations with medians and p99s of real Azure operations (VM create ~2 min).
-enum class LatencyProfile { kInstant, kDemo, kRealistic };
-Result<LatencyProfile> ParseLatencyProfile(std::string_view name);
+// The simulator's timing profile (simulator::ProfileName, simulator::ParseProfile), for Azure's
+// operations: instant: every operation completes at once; demo: a fraction of a second to a few
+// seconds; realistic: log-normal durations with medians and p99s of real Azure operations (VM create
+// ~2 min).
+using LatencyProfile = simulator::Profile;
 
 struct AzureOptions {
   const Clock* clock = nullptr;    // required; not owned
@@ -204,28 +206,30 @@ class SimulatedAzure {
   Duration Scaled(Duration d) const;
   AzureCall PendingLocked(const Operation& op, TimePoint now) const HCPRP_REQUIRES(mu_);
   AzureCall ThrottledCall(const AzureFault& f) const;
+  // Adds a customer-owned resource that exists at once.
+  void AddCustomerLocked(const std::string& key, std::string id, ResourceType type, TimePoint now)
+      HCPRP_REQUIRES(mu_);
   // Starts r's create or delete as a long-running operation (a fault may make it fail); `poll_now` says
   // the operation was drawn with no latency and is to be polled to its end at once, without mu_.
   AzureCall StartLocked(ResourceType type, const std::string& key, Resource& r, bool is_delete, TimePoint now,
                         bool& poll_now) HCPRP_REQUIRES(mu_);
-  // The Begin* calls under mu_: `poll_now` as StartLocked's.
+  // The calls counted apart (calls_' second index).
+  enum Call : size_t { kCreateCall, kDeleteCall, kPollCall, kCalls };
+  // A create or a delete: BeginCreateLocked or BeginDeleteLocked under mu_, then (without mu_) the poll
+  // of an operation drawn with no latency, then its count. `type` is the create's (a delete finds its own).
+  AzureCall Begin(std::string_view caller, Call call, ResourceType type, const std::string& id);
+  // The Begin* calls under mu_: `poll_now` as StartLocked's; the delete reports the type it saw.
   AzureCall BeginCreateLocked(std::string_view caller, ResourceType type, const std::string& id,
                               bool& poll_now) HCPRP_REQUIRES(mu_);
   AzureCall BeginDeleteLocked(std::string_view caller, const std::string& id, ResourceType& type,
                               bool& poll_now) HCPRP_REQUIRES(mu_);
-  // `c` itself, or when `poll_now` the poll of its operation. Without mu_.
-  AzureCall PollIfDue(std::string_view caller, AzureCall c, ResourceType type, bool poll_now);
-
-  // The calls without their counting; the delete and the poll report the resource type they saw.
-  AzureCall BeginCreateUncounted(std::string_view caller, ResourceType type, const std::string& id);
-  AzureCall BeginDeleteUncounted(std::string_view caller, const std::string& id, ResourceType& type);
+  // The poll without its counting; it reports the resource type it saw.
   AzureCall PollUncounted(std::string_view caller, const std::string& token, ResourceType& type);
-  // Adds `c` to calls_ (`call`: 0 create, 1 delete, 2 poll). Lock-free.
-  void Count(ResourceType type, size_t call, const AzureCall& c);
+  // Adds `c` to calls_. Lock-free.
+  void Count(ResourceType type, Call call, const AzureCall& c);
 
   const AzureOptions options_;
 
-  static constexpr size_t kCalls = 3;     // create, delete, poll
   static constexpr size_t kOutcomes = 5;  // succeeded, accepted, failed, unauthorized, throttled
   std::array<std::array<std::array<std::atomic<int64_t>, kOutcomes>, kCalls>, kResourceTypeCount> calls_{};
 

@@ -192,6 +192,8 @@ class Engine final : public simulator::Provisioner {
   void EnqueueLocked(const std::string& key, TimePoint at) HCPRP_REQUIRES(mu_);
   void ReconcileUnit(const std::string& unit_key);
   void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
+  // The object `href` of a queue key, when the engine still has it: reconciled, and marked changed.
+  void ReconcileHrefLocked(const std::string& href, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   void ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   // True while obj is still being validated (it is queued again for when validation ends).

@@ -11,18 +11,6 @@ namespace hcprp::provisioning {
 
 namespace {
 
-LatencyProfile LatencyFor(simulator::Profile p) {
-  switch (p) {
-    case simulator::Profile::kInstant:
-      return LatencyProfile::kInstant;
-    case simulator::Profile::kDemo:
-      return LatencyProfile::kDemo;
-    case simulator::Profile::kRealistic:
-      return LatencyProfile::kRealistic;
-  }
-  return LatencyProfile::kDemo;
-}
-
 // Forwards the engine's state changes and conditions to the simulator.
 class HostSink final : public StateSink {
  public:
@@ -83,7 +71,7 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
     AzureOptions ao;
     ao.clock = ctx.clock;
     ao.logger = ctx.logger;
-    ao.profile = LatencyFor(ctx.profile);
+    ao.profile = ctx.profile;
     ao.time_scale = ctx.time_scale;
     ao.state = ctx.state;
     ao.seed = ctx.seed;

@@ -207,13 +207,7 @@ void Engine::RunKey(const std::string& key) {
     EndStep(false);
   } else {
     std::vector<Pending> out;
-    const std::string href = key.substr(2);
-    auto it = objs_.find(href);
-    if (it != objs_.end()) {
-      TouchObjectLocked(href);
-      ReconcileObjectLocked(it->second, out);
-      TouchObjectLocked(href);
-    }
+    ReconcileHrefLocked(key.substr(2), out);
     // Written before the Cluster Service hears of a transition: after a crash in between it announces
     // the object again and the engine, which already has the step, repeats only the transition.
     const bool moves = std::any_of(out.begin(), out.end(),
@@ -232,6 +226,14 @@ void Engine::RunKey(const std::string& key) {
     mu_.lock();
   }
   FinishKeyLocked(key);
+}
+
+void Engine::ReconcileHrefLocked(const std::string& href, std::vector<Pending>& out) {
+  auto it = objs_.find(href);
+  if (it == objs_.end()) return;
+  TouchObjectLocked(href);
+  ReconcileObjectLocked(it->second, out);
+  TouchObjectLocked(href);
 }
 
 size_t Engine::RunDueForTest(int max_rounds) {
@@ -262,13 +264,7 @@ size_t Engine::RunDueForTest(int max_rounds) {
       std::vector<Pending> out;
       {
         MutexLock lock(mu_);
-        const std::string href = key.substr(2);
-        auto it = objs_.find(href);
-        if (it != objs_.end()) {
-          TouchObjectLocked(href);
-          ReconcileObjectLocked(it->second, out);
-          TouchObjectLocked(href);
-        }
+        ReconcileHrefLocked(key.substr(2), out);
         EndStep(true);
       }
       Apply(out);

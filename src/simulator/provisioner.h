@@ -2,10 +2,10 @@
 // their states. The simulator owns the objects, persistence, events and timers; a Provisioner only
 // answers "after how long, and to which state, does this object move next?".
 //
-// TimedProvisioner (below) walks every object through the states of DESIGN.md section 5 with durations
-// from a timing profile. A provisioning engine can replace it: either by answering Next() from its
-// own model, or by answering nullopt (the object rests) and driving states itself through
-// Service::Transition() from its own threads.
+// TimedProvisioner (below) walks every object through the Cluster Service's states (docs/architecture.md,
+// "Cluster Service object states") with durations from a timing profile. A provisioning engine can replace
+// it: either by answering Next() from its own model, or by answering nullopt (the object rests) and driving
+// states itself through Service::Transition() from its own threads.
 #pragma once
 
 #include <chrono>
@@ -69,10 +69,10 @@ class Provisioner {
 };
 
 // instant: every step as fast as possible (each state still observable as an event);
-// demo: a few seconds per step; realistic: DESIGN.md section 5 durations drawn from log-normal
-// distributions (cluster create median ~12.5 min, p99 ~20 min; node pool create ~10 min; deletes
-// median ~11.5 min, p99 ~25 min). Every duration is multiplied by time_scale (0.01 turns the
-// realistic 12 minutes into 7 seconds).
+// demo: a few seconds per step; realistic: the durations of docs/architecture.md ("Cluster Service
+// object states") drawn from log-normal distributions (cluster create median ~12.5 min, p99 ~20 min; node
+// pool create ~10 min; deletes median ~11.5 min, p99 ~25 min). Every duration is multiplied by time_scale
+// (0.01 turns the realistic 12 minutes into 7 seconds).
 enum class Profile { kInstant, kDemo, kRealistic };
 std::string_view ProfileName(Profile p);
 Result<Profile> ParseProfile(std::string_view name);

@@ -118,6 +118,17 @@ std::string ClusterKey(const json::object& o) {
 // Members a client may not set or change.
 constexpr std::string_view kServerManaged[] = {"kind", "id", "href", "status", "creation_timestamp"};
 
+// The body of a create or update without the members the server manages; the reason (answered 400) when
+// it is not a JSON object.
+Result<json::object> ClientBody(const http::Request& req) {
+  auto parsed = ParseJson(req.body());
+  if (!parsed.ok()) return Error::InvalidArgument("Invalid JSON body: " + parsed.error().message());
+  if (!parsed->is_object()) return Error::InvalidArgument("The body must be a JSON object");
+  json::object body = std::move(parsed->as_object());
+  for (auto k : kServerManaged) body.erase(k);
+  return body;
+}
+
 bool Updatable(const std::string& state) {
   return state == "ready" || state == "error" || state == "recoverable_error";
 }
@@ -186,6 +197,19 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   };
   if (segs.empty()) return not_found();
   const std::string base(kApiPrefix);
+  // An object of `kind` at `href`: read, update, delete.
+  auto object = [&](const std::string& href, std::string_view kind) -> http::Response {
+    if (method == Verb::get) return GetObject(href, kind);
+    if (method == Verb::patch) return UpdateObject(req, href, kind);
+    if (method == Verb::delete_) return DeleteObject(href, kind);
+    return not_allowed();
+  };
+  // The answer when the cluster at `href` (named segs[1]) does not exist.
+  auto missing_cluster = [&](const std::string& href) -> std::optional<http::Response> {
+    MutexLock lock(mu_);
+    if (FindLocked(href, kCluster)) return std::nullopt;
+    return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
+  };
 
   if (segs[0] == "events" && segs.size() == 1) {
     if (method != Verb::get) return not_allowed();
@@ -206,12 +230,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     return not_allowed();
   }
   const std::string cluster = clusters + "/" + std::string(segs[1]);
-  if (segs.size() == 2) {
-    if (method == Verb::get) return GetObject(cluster, kCluster);
-    if (method == Verb::patch) return UpdateObject(req, cluster, kCluster);
-    if (method == Verb::delete_) return DeleteObject(cluster, kCluster);
-    return not_allowed();
-  }
+  if (segs.size() == 2) return object(cluster, kCluster);
   const std::string_view sub = segs[2];
   if (segs.size() == 3) {
     if (sub == "status") return method == Verb::get ? GetStatus(cluster, kCluster) : not_allowed();
@@ -226,12 +245,7 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
     }
     if (sub == "break_glass_credentials") {
       if (method == Verb::get) {
-        {
-          MutexLock lock(mu_);
-          if (!FindLocked(cluster, kCluster)) {
-            return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
-          }
-        }
+        if (auto missing = missing_cluster(cluster)) return *missing;
         return ListObjects(kCredential, cluster, query);
       }
       if (method == Verb::post) return RequestAdminCredential(req, cluster);
@@ -262,22 +276,13 @@ http::Response Service::HandleApi(const http::Request& req, std::string_view pat
   }
   const std::string collection = cluster + "/" + std::string(sub);
   if (segs.size() == 3) {
-    {
-      MutexLock lock(mu_);
-      if (!FindLocked(cluster, kCluster))
-        return OcmError(StatusCode::not_found, "Cluster '" + std::string(segs[1]) + "' not found");
-    }
+    if (auto missing = missing_cluster(cluster)) return *missing;
     if (method == Verb::get) return ListObjects(child_kind, cluster, query);
     if (method == Verb::post) return CreateObject(req, child_kind, collection, cluster);
     return not_allowed();
   }
   const std::string child = collection + "/" + std::string(segs[3]);
-  if (segs.size() == 4) {
-    if (method == Verb::get) return GetObject(child, child_kind);
-    if (method == Verb::patch) return UpdateObject(req, child, child_kind);
-    if (method == Verb::delete_) return DeleteObject(child, child_kind);
-    return not_allowed();
-  }
+  if (segs.size() == 4) return object(child, child_kind);
   if (segs.size() == 5 && segs[4] == "status") {
     return method == Verb::get ? GetStatus(child, child_kind) : not_allowed();
   }
@@ -328,12 +333,9 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
 
 http::Response Service::CreateObject(const http::Request& req, std::string_view kind,
                                      const std::string& collection, const std::string& parent) {
-  auto parsed = ParseJson(req.body());
-  if (!parsed.ok())
-    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
-  if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-  json::object body = std::move(parsed->as_object());
-  for (auto k : kServerManaged) body.erase(k);
+  auto client_body = ClientBody(req);
+  if (!client_body.ok()) return OcmError(StatusCode::bad_request, client_body.error().message());
+  json::object body = std::move(*client_body);
   if (auto problem = Validate(kind, body, versions())) return OcmError(StatusCode::bad_request, *problem);
   const std::string key(req["X-Idempotency-Key"]);
 
@@ -451,12 +453,9 @@ http::Response Service::GetStatus(const std::string& href, std::string_view kind
 
 http::Response Service::UpdateObject(const http::Request& req, const std::string& href,
                                      std::string_view kind) {
-  auto parsed = ParseJson(req.body());
-  if (!parsed.ok())
-    return OcmError(StatusCode::bad_request, "Invalid JSON body: " + parsed.error().message());
-  if (!parsed->is_object()) return OcmError(StatusCode::bad_request, "The body must be a JSON object");
-  json::object patch = std::move(parsed->as_object());
-  for (auto k : kServerManaged) patch.erase(k);
+  auto client_body = ClientBody(req);
+  if (!client_body.ok()) return OcmError(StatusCode::bad_request, client_body.error().message());
+  json::object patch = std::move(*client_body);
 
   MutexLock lock(mu_);
   if (shutdown_) return OcmError(StatusCode::service_unavailable, "The service is shutting down");
