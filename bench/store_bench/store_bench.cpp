@@ -230,12 +230,12 @@ class Raw {
     out.clear();
     Text(changes_, 1, kContainer);
     sqlite3_bind_int64(changes_, 2, after);
-    sqlite3_bind_int64(changes_, 3, limit);
     auto col = [&](int i) {
       return std::string(static_cast<const char*>(sqlite3_column_blob(changes_, i)),
                          static_cast<size_t>(sqlite3_column_bytes(changes_, i)));
     };
-    while (sqlite3_step(changes_) == SQLITE_ROW) {
+    // The statement has no LIMIT (the engine stops stepping when its page is full): the same here.
+    while (out.size() < static_cast<size_t>(limit) && sqlite3_step(changes_) == SQLITE_ROW) {
       ChangeRow r;
       r.seq = sqlite3_column_int64(changes_, 0);
       r.kind = sqlite3_column_int64(changes_, 1);
