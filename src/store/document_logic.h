@@ -3,7 +3,6 @@
 // indexed fields extracted on write, and continuation tokens.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,10 +107,6 @@ std::string LeaseName(std::string_view container, std::string_view pk, std::stri
 // A stored body read back: kCorruption when it is not JSON. Accepts what ValidateBody lets in (the
 // same depth limit, kMaxBodyDepth, on write and on read) and invalid UTF-8 as stored.
 Result<json::value> ParseStoredBody(std::string_view text);
-
-// Milliseconds of the store's Clock (the unit of every stored time) and back.
-int64_t ToMillis(std::chrono::milliseconds d);
-TimePoint FromMillis(int64_t ms);
 
 // Change kinds as both engines store them (the values of Change::Kind, in its order).
 inline constexpr int kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;

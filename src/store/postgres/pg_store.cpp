@@ -28,9 +28,9 @@ int64_t MigrationLockKey(std::string_view schema) {
 }  // namespace
 
 PgStore::PgStore(PgTarget target, const OpenOptions& options)
-    : target_(std::move(target)),
+    : EngineStore(options.clock, /*reruns=*/true),
+      target_(std::move(target)),
       options_(options),
-      clock_(options.clock),
       conn_options_("-c search_path=" + target_.schema +
                     " -c lock_timeout=" + std::to_string(std::max<int64_t>(1, options.busy_timeout.count()))),
       channel_("hcprp_feed_" + target_.schema) {}

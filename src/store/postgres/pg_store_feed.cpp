@@ -83,57 +83,43 @@ Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view contai
   return static_cast<uint64_t>(r->Int8(0, 0));
 }
 
-Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_view continuation,
-                                        size_t max_changes) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (max_changes == 0) return Error::InvalidArgument("max_changes must be > 0");
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  return WithConn([&](PgConnection& c) -> Result<ChangePage> {
-    auto last = NumberChanges(c, container, /*all=*/!*position);
-    if (!last.ok()) return last.error();
-    const uint64_t start = *position ? **position : *last;
+Result<internal::FeedRead> PgStore::ChangesAfter(std::string_view container, std::optional<uint64_t> position,
+                                                 bool resumed, size_t max_changes) {
+  return WithConn([&](PgConnection& c) -> Result<internal::FeedRead> {
+    HCPRP_ASSIGN_OR_RETURN(const uint64_t last, NumberChanges(c, container, /*all=*/!position));
+    const uint64_t start = position ? *position : last;
     // A position past the feed's end names numbers this server never gave: it took over from a
     // primary whose last acknowledged commits it had not received (asynchronous replication).
     // Reading on would skip the changes that get those numbers here: the reader must resync.
-    if (start > *last) return FeedPositionAhead(container, start, *last);
-    uint64_t after = start;
-    ChangePage page;
+    if (start > last) return FeedPositionAhead(container, start, last);
+    internal::FeedRead read;
+    read.end = start;
     bool gap = false;
     // Superseded versions are stepped over (the position still moves past them): read ranges until
     // the page is full or the feed ends.
-    for (bool first = true; page.changes.size() < max_changes; first = false) {
-      const size_t want = max_changes - page.changes.size();
+    for (bool first = true; read.changes.size() < max_changes; first = false) {
+      const size_t want = max_changes - read.changes.size();
       Params p;
       p.Bytea(container)
-          .Int8(static_cast<int64_t>(after))
+          .Int8(static_cast<int64_t>(read.end))
           .Int8(static_cast<int64_t>(std::min<size_t>(want, INT32_MAX)));
-      auto r = c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container));
-      if (!r.ok()) return r.error();
+      HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container)));
       // Numbers are consecutive: a read that does not start right after the position (or finds
       // nothing below the last number) met changes removed by retention.
-      if (first) gap = r->rows() == 0 ? *last > start : static_cast<uint64_t>(r->Int8(0, 0)) != start + 1;
-      for (int i = 0; i < r->rows(); ++i) {
-        after = static_cast<uint64_t>(r->Int8(i, 0));
-        if (r->IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
-        Change ch;
-        ch.sequence = after;
-        ch.kind = ChangeKindFromInt(r->Int2(i, 1));
-        ch.document.partition_key = r->String(i, 2);
-        ch.document.id = r->String(i, 3);
-        auto body = ParseStoredBody(r->Bytes(i, 4));
-        if (!body.ok()) return body.error();
-        ch.document.body = std::move(*body);
-        ch.document.etag = r->String(i, 5);
-        ch.document.timestamp_ms = r->Int8(i, 6);
-        ch.document.ttl_seconds = r->OptInt8(i, 7);
-        page.changes.push_back(std::move(ch));
+      if (first) gap = r.rows() == 0 ? last > start : static_cast<uint64_t>(r.Int8(0, 0)) != start + 1;
+      for (int i = 0; i < r.rows(); ++i) {
+        read.end = static_cast<uint64_t>(r.Int8(i, 0));
+        if (r.IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
+        HCPRP_ASSIGN_OR_RETURN(
+            auto change,
+            internal::ChangeFromRow(read.end, r.Int2(i, 1), r.String(i, 2), r.String(i, 3), r.Bytes(i, 4),
+                                    r.String(i, 5), r.Int8(i, 6), r.OptInt8(i, 7)));
+        read.changes.push_back(std::move(change));
       }
-      if (static_cast<size_t>(r->rows()) < want) break;
+      if (static_cast<size_t>(r.rows()) < want) break;
     }
-    if (gap && !continuation.empty()) return internal::FeedPositionExpired(container);
-    page.continuation = internal::EncodeChangeContinuation(after);
-    return page;
+    if (gap && resumed) return internal::FeedPositionExpired(container);
+    return read;
   });
 }
 
@@ -184,20 +170,15 @@ void PgStore::ListenLoop() {
   }
 }
 
-Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_view continuation,
-                                     std::chrono::milliseconds timeout) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+Result<bool> PgStore::WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                                std::chrono::steady_clock::time_point deadline) {
   EnsureListener();
   uint64_t after = 0;
-  if (*position) {
-    after = **position;
+  if (position) {
+    after = *position;
   } else {
-    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); });
-    if (!last.ok()) return last.error();
-    after = *last;
+    HCPRP_ASSIGN_OR_RETURN(
+        after, WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); }));
   }
   while (true) {
     uint64_t generation = 0;

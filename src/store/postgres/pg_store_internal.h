@@ -13,25 +13,18 @@
 
 #include "core/mutex.h"
 #include "store/document_logic.h"
+#include "store/engine_store.h"
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_sql.h"
 #include "store/postgres/pg_store.h"
 
 namespace hcprp::store::postgres {
 
-using internal::ChangeKindFromInt;
-using internal::CheckContainer;
 using internal::DocName;
-using internal::FromMillis;
-using internal::IndexedFields;
 using internal::LeaseName;
-using internal::MakeDocument;
-using internal::MakeVersion;
-using internal::ParseStoredBody;
+using internal::LeaseState;
 using internal::Printable;
 using internal::StoredRow;
-using internal::ToMillis;
-using internal::ValidateOp;
 using internal::Version;
 using namespace std::chrono_literals;
 
@@ -62,35 +55,39 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 // pg_store_writes.cpp.)
 Status FlushChanges(Tx& tx);
 
-// Fails unless `fence` is still held with its fencing token (in pg_store_leases.cpp).
-Status CheckFence(Tx& tx, const Lease& fence);
+// The lease primitives of internal::EngineTx on a transaction (in pg_store_leases.cpp).
+Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
+                                            std::string_view name);
+Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t expires_at,
+                                          std::string& holder);
+Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::string_view new_etag,
+                                              int64_t expires_at);
+Result<bool> DropLease(Tx& tx, const Lease& lease);
 
-class PgStore final : public internal::PointWritesAsBatches {
+class PgStore final : public internal::EngineStore {
  public:
   static Result<std::unique_ptr<Store>> Open(PgTarget target, const OpenOptions& options);
   ~PgStore() override;
 
-  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                            const Lease* fence) override;
-  Result<QueryPage> Query(const QueryOptions& options) override;
-  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
-                                   std::string_view continuation) override;
-  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
-                                 size_t max_changes) override;
-  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override;
-  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
-                             std::string_view owner, std::chrono::milliseconds ttl) override;
-  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
-  Status ReleaseLease(const Lease& lease) override;
   Result<size_t> PurgeExpired() override;
 
+ protected:
+  // Runs `body` in WriteTx, which may run it again after a retryable failure (a serialization
+  // failure or deadlock, a switchover): the retry loop is this engine's alone (SQLite never reruns).
+  Status InWriteTransaction(std::string_view what,
+                            const std::function<Status(internal::EngineTx&)>& body) override;
+  Result<std::optional<StoredRow>> ReadLive(std::string_view container, std::string_view pk,
+                                            std::string_view id, int64_t now) override;
+  Status RunQuery(const QueryOptions& options, const internal::QueryPlan& plan,
+                  internal::PageBuilder& page) override;
+  Status PartitionsAfter(std::string_view container, const std::optional<std::string>& after, int64_t now,
+                         int64_t limit, internal::PageBuilder& page) override;
+  Result<internal::FeedRead> ChangesAfter(std::string_view container, std::optional<uint64_t> position,
+                                          bool resumed, size_t max_changes) override;
+  Result<bool> WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                         std::chrono::steady_clock::time_point deadline) override;
+
  private:
-  // Read and ReadText: the live row of `id`, its body parsed or as text.
-  Result<Document> ReadRow(std::string_view container, std::string_view pk, std::string_view id,
-                           bool body_text);
   PgStore(PgTarget target, const OpenOptions& options);
 
   Result<std::unique_ptr<PgConnection>> Connect() const;
@@ -105,11 +102,11 @@ class PgStore final : public internal::PointWritesAsBatches {
   // turns out to be dead.
   template <typename F>
   auto WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>()));
-  // Runs `body(Tx&)` in a transaction (BEGIN .. changes .. COMMIT); rolls back when it fails.
+  // Runs `body(Tx&)` in a transaction (BEGIN .. changes .. COMMIT); rolls back when it fails, and
+  // runs it again (up to kTxAttempts times) after a retryable failure.
   template <typename T, typename Body>
   Result<T> WriteTx(std::string_view what, Body&& body);
 
-  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
   // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
   Status TrimChanges();
   // Numbers the container's committed, unnumbered changes (a chunk of them, or all for a reader that
@@ -127,7 +124,6 @@ class PgStore final : public internal::PointWritesAsBatches {
   // Constant after construction.
   const PgTarget target_;
   const OpenOptions options_;
-  const Clock* const clock_;
   const std::string conn_options_;  // libpq "options": search_path, lock_timeout
   const std::string channel_;       // NOTIFY channel of this schema
 

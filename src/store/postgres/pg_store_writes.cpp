@@ -80,9 +80,9 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 
 namespace {
 
-// The row primitives of engine_core.h over a transaction; rows read for a write are locked (FOR
-// UPDATE), and changes are buffered until FlushChanges.
-class PgRows final : public internal::RowTx {
+// The row and lease primitives of engine_store.h over a transaction; rows read for a write are locked
+// (FOR UPDATE), and changes are buffered until FlushChanges.
+class PgRows final : public internal::EngineTx {
  public:
   explicit PgRows(Tx& tx) : tx_(tx) {}
 
@@ -106,8 +106,7 @@ class PgRows final : public internal::RowTx {
   Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override {
     Params p;
     p.Bytea(container).Bytea(pk).Bytea(id);
-    auto r = tx_.c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id));
-    if (!r.ok()) return r.error();
+    HCPRP_RETURN_IF_ERROR(tx_.c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id)));
     return Status::Ok();
   }
   Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
@@ -117,6 +116,19 @@ class PgRows final : public internal::RowTx {
                  ttl);
     return Status::Ok();
   }
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override {
+    return postgres::LoadLease(tx_, container, pk, name);
+  }
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override {
+    return postgres::TakeLease(tx_, lease, expires_at, holder);
+  }
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override {
+    return postgres::ExtendLease(tx_, lease, new_etag, expires_at);
+  }
+  Result<bool> DropLease(const Lease& lease) override { return postgres::DropLease(tx_, lease); }
 
  private:
   Tx& tx_;
@@ -139,30 +151,14 @@ Status FlushChanges(Tx& tx) {
   return Status::Ok();
 }
 
-Result<Document> PgStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  // consume=false: WriteTx may run the transaction again after a serialization failure.
-  return WriteTx<Document>("write", [&](Tx& tx) {
+Status PgStore::InWriteTransaction(std::string_view what,
+                                   const std::function<Status(internal::EngineTx&)>& body) {
+  auto committed = WriteTx<bool>(what, [&](Tx& tx) -> Result<bool> {
     PgRows rows(tx);
-    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/false);
+    HCPRP_RETURN_IF_ERROR(body(rows));
+    return true;
   });
-}
-
-Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                                   const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
-  return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
-    if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
-    PgRows rows(tx);
-    BatchResult out;
-    out.documents.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/false);
-      if (!d.ok()) return BatchOperationError(i, d.error());
-      out.documents.push_back(std::move(*d));
-    }
-    return out;
-  });
+  HCPRP_RETURN_IF_ERROR(committed);
+  return Status::Ok();
 }
 }  // namespace hcprp::store::postgres

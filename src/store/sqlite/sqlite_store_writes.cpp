@@ -3,9 +3,7 @@
 #include "store/sqlite/sqlite_store_internal.h"
 
 namespace hcprp::store::sqlite {
-namespace {
 
-// The statement's current row with columns body, etag, ts, ttl (and expires_at).
 StoredRow CurrentRow(Stmt& s, bool with_expiry) {
   StoredRow r;
   r.body = std::string(s.Text(0));
@@ -15,6 +13,8 @@ StoredRow CurrentRow(Stmt& s, bool with_expiry) {
   if (with_expiry) r.expires_at = s.OptInt(4);
   return r;
 }
+
+namespace {
 
 Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
                                          std::string_view id) {
@@ -109,8 +109,8 @@ Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_vi
 
 namespace {
 
-// The row primitives of engine_core.h over a write transaction on the writer connection.
-class SqliteRows final : public internal::RowTx {
+// The row and lease primitives of engine_store.h over a write transaction on the writer connection.
+class SqliteRows final : public internal::EngineTx {
  public:
   explicit SqliteRows(Tx& tx) : tx_(tx) {}
 
@@ -143,6 +143,19 @@ class SqliteRows final : public internal::RowTx {
                       const std::optional<int64_t>& ttl) override {
     return InsertChange(tx_, container, kind, pk, id, body, etag, ts, ttl);
   }
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override {
+    return sqlite::LoadLease(tx_, container, pk, name);
+  }
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override {
+    return sqlite::TakeLease(tx_, lease, expires_at, holder);
+  }
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override {
+    return sqlite::ExtendLease(tx_, lease, new_etag, expires_at);
+  }
+  Result<bool> DropLease(const Lease& lease) override { return sqlite::DropLease(tx_, lease); }
 
  private:
   Tx& tx_;
@@ -150,29 +163,14 @@ class SqliteRows final : public internal::RowTx {
 
 }  // namespace
 
-Result<Document> SqliteStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  return WriteTx<Document>("write", [&](Tx& tx) {
+Status SqliteStore::InWriteTransaction(std::string_view what,
+                                       const std::function<Status(internal::EngineTx&)>& body) {
+  auto committed = WriteTx<bool>(what, [&](Tx& tx) -> Result<bool> {
     SqliteRows rows(tx);
-    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/true);
+    HCPRP_RETURN_IF_ERROR(body(rows));
+    return true;
   });
-}
-
-Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk,
-                                       std::vector<WriteOp> ops, const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
-  return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
-    if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
-    SqliteRows rows(tx);
-    BatchResult out;
-    out.documents.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/true);
-      if (!d.ok()) return BatchOperationError(i, d.error());
-      out.documents.push_back(std::move(*d));
-    }
-    return out;
-  });
+  HCPRP_RETURN_IF_ERROR(committed);
+  return Status::Ok();
 }
 }  // namespace hcprp::store::sqlite
