@@ -139,8 +139,7 @@ class PointWritesAsBatches : public Store {
   }
   Status Delete(std::string_view container, std::string_view pk, std::string_view id,
                 std::optional<std::string> if_match) final {
-    auto r = WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match)));
-    if (!r.ok()) return r.error();
+    HCPRP_RETURN_IF_ERROR(WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match))));
     return Status::Ok();
   }
   Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,

@@ -78,9 +78,9 @@ void PgStore::NotifyChanged() {
 Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container, bool all) {
   Params p;
   p.Bytea(container).Int8(all ? std::numeric_limits<int64_t>::max() : sql::kNumberChunk);
-  auto r = c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container));
-  if (!r.ok()) return r.error();
-  return static_cast<uint64_t>(r->Int8(0, 0));
+  HCPRP_ASSIGN_OR_RETURN(auto r,
+                         c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container)));
+  return static_cast<uint64_t>(r.Int8(0, 0));
 }
 
 Result<internal::FeedRead> PgStore::ChangesAfter(std::string_view container, std::optional<uint64_t> position,
@@ -186,15 +186,15 @@ Result<bool> PgStore::WaitAfter(std::string_view container, std::optional<uint64
       MutexLock lk(notify_mu_);
       generation = generation_;
     }
-    auto state = WithConn([&](PgConnection& c) -> Result<bool> {
+    auto has_changes = [&](PgConnection& c) -> Result<bool> {
       Params p;
       p.Bytea(container);
-      auto r = c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container));
-      if (!r.ok()) return r.error();
-      return static_cast<uint64_t>(r->Int8(0, 0)) > after || r->Bool(0, 1);
-    });
-    if (!state.ok()) return state.error();
-    if (*state) return true;
+      HCPRP_ASSIGN_OR_RETURN(auto r,
+                             c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container)));
+      return static_cast<uint64_t>(r.Int8(0, 0)) > after || r.Bool(0, 1);
+    };
+    HCPRP_ASSIGN_OR_RETURN(bool has, WithConn(has_changes));
+    if (has) return true;
     MutexLock lk(notify_mu_);
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
@@ -206,20 +206,19 @@ Result<bool> PgStore::WaitAfter(std::string_view container, std::optional<uint64
 Result<size_t> PgStore::PurgeExpired() {
   size_t total = 0;
   while (true) {
-    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+    auto purge_chunk = [&](Tx& tx) -> Result<size_t> {
       Params p;
       p.Int8(tx.now).Int8(kPurgeChunk);
-      auto r = tx.c.Exec(sql::kPurgeChunk, p, "purge expired documents");
-      if (!r.ok()) return r.error();
-      for (int i = 0; i < r->rows(); ++i) {
-        RecordChange(tx, r->Bytes(i, 0), sql::kKindExpire, r->Bytes(i, 1), r->Bytes(i, 2), r->String(i, 3),
-                     r->String(i, 4), r->Int8(i, 5), r->OptInt8(i, 6));
+      HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kPurgeChunk, p, "purge expired documents"));
+      for (int i = 0; i < r.rows(); ++i) {
+        RecordChange(tx, r.Bytes(i, 0), sql::kKindExpire, r.Bytes(i, 1), r.Bytes(i, 2), r.String(i, 3),
+                     r.String(i, 4), r.Int8(i, 5), r.OptInt8(i, 6));
       }
-      return static_cast<size_t>(r->rows());
-    });
-    if (!n.ok()) return n.error();
-    total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+      return static_cast<size_t>(r.rows());
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("purge expired documents", purge_chunk));
+    total += n;
+    if (n < static_cast<size_t>(kPurgeChunk)) break;
   }
   HCPRP_RETURN_IF_ERROR(TrimChanges());
   return total;
@@ -236,31 +235,29 @@ Status PgStore::TrimChanges() {
   const int64_t keep = by_size ? static_cast<int64_t>(std::min<uint64_t>(options_.change_retention_changes,
                                                                          std::numeric_limits<int64_t>::max()))
                                : std::numeric_limits<int64_t>::max();
-  auto containers = WithConn([&](PgConnection& c) -> Result<std::vector<std::string>> {
-    auto pending = c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes");
-    if (!pending.ok()) return pending.error();
-    for (int i = 0; i < pending->rows(); ++i) {
-      auto numbered = NumberChanges(c, pending->Bytes(i, 0), /*all=*/true);
-      if (!numbered.ok()) return numbered.error();
+  auto list_feeds = [&](PgConnection& c) -> Result<std::vector<std::string>> {
+    HCPRP_ASSIGN_OR_RETURN(auto pending,
+                           c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes"));
+    for (int i = 0; i < pending.rows(); ++i) {
+      HCPRP_RETURN_IF_ERROR(NumberChanges(c, pending.Bytes(i, 0), /*all=*/true));
     }
-    auto feeds = c.Exec(sql::kFeedContainers, Params(), "list change feeds");
-    if (!feeds.ok()) return feeds.error();
+    HCPRP_ASSIGN_OR_RETURN(auto feeds, c.Exec(sql::kFeedContainers, Params(), "list change feeds"));
     std::vector<std::string> out;
-    for (int i = 0; i < feeds->rows(); ++i) out.push_back(feeds->String(i, 0));
+    for (int i = 0; i < feeds.rows(); ++i) out.push_back(feeds.String(i, 0));
     return out;
-  });
-  if (!containers.ok()) return containers.error();
-  for (const std::string& container : *containers) {
+  };
+  HCPRP_ASSIGN_OR_RETURN(auto containers, WithConn(list_feeds));
+  for (const std::string& container : containers) {
     while (true) {
-      auto removed = WithConn([&](PgConnection& c) -> Result<int> {
+      auto trim_chunk = [&](PgConnection& c) -> Result<int> {
         Params p;
         p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk).Int8(keep);
-        auto r = c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container));
-        if (!r.ok()) return r.error();
-        return r->affected();
-      });
-      if (!removed.ok()) return removed.error();
-      if (*removed < kPurgeChunk) break;
+        HCPRP_ASSIGN_OR_RETURN(
+            auto r, c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container)));
+        return r.affected();
+      };
+      HCPRP_ASSIGN_OR_RETURN(int removed, WithConn(trim_chunk));
+      if (removed < kPurgeChunk) break;
     }
   }
   return Status::Ok();

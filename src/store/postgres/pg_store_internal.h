@@ -157,11 +157,10 @@ template <typename F>
 auto PgStore::WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>())) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
-    auto c = Acquire(reused);
-    if (!c.ok()) return c.error();
-    auto r = f(**c);
-    bool broken = (*c)->broken() && !(*c)->timed_out();  // a stuck server: a new connection won't help
-    Release(std::move(*c));
+    HCPRP_ASSIGN_OR_RETURN(auto c, Acquire(reused));
+    auto r = f(*c);
+    bool broken = c->broken() && !c->timed_out();  // a stuck server: a new connection won't help
+    Release(std::move(c));
     if (!r.ok() && broken && reused && attempt == 0) {
       DropIdle();  // the server went away: the other idle connections are dead too
       continue;
@@ -174,9 +173,8 @@ template <typename T, typename Body>
 Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
-    auto acquired = Acquire(reused);
-    if (!acquired.ok()) return acquired.error();
-    std::unique_ptr<PgConnection> c = std::move(*acquired);
+    HCPRP_ASSIGN_OR_RETURN(auto acquired, Acquire(reused));
+    std::unique_ptr<PgConnection> c = std::move(acquired);
     auto begin = c->Exec(sql::kBegin, Params(), std::string(what) + ": begin transaction");
     if (!begin.ok()) {
       bool broken = c->broken() && !c->timed_out();

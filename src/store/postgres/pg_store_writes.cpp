@@ -21,9 +21,8 @@ Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std
                                          std::string_view id) {
   Params p;
   p.Bytea(container).Bytea(pk).Bytea(id);
-  auto r = tx.c.Exec(sql::kLoadDocForUpdate, p, "load " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return FirstRow(*r, /*with_expiry=*/true);
+  HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kLoadDocForUpdate, p, "load " + DocName(container, pk, id)));
+  return FirstRow(r, /*with_expiry=*/true);
 }
 
 void BindVersion(Params& p, std::string_view container, std::string_view pk, std::string_view id,
@@ -40,9 +39,8 @@ Result<bool> InsertDoc(Tx& tx, std::string_view container, std::string_view pk, 
   auto expires_at = v.ExpiresAt();
   Params p;
   BindVersion(p, container, pk, id, v, expires_at);
-  auto r = tx.c.Exec(sql::kInsertDoc, p, "insert " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return r->rows() == 1;
+  HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kInsertDoc, p, "insert " + DocName(container, pk, id)));
+  return r.rows() == 1;
 }
 
 // True when the live document (with etag `required_etag`, if given) was updated.
@@ -53,9 +51,8 @@ Result<bool> UpdateDoc(Tx& tx, std::string_view container, std::string_view pk, 
   BindVersion(p, container, pk, id, v, expires_at);
   p.OptText(required_etag);
   p.Int8(tx.now);
-  auto r = tx.c.Exec(sql::kUpdateDoc, p, "update " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return r->affected() > 0;
+  HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kUpdateDoc, p, "update " + DocName(container, pk, id)));
+  return r.affected() > 0;
 }
 
 // The deleted live row, or nullopt when there was none (with that etag).
@@ -65,9 +62,8 @@ Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, s
   p.Bytea(container).Bytea(pk).Bytea(id);
   p.OptText(required_etag);
   p.Int8(tx.now);
-  auto r = tx.c.Exec(sql::kDeleteDoc, p, "delete " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return FirstRow(*r, /*with_expiry=*/false);
+  HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kDeleteDoc, p, "delete " + DocName(container, pk, id)));
+  return FirstRow(r, /*with_expiry=*/false);
 }
 
 }  // namespace
@@ -144,8 +140,7 @@ Status FlushChanges(Tx& tx) {
       Params p;
       p.Bytea(container).Int2(c.kind).Bytea(c.pk).Bytea(c.id).Bytea(c.body).Text(c.etag).Int8(c.ts).OptInt8(
           c.ttl);
-      auto r = tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container));
-      if (!r.ok()) return r.error();
+      HCPRP_RETURN_IF_ERROR(tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container)));
     }
   }
   return Status::Ok();

@@ -125,7 +125,7 @@ Result<bool> SqliteStore::WaitAfter(std::string_view container, std::optional<ui
 Result<size_t> SqliteStore::PurgeExpired() {
   size_t total = 0;
   while (true) {
-    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+    auto purge_chunk = [&](Tx& tx) -> Result<size_t> {
       struct Expired {
         int64_t rowid;
         std::string container, pk, id;
@@ -160,10 +160,10 @@ Result<size_t> SqliteStore::PurgeExpired() {
                                            e.row.etag, e.row.ts, e.row.ttl));
       }
       return rows.size();
-    });
-    if (!n.ok()) return n.error();
-    total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("purge expired documents", purge_chunk));
+    total += n;
+    if (n < static_cast<size_t>(kPurgeChunk)) break;
   }
   HCPRP_RETURN_IF_ERROR(TrimChanges());
   return total;
@@ -174,7 +174,7 @@ Status SqliteStore::TrimChanges() {
   const bool by_size = options_.change_retention_changes > 0;
   if (!by_time && !by_size) return Status::Ok();
   while (true) {
-    auto n = WriteTx<size_t>("trim the change feed", [&](Tx& tx) -> Result<size_t> {
+    auto trim_chunk = [&](Tx& tx) -> Result<size_t> {
       std::map<std::string, int64_t> last;  // by container
       size_t removed = 0;
       {
@@ -205,9 +205,9 @@ Status SqliteStore::TrimChanges() {
         HCPRP_RETURN_IF_ERROR(r.Run("record the trim of " + container));
       }
       return removed;
-    });
-    if (!n.ok()) return n.error();
-    if (*n < static_cast<size_t>(kPurgeChunk)) return Status::Ok();
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("trim the change feed", trim_chunk));
+    if (n < static_cast<size_t>(kPurgeChunk)) return Status::Ok();
   }
 }
 

@@ -42,10 +42,9 @@ struct Tx {
   bool feed_changed = false;
 };
 
-#define HCPRP_ASSIGN_STMT(var, conn, sql)                  \
-  auto var##_prepared = (conn).Prepare(sql);               \
-  if (!var##_prepared.ok()) return var##_prepared.error(); \
-  Stmt var((conn).db(), *var##_prepared)
+#define HCPRP_ASSIGN_STMT(var, conn, sql)                                    \
+  HCPRP_ASSIGN_OR_RETURN(sqlite3_stmt* var##_prepared, (conn).Prepare(sql)); \
+  Stmt var((conn).db(), var##_prepared)
 
 // The statement's current row with columns body, etag, ts, ttl (and expires_at) (in
 // sqlite_store_writes.cpp).
