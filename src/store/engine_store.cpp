@@ -126,4 +126,27 @@ Status EngineStore::ReleaseLease(const Lease& lease) {
   return Status::Ok();
 }
 
+void EngineStore::StartSweeper(std::chrono::milliseconds interval) {
+  sweeper_ = std::thread([this, interval] { SweepLoop(interval); });
+}
+
+void EngineStore::StopSweeper() {
+  {
+    MutexLock lk(sweeper_mu_);
+    sweeper_stop_ = true;
+  }
+  sweeper_cv_.NotifyAll();
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+void EngineStore::SweepLoop(std::chrono::milliseconds interval) {
+  MutexLock lk(sweeper_mu_);
+  while (!sweeper_stop_) {
+    if (sweeper_cv_.WaitFor(lk, interval, [&]() HCPRP_REQUIRES(sweeper_mu_) { return sweeper_stop_; })) break;
+    lk.unlock();
+    (void)PurgeExpired();
+    lk.lock();
+  }
+}
+
 }  // namespace hcprp::store::internal

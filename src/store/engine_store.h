@@ -12,9 +12,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "store/document_logic.h"
 #include "store/engine_core.h"
@@ -99,10 +101,18 @@ class EngineStore : public PointWritesAsBatches {
   virtual Result<bool> WaitAfter(std::string_view container, std::optional<uint64_t> position,
                                  std::chrono::steady_clock::time_point deadline) = 0;
 
+  // A background thread that calls PurgeExpired() every `interval` (a failure, such as a busy
+  // database or a server that is down, is retried at the next one). An engine starts it once open
+  // and stops it in its destructor before anything PurgeExpired uses is torn down.
+  void StartSweeper(std::chrono::milliseconds interval);
+  void StopSweeper();
+
   // Constant after construction.
   const Clock* const clock_;
 
  private:
+  void SweepLoop(std::chrono::milliseconds interval);
+
   Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) final;
   Result<Document> ReadDocument(std::string_view container, std::string_view pk, std::string_view id,
                                 bool body_text);
@@ -111,6 +121,11 @@ class EngineStore : public PointWritesAsBatches {
   Result<T> Transact(std::string_view what, Body&& body);
 
   const bool reruns_;
+
+  Mutex sweeper_mu_;
+  CondVar sweeper_cv_;
+  bool sweeper_stop_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
+  std::thread sweeper_;
 };
 
 template <typename T, typename Body>

@@ -52,7 +52,7 @@ Result<std::unique_ptr<Store>> PgStore::Open(PgTarget target, const OpenOptions&
     s->open_ = 1;
   }
   s->Release(std::move(c));
-  if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
+  if (options.purge_interval.count() > 0) s->StartSweeper(options.purge_interval);
   return std::unique_ptr<Store>(std::move(s));
 }
 
@@ -105,12 +105,7 @@ PgStore::~PgStore() {
   }
   announce_cv_.NotifyAll();
   if (notifier_.joinable()) notifier_.join();
-  {
-    MutexLock lk(sweeper_mu_);
-    sweeper_stop_ = true;
-  }
-  sweeper_cv_.NotifyAll();
-  if (sweeper_.joinable()) sweeper_.join();
+  StopSweeper();
   stopping_ = true;
   MutexLock lk(listener_mu_);
   if (listener_.joinable()) {

@@ -263,15 +263,4 @@ Status PgStore::TrimChanges() {
   return Status::Ok();
 }
 
-void PgStore::SweepLoop() {
-  MutexLock lk(sweeper_mu_);
-  while (!sweeper_stop_) {
-    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
-                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return sweeper_stop_; }))
-      break;
-    lk.unlock();
-    (void)PurgeExpired();  // a failure (server down) is retried at the next interval
-    lk.lock();
-  }
-}
 }  // namespace hcprp::store::postgres

@@ -119,7 +119,6 @@ class PgStore final : public internal::EngineStore {
   void NotifierLoop();
   void EnsureListener();
   void ListenLoop();
-  void SweepLoop();
 
   // Constant after construction.
   const PgTarget target_;
@@ -146,11 +145,6 @@ class PgStore final : public internal::EngineStore {
   std::thread listener_ HCPRP_GUARDED_BY(listener_mu_);  // started by the first wait
   int wake_pipe_[2] = {-1, -1};  // constant once the listener runs; written to stop it
   std::atomic<bool> stopping_{false};
-
-  Mutex sweeper_mu_;
-  CondVar sweeper_cv_;
-  bool sweeper_stop_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
-  std::thread sweeper_;
 };
 
 template <typename F>

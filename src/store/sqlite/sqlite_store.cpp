@@ -94,7 +94,7 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOption
   }
   std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(writer)));
   if (!s->target_.memory) HCPRP_RETURN_IF_ERROR(s->StartCheckpointer());
-  if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
+  if (options.purge_interval.count() > 0) s->StartSweeper(options.purge_interval);
   return std::unique_ptr<Store>(std::move(s));
 }
 
@@ -143,12 +143,7 @@ Result<std::unique_ptr<Connection>> SqliteStore::OpenReader() {
 }
 
 SqliteStore::~SqliteStore() {
-  {
-    MutexLock lk(sweeper_mu_);
-    stopping_ = true;
-  }
-  sweeper_cv_.NotifyAll();
-  if (sweeper_.joinable()) sweeper_.join();
+  StopSweeper();
   {
     MutexLock lk(checkpoint_mu_);
     checkpoint_stop_ = true;

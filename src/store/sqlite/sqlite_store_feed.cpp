@@ -211,15 +211,4 @@ Status SqliteStore::TrimChanges() {
   }
 }
 
-void SqliteStore::SweepLoop() {
-  MutexLock lk(sweeper_mu_);
-  while (!stopping_) {
-    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
-                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return stopping_; }))
-      break;
-    lk.unlock();
-    (void)PurgeExpired();  // a failure (busy, I/O) is retried at the next interval
-    lk.lock();
-  }
-}
 }  // namespace hcprp::store::sqlite

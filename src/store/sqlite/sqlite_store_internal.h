@@ -132,7 +132,6 @@ class SqliteStore final : public internal::EngineStore {
 
   void NotifyChanged();
   void EnsureWatcher();
-  void SweepLoop();
 
   // Checkpoints run on their own thread and connection, so that no group commit pays for copying the
   // WAL back into the database file (SQLite's automatic checkpoint runs inside the COMMIT that crosses
@@ -174,11 +173,6 @@ class SqliteStore final : public internal::EngineStore {
   bool checkpoint_due_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
   bool checkpoint_stop_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
   std::thread checkpointer_;
-
-  Mutex sweeper_mu_;
-  CondVar sweeper_cv_;
-  bool stopping_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
-  std::thread sweeper_;
 };
 
 template <typename F>
