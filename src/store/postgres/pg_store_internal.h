@@ -39,11 +39,36 @@ struct PendingChange {
   std::optional<int64_t> ttl;
 };
 
-// A write transaction in progress.
-struct Tx {
+// A write transaction in progress, and the row and lease primitives of engine_store.h on it (in
+// pg_store_writes.cpp and pg_store_leases.cpp): rows read for a write are locked (FOR UPDATE), and
+// changes are buffered until FlushChanges.
+struct Tx final : internal::EngineTx {
+  Tx(PgConnection& conn, int64_t at) : c(conn), now(at) {}
+
   PgConnection& c;
-  int64_t now;
+  const int64_t now;
   std::map<std::string, std::vector<PendingChange>> changes;  // by container, in bytewise order
+
+  int64_t Now() const override { return now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override;
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override;
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override;
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override;
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override;
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override;
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override;
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override;
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override;
+  Result<bool> DropLease(const Lease& lease) override;
 };
 
 // Records a change of `container`, inserted by FlushChanges (in pg_store_writes.cpp).
@@ -54,15 +79,6 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 // pg_store.h). Runs as the last work before COMMIT, after every document lock was taken. (In
 // pg_store_writes.cpp.)
 Status FlushChanges(Tx& tx);
-
-// The lease primitives of internal::EngineTx on a transaction (in pg_store_leases.cpp).
-Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
-                                            std::string_view name);
-Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t expires_at,
-                                          std::string& holder);
-Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::string_view new_etag,
-                                              int64_t expires_at);
-Result<bool> DropLease(Tx& tx, const Lease& lease);
 
 class PgStore final : public internal::EngineStore {
  public:
@@ -179,7 +195,7 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
       }
       return begin.error();
     }
-    Tx tx{*c, clock_->NowMillis(), {}};
+    Tx tx(*c, clock_->NowMillis());
     Result<T> r = body(tx);
     if (r.ok()) {
       Status flushed = FlushChanges(tx);

@@ -1,15 +1,15 @@
-// Leases of the PostgreSQL store, as primitives of its transactions.
+// Leases of the PostgreSQL store, as primitives of its transactions (Tx).
 #include "store/postgres/pg_store_internal.h"
 
 namespace hcprp::store::postgres {
 
 // With FOR SHARE: a fenced batch keeps a takeover from committing before it does.
-Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
-                                            std::string_view name) {
+Result<std::optional<LeaseState>> Tx::LoadLease(std::string_view container, std::string_view pk,
+                                                std::string_view name) {
   Params p;
   p.Bytea(container).Bytea(pk).Bytea(name);
   HCPRP_ASSIGN_OR_RETURN(auto r,
-                         tx.c.Exec(sql::kLeaseFence, p, "fence: read " + LeaseName(container, pk, name)));
+                         c.Exec(sql::kLeaseFence, p, "fence: read " + LeaseName(container, pk, name)));
   if (r.rows() == 0) return std::optional<LeaseState>();
   LeaseState state;
   if (!r.IsNull(0, 0)) state.owner = std::string(r.Bytes(0, 0));
@@ -19,29 +19,28 @@ Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, 
 }
 
 // One statement takes a free or expired lease; the holder is read only when it did not.
-Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t expires_at,
-                                          std::string& holder) {
+Result<std::optional<uint64_t>> Tx::TakeLease(const Lease& lease, int64_t expires_at, std::string& holder) {
   std::string what = LeaseName(lease.container, lease.partition_key, lease.name);
   Params p;
   p.Bytea(lease.container).Bytea(lease.partition_key).Bytea(lease.name).Bytea(lease.owner).Text(lease.etag);
-  p.Int8(expires_at).Int8(tx.now);
-  HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kLeaseAcquire, p, "acquire " + what));
+  p.Int8(expires_at).Int8(now);
+  HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kLeaseAcquire, p, "acquire " + what));
   if (r.rows() == 1) return std::optional<uint64_t>(static_cast<uint64_t>(r.Int8(0, 0)));
   Params q;
   q.Bytea(lease.container).Bytea(lease.partition_key).Bytea(lease.name);
-  HCPRP_ASSIGN_OR_RETURN(auto h, tx.c.Exec(sql::kLeaseHolder, q, "read " + what));
+  HCPRP_ASSIGN_OR_RETURN(auto h, c.Exec(sql::kLeaseHolder, q, "read " + what));
   holder = h.rows() == 1 && !h.IsNull(0, 0) ? Printable(h.Bytes(0, 0)) : "another owner";
   return std::optional<uint64_t>();
 }
 
-Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::string_view new_etag,
-                                              int64_t expires_at) {
+Result<std::optional<LeaseState>> Tx::ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                  int64_t expires_at) {
   Params p;
   p.Bytea(lease.container).Bytea(lease.partition_key).Bytea(lease.name).Text(lease.etag).Text(new_etag);
-  p.Int8(expires_at).Int8(tx.now);
+  p.Int8(expires_at).Int8(now);
   HCPRP_ASSIGN_OR_RETURN(
       auto r,
-      tx.c.Exec(sql::kLeaseRenew, p, "renew " + LeaseName(lease.container, lease.partition_key, lease.name)));
+      c.Exec(sql::kLeaseRenew, p, "renew " + LeaseName(lease.container, lease.partition_key, lease.name)));
   if (r.rows() == 0) return std::optional<LeaseState>();
   LeaseState held;
   held.owner = r.String(0, 0);
@@ -50,12 +49,12 @@ Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::s
   return std::optional<LeaseState>(std::move(held));
 }
 
-Result<bool> DropLease(Tx& tx, const Lease& lease) {
+Result<bool> Tx::DropLease(const Lease& lease) {
   Params p;
   p.Bytea(lease.container).Bytea(lease.partition_key).Bytea(lease.name).Text(lease.etag);
   HCPRP_ASSIGN_OR_RETURN(auto r,
-                         tx.c.Exec(sql::kLeaseRelease, p,
-                                   "release " + LeaseName(lease.container, lease.partition_key, lease.name)));
+                         c.Exec(sql::kLeaseRelease, p,
+                                "release " + LeaseName(lease.container, lease.partition_key, lease.name)));
   return r.affected() > 0;
 }
 }  // namespace hcprp::store::postgres

@@ -86,7 +86,7 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
         lost = saved.error();
         continue;
       }
-      Tx tx{c, clock_->NowMillis()};
+      Tx tx(c, clock_->NowMillis());
       Status st = Status::Ok();
       try {
         st = w.run(tx);

@@ -35,11 +35,35 @@ struct Target {
   bool memory = false;
 };
 
-// A write transaction in progress on the writer connection.
-struct Tx {
+// A write transaction in progress on the writer connection, and the row and lease primitives of
+// engine_store.h on it (in sqlite_store_writes.cpp and sqlite_store_leases.cpp).
+struct Tx final : internal::EngineTx {
+  Tx(Connection& conn, int64_t at) : c(conn), now(at) {}
+
   Connection& c;
-  int64_t now;
+  const int64_t now;
   bool feed_changed = false;
+
+  int64_t Now() const override { return now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override;
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override;
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override;
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override;
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override;
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override;
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override;
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override;
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override;
+  Result<bool> DropLease(const Lease& lease) override;
 };
 
 #define HCPRP_ASSIGN_STMT(var, conn, sql)                                    \
@@ -54,15 +78,6 @@ StoredRow CurrentRow(Stmt& s, bool with_expiry);
 Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
                     std::string_view body, std::string_view etag, int64_t ts,
                     const std::optional<int64_t>& ttl);
-
-// The lease primitives of internal::EngineTx on a write transaction (in sqlite_store_leases.cpp).
-Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
-                                            std::string_view name);
-Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t expires_at,
-                                          std::string& holder);
-Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::string_view new_etag,
-                                              int64_t expires_at);
-Result<bool> DropLease(Tx& tx, const Lease& lease);
 
 class SqliteStore final : public internal::EngineStore {
  public:

@@ -3,15 +3,15 @@
 
 namespace hcprp::store::sqlite {
 
-Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, std::string_view pk,
-                                            std::string_view name) {
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseGet);
+Result<std::optional<LeaseState>> Tx::LoadLease(std::string_view container, std::string_view pk,
+                                                std::string_view name) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kLeaseGet);
   s.BindText(1, container);
   s.BindBlob(2, pk);
   s.BindBlob(3, name);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<LeaseState>();
-  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "read lease");
+  if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read lease");
   LeaseState r;
   if (!s.IsNull(0)) r.owner = std::string(s.Blob(0));
   r.fencing_token = static_cast<uint64_t>(s.Int(2));
@@ -19,15 +19,14 @@ Result<std::optional<LeaseState>> LoadLease(Tx& tx, std::string_view container, 
   return std::optional<LeaseState>(std::move(r));
 }
 
-Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t expires_at,
-                                          std::string& holder) {
-  HCPRP_ASSIGN_OR_RETURN(auto state, LoadLease(tx, lease.container, lease.partition_key, lease.name));
-  if (internal::LeaseHeldAt(state, tx.now)) {
+Result<std::optional<uint64_t>> Tx::TakeLease(const Lease& lease, int64_t expires_at, std::string& holder) {
+  HCPRP_ASSIGN_OR_RETURN(auto state, LoadLease(lease.container, lease.partition_key, lease.name));
+  if (internal::LeaseHeldAt(state, now)) {
     holder = Printable(*state->owner);
     return std::optional<uint64_t>();
   }
   const uint64_t token = (state ? state->fencing_token : 0) + 1;
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeasePut);
+  HCPRP_ASSIGN_STMT(s, c, sql::kLeasePut);
   s.BindText(1, std::string_view(lease.container));
   s.BindBlob(2, lease.partition_key);
   s.BindBlob(3, lease.name);
@@ -39,36 +38,36 @@ Result<std::optional<uint64_t>> TakeLease(Tx& tx, const Lease& lease, int64_t ex
   return std::optional<uint64_t>(token);
 }
 
-Result<std::optional<LeaseState>> ExtendLease(Tx& tx, const Lease& lease, std::string_view new_etag,
-                                              int64_t expires_at) {
+Result<std::optional<LeaseState>> Tx::ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                  int64_t expires_at) {
   std::string what = "renew " + LeaseName(lease.container, lease.partition_key, lease.name);
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseRenew);
+  HCPRP_ASSIGN_STMT(s, c, sql::kLeaseRenew);
   s.BindText(1, std::string_view(lease.container));
   s.BindBlob(2, lease.partition_key);
   s.BindBlob(3, lease.name);
   s.BindText(4, std::string_view(lease.etag));
   s.BindText(5, new_etag);
   s.BindInt(6, expires_at);
-  s.BindInt(7, tx.now);
+  s.BindInt(7, now);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<LeaseState>();
-  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, what);
+  if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, what);
   LeaseState held;
   held.owner = std::string(s.Blob(0));
   held.fencing_token = static_cast<uint64_t>(s.Int(1));
   held.expires_at = expires_at;
   rc = s.Step();
-  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, what);
+  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, what);
   return std::optional<LeaseState>(std::move(held));
 }
 
-Result<bool> DropLease(Tx& tx, const Lease& lease) {
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLeaseRelease);
+Result<bool> Tx::DropLease(const Lease& lease) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kLeaseRelease);
   s.BindText(1, std::string_view(lease.container));
   s.BindBlob(2, lease.partition_key);
   s.BindBlob(3, lease.name);
   s.BindText(4, std::string_view(lease.etag));
   HCPRP_RETURN_IF_ERROR(s.Run("release " + LeaseName(lease.container, lease.partition_key, lease.name)));
-  return sqlite3_changes(tx.c.db()) > 0;
+  return sqlite3_changes(c.db()) > 0;
 }
 }  // namespace hcprp::store::sqlite
