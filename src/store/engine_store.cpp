@@ -122,7 +122,7 @@ Status EngineStore::ReleaseLease(const Lease& lease) {
     if (!dropped) return LeaseLost(lease, /*renewing=*/false);
     return true;
   });
-  HCPRP_RETURN_IF_ERROR(released);
+  HCPRP_RETURN_IF_ERROR(std::move(released));
   return Status::Ok();
 }
 

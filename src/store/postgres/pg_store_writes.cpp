@@ -105,7 +105,7 @@ Status PgStore::InWriteTransaction(std::string_view what,
     HCPRP_RETURN_IF_ERROR(body(tx));
     return true;
   });
-  HCPRP_RETURN_IF_ERROR(committed);
+  HCPRP_RETURN_IF_ERROR(std::move(committed));
   return Status::Ok();
 }
 }  // namespace hcprp::store::postgres

@@ -77,7 +77,7 @@ Status SqliteStore::PartitionsAfter(std::string_view container, const std::optio
     }();
     HCPRP_ASSIGN_STMT(end, c, sql::kEndRead);
     Status ended = end.Run(what);
-    HCPRP_RETURN_IF_ERROR(scanned);
+    HCPRP_RETURN_IF_ERROR(std::move(scanned));
     return ended;
   });
 }

@@ -123,7 +123,7 @@ Status SqliteStore::InWriteTransaction(std::string_view what,
     HCPRP_RETURN_IF_ERROR(body(tx));
     return true;
   });
-  HCPRP_RETURN_IF_ERROR(committed);
+  HCPRP_RETURN_IF_ERROR(std::move(committed));
   return Status::Ok();
 }
 }  // namespace hcprp::store::sqlite
