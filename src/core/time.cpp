@@ -120,6 +120,4 @@ TimePoint FromUnixMillis(int64_t ms) {
   return TimePoint(std::chrono::duration_cast<TimePoint::duration>(std::chrono::milliseconds(ms)));
 }
 
-int64_t ToMillis(Duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
-
 }  // namespace hcprp

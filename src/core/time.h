@@ -2,6 +2,7 @@
 // Unix epoch (the store's timestamps).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -21,6 +22,9 @@ Result<TimePoint> ParseRfc3339(std::string_view text);
 int64_t ToUnixMillis(TimePoint t);
 TimePoint FromUnixMillis(int64_t ms);
 // A duration in whole milliseconds (truncated).
-int64_t ToMillis(Duration d);
+template <typename Rep, typename Period>
+int64_t ToMillis(std::chrono::duration<Rep, Period> d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
 
 }  // namespace hcprp

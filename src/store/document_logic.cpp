@@ -474,12 +474,6 @@ Result<json::value> ParseStoredBody(std::string_view text) {
   return parser.release();
 }
 
-int64_t ToMillis(std::chrono::milliseconds d) { return d.count(); }
-
-TimePoint FromMillis(int64_t ms) {
-  return TimePoint(std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
-}
-
 Change::Kind ChangeKindFromInt(int64_t k) {
   switch (k) {
     case kKindCreate:

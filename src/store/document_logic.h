@@ -3,7 +3,6 @@
 // indexed fields extracted on write, and continuation tokens.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -109,10 +108,6 @@ std::string LeaseName(std::string_view container, std::string_view pk, std::stri
 // same depth limit, kMaxBodyDepth, on write and on read) and invalid UTF-8 as stored.
 Result<json::value> ParseStoredBody(std::string_view text);
 
-// Milliseconds of the store's Clock (the unit of every stored time) and back.
-int64_t ToMillis(std::chrono::milliseconds d);
-TimePoint FromMillis(int64_t ms);
-
 // Change kinds as both engines store them (the values of Change::Kind, in its order).
 inline constexpr int kKindCreate = 0, kKindReplace = 1, kKindDelete = 2, kKindExpire = 3;
 Change::Kind ChangeKindFromInt(int64_t k);
@@ -144,8 +139,7 @@ class PointWritesAsBatches : public Store {
   }
   Status Delete(std::string_view container, std::string_view pk, std::string_view id,
                 std::optional<std::string> if_match) final {
-    auto r = WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match)));
-    if (!r.ok()) return r.error();
+    HCPRP_RETURN_IF_ERROR(WriteOne(container, pk, WriteOp::Delete(std::string(id), std::move(if_match))));
     return Status::Ok();
   }
   Result<Document> Patch(std::string_view container, std::string_view pk, std::string_view id,

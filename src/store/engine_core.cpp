@@ -1,6 +1,10 @@
 #include "store/engine_core.h"
 
+#include <algorithm>
+#include <climits>
 #include <utility>
+
+#include "core/time.h"
 
 namespace hcprp::store::internal {
 namespace {
@@ -228,10 +232,104 @@ Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::strin
   return d;
 }
 
-Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,
+Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::string_view id, StoredRow row) {
+  if (!body_text) return DocumentFromRow(pk, id, row.body, std::move(row.etag), row.ts, row.ttl);
+  Document d = RowDocument(pk, id, std::move(row.etag), row.ts, row.ttl);
+  d.body_text = std::move(row.body);
+  return d;
+}
+
+std::string QuerySql(int shape, char mark, std::string_view active) {
+  auto param = [mark](int n) { return std::string(1, mark) + std::to_string(n); };
+  std::string q = "SELECT pk, id, body, etag, ts, ttl FROM documents WHERE container=" + param(1);
+  if (shape & kQueryPartition) q += " AND pk=" + param(2);
+  if (shape & kQueryType) q += " AND resource_type=" + param(3);
+  if (shape & kQueryRid) q += " AND resource_id=" + param(4);
+  if (shape & kQueryPrefix) q += " AND resource_id>=" + param(5);
+  if (shape & kQueryPrefixUpper) q += " AND resource_id<" + param(6);
+  if (shape & kQueryActive) q += " AND " + std::string(active);
+  q += " AND (expires_at IS NULL OR expires_at>" + param(7) + ")";
+  if (shape & kQueryAfter) {
+    q += (shape & kQueryPartition) ? " AND id>" + param(9)
+                                   : " AND (pk, id)>(" + param(8) + ", " + param(9) + ")";
+  }
+  q += " ORDER BY pk, id LIMIT " + param(10);
+  return q;
+}
+
+Result<QueryPlan> PlanQuery(const QueryOptions& o, int64_t now) {
+  QueryPlan plan;
+  if (o.partition_key) {
+    plan.shape |= kQueryPartition;
+    plan.partition_key = *o.partition_key;
+  }
+  if (o.resource_type) {
+    plan.shape |= kQueryType;
+    plan.resource_type = ToLower(*o.resource_type);
+  }
+  if (o.resource_id) {
+    plan.shape |= kQueryRid;
+    plan.resource_id = ToLower(*o.resource_id);
+  }
+  if (o.resource_id_prefix) {
+    plan.shape |= kQueryPrefix;
+    plan.prefix = ToLower(*o.resource_id_prefix);
+    plan.prefix_upper = PrefixUpperBound(*plan.prefix);
+    if (plan.prefix_upper) plan.shape |= kQueryPrefixUpper;
+  }
+  if (o.non_terminal_only) plan.shape |= kQueryActive;
+  if (!o.continuation.empty()) {
+    HCPRP_ASSIGN_OR_RETURN(auto after, DecodeQueryContinuation(o.continuation));
+    if (o.partition_key && after.first != *o.partition_key) {
+      return Error::InvalidArgument("the continuation token belongs to another partition");
+    }
+    plan.after_pk = std::move(after.first);
+    plan.after_id = std::move(after.second);
+    plan.shape |= kQueryAfter;
+  }
+  plan.now = now;
+  plan.limit = static_cast<int64_t>(std::min<size_t>(o.max_items, INT32_MAX)) + 1;
+  return plan;
+}
+
+Result<bool> PageBuilder::AddDocument(bool body_text, std::string_view pk, std::string_view id,
                                       std::string_view body, std::string etag, int64_t ts,
                                       std::optional<int64_t> ttl) {
-  return DocumentFromRow(options.body_text, pk, id, body, std::move(etag), ts, ttl);
+  if (page_.documents.size() == max_items_) {
+    const Document& last = page_.documents.back();
+    page_.continuation = EncodeQueryContinuation(last.partition_key, last.id);
+    return false;
+  }
+  HCPRP_ASSIGN_OR_RETURN(auto d, DocumentFromRow(body_text, pk, id, body, std::move(etag), ts, ttl));
+  page_.documents.push_back(std::move(d));
+  return true;
+}
+
+bool PageBuilder::AddPartition(std::string pk) {
+  if (page_.documents.size() == max_items_) {
+    page_.continuation = EncodePartitionContinuation(page_.documents.back().partition_key);
+    return false;
+  }
+  Document d;
+  d.partition_key = std::move(pk);
+  page_.documents.push_back(std::move(d));
+  return true;
+}
+
+Result<Change> ChangeFromRow(uint64_t sequence, int64_t kind, std::string pk, std::string id,
+                             std::string_view body, std::string etag, int64_t ts,
+                             std::optional<int64_t> ttl) {
+  HCPRP_ASSIGN_OR_RETURN(auto parsed, ParseStoredBody(body));
+  Change ch;
+  ch.sequence = sequence;
+  ch.kind = ChangeKindFromInt(kind);
+  ch.document.partition_key = std::move(pk);
+  ch.document.id = std::move(id);
+  ch.document.body = std::move(parsed);
+  ch.document.etag = std::move(etag);
+  ch.document.timestamp_ms = ts;
+  ch.document.ttl_seconds = ttl;
+  return ch;
 }
 
 Result<std::optional<std::string>> ListPartitionsStart(std::string_view container, size_t max_items,
@@ -241,6 +339,10 @@ Result<std::optional<std::string>> ListPartitionsStart(std::string_view containe
   if (continuation.empty()) return std::optional<std::string>();
   HCPRP_ASSIGN_OR_RETURN(auto pk, DecodePartitionContinuation(continuation));
   return std::optional<std::string>(std::move(pk));
+}
+
+bool LeaseHeldAt(const std::optional<LeaseState>& state, int64_t now) {
+  return state && state->owner && state->expires_at > now;
 }
 
 Status CheckFenceState(const Lease& fence, const std::optional<LeaseState>& state, int64_t now) {
@@ -269,7 +371,7 @@ Lease NewLease(std::string_view container, std::string_view pk, std::string_view
   l.name = std::string(name);
   l.owner = std::string(owner);
   l.etag = NewEtag();
-  l.expires_at = FromMillis(now + ToMillis(ttl));
+  l.expires_at = FromUnixMillis(now + ToMillis(ttl));
   return l;
 }
 

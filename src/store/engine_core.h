@@ -67,11 +67,60 @@ Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::
 Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::string_view id,
                                  std::string_view body, std::string etag, int64_t ts,
                                  std::optional<int64_t> ttl);
-// The document of a row of a query: with options.body_text its body as stored text (never fails),
-// otherwise as DocumentFromRow.
-Result<Document> QueryDocumentFromRow(const QueryOptions& options, std::string_view pk, std::string_view id,
-                                      std::string_view body, std::string etag, int64_t ts,
-                                      std::optional<int64_t> ttl);
+// The same for a row read whole (its body moved into body_text).
+Result<Document> DocumentFromRow(bool body_text, std::string_view pk, std::string_view id, StoredRow row);
+
+// Query shapes: which optional filters a query has (bits of a statement cache key). Every shape shares
+// one parameter numbering: 1 container, 2 pk, 3 resource_type, 4 resource_id, 5 prefix, 6 prefix
+// upper bound, 7 now, 8 after pk, 9 after id, 10 limit.
+inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8,
+                     kQueryPrefixUpper = 16, kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
+
+// The SQL of query shape `shape` (a valid shape has kQueryPartition or kQueryType, and
+// kQueryPrefixUpper only with kQueryPrefix): parameters are written `mark` and their number ('?' for
+// SQLite, '$' for PostgreSQL) and `active` is the condition of kQueryActive.
+std::string QuerySql(int shape, char mark, std::string_view active);
+
+// A Query's optional filters and continuation, decided once for every engine: the shape and the
+// value of each parameter the shape uses (nullopt for the others).
+struct QueryPlan {
+  int shape = 0;
+  std::optional<std::string> partition_key;
+  std::optional<std::string> resource_type;  // lower-cased
+  std::optional<std::string> resource_id;    // lower-cased
+  std::optional<std::string> prefix;         // lower-cased
+  std::optional<std::string> prefix_upper;   // exclusive upper bound of the prefix
+  std::optional<std::string> after_pk, after_id;
+  int64_t now = 0;    // the store clock's milliseconds: documents expiring later are live
+  int64_t limit = 0;  // rows to read: one more than the page holds, to know whether more follow
+};
+// REQUIRES: ValidateQuery(options) passed. kInvalidArgument for a bad continuation or one from
+// another partition.
+Result<QueryPlan> PlanQuery(const QueryOptions& options, int64_t now);
+
+// Collects the rows of one page of a query or of ListPartitions: up to `max_items` entries; the row
+// after them is not taken, it ends the page with a continuation after the last entry taken.
+class PageBuilder {
+ public:
+  explicit PageBuilder(size_t max_items) : max_items_(max_items) {}
+
+  // Adds the document of a query row (`body_text`: its body as stored text, else parsed); false
+  // once the page is full. kCorruption for a body that is not JSON.
+  Result<bool> AddDocument(bool body_text, std::string_view pk, std::string_view id, std::string_view body,
+                           std::string etag, int64_t ts, std::optional<int64_t> ttl);
+  // Adds a partition key of ListPartitions; false once the page is full.
+  bool AddPartition(std::string pk);
+
+  QueryPage Take() && { return std::move(page_); }
+
+ private:
+  const size_t max_items_;
+  QueryPage page_;
+};
+
+// The change of a feed row as a read returns it (kCorruption when the body is not JSON).
+Result<Change> ChangeFromRow(uint64_t sequence, int64_t kind, std::string pk, std::string id,
+                             std::string_view body, std::string etag, int64_t ts, std::optional<int64_t> ttl);
 
 // The arguments of ListPartitions: kInvalidArgument for an empty container, max_items 0 or a bad
 // token; otherwise the partition key to continue after (nullopt: from the start).
@@ -84,6 +133,8 @@ struct LeaseState {
   uint64_t fencing_token = 0;
   int64_t expires_at = 0;  // milliseconds
 };
+// True while a lease in `state` is held by its owner at `now`.
+bool LeaseHeldAt(const std::optional<LeaseState>& state, int64_t now);
 // kPreconditionFailed unless `fence` is still held at `now`: same owner and fencing token, not
 // expired. `state` nullopt: the lease was never taken.
 Status CheckFenceState(const Lease& fence, const std::optional<LeaseState>& state, int64_t now);

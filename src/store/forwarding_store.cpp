@@ -63,8 +63,7 @@ Result<T> ForwardingStore::Through(StoreMethod method, F&& call) {
     F& f_;
     std::optional<Result<T>>& out_;
   };
-  Status s = Intercept(method, Call(call, out));
-  if (!s.ok()) return s.error();
+  HCPRP_RETURN_IF_ERROR(Intercept(method, Call(call, out)));
   if (!out)
     return Error::Internal("a store decorator did not forward " + std::string(StoreMethodName(method)));
   return std::move(*out);

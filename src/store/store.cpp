@@ -55,11 +55,10 @@ Result<json::value> ParseBodyText(std::string_view text) { return internal::Pars
 
 Status ForEachDocument(Store& store, QueryOptions options, const std::function<void(const Document&)>& fn) {
   while (true) {
-    auto page = store.Query(options);
-    if (!page.ok()) return page.error();
-    for (const Document& d : page->documents) fn(d);
-    if (page->continuation.empty()) return Status::Ok();
-    options.continuation = std::move(page->continuation);
+    HCPRP_ASSIGN_OR_RETURN(auto page, store.Query(options));
+    for (const Document& d : page.documents) fn(d);
+    if (page.continuation.empty()) return Status::Ok();
+    options.continuation = std::move(page.continuation);
   }
 }
 

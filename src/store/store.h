@@ -1,6 +1,6 @@
 // The partitioned JSON document store: the one header that says what the store offers.
 //
-// Semantics (both engines, see docs/architecture.md "Store" and DESIGN.md section 3):
+// Semantics (both engines, see docs/architecture.md "Store semantics"):
 //  - A store holds named containers. Containers exist implicitly: any non-empty name may be used and
 //    an unknown container is simply empty. A document lives in one container and one partition and
 //    is addressed by (partition_key, id). Ids and partition keys are arbitrary byte strings (embedded

@@ -201,8 +201,7 @@ Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
 Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::string_view context) {
   if (!prepared_.contains(st.name)) {
     PGresult* r = Await(PQsendPrepare(conn_, st.name, st.sql, p.size(), p.types()));
-    auto checked = Check(r, context);
-    if (!checked.ok()) return checked.error();
+    HCPRP_RETURN_IF_ERROR(Check(r, context));
     prepared_.insert(st.name);
   }
   return Check(Await(PQsendQueryPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(),

@@ -241,10 +241,4 @@ inline constexpr Statement kLeaseRelease{"h_lease_release",
                                          "UPDATE leases SET owner=NULL, etag=NULL, expires_at=0 WHERE "
                                          "container=$1 AND pk=$2 AND name=$3 AND etag=$4"};
 
-// Query shapes (bits), assembled by the engine; all share the parameter numbering
-// $1 container $2 pk $3 resource_type $4 resource_id $5 prefix $6 prefix upper bound $7 now
-// $8 after pk $9 after id $10 limit (absent parameters are sent as NULL).
-inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8,
-                     kQueryPrefixUpper = 16, kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
-
 }  // namespace hcprp::store::postgres::sql

@@ -28,9 +28,9 @@ int64_t MigrationLockKey(std::string_view schema) {
 }  // namespace
 
 PgStore::PgStore(PgTarget target, const OpenOptions& options)
-    : target_(std::move(target)),
+    : EngineStore(options.clock, /*reruns=*/true),
+      target_(std::move(target)),
       options_(options),
-      clock_(options.clock),
       conn_options_("-c search_path=" + target_.schema +
                     " -c lock_timeout=" + std::to_string(std::max<int64_t>(1, options.busy_timeout.count()))),
       channel_("hcprp_feed_" + target_.schema) {}
@@ -43,17 +43,16 @@ Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {
 
 Result<std::unique_ptr<Store>> PgStore::Open(PgTarget target, const OpenOptions& options) {
   std::unique_ptr<PgStore> s(new PgStore(std::move(target), options));
-  auto c = s->Connect();
-  if (!c.ok()) return c.error();
-  (*c)->set_query_timeout(std::chrono::milliseconds(0));  // a migration may rewrite a large table
-  HCPRP_RETURN_IF_ERROR(Migrate(**c, s->target_, options));
-  (*c)->set_query_timeout(s->target_.query_timeout);
+  HCPRP_ASSIGN_OR_RETURN(auto c, s->Connect());
+  c->set_query_timeout(std::chrono::milliseconds(0));  // a migration may rewrite a large table
+  HCPRP_RETURN_IF_ERROR(Migrate(*c, s->target_, options));
+  c->set_query_timeout(s->target_.query_timeout);
   {
     MutexLock lk(s->pool_mu_);
     s->open_ = 1;
   }
-  s->Release(std::move(*c));
-  if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
+  s->Release(std::move(c));
+  if (options.purge_interval.count() > 0) s->StartSweeper(options.purge_interval);
   return std::unique_ptr<Store>(std::move(s));
 }
 
@@ -71,11 +70,11 @@ Status PgStore::Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& o
                                         ".schema_migrations (version integer PRIMARY KEY, "
                                         "applied_at timestamptz NOT NULL DEFAULT now())",
                                     where));
-    auto current =
-        c.ExecSql("SELECT coalesce(max(version), 0) FROM " + t.schema + ".schema_migrations", where);
-    if (!current.ok()) return current.error();
+    HCPRP_ASSIGN_OR_RETURN(
+        auto current,
+        c.ExecSql("SELECT coalesce(max(version), 0) FROM " + t.schema + ".schema_migrations", where));
     int version = 0;
-    std::string_view text = current->Bytes(0, 0);
+    std::string_view text = current.Bytes(0, 0);
     std::from_chars(text.data(), text.data() + text.size(), version);
     const auto& migrations = sql::Migrations();
     if (version > migrations.back().version) {
@@ -106,12 +105,7 @@ PgStore::~PgStore() {
   }
   announce_cv_.NotifyAll();
   if (notifier_.joinable()) notifier_.join();
-  {
-    MutexLock lk(sweeper_mu_);
-    sweeper_stop_ = true;
-  }
-  sweeper_cv_.NotifyAll();
-  if (sweeper_.joinable()) sweeper_.join();
+  StopSweeper();
   stopping_ = true;
   MutexLock lk(listener_mu_);
   if (listener_.joinable()) {
@@ -239,8 +233,7 @@ Result<PgTarget> ParsePostgresUrl(std::string_view url) {
 
 Result<std::unique_ptr<Store>> OpenPostgresStore(std::string_view url, const OpenOptions& options) {
   if (options.clock == nullptr) return Error::InvalidArgument("OpenOptions::clock is required");
-  auto target = ParsePostgresUrl(url);
-  if (!target.ok()) return target.error();
-  return PgStore::Open(std::move(*target), options);
+  HCPRP_ASSIGN_OR_RETURN(auto target, ParsePostgresUrl(url));
+  return PgStore::Open(std::move(target), options);
 }
 }  // namespace hcprp::store::postgres

@@ -78,62 +78,48 @@ void PgStore::NotifyChanged() {
 Result<uint64_t> PgStore::NumberChanges(PgConnection& c, std::string_view container, bool all) {
   Params p;
   p.Bytea(container).Int8(all ? std::numeric_limits<int64_t>::max() : sql::kNumberChunk);
-  auto r = c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container));
-  if (!r.ok()) return r.error();
-  return static_cast<uint64_t>(r->Int8(0, 0));
+  HCPRP_ASSIGN_OR_RETURN(auto r,
+                         c.Exec(sql::kNumberChanges, p, "number the changes of " + Printable(container)));
+  return static_cast<uint64_t>(r.Int8(0, 0));
 }
 
-Result<ChangePage> PgStore::ReadChanges(std::string_view container, std::string_view continuation,
-                                        size_t max_changes) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (max_changes == 0) return Error::InvalidArgument("max_changes must be > 0");
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  return WithConn([&](PgConnection& c) -> Result<ChangePage> {
-    auto last = NumberChanges(c, container, /*all=*/!*position);
-    if (!last.ok()) return last.error();
-    const uint64_t start = *position ? **position : *last;
+Result<internal::FeedRead> PgStore::ChangesAfter(std::string_view container, std::optional<uint64_t> position,
+                                                 bool resumed, size_t max_changes) {
+  return WithConn([&](PgConnection& c) -> Result<internal::FeedRead> {
+    HCPRP_ASSIGN_OR_RETURN(const uint64_t last, NumberChanges(c, container, /*all=*/!position));
+    const uint64_t start = position ? *position : last;
     // A position past the feed's end names numbers this server never gave: it took over from a
     // primary whose last acknowledged commits it had not received (asynchronous replication).
     // Reading on would skip the changes that get those numbers here: the reader must resync.
-    if (start > *last) return FeedPositionAhead(container, start, *last);
-    uint64_t after = start;
-    ChangePage page;
+    if (start > last) return FeedPositionAhead(container, start, last);
+    internal::FeedRead read;
+    read.end = start;
     bool gap = false;
     // Superseded versions are stepped over (the position still moves past them): read ranges until
     // the page is full or the feed ends.
-    for (bool first = true; page.changes.size() < max_changes; first = false) {
-      const size_t want = max_changes - page.changes.size();
+    for (bool first = true; read.changes.size() < max_changes; first = false) {
+      const size_t want = max_changes - read.changes.size();
       Params p;
       p.Bytea(container)
-          .Int8(static_cast<int64_t>(after))
+          .Int8(static_cast<int64_t>(read.end))
           .Int8(static_cast<int64_t>(std::min<size_t>(want, INT32_MAX)));
-      auto r = c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container));
-      if (!r.ok()) return r.error();
+      HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kReadChanges, p, "read changes of " + Printable(container)));
       // Numbers are consecutive: a read that does not start right after the position (or finds
       // nothing below the last number) met changes removed by retention.
-      if (first) gap = r->rows() == 0 ? *last > start : static_cast<uint64_t>(r->Int8(0, 0)) != start + 1;
-      for (int i = 0; i < r->rows(); ++i) {
-        after = static_cast<uint64_t>(r->Int8(i, 0));
-        if (r->IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
-        Change ch;
-        ch.sequence = after;
-        ch.kind = ChangeKindFromInt(r->Int2(i, 1));
-        ch.document.partition_key = r->String(i, 2);
-        ch.document.id = r->String(i, 3);
-        auto body = ParseStoredBody(r->Bytes(i, 4));
-        if (!body.ok()) return body.error();
-        ch.document.body = std::move(*body);
-        ch.document.etag = r->String(i, 5);
-        ch.document.timestamp_ms = r->Int8(i, 6);
-        ch.document.ttl_seconds = r->OptInt8(i, 7);
-        page.changes.push_back(std::move(ch));
+      if (first) gap = r.rows() == 0 ? last > start : static_cast<uint64_t>(r.Int8(0, 0)) != start + 1;
+      for (int i = 0; i < r.rows(); ++i) {
+        read.end = static_cast<uint64_t>(r.Int8(i, 0));
+        if (r.IsNull(i, 4)) continue;  // a superseded version: a later change of the document follows
+        HCPRP_ASSIGN_OR_RETURN(
+            auto change,
+            internal::ChangeFromRow(read.end, r.Int2(i, 1), r.String(i, 2), r.String(i, 3), r.Bytes(i, 4),
+                                    r.String(i, 5), r.Int8(i, 6), r.OptInt8(i, 7)));
+        read.changes.push_back(std::move(change));
       }
-      if (static_cast<size_t>(r->rows()) < want) break;
+      if (static_cast<size_t>(r.rows()) < want) break;
     }
-    if (gap && !continuation.empty()) return internal::FeedPositionExpired(container);
-    page.continuation = internal::EncodeChangeContinuation(after);
-    return page;
+    if (gap && resumed) return internal::FeedPositionExpired(container);
+    return read;
   });
 }
 
@@ -184,20 +170,15 @@ void PgStore::ListenLoop() {
   }
 }
 
-Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_view continuation,
-                                     std::chrono::milliseconds timeout) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+Result<bool> PgStore::WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                                std::chrono::steady_clock::time_point deadline) {
   EnsureListener();
   uint64_t after = 0;
-  if (*position) {
-    after = **position;
+  if (position) {
+    after = *position;
   } else {
-    auto last = WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); });
-    if (!last.ok()) return last.error();
-    after = *last;
+    HCPRP_ASSIGN_OR_RETURN(
+        after, WithConn([&](PgConnection& c) { return NumberChanges(c, container, /*all=*/true); }));
   }
   while (true) {
     uint64_t generation = 0;
@@ -205,15 +186,15 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
       MutexLock lk(notify_mu_);
       generation = generation_;
     }
-    auto state = WithConn([&](PgConnection& c) -> Result<bool> {
+    auto has_changes = [&](PgConnection& c) -> Result<bool> {
       Params p;
       p.Bytea(container);
-      auto r = c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container));
-      if (!r.ok()) return r.error();
-      return static_cast<uint64_t>(r->Int8(0, 0)) > after || r->Bool(0, 1);
-    });
-    if (!state.ok()) return state.error();
-    if (*state) return true;
+      HCPRP_ASSIGN_OR_RETURN(auto r,
+                             c.Exec(sql::kFeedState, p, "change feed state of " + Printable(container)));
+      return static_cast<uint64_t>(r.Int8(0, 0)) > after || r.Bool(0, 1);
+    };
+    HCPRP_ASSIGN_OR_RETURN(bool has, WithConn(has_changes));
+    if (has) return true;
     MutexLock lk(notify_mu_);
     auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return false;
@@ -225,20 +206,19 @@ Result<bool> PgStore::WaitForChanges(std::string_view container, std::string_vie
 Result<size_t> PgStore::PurgeExpired() {
   size_t total = 0;
   while (true) {
-    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+    auto purge_chunk = [&](Tx& tx) -> Result<size_t> {
       Params p;
       p.Int8(tx.now).Int8(kPurgeChunk);
-      auto r = tx.c.Exec(sql::kPurgeChunk, p, "purge expired documents");
-      if (!r.ok()) return r.error();
-      for (int i = 0; i < r->rows(); ++i) {
-        RecordChange(tx, r->Bytes(i, 0), sql::kKindExpire, r->Bytes(i, 1), r->Bytes(i, 2), r->String(i, 3),
-                     r->String(i, 4), r->Int8(i, 5), r->OptInt8(i, 6));
+      HCPRP_ASSIGN_OR_RETURN(auto r, tx.c.Exec(sql::kPurgeChunk, p, "purge expired documents"));
+      for (int i = 0; i < r.rows(); ++i) {
+        RecordChange(tx, r.Bytes(i, 0), sql::kKindExpire, r.Bytes(i, 1), r.Bytes(i, 2), r.String(i, 3),
+                     r.String(i, 4), r.Int8(i, 5), r.OptInt8(i, 6));
       }
-      return static_cast<size_t>(r->rows());
-    });
-    if (!n.ok()) return n.error();
-    total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+      return static_cast<size_t>(r.rows());
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("purge expired documents", purge_chunk));
+    total += n;
+    if (n < static_cast<size_t>(kPurgeChunk)) break;
   }
   HCPRP_RETURN_IF_ERROR(TrimChanges());
   return total;
@@ -255,45 +235,32 @@ Status PgStore::TrimChanges() {
   const int64_t keep = by_size ? static_cast<int64_t>(std::min<uint64_t>(options_.change_retention_changes,
                                                                          std::numeric_limits<int64_t>::max()))
                                : std::numeric_limits<int64_t>::max();
-  auto containers = WithConn([&](PgConnection& c) -> Result<std::vector<std::string>> {
-    auto pending = c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes");
-    if (!pending.ok()) return pending.error();
-    for (int i = 0; i < pending->rows(); ++i) {
-      auto numbered = NumberChanges(c, pending->Bytes(i, 0), /*all=*/true);
-      if (!numbered.ok()) return numbered.error();
+  auto list_feeds = [&](PgConnection& c) -> Result<std::vector<std::string>> {
+    HCPRP_ASSIGN_OR_RETURN(auto pending,
+                           c.Exec(sql::kPendingContainers, Params(), "find unnumbered changes"));
+    for (int i = 0; i < pending.rows(); ++i) {
+      HCPRP_RETURN_IF_ERROR(NumberChanges(c, pending.Bytes(i, 0), /*all=*/true));
     }
-    auto feeds = c.Exec(sql::kFeedContainers, Params(), "list change feeds");
-    if (!feeds.ok()) return feeds.error();
+    HCPRP_ASSIGN_OR_RETURN(auto feeds, c.Exec(sql::kFeedContainers, Params(), "list change feeds"));
     std::vector<std::string> out;
-    for (int i = 0; i < feeds->rows(); ++i) out.push_back(feeds->String(i, 0));
+    for (int i = 0; i < feeds.rows(); ++i) out.push_back(feeds.String(i, 0));
     return out;
-  });
-  if (!containers.ok()) return containers.error();
-  for (const std::string& container : *containers) {
+  };
+  HCPRP_ASSIGN_OR_RETURN(auto containers, WithConn(list_feeds));
+  for (const std::string& container : containers) {
     while (true) {
-      auto removed = WithConn([&](PgConnection& c) -> Result<int> {
+      auto trim_chunk = [&](PgConnection& c) -> Result<int> {
         Params p;
         p.Bytea(container).Int8(cutoff).Int8(kPurgeChunk).Int8(keep);
-        auto r = c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container));
-        if (!r.ok()) return r.error();
-        return r->affected();
-      });
-      if (!removed.ok()) return removed.error();
-      if (*removed < kPurgeChunk) break;
+        HCPRP_ASSIGN_OR_RETURN(
+            auto r, c.Exec(sql::kTrimChanges, p, "trim the change feed of " + Printable(container)));
+        return r.affected();
+      };
+      HCPRP_ASSIGN_OR_RETURN(int removed, WithConn(trim_chunk));
+      if (removed < kPurgeChunk) break;
     }
   }
   return Status::Ok();
 }
 
-void PgStore::SweepLoop() {
-  MutexLock lk(sweeper_mu_);
-  while (!sweeper_stop_) {
-    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
-                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return sweeper_stop_; }))
-      break;
-    lk.unlock();
-    (void)PurgeExpired();  // a failure (server down) is retried at the next interval
-    lk.lock();
-  }
-}
 }  // namespace hcprp::store::postgres

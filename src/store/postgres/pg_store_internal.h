@@ -13,25 +13,18 @@
 
 #include "core/mutex.h"
 #include "store/document_logic.h"
+#include "store/engine_store.h"
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_sql.h"
 #include "store/postgres/pg_store.h"
 
 namespace hcprp::store::postgres {
 
-using internal::ChangeKindFromInt;
-using internal::CheckContainer;
 using internal::DocName;
-using internal::FromMillis;
-using internal::IndexedFields;
 using internal::LeaseName;
-using internal::MakeDocument;
-using internal::MakeVersion;
-using internal::ParseStoredBody;
+using internal::LeaseState;
 using internal::Printable;
 using internal::StoredRow;
-using internal::ToMillis;
-using internal::ValidateOp;
 using internal::Version;
 using namespace std::chrono_literals;
 
@@ -46,11 +39,36 @@ struct PendingChange {
   std::optional<int64_t> ttl;
 };
 
-// A write transaction in progress.
-struct Tx {
+// A write transaction in progress, and the row and lease primitives of engine_store.h on it (in
+// pg_store_writes.cpp and pg_store_leases.cpp): rows read for a write are locked (FOR UPDATE), and
+// changes are buffered until FlushChanges.
+struct Tx final : internal::EngineTx {
+  Tx(PgConnection& conn, int64_t at) : c(conn), now(at) {}
+
   PgConnection& c;
-  int64_t now;
+  const int64_t now;
   std::map<std::string, std::vector<PendingChange>> changes;  // by container, in bytewise order
+
+  int64_t Now() const override { return now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override;
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override;
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override;
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override;
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override;
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override;
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override;
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override;
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override;
+  Result<bool> DropLease(const Lease& lease) override;
 };
 
 // Records a change of `container`, inserted by FlushChanges (in pg_store_writes.cpp).
@@ -62,35 +80,30 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
 // pg_store_writes.cpp.)
 Status FlushChanges(Tx& tx);
 
-// Fails unless `fence` is still held with its fencing token (in pg_store_leases.cpp).
-Status CheckFence(Tx& tx, const Lease& fence);
-
-class PgStore final : public internal::PointWritesAsBatches {
+class PgStore final : public internal::EngineStore {
  public:
   static Result<std::unique_ptr<Store>> Open(PgTarget target, const OpenOptions& options);
   ~PgStore() override;
 
-  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                            const Lease* fence) override;
-  Result<QueryPage> Query(const QueryOptions& options) override;
-  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
-                                   std::string_view continuation) override;
-  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
-                                 size_t max_changes) override;
-  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override;
-  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
-                             std::string_view owner, std::chrono::milliseconds ttl) override;
-  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
-  Status ReleaseLease(const Lease& lease) override;
   Result<size_t> PurgeExpired() override;
 
+ protected:
+  // Runs `body` in WriteTx, which may run it again after a retryable failure (a serialization
+  // failure or deadlock, a switchover): the retry loop is this engine's alone (SQLite never reruns).
+  Status InWriteTransaction(std::string_view what,
+                            const std::function<Status(internal::EngineTx&)>& body) override;
+  Result<std::optional<StoredRow>> ReadLive(std::string_view container, std::string_view pk,
+                                            std::string_view id, int64_t now) override;
+  Status RunQuery(const QueryOptions& options, const internal::QueryPlan& plan,
+                  internal::PageBuilder& page) override;
+  Status PartitionsAfter(std::string_view container, const std::optional<std::string>& after, int64_t now,
+                         int64_t limit, internal::PageBuilder& page) override;
+  Result<internal::FeedRead> ChangesAfter(std::string_view container, std::optional<uint64_t> position,
+                                          bool resumed, size_t max_changes) override;
+  Result<bool> WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                         std::chrono::steady_clock::time_point deadline) override;
+
  private:
-  // Read and ReadText: the live row of `id`, its body parsed or as text.
-  Result<Document> ReadRow(std::string_view container, std::string_view pk, std::string_view id,
-                           bool body_text);
   PgStore(PgTarget target, const OpenOptions& options);
 
   Result<std::unique_ptr<PgConnection>> Connect() const;
@@ -105,11 +118,11 @@ class PgStore final : public internal::PointWritesAsBatches {
   // turns out to be dead.
   template <typename F>
   auto WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>()));
-  // Runs `body(Tx&)` in a transaction (BEGIN .. changes .. COMMIT); rolls back when it fails.
+  // Runs `body(Tx&)` in a transaction (BEGIN .. changes .. COMMIT); rolls back when it fails, and
+  // runs it again (up to kTxAttempts times) after a retryable failure.
   template <typename T, typename Body>
   Result<T> WriteTx(std::string_view what, Body&& body);
 
-  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
   // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
   Status TrimChanges();
   // Numbers the container's committed, unnumbered changes (a chunk of them, or all for a reader that
@@ -122,12 +135,10 @@ class PgStore final : public internal::PointWritesAsBatches {
   void NotifierLoop();
   void EnsureListener();
   void ListenLoop();
-  void SweepLoop();
 
   // Constant after construction.
   const PgTarget target_;
   const OpenOptions options_;
-  const Clock* const clock_;
   const std::string conn_options_;  // libpq "options": search_path, lock_timeout
   const std::string channel_;       // NOTIFY channel of this schema
 
@@ -150,22 +161,16 @@ class PgStore final : public internal::PointWritesAsBatches {
   std::thread listener_ HCPRP_GUARDED_BY(listener_mu_);  // started by the first wait
   int wake_pipe_[2] = {-1, -1};  // constant once the listener runs; written to stop it
   std::atomic<bool> stopping_{false};
-
-  Mutex sweeper_mu_;
-  CondVar sweeper_cv_;
-  bool sweeper_stop_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
-  std::thread sweeper_;
 };
 
 template <typename F>
 auto PgStore::WithConn(F&& f) -> decltype(f(std::declval<PgConnection&>())) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
-    auto c = Acquire(reused);
-    if (!c.ok()) return c.error();
-    auto r = f(**c);
-    bool broken = (*c)->broken() && !(*c)->timed_out();  // a stuck server: a new connection won't help
-    Release(std::move(*c));
+    HCPRP_ASSIGN_OR_RETURN(auto c, Acquire(reused));
+    auto r = f(*c);
+    bool broken = c->broken() && !c->timed_out();  // a stuck server: a new connection won't help
+    Release(std::move(c));
     if (!r.ok() && broken && reused && attempt == 0) {
       DropIdle();  // the server went away: the other idle connections are dead too
       continue;
@@ -178,9 +183,8 @@ template <typename T, typename Body>
 Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
-    auto acquired = Acquire(reused);
-    if (!acquired.ok()) return acquired.error();
-    std::unique_ptr<PgConnection> c = std::move(*acquired);
+    HCPRP_ASSIGN_OR_RETURN(auto acquired, Acquire(reused));
+    std::unique_ptr<PgConnection> c = std::move(acquired);
     auto begin = c->Exec(sql::kBegin, Params(), std::string(what) + ": begin transaction");
     if (!begin.ok()) {
       bool broken = c->broken() && !c->timed_out();
@@ -191,7 +195,7 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
       }
       return begin.error();
     }
-    Tx tx{*c, clock_->NowMillis(), {}};
+    Tx tx(*c, clock_->NowMillis());
     Result<T> r = body(tx);
     if (r.ok()) {
       Status flushed = FlushChanges(tx);

@@ -7,27 +7,18 @@
 namespace hcprp::store::postgres {
 namespace {
 
-// The prepared query statement of each shape.
+// The prepared query statement of each shape (engine_core's QuerySql with $N parameters; a
+// parameter the shape does not use is sent as NULL).
 const Statement& QueryStatement(int shape) {
   struct Table {
-    std::array<std::string, sql::kQueryShapes> names, sqls;
-    std::array<Statement, sql::kQueryShapes> statements;
+    std::array<std::string, internal::kQueryShapes> names, sqls;
+    std::array<Statement, internal::kQueryShapes> statements;
   };
   static const Table* table = [] {
     auto* t = new Table;
-    for (int s = 0; s < sql::kQueryShapes; ++s) {
-      std::string q = "SELECT pk, id, body, etag, ts, ttl FROM documents WHERE container=$1";
-      if (s & sql::kQueryPartition) q += " AND pk=$2";
-      if (s & sql::kQueryType) q += " AND resource_type=$3";
-      if (s & sql::kQueryRid) q += " AND resource_id=$4";
-      if (s & sql::kQueryPrefix) q += " AND resource_id>=$5";
-      if (s & sql::kQueryPrefixUpper) q += " AND resource_id<$6";
-      if (s & sql::kQueryActive) q += " AND non_terminal";
-      q += " AND (expires_at IS NULL OR expires_at>$7)";
-      if (s & sql::kQueryAfter) q += (s & sql::kQueryPartition) ? " AND id>$9" : " AND (pk, id)>($8, $9)";
-      q += " ORDER BY pk, id LIMIT $10";
+    for (int s = 0; s < internal::kQueryShapes; ++s) {
       t->names[s] = "h_query" + std::to_string(s);
-      t->sqls[s] = std::move(q);
+      t->sqls[s] = internal::QuerySql(s, '$', "non_terminal");
       t->statements[s] = Statement{t->names[s].c_str(), t->sqls[s].c_str()};
     }
     return t;
@@ -37,112 +28,53 @@ const Statement& QueryStatement(int shape) {
 
 }  // namespace
 
-Result<Document> PgStore::Read(std::string_view container, std::string_view pk, std::string_view id) {
-  return ReadRow(container, pk, id, false);
-}
-
-Result<Document> PgStore::ReadText(std::string_view container, std::string_view pk, std::string_view id) {
-  return ReadRow(container, pk, id, true);
-}
-
-Result<Document> PgStore::ReadRow(std::string_view container, std::string_view pk, std::string_view id,
-                                  bool body_text) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  int64_t now = clock_->NowMillis();
-  return WithConn([&](PgConnection& c) -> Result<Document> {
+Result<std::optional<StoredRow>> PgStore::ReadLive(std::string_view container, std::string_view pk,
+                                                   std::string_view id, int64_t now) {
+  return WithConn([&](PgConnection& c) -> Result<std::optional<StoredRow>> {
     Params p;
     p.Bytea(container).Bytea(pk).Bytea(id).Int8(now);
-    auto r = c.Exec(sql::kReadDoc, p, "read " + DocName(container, pk, id));
-    if (!r.ok()) return r.error();
-    if (r->rows() == 0) return Error::NotFound(DocName(container, pk, id) + " does not exist");
-    return internal::DocumentFromRow(body_text, pk, id, r->Bytes(0, 0), r->String(0, 1), r->Int8(0, 2),
-                                     r->OptInt8(0, 3));
+    HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kReadDoc, p, "read " + DocName(container, pk, id)));
+    if (r.rows() == 0) return std::optional<StoredRow>();
+    StoredRow row;
+    row.body = std::string(r.Bytes(0, 0));
+    row.etag = r.String(0, 1);
+    row.ts = r.Int8(0, 2);
+    row.ttl = r.OptInt8(0, 3);
+    return std::optional<StoredRow>(std::move(row));
   });
 }
 
-Result<QueryPage> PgStore::Query(const QueryOptions& o) {
-  HCPRP_RETURN_IF_ERROR(internal::ValidateQuery(o));
-  int shape = 0;
-  if (o.partition_key) shape |= sql::kQueryPartition;
-  std::optional<std::string> type, rid, prefix, upper;
-  if (o.resource_type) {
-    shape |= sql::kQueryType;
-    type = ToLower(*o.resource_type);
-  }
-  if (o.resource_id) {
-    shape |= sql::kQueryRid;
-    rid = ToLower(*o.resource_id);
-  }
-  if (o.resource_id_prefix) {
-    shape |= sql::kQueryPrefix;
-    prefix = ToLower(*o.resource_id_prefix);
-    upper = internal::PrefixUpperBound(*prefix);
-    if (upper) shape |= sql::kQueryPrefixUpper;
-  }
-  if (o.non_terminal_only) shape |= sql::kQueryActive;
-  std::optional<std::string> after_pk, after_id;
-  if (!o.continuation.empty()) {
-    auto decoded = internal::DecodeQueryContinuation(o.continuation);
-    if (!decoded.ok()) return decoded.error();
-    if (o.partition_key && decoded->first != *o.partition_key) {
-      return Error::InvalidArgument("the continuation token belongs to another partition");
-    }
-    after_pk = std::move(decoded->first);
-    after_id = std::move(decoded->second);
-    shape |= sql::kQueryAfter;
-  }
-  int64_t now = clock_->NowMillis();
-  int64_t limit = static_cast<int64_t>(std::min<size_t>(o.max_items, INT32_MAX)) + 1;
-  std::optional<std::string> pk;
-  if (o.partition_key) pk = *o.partition_key;
-  return WithConn([&](PgConnection& c) -> Result<QueryPage> {
+Status PgStore::RunQuery(const QueryOptions& o, const internal::QueryPlan& plan,
+                         internal::PageBuilder& page) {
+  return WithConn([&](PgConnection& c) -> Status {
     Params p;
-    p.Bytea(o.container).OptBytea(pk).OptBytea(type).OptBytea(rid).OptBytea(prefix).OptBytea(upper).Int8(now);
-    p.OptBytea(after_pk).OptBytea(after_id).Int8(limit);
-    auto r = c.Exec(QueryStatement(shape), p, "query " + Printable(o.container));
-    if (!r.ok()) return r.error();
-    QueryPage page;
-    for (int i = 0; i < r->rows(); ++i) {
-      if (page.documents.size() == o.max_items) {
-        const Document& last = page.documents.back();
-        page.continuation = internal::EncodeQueryContinuation(last.partition_key, last.id);
-        break;
-      }
-      auto d = internal::QueryDocumentFromRow(o, r->Bytes(i, 0), r->Bytes(i, 1), r->Bytes(i, 2),
-                                              r->String(i, 3), r->Int8(i, 4), r->OptInt8(i, 5));
-      if (!d.ok()) return d.error();
-      page.documents.push_back(std::move(*d));
+    p.Bytea(o.container).OptBytea(plan.partition_key).OptBytea(plan.resource_type).OptBytea(plan.resource_id);
+    p.OptBytea(plan.prefix).OptBytea(plan.prefix_upper).Int8(plan.now);
+    p.OptBytea(plan.after_pk).OptBytea(plan.after_id).Int8(plan.limit);
+    HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(QueryStatement(plan.shape), p, "query " + Printable(o.container)));
+    for (int i = 0; i < r.rows(); ++i) {
+      HCPRP_ASSIGN_OR_RETURN(bool added,
+                             page.AddDocument(o.body_text, r.Bytes(i, 0), r.Bytes(i, 1), r.Bytes(i, 2),
+                                              r.String(i, 3), r.Int8(i, 4), r.OptInt8(i, 5)));
+      if (!added) break;
     }
-    return page;
+    return Status::Ok();
   });
 }
 
-Result<QueryPage> PgStore::ListPartitions(std::string_view container, size_t max_items,
-                                          std::string_view continuation) {
-  auto start = internal::ListPartitionsStart(container, max_items, continuation);
-  if (!start.ok()) return start.error();
-  std::optional<std::string> after = std::move(*start);
-  int64_t now = clock_->NowMillis();
-  int64_t limit = static_cast<int64_t>(std::min<size_t>(max_items, INT32_MAX)) + 1;
-  return WithConn([&](PgConnection& c) -> Result<QueryPage> {
+Status PgStore::PartitionsAfter(std::string_view container, const std::optional<std::string>& after,
+                                int64_t now, int64_t limit, internal::PageBuilder& page) {
+  return WithConn([&](PgConnection& c) -> Status {
     Params p;
     p.Bytea(container);
     if (after) p.Bytea(*after);
     p.Int8(now).Int8(limit);
-    auto r = c.Exec(after ? sql::kListPartitionsNext : sql::kListPartitionsFirst, p,
-                    "list partitions of " + Printable(container));
-    if (!r.ok()) return r.error();
-    QueryPage page;
-    for (int i = 0; i < r->rows(); ++i) {
-      if (page.documents.size() == max_items) {
-        page.continuation = internal::EncodePartitionContinuation(page.documents.back().partition_key);
-        break;
-      }
-      Document d;
-      d.partition_key = r->String(i, 0);
-      page.documents.push_back(std::move(d));
+    HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(after ? sql::kListPartitionsNext : sql::kListPartitionsFirst, p,
+                                          "list partitions of " + Printable(container)));
+    for (int i = 0; i < r.rows(); ++i) {
+      if (!page.AddPartition(r.String(i, 0))) break;
     }
-    return page;
+    return Status::Ok();
   });
 }
 }  // namespace hcprp::store::postgres

@@ -444,8 +444,7 @@ TEST_F(PgStoreTest, ChangesOfOneDocumentKeepTheirOrderAcrossTransactions) {
         t1c->ExecSql("INSERT INTO changes(container, kind, pk, id, body, etag, ts) VALUES "
                      "('resources', 1, 'sub', 'b', '{}', 'from-t1', 3)",
                      "t1 change b"));
-    auto committed = t1c->ExecSql("COMMIT", "t1 commit");
-    if (!committed.ok()) return committed.error();
+    HCPRP_RETURN_IF_ERROR(t1c->ExecSql("COMMIT", "t1 commit"));
     return Status::Ok();
   });
   EXPECT_EQ(t1.wait_for(200ms), std::future_status::timeout);

@@ -17,15 +17,6 @@ std::optional<StoredRow> FirstRow(const PgResult& r, bool with_expiry) {
   return row;
 }
 
-Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
-                                         std::string_view id) {
-  Params p;
-  p.Bytea(container).Bytea(pk).Bytea(id);
-  auto r = tx.c.Exec(sql::kLoadDocForUpdate, p, "load " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return FirstRow(*r, /*with_expiry=*/true);
-}
-
 void BindVersion(Params& p, std::string_view container, std::string_view pk, std::string_view id,
                  const Version& v, const std::optional<int64_t>& expires_at) {
   p.Bytea(container).Bytea(pk).Bytea(id).Bytea(v.body).Text(v.etag).Int8(v.ts).OptInt8(v.ttl).OptInt8(
@@ -34,43 +25,45 @@ void BindVersion(Params& p, std::string_view container, std::string_view pk, std
   p.Bool(v.fields.non_terminal);
 }
 
-// True when inserted, false when a row with that key exists.
-Result<bool> InsertDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                       const Version& v) {
+}  // namespace
+
+Result<std::optional<StoredRow>> Tx::LoadRow(std::string_view container, std::string_view pk,
+                                             std::string_view id) {
+  Params p;
+  p.Bytea(container).Bytea(pk).Bytea(id);
+  HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kLoadDocForUpdate, p, "load " + DocName(container, pk, id)));
+  return FirstRow(r, /*with_expiry=*/true);
+}
+
+Result<bool> Tx::InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                           const Version& v) {
   auto expires_at = v.ExpiresAt();
   Params p;
   BindVersion(p, container, pk, id, v, expires_at);
-  auto r = tx.c.Exec(sql::kInsertDoc, p, "insert " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return r->rows() == 1;
+  HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kInsertDoc, p, "insert " + DocName(container, pk, id)));
+  return r.rows() == 1;
 }
 
-// True when the live document (with etag `required_etag`, if given) was updated.
-Result<bool> UpdateDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                       const Version& v, const std::string* required_etag) {
+Result<bool> Tx::UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                           const Version& v, const std::string* required_etag) {
   auto expires_at = v.ExpiresAt();
   Params p;
   BindVersion(p, container, pk, id, v, expires_at);
   p.OptText(required_etag);
-  p.Int8(tx.now);
-  auto r = tx.c.Exec(sql::kUpdateDoc, p, "update " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return r->affected() > 0;
+  p.Int8(now);
+  HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kUpdateDoc, p, "update " + DocName(container, pk, id)));
+  return r.affected() > 0;
 }
 
-// The deleted live row, or nullopt when there was none (with that etag).
-Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, std::string_view pk,
-                                           std::string_view id, const std::string* required_etag) {
+Result<std::optional<StoredRow>> Tx::DeleteRow(std::string_view container, std::string_view pk,
+                                               std::string_view id, const std::string* required_etag) {
   Params p;
   p.Bytea(container).Bytea(pk).Bytea(id);
   p.OptText(required_etag);
-  p.Int8(tx.now);
-  auto r = tx.c.Exec(sql::kDeleteDoc, p, "delete " + DocName(container, pk, id));
-  if (!r.ok()) return r.error();
-  return FirstRow(*r, /*with_expiry=*/false);
+  p.Int8(now);
+  HCPRP_ASSIGN_OR_RETURN(auto r, c.Exec(sql::kDeleteDoc, p, "delete " + DocName(container, pk, id)));
+  return FirstRow(r, /*with_expiry=*/false);
 }
-
-}  // namespace
 
 void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_view pk, std::string_view id,
                   std::string body, std::string etag, int64_t ts, const std::optional<int64_t>& ttl) {
@@ -78,51 +71,19 @@ void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_
       PendingChange{kind, std::string(pk), std::string(id), std::move(body), std::move(etag), ts, ttl});
 }
 
-namespace {
+Status Tx::DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) {
+  Params p;
+  p.Bytea(container).Bytea(pk).Bytea(id);
+  HCPRP_RETURN_IF_ERROR(c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id)));
+  return Status::Ok();
+}
 
-// The row primitives of engine_core.h over a transaction; rows read for a write are locked (FOR
-// UPDATE), and changes are buffered until FlushChanges.
-class PgRows final : public internal::RowTx {
- public:
-  explicit PgRows(Tx& tx) : tx_(tx) {}
-
-  int64_t Now() const override { return tx_.now; }
-  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
-                                           std::string_view id) override {
-    return postgres::LoadRow(tx_, container, pk, id);
-  }
-  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
-                         const Version& v) override {
-    return InsertDoc(tx_, container, pk, id, v);
-  }
-  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
-                         const Version& v, const std::string* required_etag) override {
-    return UpdateDoc(tx_, container, pk, id, v, required_etag);
-  }
-  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
-                                             std::string_view id, const std::string* required_etag) override {
-    return DeleteDoc(tx_, container, pk, id, required_etag);
-  }
-  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override {
-    Params p;
-    p.Bytea(container).Bytea(pk).Bytea(id);
-    auto r = tx_.c.Exec(sql::kDeleteAnyDoc, p, "expire " + DocName(container, pk, id));
-    if (!r.ok()) return r.error();
-    return Status::Ok();
-  }
-  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
-                      std::string body, std::string etag, int64_t ts,
-                      const std::optional<int64_t>& ttl) override {
-    RecordChange(tx_, container, static_cast<int16_t>(kind), pk, id, std::move(body), std::move(etag), ts,
-                 ttl);
-    return Status::Ok();
-  }
-
- private:
-  Tx& tx_;
-};
-
-}  // namespace
+Status Tx::AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                        std::string body, std::string etag, int64_t ts, const std::optional<int64_t>& ttl) {
+  RecordChange(*this, container, static_cast<int16_t>(kind), pk, id, std::move(body), std::move(etag), ts,
+               ttl);
+  return Status::Ok();
+}
 
 // Inserts the transaction's changes, unnumbered (readers number them once committed, see
 // pg_store.h). Runs as the last work before COMMIT, after every document lock was taken.
@@ -132,37 +93,19 @@ Status FlushChanges(Tx& tx) {
       Params p;
       p.Bytea(container).Int2(c.kind).Bytea(c.pk).Bytea(c.id).Bytea(c.body).Text(c.etag).Int8(c.ts).OptInt8(
           c.ttl);
-      auto r = tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container));
-      if (!r.ok()) return r.error();
+      HCPRP_RETURN_IF_ERROR(tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container)));
     }
   }
   return Status::Ok();
 }
 
-Result<Document> PgStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  // consume=false: WriteTx may run the transaction again after a serialization failure.
-  return WriteTx<Document>("write", [&](Tx& tx) {
-    PgRows rows(tx);
-    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/false);
+Status PgStore::InWriteTransaction(std::string_view what,
+                                   const std::function<Status(internal::EngineTx&)>& body) {
+  auto committed = WriteTx<bool>(what, [&](Tx& tx) -> Result<bool> {
+    HCPRP_RETURN_IF_ERROR(body(tx));
+    return true;
   });
-}
-
-Result<BatchResult> PgStore::Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                                   const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
-  return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
-    if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
-    PgRows rows(tx);
-    BatchResult out;
-    out.documents.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/false);
-      if (!d.ok()) return BatchOperationError(i, d.error());
-      out.documents.push_back(std::move(*d));
-    }
-    return out;
-  });
+  HCPRP_RETURN_IF_ERROR(std::move(committed));
+  return Status::Ok();
 }
 }  // namespace hcprp::store::postgres

@@ -127,10 +127,9 @@ Status PgTestServer::RunTool(const std::string& tool, std::vector<std::string> a
 }
 
 Result<std::unique_ptr<PgTestServer>> PgTestServer::Start(std::string database) {
-  auto bin = FindBinaries();
-  if (!bin.ok()) return bin.error();
+  HCPRP_ASSIGN_OR_RETURN(auto bin, FindBinaries());
   std::unique_ptr<PgTestServer> s(new PgTestServer());
-  s->bin_ = *bin;
+  s->bin_ = bin;
   s->database_ = std::move(database);
   std::string tmpl = (fs::temp_directory_path() / "hcprp-pg-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) return Error::IoError("mkdtemp failed");
@@ -146,14 +145,11 @@ Result<std::unique_ptr<PgTestServer>> PgTestServer::Start(std::string database) 
       "initdb",
       {"-D", s->dir_ + "/data", "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"},
       120));
-  auto port = FreePort();
-  if (!port.ok()) return port.error();
-  s->port_ = *port;
+  HCPRP_ASSIGN_OR_RETURN(auto port, FreePort());
+  s->port_ = port;
   HCPRP_RETURN_IF_ERROR(s->StartServer());
-  auto admin = PgConnection::Connect(s->UrlOf("postgres"), "", 10);
-  if (!admin.ok()) return admin.error();
-  auto created = (*admin)->ExecSql("CREATE DATABASE " + s->database_, "create test database");
-  if (!created.ok()) return created.error();
+  HCPRP_ASSIGN_OR_RETURN(auto admin, PgConnection::Connect(s->UrlOf("postgres"), "", 10));
+  HCPRP_RETURN_IF_ERROR(admin->ExecSql("CREATE DATABASE " + s->database_, "create test database"));
   return s;
 }
 
@@ -170,9 +166,8 @@ Status PgTestServer::StartServer() {
       return st;
     }
     if (Log().find("could not bind") == std::string::npos) return st;
-    auto port = FreePort();
-    if (!port.ok()) return port.error();
-    port_ = *port;
+    HCPRP_ASSIGN_OR_RETURN(auto port, FreePort());
+    port_ = port;
     opts = "-c listen_addresses=127.0.0.1 -p " + std::to_string(port_) +
            " -c unix_socket_directories=" + dir_ + " -c fsync=on -c max_connections=400";
   }
@@ -225,10 +220,8 @@ Status PgTestServer::Restart() {
 }
 
 Status PgTestServer::Exec(const std::string& sql) const {
-  auto c = PgConnection::Connect(Url(), "", 10);
-  if (!c.ok()) return c.error();
-  auto r = (*c)->ExecSql(sql, "test server");
-  if (!r.ok()) return r.error();
+  HCPRP_ASSIGN_OR_RETURN(auto c, PgConnection::Connect(Url(), "", 10));
+  HCPRP_RETURN_IF_ERROR(c->ExecSql(sql, "test server"));
   return Status::Ok();
 }
 

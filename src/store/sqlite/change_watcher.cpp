@@ -41,9 +41,8 @@ Result<std::unique_ptr<ChangeWatcher>> ChangeWatcher::Start(std::unique_ptr<Conn
 #endif
   // Read after the watch is in place: a commit whose WAL write came before the watch is confirmed by
   // the polling that Run() starts with.
-  auto v = w->conn_->QueryInt(sql::kDataVersion, "PRAGMA data_version");
-  if (!v.ok()) return v.error();
-  w->last_version_ = *v;
+  HCPRP_ASSIGN_OR_RETURN(auto v, w->conn_->QueryInt(sql::kDataVersion, "PRAGMA data_version"));
+  w->last_version_ = v;
   w->thread_ = std::thread([raw = w.get()] { raw->Run(); });
   return w;
 }

@@ -70,10 +70,9 @@ Result<sqlite3_stmt*> Connection::PrepareText(const std::string& sql) {
 Result<sqlite3_stmt*> Connection::Prepare(const char* sql) {
   auto it = cache_.find(sql);
   if (it != cache_.end()) return it->second;
-  auto s = PrepareText(sql);
-  if (!s.ok()) return s.error();
-  cache_.emplace(sql, *s);
-  return *s;
+  HCPRP_ASSIGN_OR_RETURN(auto s, PrepareText(sql));
+  cache_.emplace(sql, s);
+  return s;
 }
 
 Status Connection::Exec(const char* sql, std::string_view context) {

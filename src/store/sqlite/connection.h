@@ -108,10 +108,9 @@ class Connection {
   Result<sqlite3_stmt*> PrepareKeyed(int key, Build&& build) {
     auto it = keyed_.find(key);
     if (it != keyed_.end()) return it->second;
-    auto s = PrepareText(build());
-    if (!s.ok()) return s.error();
-    keyed_.emplace(key, *s);
-    return *s;
+    HCPRP_ASSIGN_OR_RETURN(auto s, PrepareText(build()));
+    keyed_.emplace(key, s);
+    return s;
   }
 
   // Runs SQL without results (pragmas, DDL); errors name `context`.

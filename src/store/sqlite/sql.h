@@ -9,6 +9,7 @@
 #include <string>
 
 #include "store/document_logic.h"
+#include "store/engine_core.h"
 
 namespace hcprp::store::sqlite::sql {
 
@@ -171,26 +172,20 @@ inline constexpr const char* kLeaseRelease =
     "etag=?4";
 inline constexpr const char* kDataVersion = "PRAGMA data_version";
 
-// Query shapes (bits of a cache key), assembled by the engine; all share the parameter numbering
-// ?1 container ?2 pk ?3 resource_type ?4 resource_id ?5 prefix ?6 prefix upper bound ?7 now
+// Query shapes (bits of a cache key), assembled by engine_core's PlanQuery; all share the parameter
+// numbering ?1 container ?2 pk ?3 resource_type ?4 resource_id ?5 prefix ?6 prefix upper bound ?7 now
 // ?8 after pk ?9 after id ?10 limit.
-inline constexpr int kQueryPartition = 1, kQueryType = 2, kQueryRid = 4, kQueryPrefix = 8,
-                     kQueryPrefixUpper = 16, kQueryActive = 32, kQueryAfter = 64, kQueryShapes = 128;
+using internal::kQueryActive;
+using internal::kQueryAfter;
+using internal::kQueryPartition;
+using internal::kQueryPrefix;
+using internal::kQueryPrefixUpper;
+using internal::kQueryRid;
+using internal::kQueryShapes;
+using internal::kQueryType;
 
 // The text of query shape `shape` (a valid shape has kQueryPartition or kQueryType, and
 // kQueryPrefixUpper only with kQueryPrefix).
-inline std::string QuerySql(int shape) {
-  std::string q = "SELECT pk, id, body, etag, ts, ttl FROM documents WHERE container=?1";
-  if (shape & kQueryPartition) q += " AND pk=?2";
-  if (shape & kQueryType) q += " AND resource_type=?3";
-  if (shape & kQueryRid) q += " AND resource_id=?4";
-  if (shape & kQueryPrefix) q += " AND resource_id>=?5";
-  if (shape & kQueryPrefixUpper) q += " AND resource_id<?6";
-  if (shape & kQueryActive) q += " AND non_terminal=1";
-  q += " AND (expires_at IS NULL OR expires_at>?7)";
-  if (shape & kQueryAfter) q += (shape & kQueryPartition) ? " AND id>?9" : " AND (pk, id)>(?8, ?9)";
-  q += " ORDER BY pk, id LIMIT ?10";
-  return q;
-}
+inline std::string QuerySql(int shape) { return internal::QuerySql(shape, '?', "non_terminal=1"); }
 
 }  // namespace hcprp::store::sqlite::sql

@@ -56,9 +56,8 @@ void SqliteStore::SubmitWrite(PendingWrite& w) {
 }
 
 Status SqliteStore::Exec(Connection& c, const char* statement, std::string_view what) {
-  auto prepared = c.Prepare(statement);
-  if (!prepared.ok()) return prepared.error();
-  Stmt s(c.db(), *prepared);
+  HCPRP_ASSIGN_OR_RETURN(auto prepared, c.Prepare(statement));
+  Stmt s(c.db(), prepared);
   int rc = s.Step();
   if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, std::string(what) + ": " + statement);
   return Status::Ok();
@@ -87,7 +86,7 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
         lost = saved.error();
         continue;
       }
-      Tx tx{c, clock_->NowMillis()};
+      Tx tx(c, clock_->NowMillis());
       Status st = Status::Ok();
       try {
         st = w.run(tx);
@@ -136,15 +135,15 @@ bool SqliteStore::RunGroup(const std::vector<PendingWrite*>& group) {
 }
 
 Status SqliteStore::StartCheckpointer() {
-  auto conn = Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout);
-  if (!conn.ok()) return conn.error();
+  HCPRP_ASSIGN_OR_RETURN(
+      auto conn, Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout));
   // A connection opens the file at its first statement; until it has seen the WAL mode, a checkpoint
   // through it does nothing.
-  auto mode = (*conn)->QueryText("PRAGMA journal_mode", "open checkpointer " + target_.path);
-  if (!mode.ok()) return mode.error();
-  if (*mode != "wal")
-    return Error::IoError("open checkpointer " + target_.path + ": journal mode \"" + *mode + "\"");
-  checkpoint_conn_ = std::move(*conn);
+  HCPRP_ASSIGN_OR_RETURN(auto mode,
+                         conn->QueryText("PRAGMA journal_mode", "open checkpointer " + target_.path));
+  if (mode != "wal")
+    return Error::IoError("open checkpointer " + target_.path + ": journal mode \"" + mode + "\"");
+  checkpoint_conn_ = std::move(conn);
   {
     MutexLock lk(write_mu_);
     // Replaces SQLite's automatic checkpoint (itself a WAL hook) on the writer connection.

@@ -42,13 +42,12 @@ Result<Target> ParseUrl(std::string_view url) {
     t.memory = true;
     t.path = ":memory:";
   } else if (rest.substr(0, 10) == "sqlite:///") {
-    auto path = PercentDecode(rest.substr(9));
-    if (!path.ok()) return path.error();
-    if (path->size() < 2 || path->back() == '/') {
+    HCPRP_ASSIGN_OR_RETURN(auto path, PercentDecode(rest.substr(9)));
+    if (path.size() < 2 || path.back() == '/') {
       return Error::InvalidArgument("store URL \"" + std::string(url) + "\" does not name a file");
     }
-    if (path->find('\0') != std::string::npos) return Error::InvalidArgument("store URL has a NUL byte");
-    t.path = std::move(*path);
+    if (path.find('\0') != std::string::npos) return Error::InvalidArgument("store URL has a NUL byte");
+    t.path = std::move(path);
   } else {
     return Error::InvalidArgument("bad SQLite store URL \"" + std::string(url) +
                                   "\": expected sqlite:///absolute/path.db or sqlite::memory:");
@@ -59,13 +58,13 @@ Result<Target> ParseUrl(std::string_view url) {
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
     size_t eq = kv.find('=');
     std::string_view key = kv.substr(0, eq);
-    auto value = PercentDecode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1));
-    if (!value.ok()) return value.error();
+    HCPRP_ASSIGN_OR_RETURN(
+        auto value, PercentDecode(eq == std::string_view::npos ? std::string_view() : kv.substr(eq + 1)));
     if (key == "vfs") {
-      if (sqlite3_vfs_find(value->c_str()) == nullptr) {
-        return Error::InvalidArgument("store URL names an unknown SQLite VFS \"" + *value + "\"");
+      if (sqlite3_vfs_find(value.c_str()) == nullptr) {
+        return Error::InvalidArgument("store URL names an unknown SQLite VFS \"" + value + "\"");
       }
-      t.vfs = std::move(*value);
+      t.vfs = std::move(value);
     } else {
       return Error::InvalidArgument("unknown store URL parameter \"" + std::string(key) + "\"");
     }
@@ -78,54 +77,49 @@ Result<Target> ParseUrl(std::string_view url) {
 Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOptions& options) {
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (target.memory) flags |= SQLITE_OPEN_MEMORY;
-  auto writer = Connection::Open(target.path, target.vfs, flags, options.busy_timeout);
-  if (!writer.ok()) return writer.error();
+  HCPRP_ASSIGN_OR_RETURN(auto writer, Connection::Open(target.path, target.vfs, flags, options.busy_timeout));
   // SQLite falls back to read-only when the file cannot be written; a store that cannot write is an
   // error at start-up, not a process that answers every write 503.
-  if (!target.memory && sqlite3_db_readonly((*writer)->db(), "main") == 1) {
+  if (!target.memory && sqlite3_db_readonly(writer->db(), "main") == 1) {
     return Error::IoError(
         "the store file " + target.path +
         " is read-only (file permissions or a read-only file system); hcprp needs to write it");
   }
-  Status init = InitDatabase(**writer, target);
+  Status init = InitDatabase(*writer, target);
   if (!init.ok()) {
     if (init.error().code() != ErrorCode::kUnavailable) return init.error();
     return Error::Unavailable(init.error().message() +
                               " (still locked by another connection after the busy timeout of " +
                               std::to_string(options.busy_timeout.count()) + " ms)");
   }
-  std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(*writer)));
+  std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(writer)));
   if (!s->target_.memory) HCPRP_RETURN_IF_ERROR(s->StartCheckpointer());
-  if (options.purge_interval.count() > 0) s->sweeper_ = std::thread([raw = s.get()] { raw->SweepLoop(); });
+  if (options.purge_interval.count() > 0) s->StartSweeper(options.purge_interval);
   return std::unique_ptr<Store>(std::move(s));
 }
 
 Status SqliteStore::InitDatabase(Connection& c, const Target& t) {
   std::string where = "open " + t.path;
   if (!t.memory) {
-    auto mode = c.QueryText("PRAGMA journal_mode=WAL", where);
-    if (!mode.ok()) return mode.error();
-    if (*mode != "wal") return Error::IoError(where + ": cannot use WAL (journal mode is \"" + *mode + "\")");
+    HCPRP_ASSIGN_OR_RETURN(auto mode, c.QueryText("PRAGMA journal_mode=WAL", where));
+    if (mode != "wal") return Error::IoError(where + ": cannot use WAL (journal mode is \"" + mode + "\")");
   }
   HCPRP_RETURN_IF_ERROR(
       c.Exec("PRAGMA synchronous=FULL; PRAGMA temp_store=MEMORY; PRAGMA cache_size=-16384", where));
   HCPRP_RETURN_IF_ERROR(c.Exec("BEGIN IMMEDIATE", where));
   auto check = [&]() -> Status {
-    auto app = c.QueryInt("PRAGMA application_id", where);
-    if (!app.ok()) return app.error();
-    auto version = c.QueryInt("PRAGMA user_version", where);
-    if (!version.ok()) return version.error();
-    auto objects = c.QueryInt("SELECT count(*) FROM sqlite_schema", where);
-    if (!objects.ok()) return objects.error();
-    if (*app == sql::kApplicationId) {
-      if (*version > sql::kSchemaVersion) {
-        return Error::InvalidArgument(where + ": the store has schema version " + std::to_string(*version) +
+    HCPRP_ASSIGN_OR_RETURN(auto app, c.QueryInt("PRAGMA application_id", where));
+    HCPRP_ASSIGN_OR_RETURN(auto version, c.QueryInt("PRAGMA user_version", where));
+    HCPRP_ASSIGN_OR_RETURN(auto objects, c.QueryInt("SELECT count(*) FROM sqlite_schema", where));
+    if (app == sql::kApplicationId) {
+      if (version > sql::kSchemaVersion) {
+        return Error::InvalidArgument(where + ": the store has schema version " + std::to_string(version) +
                                       ", newer than this binary's " + std::to_string(sql::kSchemaVersion));
       }
-    } else if (*app != 0 || *objects != 0) {
+    } else if (app != 0 || objects != 0) {
       return Error::InvalidArgument(where + ": the file is an SQLite database but not an hcprp store");
     }
-    if (*app != sql::kApplicationId || *version < sql::kSchemaVersion) {
+    if (app != sql::kApplicationId || version < sql::kSchemaVersion) {
       HCPRP_RETURN_IF_ERROR(c.Exec(sql::kSchema, where + ": create schema"));
       std::string pragmas = "PRAGMA application_id=" + std::to_string(sql::kApplicationId) +
                             "; PRAGMA user_version=" + std::to_string(sql::kSchemaVersion);
@@ -139,22 +133,17 @@ Status SqliteStore::InitDatabase(Connection& c, const Target& t) {
 }
 
 Result<std::unique_ptr<Connection>> SqliteStore::OpenReader() {
-  auto c = Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout);
-  if (!c.ok()) return c.error();
+  HCPRP_ASSIGN_OR_RETURN(
+      auto c, Connection::Open(target_.path, target_.vfs, SQLITE_OPEN_READWRITE, options_.busy_timeout));
   // 4 MiB of page cache per reader (up to kMaxReaders of them); the OS page cache is shared. No mmap:
   // with mmap an I/O error would be a SIGBUS instead of a failed call.
   HCPRP_RETURN_IF_ERROR(
-      (*c)->Exec("PRAGMA query_only=1; PRAGMA cache_size=-4096", "open reader " + target_.path));
+      c->Exec("PRAGMA query_only=1; PRAGMA cache_size=-4096", "open reader " + target_.path));
   return c;
 }
 
 SqliteStore::~SqliteStore() {
-  {
-    MutexLock lk(sweeper_mu_);
-    stopping_ = true;
-  }
-  sweeper_cv_.NotifyAll();
-  if (sweeper_.joinable()) sweeper_.join();
+  StopSweeper();
   {
     MutexLock lk(checkpoint_mu_);
     checkpoint_stop_ = true;
@@ -168,8 +157,7 @@ SqliteStore::~SqliteStore() {
 
 Result<std::unique_ptr<Store>> OpenSqliteStore(std::string_view url, const OpenOptions& options) {
   if (options.clock == nullptr) return Error::InvalidArgument("OpenOptions::clock is required");
-  auto target = ParseUrl(url);
-  if (!target.ok()) return target.error();
-  return SqliteStore::Open(std::move(*target), options);
+  HCPRP_ASSIGN_OR_RETURN(auto target, ParseUrl(url));
+  return SqliteStore::Open(std::move(target), options);
 }
 }  // namespace hcprp::store::sqlite

@@ -19,55 +19,38 @@ Result<uint64_t> SqliteStore::MaxSeq(Connection& c, std::string_view container) 
   return static_cast<uint64_t>(s.Int(0));
 }
 
-Result<ChangePage> SqliteStore::ReadChanges(std::string_view container, std::string_view continuation,
-                                            size_t max_changes) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  if (max_changes == 0) return Error::InvalidArgument("max_changes must be > 0");
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  return WithReader([&](Connection& c) -> Result<ChangePage> {
-    uint64_t after = 0;
-    if (*position) {
-      after = **position;
+Result<internal::FeedRead> SqliteStore::ChangesAfter(std::string_view container,
+                                                     std::optional<uint64_t> position, bool resumed,
+                                                     size_t max_changes) {
+  return WithReader([&](Connection& c) -> Result<internal::FeedRead> {
+    internal::FeedRead read;
+    if (position) {
+      read.end = *position;
     } else {
-      auto max = MaxSeq(c, container);
-      if (!max.ok()) return max.error();
-      after = *max;
+      HCPRP_ASSIGN_OR_RETURN(read.end, MaxSeq(c, container));
     }
     // One statement, so one snapshot: superseded versions are stepped over (the position still
     // moves past them) until the page is full or the feed ends.
     HCPRP_ASSIGN_STMT(s, c, sql::kReadChanges);
     s.BindText(1, container);
-    s.BindInt(2, static_cast<int64_t>(after));
-    ChangePage page;
-    while (page.changes.size() < max_changes) {
+    s.BindInt(2, static_cast<int64_t>(read.end));
+    while (read.changes.size() < max_changes) {
       int rc = s.Step();
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "read changes of " + std::string(container));
       const uint64_t seq = static_cast<uint64_t>(s.Int(0));
+      read.end = seq;
       std::string_view stored = s.Text(4);
       if (stored == sql::kVersionInDocuments) {
-        if (s.IsNull(8) || s.Text(8) != s.Text(5)) {  // superseded or gone: a later change says so
-          after = seq;
-          continue;
-        }
+        if (s.IsNull(8) || s.Text(8) != s.Text(5)) continue;  // superseded or gone: a later change says so
         stored = s.Text(9);
       }
-      Change ch;
-      ch.sequence = seq;
-      ch.kind = ChangeKindFromInt(s.Int(1));
-      ch.document.partition_key = std::string(s.Blob(2));
-      ch.document.id = std::string(s.Blob(3));
-      auto body = ParseStoredBody(stored);
-      if (!body.ok()) return body.error();
-      ch.document.body = std::move(*body);
-      ch.document.etag = std::string(s.Text(5));
-      ch.document.timestamp_ms = s.Int(6);
-      ch.document.ttl_seconds = s.OptInt(7);
-      after = ch.sequence;
-      page.changes.push_back(std::move(ch));
+      HCPRP_ASSIGN_OR_RETURN(
+          auto change, internal::ChangeFromRow(seq, s.Int(1), std::string(s.Blob(2)), std::string(s.Blob(3)),
+                                               stored, std::string(s.Text(5)), s.Int(6), s.OptInt(7)));
+      read.changes.push_back(std::move(change));
     }
-    if (*position && !continuation.empty()) {
+    if (position && resumed) {
       // Checked after the read: a trim that removed changes after the position before the read
       // is seen (one that ran after it is reported too, which costs the reader a resync only).
       HCPRP_ASSIGN_STMT(t, c, sql::kTrimmedThrough);
@@ -75,10 +58,9 @@ Result<ChangePage> SqliteStore::ReadChanges(std::string_view container, std::str
       int rc = t.Step();
       if (rc != SQLITE_ROW)
         return SqliteError(c.db(), rc, "change feed retention of " + std::string(container));
-      if (static_cast<uint64_t>(t.Int(0)) > **position) return internal::FeedPositionExpired(container);
+      if (static_cast<uint64_t>(t.Int(0)) > *position) return internal::FeedPositionExpired(container);
     }
-    page.continuation = internal::EncodeChangeContinuation(after);
-    return page;
+    return read;
   });
 }
 
@@ -111,20 +93,14 @@ void SqliteStore::EnsureWatcher() {
   watcher_failed_ = true;
 }
 
-Result<bool> SqliteStore::WaitForChanges(std::string_view container, std::string_view continuation,
-                                         std::chrono::milliseconds timeout) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  auto position = internal::DecodeChangeContinuation(continuation);
-  if (!position.ok()) return position.error();
-  auto deadline = std::chrono::steady_clock::now() + std::max(timeout, std::chrono::milliseconds(0));
+Result<bool> SqliteStore::WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                                    std::chrono::steady_clock::time_point deadline) {
   EnsureWatcher();
   uint64_t after = 0;
-  if (*position) {
-    after = **position;
+  if (position) {
+    after = *position;
   } else {
-    auto max = WithReader([&](Connection& c) { return MaxSeq(c, container); });
-    if (!max.ok()) return max.error();
-    after = *max;
+    HCPRP_ASSIGN_OR_RETURN(after, WithReader([&](Connection& c) { return MaxSeq(c, container); }));
   }
   waiters_.fetch_add(1);
   struct Leave {
@@ -149,7 +125,7 @@ Result<bool> SqliteStore::WaitForChanges(std::string_view container, std::string
 Result<size_t> SqliteStore::PurgeExpired() {
   size_t total = 0;
   while (true) {
-    auto n = WriteTx<size_t>("purge expired documents", [&](Tx& tx) -> Result<size_t> {
+    auto purge_chunk = [&](Tx& tx) -> Result<size_t> {
       struct Expired {
         int64_t rowid;
         std::string container, pk, id;
@@ -184,10 +160,10 @@ Result<size_t> SqliteStore::PurgeExpired() {
                                            e.row.etag, e.row.ts, e.row.ttl));
       }
       return rows.size();
-    });
-    if (!n.ok()) return n.error();
-    total += *n;
-    if (*n < static_cast<size_t>(kPurgeChunk)) break;
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("purge expired documents", purge_chunk));
+    total += n;
+    if (n < static_cast<size_t>(kPurgeChunk)) break;
   }
   HCPRP_RETURN_IF_ERROR(TrimChanges());
   return total;
@@ -198,7 +174,7 @@ Status SqliteStore::TrimChanges() {
   const bool by_size = options_.change_retention_changes > 0;
   if (!by_time && !by_size) return Status::Ok();
   while (true) {
-    auto n = WriteTx<size_t>("trim the change feed", [&](Tx& tx) -> Result<size_t> {
+    auto trim_chunk = [&](Tx& tx) -> Result<size_t> {
       std::map<std::string, int64_t> last;  // by container
       size_t removed = 0;
       {
@@ -229,21 +205,10 @@ Status SqliteStore::TrimChanges() {
         HCPRP_RETURN_IF_ERROR(r.Run("record the trim of " + container));
       }
       return removed;
-    });
-    if (!n.ok()) return n.error();
-    if (*n < static_cast<size_t>(kPurgeChunk)) return Status::Ok();
+    };
+    HCPRP_ASSIGN_OR_RETURN(size_t n, WriteTx<size_t>("trim the change feed", trim_chunk));
+    if (n < static_cast<size_t>(kPurgeChunk)) return Status::Ok();
   }
 }
 
-void SqliteStore::SweepLoop() {
-  MutexLock lk(sweeper_mu_);
-  while (!stopping_) {
-    if (sweeper_cv_.WaitFor(lk, options_.purge_interval,
-                            [&]() HCPRP_REQUIRES(sweeper_mu_) { return stopping_; }))
-      break;
-    lk.unlock();
-    (void)PurgeExpired();  // a failure (busy, I/O) is retried at the next interval
-    lk.lock();
-  }
-}
 }  // namespace hcprp::store::sqlite

@@ -13,25 +13,18 @@
 
 #include "core/mutex.h"
 #include "store/document_logic.h"
+#include "store/engine_store.h"
 #include "store/sqlite/change_watcher.h"
 #include "store/sqlite/connection.h"
 #include "store/sqlite/sql.h"
 
 namespace hcprp::store::sqlite {
 
-using internal::ChangeKindFromInt;
-using internal::CheckContainer;
 using internal::DocName;
-using internal::FromMillis;
-using internal::IndexedFields;
 using internal::LeaseName;
-using internal::MakeDocument;
-using internal::MakeVersion;
-using internal::ParseStoredBody;
+using internal::LeaseState;
 using internal::Printable;
 using internal::StoredRow;
-using internal::ToMillis;
-using internal::ValidateOp;
 using internal::Version;
 
 constexpr size_t kMaxReaders = 32;
@@ -42,54 +35,78 @@ struct Target {
   bool memory = false;
 };
 
-// A write transaction in progress on the writer connection.
-struct Tx {
+// A write transaction in progress on the writer connection, and the row and lease primitives of
+// engine_store.h on it (in sqlite_store_writes.cpp and sqlite_store_leases.cpp).
+struct Tx final : internal::EngineTx {
+  Tx(Connection& conn, int64_t at) : c(conn), now(at) {}
+
   Connection& c;
-  int64_t now;
+  const int64_t now;
   bool feed_changed = false;
+
+  int64_t Now() const override { return now; }
+  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
+                                           std::string_view id) override;
+  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v) override;
+  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                         const Version& v, const std::string* required_etag) override;
+  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
+                                             std::string_view id, const std::string* required_etag) override;
+  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override;
+  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                      std::string body, std::string etag, int64_t ts,
+                      const std::optional<int64_t>& ttl) override;
+  Result<std::optional<LeaseState>> LoadLease(std::string_view container, std::string_view pk,
+                                              std::string_view name) override;
+  Result<std::optional<uint64_t>> TakeLease(const Lease& lease, int64_t expires_at,
+                                            std::string& holder) override;
+  Result<std::optional<LeaseState>> ExtendLease(const Lease& lease, std::string_view new_etag,
+                                                int64_t expires_at) override;
+  Result<bool> DropLease(const Lease& lease) override;
 };
 
-#define HCPRP_ASSIGN_STMT(var, conn, sql)                  \
-  auto var##_prepared = (conn).Prepare(sql);               \
-  if (!var##_prepared.ok()) return var##_prepared.error(); \
-  Stmt var((conn).db(), *var##_prepared)
+#define HCPRP_ASSIGN_STMT(var, conn, sql)                                    \
+  HCPRP_ASSIGN_OR_RETURN(sqlite3_stmt* var##_prepared, (conn).Prepare(sql)); \
+  Stmt var((conn).db(), var##_prepared)
+
+// The statement's current row with columns body, etag, ts, ttl (and expires_at) (in
+// sqlite_store_writes.cpp).
+StoredRow CurrentRow(Stmt& s, bool with_expiry);
 
 // Records a change of `container` in the change feed (in sqlite_store_writes.cpp).
 Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
                     std::string_view body, std::string_view etag, int64_t ts,
                     const std::optional<int64_t>& ttl);
 
-// Fails unless `fence` is still held with its fencing token (in sqlite_store_leases.cpp).
-Status CheckFence(Tx& tx, const Lease& fence);
-
-class SqliteStore final : public internal::PointWritesAsBatches {
+class SqliteStore final : public internal::EngineStore {
  public:
   static Result<std::unique_ptr<Store>> Open(Target target, const OpenOptions& options);
   ~SqliteStore() override;
 
-  Result<Document> Read(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<Document> ReadText(std::string_view container, std::string_view pk, std::string_view id) override;
-  Result<BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<WriteOp> ops,
-                            const Lease* fence) override;
-  Result<QueryPage> Query(const QueryOptions& options) override;
-  Result<QueryPage> ListPartitions(std::string_view container, size_t max_items,
-                                   std::string_view continuation) override;
-  Result<ChangePage> ReadChanges(std::string_view container, std::string_view continuation,
-                                 size_t max_changes) override;
-  Result<bool> WaitForChanges(std::string_view container, std::string_view continuation,
-                              std::chrono::milliseconds timeout) override;
-  Result<Lease> AcquireLease(std::string_view container, std::string_view pk, std::string_view name,
-                             std::string_view owner, std::chrono::milliseconds ttl) override;
-  Result<Lease> RenewLease(const Lease& lease, std::chrono::milliseconds ttl) override;
-  Status ReleaseLease(const Lease& lease) override;
   Result<size_t> PurgeExpired() override;
 
+ protected:
+  // SQLite never reruns a transaction's body: a write that fails is rolled back and reported.
+  Status InWriteTransaction(std::string_view what,
+                            const std::function<Status(internal::EngineTx&)>& body) override;
+  Result<std::optional<StoredRow>> ReadLive(std::string_view container, std::string_view pk,
+                                            std::string_view id, int64_t now) override;
+  Status RunQuery(const QueryOptions& options, const internal::QueryPlan& plan,
+                  internal::PageBuilder& page) override;
+  Status PartitionsAfter(std::string_view container, const std::optional<std::string>& after, int64_t now,
+                         int64_t limit, internal::PageBuilder& page) override;
+  Result<internal::FeedRead> ChangesAfter(std::string_view container, std::optional<uint64_t> position,
+                                          bool resumed, size_t max_changes) override;
+  Result<bool> WaitAfter(std::string_view container, std::optional<uint64_t> position,
+                         std::chrono::steady_clock::time_point deadline) override;
+
  private:
-  // Read and ReadText: the live row of `id`, its body parsed or as text.
-  Result<Document> ReadRow(std::string_view container, std::string_view pk, std::string_view id,
-                           bool body_text);
   SqliteStore(Target target, const OpenOptions& options, std::unique_ptr<Connection> writer)
-      : target_(std::move(target)), options_(options), clock_(options.clock), writer_(std::move(writer)) {}
+      : EngineStore(options.clock, /*reruns=*/false),
+        target_(std::move(target)),
+        options_(options),
+        writer_(std::move(writer)) {}
 
   static Status InitDatabase(Connection& c, const Target& t);
   Result<std::unique_ptr<Connection>> OpenReader();
@@ -123,7 +140,6 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   template <typename F>
   auto WithReader(F&& f) -> decltype(f(std::declval<Connection&>()));
 
-  Result<Document> WriteOne(std::string_view container, std::string_view pk, WriteOp op) override;
   Result<uint64_t> MaxSeq(Connection& c, std::string_view container);
   // Removes changes older than OpenOptions::change_retention (part of PurgeExpired).
   Status TrimChanges();
@@ -131,7 +147,6 @@ class SqliteStore final : public internal::PointWritesAsBatches {
 
   void NotifyChanged();
   void EnsureWatcher();
-  void SweepLoop();
 
   // Checkpoints run on their own thread and connection, so that no group commit pays for copying the
   // WAL back into the database file (SQLite's automatic checkpoint runs inside the COMMIT that crosses
@@ -144,7 +159,6 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   // Constant after construction.
   const Target target_;
   const OpenOptions options_;
-  const Clock* const clock_;
 
   Mutex group_mu_;
   CondVar group_cv_;
@@ -174,11 +188,6 @@ class SqliteStore final : public internal::PointWritesAsBatches {
   bool checkpoint_due_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
   bool checkpoint_stop_ HCPRP_GUARDED_BY(checkpoint_mu_) = false;
   std::thread checkpointer_;
-
-  Mutex sweeper_mu_;
-  CondVar sweeper_cv_;
-  bool stopping_ HCPRP_GUARDED_BY(sweeper_mu_) = false;
-  std::thread sweeper_;
 };
 
 template <typename F>
@@ -242,7 +251,7 @@ Result<T> SqliteStore::WriteTx(std::string_view what, Body&& body) {
   };
   SubmitWrite(w);
   if (w.exception) std::rethrow_exception(w.exception);
-  if (!w.outcome.ok()) return w.outcome.error();
+  HCPRP_RETURN_IF_ERROR(w.outcome);
   return result;
 }
 

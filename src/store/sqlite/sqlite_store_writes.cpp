@@ -3,9 +3,7 @@
 #include "store/sqlite/sqlite_store_internal.h"
 
 namespace hcprp::store::sqlite {
-namespace {
 
-// The statement's current row with columns body, etag, ts, ttl (and expires_at).
 StoredRow CurrentRow(Stmt& s, bool with_expiry) {
   StoredRow r;
   r.body = std::string(s.Text(0));
@@ -16,17 +14,19 @@ StoredRow CurrentRow(Stmt& s, bool with_expiry) {
   return r;
 }
 
-Result<std::optional<StoredRow>> LoadRow(Tx& tx, std::string_view container, std::string_view pk,
-                                         std::string_view id) {
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kLoadDoc);
+Result<std::optional<StoredRow>> Tx::LoadRow(std::string_view container, std::string_view pk,
+                                             std::string_view id) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kLoadDoc);
   s.BindText(1, container);
   s.BindBlob(2, pk);
   s.BindBlob(3, id);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<StoredRow>();
-  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "load " + DocName(container, pk, id));
+  if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "load " + DocName(container, pk, id));
   return std::optional<StoredRow>(CurrentRow(s, /*with_expiry=*/true));
 }
+
+namespace {
 
 void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::string_view id,
                  const Version& v, const std::optional<int64_t>& expires_at) {
@@ -44,50 +44,47 @@ void BindVersion(Stmt& s, std::string_view container, std::string_view pk, std::
   s.BindInt(12, v.fields.non_terminal ? 1 : 0);
 }
 
-// True when inserted, false when a row with that key exists.
-Result<bool> InsertDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                       const Version& v) {
+}  // namespace
+
+Result<bool> Tx::InsertRow(std::string_view container, std::string_view pk, std::string_view id,
+                           const Version& v) {
   auto expires_at = v.ExpiresAt();
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kInsertDoc);
+  HCPRP_ASSIGN_STMT(s, c, sql::kInsertDoc);
   BindVersion(s, container, pk, id, v, expires_at);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return true;
   if ((rc & 0xff) == SQLITE_CONSTRAINT) return false;
-  return SqliteError(tx.c.db(), rc, "insert " + DocName(container, pk, id));
+  return SqliteError(c.db(), rc, "insert " + DocName(container, pk, id));
 }
 
-// True when the live document (with etag `required_etag`, if given) was updated.
-Result<bool> UpdateDoc(Tx& tx, std::string_view container, std::string_view pk, std::string_view id,
-                       const Version& v, const std::string* required_etag) {
+Result<bool> Tx::UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
+                           const Version& v, const std::string* required_etag) {
   auto expires_at = v.ExpiresAt();
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kUpdateDoc);
+  HCPRP_ASSIGN_STMT(s, c, sql::kUpdateDoc);
   BindVersion(s, container, pk, id, v, expires_at);
   if (required_etag != nullptr) s.BindText(13, std::string_view(*required_etag));
-  s.BindInt(14, tx.now);
+  s.BindInt(14, now);
   int rc = s.Step();
-  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "update " + DocName(container, pk, id));
-  return sqlite3_changes(tx.c.db()) > 0;
+  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, "update " + DocName(container, pk, id));
+  return sqlite3_changes(c.db()) > 0;
 }
 
-// The deleted live row, or nullopt when there was none (with that etag).
-Result<std::optional<StoredRow>> DeleteDoc(Tx& tx, std::string_view container, std::string_view pk,
-                                           std::string_view id, const std::string* required_etag) {
-  HCPRP_ASSIGN_STMT(s, tx.c, sql::kDeleteDoc);
+Result<std::optional<StoredRow>> Tx::DeleteRow(std::string_view container, std::string_view pk,
+                                               std::string_view id, const std::string* required_etag) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kDeleteDoc);
   s.BindText(1, container);
   s.BindBlob(2, pk);
   s.BindBlob(3, id);
   if (required_etag != nullptr) s.BindText(4, std::string_view(*required_etag));
-  s.BindInt(5, tx.now);
+  s.BindInt(5, now);
   int rc = s.Step();
   if (rc == SQLITE_DONE) return std::optional<StoredRow>();
-  if (rc != SQLITE_ROW) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
+  if (rc != SQLITE_ROW) return SqliteError(c.db(), rc, "delete " + DocName(container, pk, id));
   StoredRow r = CurrentRow(s, /*with_expiry=*/false);
   rc = s.Step();  // finishes the statement
-  if (rc != SQLITE_DONE) return SqliteError(tx.c.db(), rc, "delete " + DocName(container, pk, id));
+  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, "delete " + DocName(container, pk, id));
   return std::optional<StoredRow>(std::move(r));
 }
-
-}  // namespace
 
 Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_view pk, std::string_view id,
                     std::string_view body, std::string_view etag, int64_t ts,
@@ -107,72 +104,26 @@ Status InsertChange(Tx& tx, std::string_view container, int kind, std::string_vi
   return Status::Ok();
 }
 
-namespace {
-
-// The row primitives of engine_core.h over a write transaction on the writer connection.
-class SqliteRows final : public internal::RowTx {
- public:
-  explicit SqliteRows(Tx& tx) : tx_(tx) {}
-
-  int64_t Now() const override { return tx_.now; }
-  Result<std::optional<StoredRow>> LoadRow(std::string_view container, std::string_view pk,
-                                           std::string_view id) override {
-    return sqlite::LoadRow(tx_, container, pk, id);
-  }
-  Result<bool> InsertRow(std::string_view container, std::string_view pk, std::string_view id,
-                         const Version& v) override {
-    return InsertDoc(tx_, container, pk, id, v);
-  }
-  Result<bool> UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
-                         const Version& v, const std::string* required_etag) override {
-    return UpdateDoc(tx_, container, pk, id, v, required_etag);
-  }
-  Result<std::optional<StoredRow>> DeleteRow(std::string_view container, std::string_view pk,
-                                             std::string_view id, const std::string* required_etag) override {
-    return DeleteDoc(tx_, container, pk, id, required_etag);
-  }
-  Status DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) override {
-    HCPRP_ASSIGN_STMT(s, tx_.c, sql::kDeleteAnyDoc);
-    s.BindText(1, container);
-    s.BindBlob(2, pk);
-    s.BindBlob(3, id);
-    return s.Run("expire " + DocName(container, pk, id));
-  }
-  Status AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
-                      std::string body, std::string etag, int64_t ts,
-                      const std::optional<int64_t>& ttl) override {
-    return InsertChange(tx_, container, kind, pk, id, body, etag, ts, ttl);
-  }
-
- private:
-  Tx& tx_;
-};
-
-}  // namespace
-
-Result<Document> SqliteStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
-  HCPRP_RETURN_IF_ERROR(CheckContainer(container));
-  HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  return WriteTx<Document>("write", [&](Tx& tx) {
-    SqliteRows rows(tx);
-    return internal::ApplyWrite(rows, container, pk, op, /*consume=*/true);
-  });
+Status Tx::DeleteAnyRow(std::string_view container, std::string_view pk, std::string_view id) {
+  HCPRP_ASSIGN_STMT(s, c, sql::kDeleteAnyDoc);
+  s.BindText(1, container);
+  s.BindBlob(2, pk);
+  s.BindBlob(3, id);
+  return s.Run("expire " + DocName(container, pk, id));
 }
 
-Result<BatchResult> SqliteStore::Batch(std::string_view container, std::string_view pk,
-                                       std::vector<WriteOp> ops, const Lease* fence) {
-  HCPRP_RETURN_IF_ERROR(internal::ValidateBatch(container, ops));
-  return WriteTx<BatchResult>("batch", [&](Tx& tx) -> Result<BatchResult> {
-    if (fence != nullptr) HCPRP_RETURN_IF_ERROR(CheckFence(tx, *fence));
-    SqliteRows rows(tx);
-    BatchResult out;
-    out.documents.reserve(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = internal::ApplyWrite(rows, container, pk, ops[i], /*consume=*/true);
-      if (!d.ok()) return BatchOperationError(i, d.error());
-      out.documents.push_back(std::move(*d));
-    }
-    return out;
+Status Tx::AppendChange(std::string_view container, int kind, std::string_view pk, std::string_view id,
+                        std::string body, std::string etag, int64_t ts, const std::optional<int64_t>& ttl) {
+  return InsertChange(*this, container, kind, pk, id, body, etag, ts, ttl);
+}
+
+Status SqliteStore::InWriteTransaction(std::string_view what,
+                                       const std::function<Status(internal::EngineTx&)>& body) {
+  auto committed = WriteTx<bool>(what, [&](Tx& tx) -> Result<bool> {
+    HCPRP_RETURN_IF_ERROR(body(tx));
+    return true;
   });
+  HCPRP_RETURN_IF_ERROR(std::move(committed));
+  return Status::Ok();
 }
 }  // namespace hcprp::store::sqlite
