@@ -101,6 +101,13 @@ inline constexpr const char* kUpdateDoc =
     "UPDATE documents SET body=?4, etag=?5, ts=?6, ttl=?7, expires_at=?8, resource_type=?9, resource_id=?10, "
     "status=?11, non_terminal=?12 WHERE container=?1 AND pk=?2 AND id=?3 AND (?13 IS NULL OR etag=?13) "
     "AND (expires_at IS NULL OR expires_at>?14)";
+// kUpdateDoc's parameters, for an update that leaves every indexed column as it is (a patch of a
+// document's body, most replaces): it sets no indexed column, so SQLite leaves the indexes alone, and
+// it changes no row when an indexed value differs, for kUpdateDoc to do instead.
+inline constexpr const char* kUpdateDocSameIndex =
+    "UPDATE documents SET body=?4, etag=?5, ts=?6, ttl=?7, status=?11 WHERE container=?1 AND pk=?2 AND id=?3 "
+    "AND (?13 IS NULL OR etag=?13) AND (expires_at IS NULL OR expires_at>?14) AND expires_at IS ?8 AND "
+    "resource_type IS ?9 AND resource_id IS ?10 AND non_terminal=?12";
 // ?1 container ?2 pk ?3 id ?4 required etag (NULL: any) ?5 now. Only a live document is deleted.
 inline constexpr const char* kDeleteDoc =
     "DELETE FROM documents WHERE container=?1 AND pk=?2 AND id=?3 AND (?4 IS NULL OR etag=?4) "

@@ -60,13 +60,17 @@ Result<bool> Tx::InsertRow(std::string_view container, std::string_view pk, std:
 Result<bool> Tx::UpdateRow(std::string_view container, std::string_view pk, std::string_view id,
                            const Version& v, const std::string* required_etag) {
   auto expires_at = v.ExpiresAt();
-  HCPRP_ASSIGN_STMT(s, c, sql::kUpdateDoc);
-  BindVersion(s, container, pk, id, v, expires_at);
-  if (required_etag != nullptr) s.BindText(13, std::string_view(*required_etag));
-  s.BindInt(14, now);
-  int rc = s.Step();
-  if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, "update " + DocName(container, pk, id));
-  return sqlite3_changes(c.db()) > 0;
+  // First the update that keeps the indexes (the common case), then the full one.
+  for (const char* statement : {sql::kUpdateDocSameIndex, sql::kUpdateDoc}) {
+    HCPRP_ASSIGN_STMT(s, c, statement);
+    BindVersion(s, container, pk, id, v, expires_at);
+    if (required_etag != nullptr) s.BindText(13, std::string_view(*required_etag));
+    s.BindInt(14, now);
+    int rc = s.Step();
+    if (rc != SQLITE_DONE) return SqliteError(c.db(), rc, "update " + DocName(container, pk, id));
+    if (sqlite3_changes(c.db()) > 0) return true;
+  }
+  return false;
 }
 
 Result<std::optional<StoredRow>> Tx::DeleteRow(std::string_view container, std::string_view pk,
