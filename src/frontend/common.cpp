@@ -325,19 +325,18 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
 Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r) {
   auto id = arm::ParseResourceId(r.doc.resource_id);
   if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
-  auto resource = api::FromStorage(r.doc.resource);
-  if (!resource.ok()) return resource.error();
-  if (resource->location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
-    resource->location = r.doc.location;
+  HCPRP_ASSIGN_OR_RETURN(api::Resource resource, api::FromStorage(r.doc.resource));
+  if (resource.location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
+    resource.location = r.doc.location;
   }
-  resource->observed = ObservedValues(r, id->kind, std::move(resource->observed));
+  resource.observed = ObservedValues(r, id->kind, std::move(resource.observed));
   api::Envelope envelope;
   envelope.id = r.doc.resource_id;
   envelope.name = id->Name();
   envelope.type = std::string(arm::ArmType(id->kind));
   envelope.system_data = r.doc.system_data;
   envelope.provisioning_state = r.doc.provisioning_state;
-  json::object out = api::EncodeResource(ctx.api_version, *resource, envelope);
+  json::object out = api::EncodeResource(ctx.api_version, resource, envelope);
   if (id->kind != arm::ResourceKind::kExternalAuth && !out.contains("tags")) out["tags"] = r.doc.tags;
   return out;
 }
