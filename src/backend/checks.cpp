@@ -141,7 +141,7 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
       ++counters_.errors;
       return true;
     }
-    if (resource->has_value()) href = PropertyString((*resource)->body, "internalId");
+    if (resource->has_value()) href = InternalIdOf((*resource)->body);
     if (href.empty() && op.request == Request::kDelete) {
       // A create whose frontend stopped after the Cluster Service made the object, before the internal
       // ID was recorded, and that was deleted before its recovery: find the object by what it names.
@@ -261,7 +261,7 @@ Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::s
   } else {
     HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> parent,
                            FindResource(*store_, pk, id.Cluster().ToString()));
-    if (parent) parent_href = PropertyString(parent->body, "internalId");
+    if (parent) parent_href = InternalIdOf(parent->body);
     if (parent_href.empty()) return std::string();  // no parent object: nothing under it either
     search = "name = " + clusterservice::SearchLiteral(id.child_name);
   }
@@ -374,7 +374,7 @@ Result<clusterservice::CreateRequest> Controller::RecoveryRequest(const Operatio
   std::string parent_href;
   if (id.kind != arm::ResourceKind::kCluster) {
     auto parent = FindResource(*store_, op.partition_key, id.Cluster().ToString());
-    if (parent.ok() && parent->has_value()) parent_href = PropertyString((**parent).body, "internalId");
+    if (parent.ok() && parent->has_value()) parent_href = InternalIdOf((**parent).body);
   }
   // The subscription's tenant, as the frontend sends it.
   std::string tenant;

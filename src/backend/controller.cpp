@@ -479,16 +479,16 @@ void Controller::QueuePendingNotification(const store::Document& seen) {
   auto fresh = store_->Read(store::kResources, seen.partition_key, seen.id);
   if (!fresh.ok()) return;
   const store::Document& pending = *fresh;
-  std::string op_id = PropertyString(pending.body, "operationId");
-  std::string uri = PropertyString(pending.body, "uri");
-  auto op = store_->Read(store::kResources, pending.partition_key, op_id);
+  auto owed = ParsePendingNotification(pending.body);
+  if (!owed) return;  // not one this version wrote: left to its time to live
+  auto op = store_->Read(store::kResources, pending.partition_key, owed->operation_id);
   if (!op.ok()) {
     // Delivered meanwhile (the document is gone too), or the operation expired: nothing to send.
     if (op.error().IsNotFound()) (void)store_->Delete(store::kResources, pending.partition_key, pending.id);
     return;
   }
-  if (uri.empty() ||
-      !notifications_.Enqueue(uri, OperationStatusResource(*op), pending.partition_key, pending.id))
+  if (owed->uri.empty() ||
+      !notifications_.Enqueue(owed->uri, OperationStatusResource(*op), pending.partition_key, pending.id))
     return;
   WakeNotifierLoop();
 }
@@ -509,7 +509,7 @@ Status Controller::LoadDeletedSubscriptions() {
   q.resource_type = std::string(arm::kSubscriptionDocType);
   q.max_items = kQueryPage;
   return store::ForEachDocument(*store_, q, [&](const store::Document& doc) {
-    if (EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) sweeper_.OnDeleted(doc.partition_key);
+    if (IsDeletedSubscription(doc)) sweeper_.OnDeleted(doc.partition_key);
   });
 }
 
@@ -536,9 +536,8 @@ void Controller::HandleChange(const store::Change& change) {
     if (index_.Upsert(*op)) EnqueueCheck(*op);
     return;
   }
-  if (IsSubscriptionDocument(doc.body) && change.kind != store::Change::Kind::kDelete &&
-      change.kind != store::Change::Kind::kExpire &&
-      EqualsIgnoreCase(PropertyString(doc.body, "state"), "Deleted")) {
+  if (change.kind != store::Change::Kind::kDelete && change.kind != store::Change::Kind::kExpire &&
+      IsDeletedSubscription(doc)) {
     sweeper_.OnDeleted(doc.partition_key);
     WakeTimerLoop();
   }

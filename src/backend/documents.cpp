@@ -20,19 +20,30 @@ bool IsSubscriptionDocument(const json::value& body) {
   return EqualsIgnoreCase(ResourceTypeOf(body), arm::kSubscriptionDocType);
 }
 
+bool IsDeletedSubscription(const store::Document& doc) {
+  if (!IsSubscriptionDocument(doc.body)) return false;
+  auto subscription = arm::SubscriptionDocument::FromBody(doc.id, doc.body);
+  return subscription.ok() && subscription->state == arm::SubscriptionState::kDeleted;
+}
+
 bool IsResourceDocument(const json::value& body) {
   std::string_view t = ResourceTypeOf(body);
   return EqualsIgnoreCase(t, arm::kClusterDocType) || EqualsIgnoreCase(t, arm::kNodePoolDocType) ||
          EqualsIgnoreCase(t, arm::kExternalAuthDocType);
 }
 
-std::string PropertyString(const json::value& body, std::string_view name) {
-  const auto* o = body.if_object();
-  if (o == nullptr) return {};
-  const json::object* props = GetObject(*o, "properties");
-  if (props == nullptr) return {};
-  auto s = GetString(*props, name);
-  return s ? std::string(*s) : std::string();
+std::string InternalIdOf(const json::value& resource_body) {
+  const json::value* href = FindPointer(resource_body, arm::kPathInternalId);
+  return href != nullptr && href->is_string() ? std::string(href->as_string()) : std::string();
+}
+
+std::optional<PendingNotification> ParsePendingNotification(const json::value& body) {
+  const json::value* props = FindPointer(body, "/properties");
+  if (props == nullptr || !props->is_object()) return std::nullopt;
+  auto op = GetString(props->as_object(), "operationId");
+  auto uri = GetString(props->as_object(), "uri");
+  if (!op || op->empty() || !uri) return std::nullopt;
+  return PendingNotification{std::string(*op), std::string(*uri)};
 }
 
 std::optional<OperationRecord> ParseOperation(const store::Document& doc) {

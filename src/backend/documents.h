@@ -30,14 +30,23 @@ struct OperationRecord {
 std::string_view ResourceTypeOf(const json::value& body);
 bool IsOperationDocument(const json::value& body);
 bool IsSubscriptionDocument(const json::value& body);
+// A subscription document in the Deleted state (arm::SubscriptionDocument).
+bool IsDeletedSubscription(const store::Document& doc);
 // A cluster, node pool or external auth resource document.
 bool IsResourceDocument(const json::value& body);
 
 // nullopt when the document is not a (well-formed) operation document.
 std::optional<OperationRecord> ParseOperation(const store::Document& doc);
 
-// A string member of body.properties, or "" when absent.
-std::string PropertyString(const json::value& body, std::string_view name);
+// The Cluster Service href recorded on a resource document (arm::kPathInternalId), "" when none yet.
+std::string InternalIdOf(const json::value& resource_body);
+
+// A pending notification document (arm::PendingNotificationBody); nullopt when it is not well formed.
+struct PendingNotification {
+  std::string operation_id;
+  std::string uri;
+};
+std::optional<PendingNotification> ParsePendingNotification(const json::value& body);
 
 // The partition key (lower-cased subscription ID) of a resource ID, by arm::ParseResourceId ("" when
 // it is not the ID of a cluster, node pool or external auth).

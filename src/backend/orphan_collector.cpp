@@ -50,7 +50,7 @@ Status OrphanCollector::KnownInternalIds(std::string_view doc_type, std::unorder
   q.resource_type = std::string(doc_type);
   q.max_items = kQueryPage;
   return store::ForEachDocument(*store_, q, [&](const store::Document& d) {
-    std::string href = PropertyString(d.body, "internalId");
+    std::string href = InternalIdOf(d.body);
     if (!href.empty()) known->insert(std::move(href));
   });
 }

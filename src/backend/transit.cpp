@@ -156,9 +156,9 @@ void Controller::AfterTerminal(const std::vector<store::Document>& ended_operati
       MutexLock lock(state_mu_);
       delete_issued_.erase({d.partition_key, d.id});
     }
-    std::string uri = PropertyString(d.body, "notificationUri");
-    if (!uri.empty()) {
-      notifications_.Enqueue(uri, OperationStatusResource(d), d.partition_key,
+    auto ended = ParseOperation(d);
+    if (ended && !ended->notification_uri.empty()) {
+      notifications_.Enqueue(ended->notification_uri, OperationStatusResource(d), d.partition_key,
                              arm::PendingNotificationId(d.id));
       WakeNotifierLoop();
     }
@@ -216,9 +216,9 @@ void Controller::EnsureDeleteOperation(const store::Document& resource) {
   if (plan.canceled_index) {
     const store::Document& canceled = r->documents[*plan.canceled_index];
     index_.Remove(pk, canceled.id);
-    std::string uri = PropertyString(canceled.body, "notificationUri");
-    if (!uri.empty()) {
-      notifications_.Enqueue(uri, OperationStatusResource(canceled), pk,
+    auto ended = ParseOperation(canceled);
+    if (ended && !ended->notification_uri.empty()) {
+      notifications_.Enqueue(ended->notification_uri, OperationStatusResource(canceled), pk,
                              arm::PendingNotificationId(canceled.id));
     }
   }
