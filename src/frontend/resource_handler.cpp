@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "arm/headers.h"
+#include "arm/operation_writes.h"
 #include "arm/paging.h"
 #include "arm/system_data.h"
 #include "clusterservice/mapping.h"
@@ -226,7 +227,7 @@ struct InternalIdRecord {
 };
 
 // Sets the member a JSON pointer names in an existing object; false when its parent is not one.
-bool SetAt(json::value& body, std::string_view pointer, json::value value) {
+bool SetMember(json::value& body, std::string_view pointer, json::value value) {
   const size_t slash = pointer.rfind('/');
   boost::system::error_code ec;
   json::value* parent = body.find_pointer(pointer.substr(0, slash), ec);
@@ -236,16 +237,12 @@ bool SetAt(json::value& body, std::string_view pointer, json::value value) {
 }
 
 Result<store::BatchResult> PatchInternalId(store::Store& store, const InternalIdRecord& r) {
-  std::vector<store::PatchOp> doc_ops = {
-      {store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(r.href)}};
-  if (!r.observed.empty()) {
-    doc_ops.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(r.observed)});
-  }
+  std::vector<store::PatchOp> doc_ops = {arm::SetAt(arm::kPathInternalId, json::value(r.href))};
+  if (!r.observed.empty()) doc_ops.push_back(arm::SetAt(arm::kPathObserved, json::value(r.observed)));
   store::WriteOp set_doc = store::WriteOp::Patch(r.doc_id, std::move(doc_ops),
                                                  {{std::string(arm::kPathInternalId), json::value("")}});
-  store::WriteOp set_op = store::WriteOp::Patch(
-      r.op_id,
-      {{store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(r.href)}});
+  store::WriteOp set_op =
+      store::WriteOp::Patch(r.op_id, {arm::SetAt(arm::kPathOperationInternalId, json::value(r.href))});
   return store.Batch(store::kResources, r.pk, Writes(std::move(set_doc), std::move(set_op)));
 }
 
@@ -253,9 +250,9 @@ Result<store::BatchResult> PatchInternalId(store::Store& store, const InternalId
 Result<store::BatchResult> RecordInternalId(store::Store& store, InternalIdRecord& r) {
   json::value doc = std::move(r.committed_doc.body);
   json::value op = std::move(r.committed_op.body);
-  if (SetAt(doc, arm::kPathInternalId, json::value(r.href)) &&
-      (r.observed.empty() || SetAt(doc, arm::kPathObserved, json::value(r.observed))) &&
-      SetAt(op, arm::kPathOperationInternalId, json::value(r.href))) {
+  if (SetMember(doc, arm::kPathInternalId, json::value(r.href)) &&
+      (r.observed.empty() || SetMember(doc, arm::kPathObserved, json::value(r.observed))) &&
+      SetMember(op, arm::kPathOperationInternalId, json::value(r.href))) {
     store::WriteOp set_op = store::WriteOp::Replace(r.op_id, std::move(op), r.committed_op.etag);
     set_op.ttl_seconds = r.committed_op.ttl_seconds;  // a replace sets the ttl it carries
     auto replaced = store.Batch(
