@@ -4,13 +4,17 @@
 // the minimal server; with several stores, a table of both side by side.
 //
 //   frontend_bench [--duration SECONDS] [--connections N] [--wrk-threads N] [--workers N]
-//                  [--dir DIR] [--only get|put] [--keep]
+//                  [--max-workers N] [--io-threads N] [--dir DIR] [--only get|put] [--keep]
 //                  [--stores sqlite|postgresql|sqlite,postgresql] [--pg-url postgresql://...]
 //                  [--baseline OTHER_FRONTEND_BENCH]
 //
 // Stores: "sqlite" is a file in DIR; "postgresql" is a throwaway local server started for the run
 // (src/store/postgres/pg_test_server.h: initdb, fsync on, 127.0.0.1) unless --pg-url names one.
-// Each store gets a fresh frontend, subscription and cluster names.
+// Each store gets a fresh frontend, subscription and cluster names. The HTTP server runs as in
+// `hcprp serve` with its defaults: 8 handler workers kept (--threads), more added while every one is
+// busy up to the server's limit of 256, 2 I/O threads, one after-answer thread per kept worker;
+// --workers, --max-workers and --io-threads change them (--max-workers equal to --workers pins the
+// pool, as this program did before it had the option).
 //
 // Runs:
 //   GET  one cluster (subscription check + resource read + rendering), against the minimal server.
@@ -23,6 +27,7 @@
 // store's raw durable batch rate (bench/store_bench, "batch of 5" raw row) on the same machine.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -194,7 +199,10 @@ struct Options {
   int duration = 10;
   int connections = 64;
   int wrk_threads = 2;
-  int workers = 4;
+  int workers = 8;                                      // hcprp serve --threads
+  int max_workers = http::ServerOptions{}.max_threads;  // as hcprp serve
+  int io_threads = 2;                                   // as hcprp serve
+  int baseline_workers = 0;  // > 0: the --workers of the baseline's run (default: this run's)
   std::string dir;
   std::string only;
   std::vector<std::string> stores = {"sqlite"};
@@ -234,6 +242,12 @@ Options Parse(int argc, char** argv) {
       o.wrk_threads = std::atoi(next().c_str());
     } else if (a == "--workers") {
       o.workers = std::atoi(next().c_str());
+    } else if (a == "--max-workers") {
+      o.max_workers = std::atoi(next().c_str());
+    } else if (a == "--io-threads") {
+      o.io_threads = std::atoi(next().c_str());
+    } else if (a == "--baseline-workers") {
+      o.baseline_workers = std::atoi(next().c_str());
     } else if (a == "--dir") {
       o.dir = next();
     } else if (a == "--only") {
@@ -254,11 +268,16 @@ Options Parse(int argc, char** argv) {
       o.in_process = std::atol(next().c_str());
     } else {
       Die("unknown argument " + a +
-          " (--duration S, --connections N, --wrk-threads N, --workers N, --dir DIR, --only get|put, "
-          "--stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N, --https, --baseline PATH)");
+          " (--duration S, --connections N, --wrk-threads N, --workers N, --max-workers N, --io-threads N, "
+          "--dir DIR, --only get|put, --stores sqlite,postgresql, --pg-url URL, --keep, --metrics-rounds N, "
+          "--https, --baseline PATH, --baseline-workers N)");
     }
   }
-  if (o.duration < 1 || o.connections < 1 || o.wrk_threads < 1 || o.workers < 1) Die("bad option value");
+  if (o.duration < 1 || o.connections < 1 || o.wrk_threads < 1 || o.workers < 1 || o.io_threads < 1 ||
+      o.baseline_workers < 0) {
+    Die("bad option value");
+  }
+  o.max_workers = std::max(o.max_workers, o.workers);
   if (o.stores.empty()) Die("--stores names no store");
   for (const auto& st : o.stores) {
     if (st != "sqlite" && st != "postgresql") Die("unknown store " + st + " (sqlite, postgresql)");
@@ -279,8 +298,8 @@ void Print(const std::string& name, const WrkResult& r, const WrkResult* baselin
 http::ServerOptions ServerOptionsFor(const Options& o) {
   http::ServerOptions so;
   so.threads = o.workers;
-  so.max_threads = o.workers;
-  so.io_threads = 1;
+  so.max_threads = o.max_workers;
+  so.io_threads = o.io_threads;
   so.server_header = "hcprp";
   so.on_too_large = [](const http::Request& r) { return frontend::TooLargeResponse(r, 4 * 1024 * 1024); };
   return so;
@@ -388,10 +407,10 @@ StoreRun RunStore(const Options& o, const std::string& name, Fixture& f, const s
 std::map<std::string, WrkResult> RunBaselinePut(const Options& o) {
   std::string stores;
   for (const auto& st : o.stores) stores += (stores.empty() ? "" : ",") + st;
-  std::string cmd = "'" + o.baseline + "' --only put --duration " + std::to_string(o.duration) +
-                    " --connections " + std::to_string(o.connections) + " --wrk-threads " +
-                    std::to_string(o.wrk_threads) + " --workers " + std::to_string(o.workers) + " --stores " +
-                    stores;
+  std::string cmd =
+      "'" + o.baseline + "' --only put --duration " + std::to_string(o.duration) + " --connections " +
+      std::to_string(o.connections) + " --wrk-threads " + std::to_string(o.wrk_threads) + " --workers " +
+      std::to_string(o.baseline_workers > 0 ? o.baseline_workers : o.workers) + " --stores " + stores;
   if (!o.pg_url.empty()) cmd += " --pg-url '" + o.pg_url + "'";
   cmd += " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -583,11 +602,12 @@ int main(int argc, char** argv) {
   const std::string script = WritePutScript(dir);
   std::map<std::string, WrkResult> baseline_put;
   if (!o.baseline.empty() && (o.only.empty() || o.only == "put")) {
-    std::printf("baseline: %s (PUT, same options), run first\n", o.baseline.c_str());
+    std::printf("baseline: %s (PUT, same options, --workers %d), run first\n", o.baseline.c_str(),
+                o.baseline_workers > 0 ? o.baseline_workers : o.workers);
     baseline_put = RunBaselinePut(o);
   }
-  std::printf("frontend_bench: wrk -t%d -c%d -d%ds --latency; %d handler workers each\n", o.wrk_threads,
-              o.connections, o.duration, o.workers);
+  std::printf("frontend_bench: wrk -t%d -c%d -d%ds --latency; %d-%d handler workers, %d I/O threads each\n",
+              o.wrk_threads, o.connections, o.duration, o.workers, o.max_workers, o.io_threads);
   for (const auto& [name, url] : urls) std::printf("store %-10s %s\n", name.c_str(), url.c_str());
 
   // The minimal server answers the GET body of the first store's cluster (the same for every store).

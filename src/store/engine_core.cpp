@@ -91,19 +91,28 @@ Document Written(std::string_view pk, WriteOp& op, bool consume, const Version& 
   return MakeDocument(pk, op.id, consume ? std::move(op.body) : op.body, v);
 }
 
+// The version an operation with a body writes: its prepared parts (moved out when the engine never
+// reruns, copied otherwise) stamped with the transaction's time.
+Version StampVersion(RowTx& tx, const WriteOp& op, Version& prepared, bool consume) {
+  Version v = consume ? std::move(prepared) : prepared;
+  v.ts = tx.Now();
+  v.ttl = op.ttl_seconds;
+  return v;
+}
+
 Result<Document> ApplyCreate(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             bool consume) {
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
+                             Version& prepared, bool consume) {
+  Version v = StampVersion(tx, op, prepared, consume);
   HCPRP_ASSIGN_OR_RETURN(auto created, TryCreate(tx, container, pk, op.id, v));
   if (!created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
   return Written(pk, op, consume, v);
 }
 
 Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                              bool consume) {
+                              Version& prepared, bool consume) {
   std::string checked_etag;
   HCPRP_ASSIGN_OR_RETURN(auto required, RequiredFor(tx, container, pk, op, checked_etag));
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
+  Version v = StampVersion(tx, op, prepared, consume);
   HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, required));
   if (!updated) return Diagnose(tx, container, pk, op.id, op.if_match);
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
@@ -111,8 +120,8 @@ Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string
 }
 
 Result<Document> ApplyUpsert(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             bool consume) {
-  Version v = MakeVersion(op.body, op.ttl_seconds, tx.Now());
+                             Version& prepared, bool consume) {
+  Version v = StampVersion(tx, op, prepared, consume);
   for (int round = 0; round < kRaceRounds; ++round) {
     if (op.conditions.empty() && !op.if_match) {
       HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, nullptr));
@@ -178,17 +187,34 @@ Result<Document> ApplyRead(RowTx& tx, std::string_view container, std::string_vi
 
 }  // namespace
 
-Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                            bool consume) {
-  // An operation naming another container writes there, in the same partition and transaction.
-  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
+std::optional<Version> PrepareVersion(const WriteOp& op) {
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, where, pk, op, consume);
     case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, where, pk, op, consume);
     case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, where, pk, op, consume);
+      return MakeVersion(op.body, op.ttl_seconds, /*now=*/0);
+    case WriteOp::Kind::kDelete:
+    case WriteOp::Kind::kPatch:
+    case WriteOp::Kind::kRead:
+      break;
+  }
+  return std::nullopt;
+}
+
+Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
+                            std::optional<Version>& prepared, bool consume) {
+  // An operation naming another container writes there, in the same partition and transaction.
+  const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
+  const bool has_body = op.kind == WriteOp::Kind::kCreate || op.kind == WriteOp::Kind::kReplace ||
+                        op.kind == WriteOp::Kind::kUpsert;
+  if (has_body && !prepared) return Error::Internal("a write with a body reached its transaction unprepared");
+  switch (op.kind) {
+    case WriteOp::Kind::kCreate:
+      return ApplyCreate(tx, where, pk, op, *prepared, consume);
+    case WriteOp::Kind::kReplace:
+      return ApplyReplace(tx, where, pk, op, *prepared, consume);
+    case WriteOp::Kind::kUpsert:
+      return ApplyUpsert(tx, where, pk, op, *prepared, consume);
     case WriteOp::Kind::kDelete:
       return ApplyDelete(tx, where, pk, op);
     case WriteOp::Kind::kPatch:

@@ -52,12 +52,19 @@ class RowTx {
                               const std::optional<int64_t>& ttl) = 0;
 };
 
+// The parts of the version a create, replace or upsert writes that do not depend on what is stored
+// (the serialised body, a fresh etag, the indexed fields); nullopt for the other kinds. Made before
+// the transaction: a group commit applies its members one after another on one connection, and this
+// work need not wait in that line.
+std::optional<Version> PrepareVersion(const WriteOp& op);
+
 // Applies one operation of a batch addressed to `container` and partition `pk` (an operation that
-// names another container writes there). REQUIRES: `op` passed ValidateOp. With `consume`, the
-// operation's body is moved into the returned Document (an engine that never reruns a transaction);
-// without, it is copied so that the engine may apply `op` again after a retryable failure.
+// names another container writes there). REQUIRES: `op` passed ValidateOp, and `prepared` is
+// PrepareVersion(op). With `consume`, the operation's body is moved into the returned Document and
+// the prepared version into the row (an engine that never reruns a transaction); without, both are
+// copied so that the engine may apply `op` again after a retryable failure.
 Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                            bool consume);
+                            std::optional<Version>& prepared, bool consume);
 
 // The document of a stored row as a read returns it (kCorruption when the body is not JSON).
 Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,

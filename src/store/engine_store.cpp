@@ -27,13 +27,18 @@ Result<Document> EngineStore::ReadDocument(std::string_view container, std::stri
 Result<Document> EngineStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  return Transact<Document>(
-      "write", [&](EngineTx& tx) { return ApplyWrite(tx, container, pk, op, /*consume=*/!reruns_); });
+  std::optional<Version> prepared = PrepareVersion(op);
+  return Transact<Document>("write", [&](EngineTx& tx) {
+    return ApplyWrite(tx, container, pk, op, prepared, /*consume=*/!reruns_);
+  });
 }
 
 Result<BatchResult> EngineStore::Batch(std::string_view container, std::string_view pk,
                                        std::vector<WriteOp> ops, const Lease* fence) {
   HCPRP_RETURN_IF_ERROR(ValidateBatch(container, ops));
+  std::vector<std::optional<Version>> prepared;
+  prepared.reserve(ops.size());
+  for (const WriteOp& op : ops) prepared.push_back(PrepareVersion(op));
   return Transact<BatchResult>("batch", [&](EngineTx& tx) -> Result<BatchResult> {
     if (fence != nullptr) {
       HCPRP_ASSIGN_OR_RETURN(auto state, tx.LoadLease(fence->container, fence->partition_key, fence->name));
@@ -42,7 +47,7 @@ Result<BatchResult> EngineStore::Batch(std::string_view container, std::string_v
     BatchResult out;
     out.documents.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = ApplyWrite(tx, container, pk, ops[i], /*consume=*/!reruns_);
+      auto d = ApplyWrite(tx, container, pk, ops[i], prepared[i], /*consume=*/!reruns_);
       if (!d.ok()) return BatchOperationError(i, d.error());
       out.documents.push_back(std::move(*d));
     }

@@ -29,7 +29,7 @@ void SqliteStore::SubmitWrite(PendingWrite& w) {
   queue_.push_back(&w);
   while (!w.done) {
     if (leading_) {
-      group_cv_.Wait(lk);
+      w.woken.Wait(lk);
       continue;
     }
     // This thread leads: it commits everything queued so far (its own write included, unless more
@@ -49,9 +49,12 @@ void SqliteStore::SubmitWrite(PendingWrite& w) {
     }
     if (feed_changed) NotifyChanged();
     lk.lock();
-    for (PendingWrite* g : group) g->done = true;
+    for (PendingWrite* g : group) {
+      g->done = true;
+      g->woken.NotifyOne();  // under group_mu_: its thread cannot leave (and destroy `g`) before
+    }
     leading_ = false;
-    group_cv_.NotifyAll();
+    if (!queue_.empty()) queue_.front()->woken.NotifyOne();  // the next group's leader
   }
 }
 

@@ -130,6 +130,9 @@ class SqliteStore final : public internal::EngineStore {
     std::exception_ptr exception;
     bool feed_changed = false;
     bool done = false;  // under group_mu_ (of the store)
+    // Notified (under group_mu_) when `done` is set, and when this write is first in line and no
+    // thread leads: each waiting thread is woken for itself, not all of them at every commit.
+    CondVar woken;
   };
   void SubmitWrite(PendingWrite& w);
   // Commits `group` (holding write_mu_); true when a committed member wrote to the change feed.
@@ -161,7 +164,6 @@ class SqliteStore final : public internal::EngineStore {
   const OpenOptions options_;
 
   Mutex group_mu_;
-  CondVar group_cv_;
   std::deque<PendingWrite*> queue_ HCPRP_GUARDED_BY(group_mu_);  // writes not yet taken by a leader
   bool leading_ HCPRP_GUARDED_BY(group_mu_) = false;             // a thread is committing a group
 
