@@ -10,11 +10,11 @@
 //
 // Stores: "sqlite" is a file in DIR; "postgresql" is a throwaway local server started for the run
 // (src/store/postgres/pg_test_server.h: initdb, fsync on, 127.0.0.1) unless --pg-url names one.
-// Each store gets a fresh frontend, subscription and cluster names. The HTTP server runs as in
-// `hcprp serve` with its defaults: 8 handler workers kept (--threads), more added while every one is
-// busy up to the server's limit of 256, 2 I/O threads, one after-answer thread per kept worker;
-// --workers, --max-workers and --io-threads change them (--max-workers equal to --workers pins the
-// pool, as this program did before it had the option).
+// Each store gets a fresh frontend, subscription and cluster names. The HTTP server runs 4 handler
+// workers and 1 I/O thread, the pool pinned (the set-up of every earlier figure), and one
+// after-answer thread per worker; --workers, --max-workers and --io-threads change them. `hcprp
+// serve` keeps 8 workers (--threads), adds more while every one is busy up to 256, and runs 2 I/O
+// threads: `--workers 8 --max-workers 256 --io-threads 2`.
 //
 // Runs:
 //   GET  one cluster (subscription check + resource read + rendering), against the minimal server.
@@ -199,9 +199,9 @@ struct Options {
   int duration = 10;
   int connections = 64;
   int wrk_threads = 2;
-  int workers = 8;                                      // hcprp serve --threads
-  int max_workers = http::ServerOptions{}.max_threads;  // as hcprp serve
-  int io_threads = 2;                                   // as hcprp serve
+  int workers = 4;
+  int max_workers = 0;  // 0: the pool pinned at `workers`
+  int io_threads = 1;
   int baseline_workers = 0;  // > 0: the --workers of the baseline's run (default: this run's)
   std::string dir;
   std::string only;
@@ -274,7 +274,7 @@ Options Parse(int argc, char** argv) {
     }
   }
   if (o.duration < 1 || o.connections < 1 || o.wrk_threads < 1 || o.workers < 1 || o.io_threads < 1 ||
-      o.baseline_workers < 0) {
+      o.max_workers < 0 || o.baseline_workers < 0) {
     Die("bad option value");
   }
   o.max_workers = std::max(o.max_workers, o.workers);

@@ -142,31 +142,43 @@ bool PgConnection::WaitSocket(short events, std::chrono::steady_clock::time_poin
   }
 }
 
+std::chrono::steady_clock::time_point PgConnection::Deadline() const {
+  return std::chrono::steady_clock::now() + query_timeout_;
+}
+
+bool PgConnection::Flush(std::chrono::steady_clock::time_point deadline) {
+  while (true) {
+    int f = PQflush(conn_);
+    if (f < 0) return false;
+    if (f == 0) return true;
+    if (!WaitSocket(POLLIN | POLLOUT, deadline)) {
+      timed_out_ = true;
+      return false;
+    }
+    if (PQconsumeInput(conn_) == 0) return false;
+  }
+}
+
+bool PgConnection::WaitReady(std::chrono::steady_clock::time_point deadline) {
+  while (PQisBusy(conn_) != 0) {
+    if (!WaitSocket(POLLIN, deadline)) {
+      timed_out_ = true;
+      return false;
+    }
+    if (PQconsumeInput(conn_) == 0) return false;
+  }
+  return true;
+}
+
 PGresult* PgConnection::Await(int sent) {
   if (sent == 0) return nullptr;
-  auto deadline = std::chrono::steady_clock::now() + query_timeout_;
-  auto expire = [&]() -> PGresult* {
-    timed_out_ = true;
-    return nullptr;
-  };
-  while (true) {  // send what libpq still buffers
-    int f = PQflush(conn_);
-    if (f < 0) return nullptr;
-    if (f == 0) break;
-    if (!WaitSocket(POLLIN | POLLOUT, deadline)) return expire();
-    if (PQconsumeInput(conn_) == 0) return nullptr;
-  }
+  auto deadline = Deadline();
+  if (!Flush(deadline)) return nullptr;
   PGresult* kept = nullptr;
   while (true) {
-    while (PQisBusy(conn_) != 0) {
-      if (!WaitSocket(POLLIN, deadline)) {
-        PQclear(kept);
-        return expire();
-      }
-      if (PQconsumeInput(conn_) == 0) {
-        PQclear(kept);
-        return nullptr;
-      }
+    if (!WaitReady(deadline)) {
+      PQclear(kept);
+      return nullptr;
     }
     PGresult* r = PQgetResult(conn_);
     if (r == nullptr) return kept;
@@ -198,12 +210,20 @@ Result<PgResult> PgConnection::Check(PGresult* r, std::string_view context) {
   return e;
 }
 
+Status PgConnection::Prepare(const Statement& st, const Params& p, std::string_view context) {
+  if (prepared_.contains(st.name)) return Status::Ok();
+  PGresult* r = Await(PQsendPrepare(conn_, st.name, st.sql, p.size(), p.types()));
+  HCPRP_RETURN_IF_ERROR(Check(r, context));
+  prepared_.insert(st.name);
+  return Status::Ok();
+}
+
 Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::string_view context) {
-  if (!prepared_.contains(st.name)) {
-    PGresult* r = Await(PQsendPrepare(conn_, st.name, st.sql, p.size(), p.types()));
-    HCPRP_RETURN_IF_ERROR(Check(r, context));
-    prepared_.insert(st.name);
+  if (pending_begin_ != nullptr) {
+    HCPRP_ASSIGN_OR_RETURN(auto results, Pipeline({{&st, &p}}, context));
+    return std::move(results.back());
   }
+  HCPRP_RETURN_IF_ERROR(Prepare(st, p, context));
   return Check(Await(PQsendQueryPrepared(conn_, st.name, p.size(), p.values(), p.lengths(), p.formats(),
                                          /*binary=*/1)),
                context);
@@ -211,6 +231,78 @@ Result<PgResult> PgConnection::Exec(const Statement& st, const Params& p, std::s
 
 Result<PgResult> PgConnection::ExecSql(const std::string& sql, std::string_view context) {
   return Check(Await(PQsendQuery(conn_, sql.c_str())), context);
+}
+
+Result<std::vector<PgResult>> PgConnection::Pipeline(const std::vector<PipelineStep>& steps,
+                                                     std::string_view context) {
+  if (pending_begin_ == nullptr) return SendPipeline(steps, context);
+  const Params none;
+  std::vector<PipelineStep> with_begin;
+  with_begin.reserve(steps.size() + 1);
+  with_begin.push_back({pending_begin_, &none});
+  with_begin.insert(with_begin.end(), steps.begin(), steps.end());
+  pending_begin_ = nullptr;  // sent, or lost with the connection: a rollback ends what it opened
+  HCPRP_ASSIGN_OR_RETURN(auto results, SendPipeline(with_begin, context));
+  results.erase(results.begin());
+  return results;
+}
+
+PGresult* PgConnection::PipelineResult(std::chrono::steady_clock::time_point deadline) {
+  PGresult* kept = nullptr;
+  while (true) {
+    if (!WaitReady(deadline)) {
+      PQclear(kept);
+      return nullptr;
+    }
+    PGresult* r = PQgetResult(conn_);
+    if (r == nullptr) return kept;  // the end of this step's results
+    PQclear(kept);
+    kept = r;
+  }
+}
+
+Result<std::vector<PgResult>> PgConnection::SendPipeline(const std::vector<PipelineStep>& steps,
+                                                         std::string_view context) {
+  for (const PipelineStep& step : steps)
+    HCPRP_RETURN_IF_ERROR(Prepare(*step.statement, *step.params, context));
+  auto lost = [&]() -> Error {
+    lost_ = true;
+    return Check(nullptr, context).error();
+  };
+  if (PQenterPipelineMode(conn_) == 0) return lost();
+  for (const PipelineStep& step : steps) {
+    const Params& p = *step.params;
+    if (PQsendQueryPrepared(conn_, step.statement->name, p.size(), p.values(), p.lengths(), p.formats(),
+                            /*binary=*/1) == 0) {
+      return lost();
+    }
+  }
+  auto deadline = Deadline();
+  if (PQpipelineSync(conn_) == 0 || !Flush(deadline)) return lost();
+  std::vector<PgResult> out;
+  out.reserve(steps.size());
+  std::optional<Error> failed;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    PGresult* r = PipelineResult(deadline);
+    if (r == nullptr) return lost();
+    if (failed) {  // skipped by the server (PGRES_PIPELINE_ABORTED)
+      PQclear(r);
+      continue;
+    }
+    auto checked = Check(r, context);
+    if (checked.ok()) {
+      out.push_back(std::move(*checked));
+    } else {
+      failed = checked.error();
+    }
+  }
+  if (!WaitReady(deadline)) return lost();
+  PGresult* sync = PQgetResult(conn_);
+  const bool synced = sync != nullptr && PQresultStatus(sync) == PGRES_PIPELINE_SYNC;
+  PQclear(sync);
+  if (!synced || PQexitPipelineMode(conn_) == 0) return lost();
+  if (failed) return *failed;
+  return out;
 }
 
 bool PgConnection::LooksDead() {

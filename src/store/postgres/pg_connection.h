@@ -87,6 +87,12 @@ class PgResult {
   PGresult* r_;
 };
 
+// One statement of a pipeline (PgConnection::Pipeline): both must outlive the call.
+struct PipelineStep {
+  const Statement* statement;
+  const Params* params;
+};
+
 // One server connection.
 class PgConnection {
  public:
@@ -102,6 +108,18 @@ class PgConnection {
   Result<PgResult> Exec(const Statement& st, const Params& p, std::string_view context);
   // Runs SQL text without parameters (may hold several statements; text results).
   Result<PgResult> ExecSql(const std::string& sql, std::string_view context);
+  // Sends `steps` in one round trip (libpq's pipeline mode) and waits for every answer: the result of
+  // each step, or the first error (the server skips the steps after a failed one). A failure to send
+  // or to read the answers leaves the connection broken.
+  Result<std::vector<PgResult>> Pipeline(const std::vector<PipelineStep>& steps, std::string_view context);
+
+  // Defers `begin` (a statement that opens a transaction): the next Exec or Pipeline sends it first,
+  // in the same round trip, so that a transaction costs no round trip of its own to open.
+  // begin_pending() is true until then; CancelBegin() forgets it (a transaction that ends before
+  // sending anything).
+  void DeferBegin(const Statement& begin) { pending_begin_ = &begin; }
+  bool begin_pending() const { return pending_begin_ != nullptr; }
+  void CancelBegin() { pending_begin_ = nullptr; }
 
   // How long a call waits for the server's answer (0: for ever). A call that gets none in time fails
   // with kUnavailable and leaves the connection broken (its state is unknown): a server that
@@ -111,7 +129,7 @@ class PgConnection {
   const std::string& last_sqlstate() const { return last_sqlstate_; }
   // The connection is unusable (the server went away, a call ran out of time, or the server no
   // longer takes writes).
-  bool broken() const { return timed_out_ || read_only_ || PQstatus(conn_) == CONNECTION_BAD; }
+  bool broken() const { return timed_out_ || read_only_ || lost_ || PQstatus(conn_) == CONNECTION_BAD; }
   // A call ran out of time (the server may be stuck: a new connection would not do better).
   bool timed_out() const { return timed_out_; }
   // The server refused a write because it no longer accepts them (SQLSTATE 25006: a primary being
@@ -128,6 +146,18 @@ class PgConnection {
   // query timeout; returns what PQexec would have (the first error, else the last result), null on
   // failure or timeout.
   PGresult* Await(int sent);
+  // Sends what libpq still buffers; false on failure or when the deadline passes (timed_out_ set).
+  bool Flush(std::chrono::steady_clock::time_point deadline);
+  // Reads until PQgetResult would not block; false on failure or when the deadline passes.
+  bool WaitReady(std::chrono::steady_clock::time_point deadline);
+  std::chrono::steady_clock::time_point Deadline() const;
+  // Prepares `st` on this connection unless done before.
+  Status Prepare(const Statement& st, const Params& p, std::string_view context);
+  // The pipeline of `steps`, without a deferred begin.
+  Result<std::vector<PgResult>> SendPipeline(const std::vector<PipelineStep>& steps,
+                                             std::string_view context);
+  // Reads the results of one step of a pipeline (its last result; null when it could not be read).
+  PGresult* PipelineResult(std::chrono::steady_clock::time_point deadline);
   // Waits until the socket is ready for `events` or the deadline passes (false).
   bool WaitSocket(short events, std::chrono::steady_clock::time_point deadline);
   Result<PgResult> Check(PGresult* r, std::string_view context);
@@ -136,6 +166,8 @@ class PgConnection {
   std::chrono::milliseconds query_timeout_{0};
   bool timed_out_ = false;
   bool read_only_ = false;
+  bool lost_ = false;                         // a pipeline failed midway: the connection's state is unknown
+  const Statement* pending_begin_ = nullptr;  // see DeferBegin
   std::unordered_set<const char*> prepared_;  // statement names prepared on this connection
   std::string last_sqlstate_;
 };

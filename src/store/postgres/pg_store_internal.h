@@ -31,7 +31,7 @@ using namespace std::chrono_literals;
 constexpr int kTxAttempts = 3;
 constexpr int kConnectTimeoutSeconds = 5;
 
-// A change recorded by a transaction, numbered when the transaction appends it (see FlushChanges).
+// A change recorded by a transaction, numbered when the transaction appends it (see Commit).
 struct PendingChange {
   int16_t kind;
   std::string pk, id, body, etag;
@@ -41,7 +41,7 @@ struct PendingChange {
 
 // A write transaction in progress, and the row and lease primitives of engine_store.h on it (in
 // pg_store_writes.cpp and pg_store_leases.cpp): rows read for a write are locked (FOR UPDATE), and
-// changes are buffered until FlushChanges.
+// changes are buffered until Commit.
 struct Tx final : internal::EngineTx {
   Tx(PgConnection& conn, int64_t at) : c(conn), now(at) {}
 
@@ -71,14 +71,14 @@ struct Tx final : internal::EngineTx {
   Result<bool> DropLease(const Lease& lease) override;
 };
 
-// Records a change of `container`, inserted by FlushChanges (in pg_store_writes.cpp).
+// Records a change of `container`, inserted by Commit (in pg_store_writes.cpp).
 void RecordChange(Tx& tx, std::string_view container, int16_t kind, std::string_view pk, std::string_view id,
                   std::string body, std::string etag, int64_t ts, const std::optional<int64_t>& ttl);
 
-// Inserts the transaction's changes, unnumbered (readers number them once committed, see
-// pg_store.h). Runs as the last work before COMMIT, after every document lock was taken. (In
-// pg_store_writes.cpp.)
-Status FlushChanges(Tx& tx);
+// Ends the transaction of `tx`: inserts its changes, unnumbered (readers number them once committed,
+// see pg_store.h), after every document lock was taken, and commits, all in one round trip. A
+// transaction that sent nothing ends without a word to the server. (In pg_store_writes.cpp.)
+Status Commit(Tx& tx, std::string_view what);
 
 class PgStore final : public internal::EngineStore {
  public:
@@ -185,26 +185,25 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
     bool reused = false;
     HCPRP_ASSIGN_OR_RETURN(auto acquired, Acquire(reused));
     std::unique_ptr<PgConnection> c = std::move(acquired);
-    auto begin = c->Exec(sql::kBegin, Params(), std::string(what) + ": begin transaction");
-    if (!begin.ok()) {
-      bool broken = c->broken() && !c->timed_out();
+    // BEGIN travels with the transaction's first statement, and COMMIT with its changes.
+    c->DeferBegin(sql::kBegin);
+    Tx tx(*c, clock_->NowMillis());
+    Result<T> r = body(tx);
+    if (!r.ok()) {
+      std::string state = c->last_sqlstate();
+      const bool broken = c->broken() && !c->timed_out();
+      if (c->begin_pending()) {
+        c->CancelBegin();
+      } else if (!c->broken()) {
+        (void)c->Exec(sql::kRollback, Params(), "rollback");
+      }
       Release(std::move(c));
       if (broken && reused && attempt == 0) {
+        // A pooled connection that the server had closed: nothing was committed (no COMMIT was
+        // sent); the pool's other idle connections are as dead.
         DropIdle();
         continue;
       }
-      return begin.error();
-    }
-    Tx tx(*c, clock_->NowMillis());
-    Result<T> r = body(tx);
-    if (r.ok()) {
-      Status flushed = FlushChanges(tx);
-      if (!flushed.ok()) r = flushed.error();
-    }
-    if (!r.ok()) {
-      std::string state = c->last_sqlstate();
-      if (!c->broken()) (void)c->Exec(sql::kRollback, Params(), "rollback");
-      Release(std::move(c));
       if (IsRetryableSqlstate(state) && attempt + 1 < kTxAttempts) continue;
       if (state == kReadOnlySqlstate && attempt == 0) {
         // This server was demoted (a switchover): nothing was written; the pool's other
@@ -214,7 +213,7 @@ Result<T> PgStore::WriteTx(std::string_view what, Body&& body) {
       }
       return r;
     }
-    auto commit = c->Exec(sql::kCommit, Params(), std::string(what) + ": commit");
+    auto commit = Commit(tx, what);
     if (!commit.ok()) {
       std::string state = c->last_sqlstate();
       if (!c->broken()) (void)c->Exec(sql::kRollback, Params(), "rollback");

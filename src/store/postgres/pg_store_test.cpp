@@ -285,6 +285,13 @@ TEST_F(PgStoreTest, ChangeSequencesAreConsecutivePerContainerUnderConcurrentWrit
   for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i], i + 1) << "gap or reordering at " << i;
 }
 
+// The parameters of sql::kInsertDoc for a document with no ttl and no indexed fields.
+void BindPlainDocument(Params& p, std::string_view container, std::string_view pk, std::string_view id,
+                       const std::string& body, const std::string& etag, int64_t now) {
+  p.Bytea(container).Bytea(pk).Bytea(id).Bytea(body).Text(etag).Int8(now).OptInt8(std::nullopt);
+  p.OptInt8(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).Bool(false);
+}
+
 // The engine's own statements on a raw connection, to hold a transaction open at a chosen point.
 class SlowWriter {
  public:
@@ -298,8 +305,7 @@ class SlowWriter {
     std::string body = json::serialize(Body(0));
     etag_ = internal::NewEtag();
     Params d;
-    d.Bytea(container).Bytea(pk).Bytea(id).Bytea(body).Text(etag_).Int8(now).OptInt8(std::nullopt);
-    d.OptInt8(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).OptBytea(std::nullopt).Bool(false);
+    BindPlainDocument(d, container, pk, id, body, etag_, now);
     HCPRP_RETURN_IF_ERROR(c_->Exec(sql::kInsertDoc, d, "insert"));
     Params ch;
     ch.Bytea(container).Int2(sql::kKindCreate).Bytea(pk).Bytea(id).Bytea(body).Text(etag_).Int8(now);
@@ -373,6 +379,78 @@ TEST_F(PgStoreTest, SlowTransactionCommittingAfterAFasterOneIsNeverSkipped) {
   EXPECT_EQ(after->changes[0].document.id, "slow");
   EXPECT_EQ(after->changes[0].document.etag, t1.etag());
   EXPECT_EQ(after->changes[0].sequence, mid->changes[0].sequence + 1);
+}
+
+TEST_F(PgStoreTest, ADeferredBeginTravelsWithTheFirstStatementAndThePipelineCommits) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  c->DeferBegin(sql::kBegin);
+  EXPECT_TRUE(c->begin_pending());
+  EXPECT_EQ(PQtransactionStatus(c->raw()), PQTRANS_IDLE);  // nothing sent yet
+  const std::string body = json::serialize(Body(7));
+  const std::string etag = internal::NewEtag();
+  Params d;
+  BindPlainDocument(d, "resources", "sub", "piped", body, etag, clock_.NowMillis());
+  auto inserted = c->Exec(sql::kInsertDoc, d, "insert");
+  ASSERT_TRUE(IsOk(inserted));
+  EXPECT_EQ(inserted->rows(), 1);
+  EXPECT_FALSE(c->begin_pending());
+  // The insert ran inside the transaction that the deferred BEGIN opened.
+  EXPECT_EQ(PQtransactionStatus(c->raw()), PQTRANS_INTRANS);
+  EXPECT_TRUE(HasCode(store->Read("resources", "sub", "piped"), ErrorCode::kNotFound));
+
+  Params ch;
+  ch.Bytea("resources").Int2(sql::kKindCreate).Bytea("sub").Bytea("piped").Bytea("").Text(etag);
+  ch.Int8(clock_.NowMillis()).OptInt8(std::nullopt);
+  const Params none;
+  auto ended = c->Pipeline({{&sql::kInsertChange, &ch}, {&sql::kCommit, &none}}, "changes and commit");
+  ASSERT_TRUE(IsOk(ended));
+  EXPECT_EQ(ended->size(), 2u);
+  EXPECT_EQ(PQtransactionStatus(c->raw()), PQTRANS_IDLE);
+  EXPECT_FALSE(c->broken());
+  auto read = store->Read("resources", "sub", "piped");
+  ASSERT_TRUE(IsOk(read));
+  EXPECT_EQ(read->etag, etag);
+  auto changes = store->ReadChanges("resources", internal::EncodeChangeContinuation(0), 10);
+  ASSERT_TRUE(IsOk(changes));
+  ASSERT_EQ(changes->changes.size(), 1u);
+  EXPECT_EQ(changes->changes[0].document.id, "piped");
+}
+
+TEST_F(PgStoreTest, APipelineStopsAtItsFirstFailureAndItsTransactionRollsBack) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  const std::string body = json::serialize(Body(1));
+  const std::string etag1 = internal::NewEtag(), etag2 = internal::NewEtag();  // Params keep no copies
+  Params first, second;
+  BindPlainDocument(first, "resources", "sub", "first", body, etag1, clock_.NowMillis());
+  BindPlainDocument(second, "resources", "sub", "second", body, etag2, clock_.NowMillis());
+  static constexpr Statement kDivideByZero{"t_div0", "SELECT 1/0"};
+  const Params none;
+  c->DeferBegin(sql::kBegin);
+  auto r = c->Pipeline({{&sql::kInsertDoc, &first},
+                        {&kDivideByZero, &none},
+                        {&sql::kInsertDoc, &second},
+                        {&sql::kCommit, &none}},
+                       "failing pipeline");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message().find("failing pipeline"), std::string::npos) << r.error().ToString();
+  EXPECT_EQ(c->last_sqlstate(), "22012");  // division_by_zero: the failed step's own error
+  EXPECT_FALSE(c->broken());               // the connection left pipeline mode in a known state
+  EXPECT_EQ(PQtransactionStatus(c->raw()), PQTRANS_INERROR);  // the COMMIT was skipped
+  ASSERT_TRUE(IsOk(c->Exec(sql::kRollback, none, "rollback")));
+  EXPECT_EQ(PQtransactionStatus(c->raw()), PQTRANS_IDLE);
+  EXPECT_TRUE(HasCode(store->Read("resources", "sub", "first"), ErrorCode::kNotFound));
+  EXPECT_TRUE(HasCode(store->Read("resources", "sub", "second"), ErrorCode::kNotFound));
+  // The connection still serves statements, one at a time and in pipelines.
+  auto again = c->Pipeline({{&sql::kInsertDoc, &first}}, "insert again");
+  ASSERT_TRUE(IsOk(again));
+  EXPECT_EQ((*again)[0].rows(), 1);
+  EXPECT_TRUE(IsOk(store->Read("resources", "sub", "first")));
 }
 
 TEST_F(PgStoreTest, RolledBackTransactionLeavesNoGap) {

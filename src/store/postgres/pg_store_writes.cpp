@@ -2,6 +2,8 @@
 #include "store/engine_core.h"
 #include "store/postgres/pg_store_internal.h"
 
+#include <deque>
+
 namespace hcprp::store::postgres {
 namespace {
 
@@ -86,16 +88,26 @@ Status Tx::AppendChange(std::string_view container, int kind, std::string_view p
 }
 
 // Inserts the transaction's changes, unnumbered (readers number them once committed, see
-// pg_store.h). Runs as the last work before COMMIT, after every document lock was taken.
-Status FlushChanges(Tx& tx) {
+// pg_store.h), and commits, in one round trip.
+Status Commit(Tx& tx, std::string_view what) {
+  if (tx.c.begin_pending()) {  // the transaction sent nothing, so it wrote nothing
+    tx.c.CancelBegin();
+    return Status::Ok();
+  }
+  std::deque<Params> params;  // each step points at its parameters
+  std::vector<PipelineStep> steps;
   for (auto& [container, list] : tx.changes) {
     for (const PendingChange& c : list) {
-      Params p;
+      Params& p = params.emplace_back();
       p.Bytea(container).Int2(c.kind).Bytea(c.pk).Bytea(c.id).Bytea(c.body).Text(c.etag).Int8(c.ts).OptInt8(
           c.ttl);
-      HCPRP_RETURN_IF_ERROR(tx.c.Exec(sql::kInsertChange, p, "record changes of " + Printable(container)));
+      steps.push_back({&sql::kInsertChange, &p});
     }
   }
+  const Params none;
+  steps.push_back({&sql::kCommit, &none});
+  auto done = tx.c.Pipeline(steps, std::string(what) + ": record the changes and commit");
+  HCPRP_RETURN_IF_ERROR(std::move(done));
   return Status::Ok();
 }
 
