@@ -11,7 +11,9 @@
 //
 // Connections: a pool (at most kMaxConnections, opened on demand). An idle connection that the
 // server wrote to (a termination notice after a restart) is dropped before it is handed out; a
-// transaction whose BEGIN fails on a reused connection is retried once on a new one. While the
+// transaction that fails on a reused connection that broke (before any COMMIT was sent) is retried
+// once on a new one. A transaction's BEGIN travels with its first statement, and its change
+// inserts with its COMMIT, each pair in one round trip (libpq's pipeline mode). While the
 // server is down every call fails with kUnavailable; the pool reconnects when it is back. Each
 // connection prepares the statements of pg_sql.h on first use and binds every value as a binary
 // parameter. lock_timeout is OpenOptions::busy_timeout.
