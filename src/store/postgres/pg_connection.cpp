@@ -174,6 +174,10 @@ PGresult* PgConnection::Await(int sent) {
   if (sent == 0) return nullptr;
   auto deadline = Deadline();
   if (!Flush(deadline)) return nullptr;
+  return ReadResults(deadline);
+}
+
+PGresult* PgConnection::ReadResults(std::chrono::steady_clock::time_point deadline) {
   PGresult* kept = nullptr;
   while (true) {
     if (!WaitReady(deadline)) {
@@ -247,20 +251,6 @@ Result<std::vector<PgResult>> PgConnection::Pipeline(const std::vector<PipelineS
   return results;
 }
 
-PGresult* PgConnection::PipelineResult(std::chrono::steady_clock::time_point deadline) {
-  PGresult* kept = nullptr;
-  while (true) {
-    if (!WaitReady(deadline)) {
-      PQclear(kept);
-      return nullptr;
-    }
-    PGresult* r = PQgetResult(conn_);
-    if (r == nullptr) return kept;  // the end of this step's results
-    PQclear(kept);
-    kept = r;
-  }
-}
-
 Result<std::vector<PgResult>> PgConnection::SendPipeline(const std::vector<PipelineStep>& steps,
                                                          std::string_view context) {
   for (const PipelineStep& step : steps)
@@ -283,7 +273,7 @@ Result<std::vector<PgResult>> PgConnection::SendPipeline(const std::vector<Pipel
   out.reserve(steps.size());
   std::optional<Error> failed;
   for (size_t i = 0; i < steps.size(); ++i) {
-    PGresult* r = PipelineResult(deadline);
+    PGresult* r = ReadResults(deadline);
     if (r == nullptr) return lost();
     if (failed) {  // skipped by the server (PGRES_PIPELINE_ABORTED)
       PQclear(r);

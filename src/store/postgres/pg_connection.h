@@ -146,6 +146,9 @@ class PgConnection {
   // query timeout; returns what PQexec would have (the first error, else the last result), null on
   // failure or timeout.
   PGresult* Await(int sent);
+  // Reads the results of one query (of a pipeline's step, up to the null that ends them): the first
+  // error, else the last result; null when they could not be read in time.
+  PGresult* ReadResults(std::chrono::steady_clock::time_point deadline);
   // Sends what libpq still buffers; false on failure or when the deadline passes (timed_out_ set).
   bool Flush(std::chrono::steady_clock::time_point deadline);
   // Reads until PQgetResult would not block; false on failure or when the deadline passes.
@@ -156,8 +159,7 @@ class PgConnection {
   // The pipeline of `steps`, without a deferred begin.
   Result<std::vector<PgResult>> SendPipeline(const std::vector<PipelineStep>& steps,
                                              std::string_view context);
-  // Reads the results of one step of a pipeline (its last result; null when it could not be read).
-  PGresult* PipelineResult(std::chrono::steady_clock::time_point deadline);
+
   // Waits until the socket is ready for `events` or the deadline passes (false).
   bool WaitSocket(short events, std::chrono::steady_clock::time_point deadline);
   Result<PgResult> Check(PGresult* r, std::string_view context);
