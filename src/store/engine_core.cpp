@@ -92,16 +92,18 @@ Document Written(std::string_view pk, WriteOp& op, bool consume, const Version& 
 }
 
 // The version an operation with a body writes: its prepared parts (moved out when the engine never
-// reruns, copied otherwise) stamped with the transaction's time.
-Version StampVersion(RowTx& tx, const WriteOp& op, Version& prepared, bool consume) {
-  Version v = consume ? std::move(prepared) : prepared;
+// reruns, copied otherwise; made here when the caller prepared none) stamped with the transaction's
+// time.
+Version StampVersion(RowTx& tx, const WriteOp& op, std::optional<Version>& prepared, bool consume) {
+  Version v = !prepared ? MakeVersion(op.body, op.ttl_seconds, 0)
+              : consume ? std::move(*prepared)
+                        : *prepared;
   v.ts = tx.Now();
-  v.ttl = op.ttl_seconds;
   return v;
 }
 
 Result<Document> ApplyCreate(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             Version& prepared, bool consume) {
+                             std::optional<Version>& prepared, bool consume) {
   Version v = StampVersion(tx, op, prepared, consume);
   HCPRP_ASSIGN_OR_RETURN(auto created, TryCreate(tx, container, pk, op.id, v));
   if (!created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
@@ -109,7 +111,7 @@ Result<Document> ApplyCreate(RowTx& tx, std::string_view container, std::string_
 }
 
 Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                              Version& prepared, bool consume) {
+                              std::optional<Version>& prepared, bool consume) {
   std::string checked_etag;
   HCPRP_ASSIGN_OR_RETURN(auto required, RequiredFor(tx, container, pk, op, checked_etag));
   Version v = StampVersion(tx, op, prepared, consume);
@@ -120,7 +122,7 @@ Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string
 }
 
 Result<Document> ApplyUpsert(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             Version& prepared, bool consume) {
+                             std::optional<Version>& prepared, bool consume) {
   Version v = StampVersion(tx, op, prepared, consume);
   for (int round = 0; round < kRaceRounds; ++round) {
     if (op.conditions.empty() && !op.if_match) {
@@ -205,16 +207,13 @@ Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_v
                             std::optional<Version>& prepared, bool consume) {
   // An operation naming another container writes there, in the same partition and transaction.
   const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
-  const bool has_body = op.kind == WriteOp::Kind::kCreate || op.kind == WriteOp::Kind::kReplace ||
-                        op.kind == WriteOp::Kind::kUpsert;
-  if (has_body && !prepared) return Error::Internal("a write with a body reached its transaction unprepared");
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, where, pk, op, *prepared, consume);
+      return ApplyCreate(tx, where, pk, op, prepared, consume);
     case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, where, pk, op, *prepared, consume);
+      return ApplyReplace(tx, where, pk, op, prepared, consume);
     case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, where, pk, op, *prepared, consume);
+      return ApplyUpsert(tx, where, pk, op, prepared, consume);
     case WriteOp::Kind::kDelete:
       return ApplyDelete(tx, where, pk, op);
     case WriteOp::Kind::kPatch:

@@ -59,10 +59,10 @@ class RowTx {
 std::optional<Version> PrepareVersion(const WriteOp& op);
 
 // Applies one operation of a batch addressed to `container` and partition `pk` (an operation that
-// names another container writes there). REQUIRES: `op` passed ValidateOp, and `prepared` is
-// PrepareVersion(op). With `consume`, the operation's body is moved into the returned Document and
-// the prepared version into the row (an engine that never reruns a transaction); without, both are
-// copied so that the engine may apply `op` again after a retryable failure.
+// names another container writes there). REQUIRES: `op` passed ValidateOp. `prepared` is
+// PrepareVersion(op), or nullopt to make the version inside the transaction. With `consume`, the operation's
+// body is moved into the returned Document and the prepared version into the row (an engine that never reruns
+// a transaction); without, both are copied so that the engine may apply `op` again after a retryable failure.
 Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
                             std::optional<Version>& prepared, bool consume);
 

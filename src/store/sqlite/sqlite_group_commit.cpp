@@ -51,7 +51,7 @@ void SqliteStore::SubmitWrite(PendingWrite& w) {
     lk.lock();
     for (PendingWrite* g : group) {
       g->done = true;
-      g->woken.NotifyOne();  // under group_mu_: its thread cannot leave (and destroy `g`) before
+      g->woken.NotifyOne();  // under group_mu_, so its thread cannot return and destroy `g` first
     }
     leading_ = false;
     if (!queue_.empty()) queue_.front()->woken.NotifyOne();  // the next group's leader
