@@ -277,7 +277,7 @@ const SchemaSet::Node* SchemaSet::Resolve(std::string_view definition) const {
 
 const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema) const {
   {
-    MutexLock lock(mu_);
+    ReaderMutexLock lock(mu_);
     auto it = nodes_.find(schema);
     if (it != nodes_.end()) return it->second.get();
   }
@@ -382,15 +382,19 @@ const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema
     }
   }
 
-  MutexLock lock(mu_);
+  WriterMutexLock lock(mu_);
   auto [it, inserted] = nodes_.emplace(schema, std::move(node));
   return it->second.get();
 }
 
 const std::regex* SchemaSet::Regex(const std::string& pattern) const {
-  MutexLock lock(mu_);
-  auto it = regexes_.find(pattern);
-  if (it != regexes_.end()) return it->second.get();
+  {
+    ReaderMutexLock lock(mu_);
+    auto it = regexes_.find(pattern);
+    if (it != regexes_.end()) return it->second.get();
+  }
+  WriterMutexLock lock(mu_);
+  if (auto it = regexes_.find(pattern); it != regexes_.end()) return it->second.get();
   std::unique_ptr<std::regex> re;
   try {
     re = std::make_unique<std::regex>(pattern, std::regex::ECMAScript | std::regex::optimize);

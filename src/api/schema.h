@@ -97,7 +97,8 @@ class SchemaSet {
 
   std::string api_version_;
   std::vector<std::unique_ptr<Doc>> docs_;  // [0] is the api-version's openapi.json
-  mutable Mutex mu_;
+  // Filled on first use and read on every request after that: readers share the lock.
+  mutable SharedMutex mu_;
   mutable std::map<const json::object*, std::unique_ptr<Node>> nodes_ HCPRP_GUARDED_BY(mu_);
   mutable std::map<std::string, std::unique_ptr<std::regex>> regexes_ HCPRP_GUARDED_BY(mu_);
 };

@@ -37,8 +37,22 @@ Status Stmt::Run(std::string_view context) {
   return SqliteError(db_, rc, context);
 }
 
+namespace {
+
+// SQLite's memory statistics take one process-wide mutex on every allocation and free, which every
+// connection's thread then contends for; nothing here reads those statistics. They can be turned off
+// only before SQLite initialises, so this runs ahead of the first open. When something else in the
+// process initialised SQLite first, the call is refused and the statistics stay on, which is harmless.
+void TurnOffMemoryStatistics() {
+  static const int kOnce = sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+  (void)kOnce;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& path, const std::string& vfs,
                                                      int flags, std::chrono::milliseconds busy_timeout) {
+  TurnOffMemoryStatistics();
   sqlite3* db = nullptr;
   int rc =
       sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, vfs.empty() ? nullptr : vfs.c_str());
