@@ -332,5 +332,44 @@ TEST(AfterAnswerPoolTest, RefusesWhenFullAndRunsWhatWaitsWhenStopped) {
   EXPECT_EQ(ran.load(), 3);
 }
 
+// A PUT without conditional headers tries the create before reading the resource: the only read is the
+// subscription's. On an existing resource the create's batch fails, writes nothing, and the request is
+// decided as the update it is.
+TEST_F(CreateOrderingTest, APutWithoutConditionsCreatesBeforeReadingAndFallsBackToAnUpdate) {
+  using Method = store::FaultInjectingStore::Method;
+  store::FaultInjectingStore counted(*s.store);
+  auto fe = Frontend::Create(WithAfterAnswer(&held), &counted, &s.cs, &s.clock,
+                             Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+
+  const std::string path = ClusterPath("c1");
+  auto created = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  EXPECT_EQ(counted.CallCount(Method::kRead), 1u);  // the subscription
+  EXPECT_EQ(counted.CallCount(Method::kBatch), 1u);
+  held.RunAll();
+  s.FinishAll();
+  const std::string before = s.DumpStore();
+
+  // The same PUT again is an update: the speculative create's batch fails and leaves nothing behind.
+  auto again = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(again.result_int(), 200u) << again.body();
+  EXPECT_GT(counted.CallCount(Method::kRead), 2u);
+  EXPECT_EQ(s.Operations().size(), 2u);
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
+  EXPECT_NE(s.DumpStore(), before);
+
+  // A body a create would accept but this update may not (a create-only field changed) is refused by
+  // the update rules, and nothing is written.
+  json::value moved = ParseJson(ClusterBody()).value();
+  FindPointer(moved, "/properties/platform")->as_object()["managedResourceGroup"] = "another-group";
+  s.FinishAll();
+  auto changed = s.Put(path + V(), ToJson(moved));
+  EXPECT_EQ(changed.result_int(), 400u) << changed.body();
+  EXPECT_NE(changed.body().find("managedResourceGroup"), std::string::npos) << changed.body();
+  EXPECT_EQ(s.Operations().size(), 2u);
+}
+
 }  // namespace
 }  // namespace hcprp::frontend::testing

@@ -270,16 +270,21 @@ void WarnNotRecorded(const Logger& logger, const std::string& request_id, const 
               {{"request_id", request_id}, {"operation_id", r.op_id}, {"error", e.ToString()}});
 }
 
+// `speculative`: the resource was not read first (see PutOrPatch). A body refused by the create rules
+// then says nothing yet, since an update of an existing resource is judged by other rules; the caller
+// reads the resource and decides again.
 Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
-                  const std::optional<LoadedResource>& parent) {
+                  const std::optional<LoadedResource>& parent, bool speculative) {
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
   // Every resource lives in the region this deployment serves (a node pool: its cluster's).
   const std::string location = parent ? parent->doc.location : env.options.location;
   auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
                                    WithServiceValues(ctx, id, body, location, true), opts);
-  if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
+  if (auto* errs = std::get_if<api::ValidationErrors>(&decoded)) {
+    if (speculative) return Outcome::Retry();
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
+  }
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
 
   auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
@@ -488,11 +493,19 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   return Outcome::Done(std::move(res).value());
 }
 
-Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body) {
+// `assume_absent`: try the create without reading the resource first (see PutOrPatch).
+Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
+                       bool assume_absent) {
   bool is_patch = ctx.method == bhttp::verb::patch;
   auto parent = LoadParent(env, ctx, id);
   if (auto* r = std::get_if<Response>(&parent)) return Outcome::Done(std::move(*r));
   auto& parent_doc = std::get<std::optional<LoadedResource>>(parent);
+  if (assume_absent) {
+    if (parent_doc) {
+      if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
+    }
+    return PutCreate(env, ctx, id, body, parent_doc, true);
+  }
   auto existing = LoadResource(env, id.subscription_id, ctx.path);
   if (!existing.ok()) return Outcome::Done(Fail(env, ctx, existing.error()));
   if (auto stop = CheckPreconditions(ctx, id, *existing)) return Outcome::Done(std::move(*stop));
@@ -500,7 +513,7 @@ Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id,
     if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
   }
   if (existing->has_value()) return Update(env, ctx, id, body, **existing, parent_doc, is_patch);
-  return PutCreate(env, ctx, id, body, parent_doc);
+  return PutCreate(env, ctx, id, body, parent_doc, false);
 }
 
 Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
@@ -510,8 +523,17 @@ Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
   auto body = ParseBody(env, ctx, false);
   if (auto* e = std::get_if<CloudError>(&body)) return ErrorReply(*e);
   const json::value& value = std::get<json::value>(body);
+  // Most PUTs create. Without conditional headers, the existence read only tells a create from an
+  // update, and the create's own batch tells that too (it fails when the document exists), so the
+  // create is tried first and the read saved. When the document exists, or the body fails the create
+  // rules, nothing was written and the request is decided again as below.
+  if (ctx.method == bhttp::verb::put && Trimmed(ctx.Header("If-Match")).empty() &&
+      Trimmed(ctx.Header("If-None-Match")).empty()) {
+    Outcome o = PutOrPatchOnce(env, ctx, id, value, true);
+    if (o.response) return std::move(*o.response);
+  }
   for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
-    Outcome o = PutOrPatchOnce(env, ctx, id, value);
+    Outcome o = PutOrPatchOnce(env, ctx, id, value, false);
     if (o.response) return std::move(*o.response);
   }
   return ErrorReply(

@@ -113,6 +113,18 @@ BEGIN
 END
 $fn$;
 )sql"},
+      // Bodies of a few kilobytes are compressed when stored. lz4 costs a fraction of the CPU of the
+      // default (pglz) for about the same size; a server built without lz4 keeps pglz.
+      {3, R"sql(
+DO $do$
+BEGIN
+  ALTER TABLE documents ALTER COLUMN body SET COMPRESSION lz4;
+  ALTER TABLE changes ALTER COLUMN body SET COMPRESSION lz4;
+EXCEPTION WHEN feature_not_supported THEN
+  NULL;
+END
+$do$;
+)sql"},
   };
   return kMigrations;
 }

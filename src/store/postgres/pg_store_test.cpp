@@ -86,6 +86,29 @@ class PgStoreTest : public ::testing::Test {
   std::string schema_, url_;
 };
 
+// Stored bodies are compressed with lz4 when the server has it (Debian's has), pglz otherwise.
+TEST_F(PgStoreTest, BodiesAreCompressedWithLz4WhenTheServerHasIt) {
+  auto s = Open();
+  ASSERT_NE(s, nullptr);
+  auto c = Raw();
+  ASSERT_NE(c, nullptr);
+  const bool has_lz4 = c->ExecSql("CREATE TEMP TABLE lz4_probe (b bytea COMPRESSION lz4)", "probe").ok();
+  const int64_t expected = has_lz4 ? 2 : 0;
+  EXPECT_EQ(QueryInt("SELECT count(*) FROM pg_attribute WHERE attname = 'body' AND attcompression = 'l' "
+                     "AND attrelid IN ('documents'::regclass, 'changes'::regclass)"),
+            expected);
+  // A body large enough to be compressed reads back whole.
+  json::object big;
+  big["text"] = std::string(20000, 'x');
+  ASSERT_TRUE(IsOk(s->Create("resources", "p", "big", json::value(big))));
+  auto read = s->Read("resources", "p", "big");
+  ASSERT_TRUE(IsOk(read));
+  EXPECT_EQ(read->body.as_object().at("text").as_string().size(), 20000u);
+  if (has_lz4) {
+    EXPECT_EQ(QueryInt("SELECT count(*) FROM documents WHERE pg_column_compression(body) = 'lz4'"), 1);
+  }
+}
+
 TEST(PgUrlTest, ParsesSchemaAndKeepsLibpqParameters) {
   auto t = ParsePostgresUrl("postgresql://u@h:5432/db?sslmode=disable&schema=abc_1&connect_timeout=3");
   ASSERT_TRUE(IsOk(t));
