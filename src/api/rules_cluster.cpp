@@ -419,12 +419,12 @@ void CheckPlatform(const json::object* props, std::vector<FieldError>& out, std:
   if (auto id = Str(platform, "vnetIntegrationSubnetId")) {
     const std::string target = kPlatform + ".vnetIntegrationSubnetId";
     if (auto vnet = CheckResourceId(out, target, *id, kSubnetType)) {
-      if (EqualsFold(vnet->resource_group, managed_rg)) {
+      if (EqualsIgnoreCase(vnet->resource_group, managed_rg)) {
         Invalid(out, target, json::value(*id),
                 "must not be the same resource group name: \"" + managed_rg + "\"");
       }
       if (subnet && !vnet->parent.empty() && !subnet->parent.empty() &&
-          !EqualsFold(vnet->parent, subnet->parent)) {
+          !EqualsIgnoreCase(vnet->parent, subnet->parent)) {
         Invalid(out, target, json::value(*id),
                 "must belong to the same VNet as subnetId '" + std::string(*Str(platform, "subnetId")) + "'");
       }
@@ -450,11 +450,11 @@ void CheckOperatorIdentities(const json::object* props, const DecodeOptions& opt
     }
     auto id = CheckResourceId(out, target, text, kUaiType);
     if (!id) return;
-    if (!options.subscription_id.empty() && !EqualsFold(id->subscription, options.subscription_id)) {
+    if (!options.subscription_id.empty() && !EqualsIgnoreCase(id->subscription, options.subscription_id)) {
       Invalid(out, target, json::value(text),
               "must be in the same Azure subscription: \"" + options.subscription_id + "\"");
     }
-    if (EqualsFold(id->resource_group, managed_rg)) {
+    if (EqualsIgnoreCase(id->resource_group, managed_rg)) {
       Invalid(out, target, json::value(text),
               "must not be the same resource group name: \"" + managed_rg + "\"");
     }
@@ -529,7 +529,7 @@ void CheckAgainstClusterId(const json::object* props, const DecodeOptions& optio
   const json::object* platform = Obj(props, "platform");
   if (platform == nullptr) return;
   if (!options.resource_group.empty() && !managed_rg.empty() &&
-      EqualsFold(managed_rg, options.resource_group)) {
+      EqualsIgnoreCase(managed_rg, options.resource_group)) {
     Invalid(out, kPlatform + ".managedResourceGroup", json::value(managed_rg),
             "must not be the same resource group name: \"" + options.resource_group + "\"");
   }
@@ -544,11 +544,12 @@ void CheckAgainstClusterId(const json::object* props, const DecodeOptions& optio
     auto parsed = ParseAzureId(*text);
     if (!parsed.id) continue;
     std::string target = kPlatform + "." + std::string(ref.field);
-    if (!options.subscription_id.empty() && !EqualsFold(parsed.id->subscription, options.subscription_id)) {
+    if (!options.subscription_id.empty() &&
+        !EqualsIgnoreCase(parsed.id->subscription, options.subscription_id)) {
       Invalid(out, target, json::value(*text),
               "must be in the same Azure subscription: \"" + options.subscription_id + "\"");
     }
-    if (ref.not_in_managed_group && EqualsFold(parsed.id->resource_group, managed_rg)) {
+    if (ref.not_in_managed_group && EqualsIgnoreCase(parsed.id->resource_group, managed_rg)) {
       Invalid(out, target, json::value(*text),
               "must not be the same resource group name: \"" + managed_rg + "\"");
     }

@@ -167,12 +167,6 @@ const json::value* Member(const json::object* o, std::string_view key) {
   return it == o->end() ? nullptr : &it->value();
 }
 
-bool EqualsFold(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
 AzureIdParse ParseAzureId(std::string_view text) {
   AzureIdParse result;
   if (text.empty() || text.front() != '/') {
@@ -181,7 +175,7 @@ AzureIdParse ParseAzureId(std::string_view text) {
   }
   std::vector<std::string_view> parts = Split(text.substr(1), '/');
   if (!parts.empty() && parts.back().empty()) parts.pop_back();
-  if (parts.size() < 2 || !EqualsFold(parts[0], "subscriptions") || parts[1].empty()) {
+  if (parts.size() < 2 || !EqualsIgnoreCase(parts[0], "subscriptions") || parts[1].empty()) {
     result.error =
         "invalid resource ID: resource id '" + std::string(text) + "' must start with '/subscriptions/'";
     return result;
@@ -193,7 +187,7 @@ AzureIdParse ParseAzureId(std::string_view text) {
   AzureId id;
   id.subscription = std::string(parts[1]);
   size_t i = 2;
-  if (i + 1 < parts.size() && EqualsFold(parts[i], "resourceGroups")) {
+  if (i + 1 < parts.size() && EqualsIgnoreCase(parts[i], "resourceGroups")) {
     id.resource_group = std::string(parts[i + 1]);
     i += 2;
   }
@@ -202,7 +196,7 @@ AzureIdParse ParseAzureId(std::string_view text) {
     result.id = std::move(id);
     return result;
   }
-  if (!EqualsFold(parts[i], "providers") || i + 3 > parts.size() || (parts.size() - i - 2) % 2 != 0) {
+  if (!EqualsIgnoreCase(parts[i], "providers") || i + 3 > parts.size() || (parts.size() - i - 2) % 2 != 0) {
     result.error =
         "invalid resource ID: resource id '" + std::string(text) + "' is not a provider resource ID";
     return result;
@@ -235,7 +229,7 @@ std::optional<AzureId> CheckResourceId(std::vector<FieldError>& out, const std::
   size_t before = out.size();
   if (id.subscription.empty()) Invalid(out, target, shown, "subscription ID is required");
   if (id.name.empty()) Invalid(out, target, shown, "resource name is required");
-  if (!type.empty() && !EqualsFold(type, id.type)) {
+  if (!type.empty() && !EqualsIgnoreCase(type, id.type)) {
     Invalid(out, target, shown, "resource ID must reference an instance of type " + Quoted(type));
   }
   if (want_group && id.resource_group.empty()) Invalid(out, target, shown, "resource group is required");

@@ -62,7 +62,6 @@ struct AzureIdParse {
   std::string error;
 };
 AzureIdParse ParseAzureId(std::string_view text);
-bool EqualsFold(std::string_view a, std::string_view b);
 
 // The resource-ID checks of the real service: subscription, name, type (when `type` is not
 // empty) and, when `want_group`, a resource group. Returns the parsed ID when it is usable.

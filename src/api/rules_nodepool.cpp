@@ -91,10 +91,10 @@ void CheckPlatform(const json::object* props, const json::object* old_props, con
     auto cluster_subnet =
         parent ? Str(Obj(GetObject(*parent, "properties"), "platform"), "subnetId") : std::nullopt;
     auto old_subnet = Str(Obj(old_props, "platform"), "subnetId");
-    bool changed = old_props == nullptr || !old_subnet || !EqualsFold(*old_subnet, *subnet);
+    bool changed = old_props == nullptr || !old_subnet || !EqualsIgnoreCase(*old_subnet, *subnet);
     if (id && cluster_subnet && changed) {
       auto cluster_id = ParseAzureId(*cluster_subnet).id;
-      if (cluster_id && !EqualsFold(cluster_id->parent, id->parent)) {
+      if (cluster_id && !EqualsIgnoreCase(cluster_id->parent, id->parent)) {
         Invalid(out, base + ".subnetId", json::value(*subnet),
                 "must belong to the same VNet as the parent cluster VNet '" + cluster_id->parent + "'");
       }
