@@ -20,8 +20,8 @@ const std::string kOperators = "properties.platform.operatorsAuthentication.user
 
 // Major upgrade paths the service supports: from release line -> to release line.
 const std::map<std::string, std::string>& MajorUpgradePaths() {
-  static const std::map<std::string, std::string> paths = {{"4.22", "5.0"}, {"4.23", "5.1"}};
-  return paths;
+  static const std::map<std::string, std::string> kPaths = {{"4.22", "5.0"}, {"4.23", "5.1"}};
+  return kPaths;
 }
 
 std::string Line(const Semver& v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }

@@ -16,13 +16,13 @@ constexpr std::string_view kMinNodePoolVersion = "4.20.8";
 
 // Labels a node pool may not set: a key refused whatever its value, or the values refused for it.
 const std::map<std::string, std::vector<std::string>, std::less<>>& ForbiddenLabels() {
-  static const std::map<std::string, std::vector<std::string>, std::less<>> labels = {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kLabels = {
       {"node-role.kubernetes.io/master", {}},
       {"node-role.kubernetes.io/worker", {}},
       {"machine.openshift.io/cluster-api-machine-role", {"master", "infra"}},
       {"machine.openshift.io/cluster-api-machine-type", {"master", "infra"}},
   };
-  return labels;
+  return kLabels;
 }
 
 void CheckVersion(const json::object* props, const json::object* old_props, const DecodeOptions& options,
