@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     if (PQstatus(c) != CONNECTION_OK) Die(std::string("connect: ") + PQerrorMessage(c));
     PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + schema + " CASCADE").c_str()));
     PQfinish(c);
-    Check(OpenStore(url + "?schema=" + schema, {.clock = &clock}), "migrate");
+    Check(OpenStore(std::string(url).append("?schema=").append(schema), {.clock = &clock}), "migrate");
   }
   auto opened = OpenStore(url + "?schema=" + store_schema, {.clock = &clock});
   Check(opened, "open store");

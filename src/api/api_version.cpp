@@ -41,9 +41,9 @@ std::vector<std::string> SupportedVersions() {
 
 std::string SupportedVersionsText() {
   std::string out;
-  for (auto it = kVersions.rbegin(); it != kVersions.rend(); ++it) {
+  for (size_t i = kVersions.size(); i-- > 0;) {  // newest first
     if (!out.empty()) out += ", ";
-    out.append(it->name);
+    out.append(kVersions[i].name);
   }
   return out;
 }

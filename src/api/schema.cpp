@@ -56,8 +56,8 @@ namespace {
 constexpr int kMaxDepth = 64;
 constexpr size_t kMaxPatternInput = 4096;  // longer strings never reach std::regex (it recurses per char)
 
-FieldError Problem(std::string code, std::string message, std::string target) {
-  return FieldError{std::move(code), std::move(message), std::move(target)};
+FieldError Problem(std::string_view code, std::string message, std::string target) {
+  return FieldError{std::string(code), std::move(message), std::move(target)};
 }
 
 std::string_view TypeName(const json::value& v) {
@@ -418,8 +418,8 @@ void SchemaSet::Validate(std::string_view definition, const json::value& value, 
 
 void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const std::string& path,
                              std::vector<FieldError>& out, int depth) const {
-  const std::string bad_content(kInvalidRequestContent);
-  const std::string bad_value(kInvalidRequestContent);
+  const std::string_view bad_content = kInvalidRequestContent;
+  const std::string_view bad_value = kInvalidRequestContent;
   if (depth > kMaxDepth) {
     out.push_back(Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", path));
     return;

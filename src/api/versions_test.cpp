@@ -262,7 +262,7 @@ TEST(VersionRules, CryptoRestrictionsIsCreateOnly) {
 }
 
 TEST(VersionRules, EtcdKeyVersionIsUpdatableFrom20260630) {
-  const char* kPatch =
+  constexpr const char* kPatch =
       R"({"properties": {"etcd": {"dataEncryption": {"customerManaged": {"kms": {"activeKey": {"version": "v2"}}}}}}})";
   Created c = CreateFromExample(ExampleOf(kStableVersion, Kind::kCluster));
   for (const ApiVersion& v : ApiVersions()) {

@@ -62,11 +62,11 @@ TEST(StateMapping, NodePool) {
 }
 
 TEST(StateMapping, Credentials) {
-  constexpr std::string_view cred = "/api/aro_hcp/v1alpha1/clusters/a/break_glass_credentials/c";
-  EXPECT_EQ(KindOfHref(cred), ObjectKind::kCredential);
-  EXPECT_EQ(Next(Request::kRequestCredential, cred, "issuing"), "-");
-  EXPECT_EQ(Next(Request::kRequestCredential, cred, "issued"), "Succeeded");
-  EXPECT_EQ(Next(Request::kRequestCredential, cred, "failed"), "Failed");
+  constexpr std::string_view kCred = "/api/aro_hcp/v1alpha1/clusters/a/break_glass_credentials/c";
+  EXPECT_EQ(KindOfHref(kCred), ObjectKind::kCredential);
+  EXPECT_EQ(Next(Request::kRequestCredential, kCred, "issuing"), "-");
+  EXPECT_EQ(Next(Request::kRequestCredential, kCred, "issued"), "Succeeded");
+  EXPECT_EQ(Next(Request::kRequestCredential, kCred, "failed"), "Failed");
   EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, std::string(kCredentialsRevoking)), "-");
   EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, std::string(kCredentialsRevoked)), "Succeeded");
   EXPECT_EQ(Next(Request::kRevokeCredentials, kCluster, "ready"), "-");
