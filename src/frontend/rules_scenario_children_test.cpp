@@ -11,9 +11,9 @@ std::vector<Case> NodePoolCases() {
     };
   };
   return {
-      {"ValidNodePool", N, kCreate, nullptr, 201, {}},
+      {"ValidNodePool", kN, kCreate, nullptr, 201, {}},
       {"VersionWithoutPatch",
-       N,
+       kN,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.20";
@@ -21,23 +21,23 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.version.id", "properties.version.id"}},
       {"VersionBelowMinimum",
-       N,
+       kN,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.20.7";
        },
        400,
        {"properties.version.id"}},
-      {"VersionMissing", N, kCreate, [](V b) { Props(b).erase("version"); }, 400, {"properties.version.id"}},
+      {"VersionMissing", kN, kCreate, [](V b) { Props(b).erase("version"); }, 400, {"properties.version.id"}},
       {"PreviewVersionMissing",
-       N,
+       kN,
        kCreate,
        [](V b) { Props(b).erase("version"); },
        400,
        {"properties.version.id"},
        std::string(kPreview)},
       {"ChannelGroupNightly",
-       N,
+       kN,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["channelGroup"] = "nightly";
@@ -45,13 +45,13 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.version.channelGroup"}},
       {"ReplicasAbove200WithoutZone",
-       N,
+       kN,
        kCreate,
        [](V b) { Props(b)["replicas"] = 201; },
        400,
        {"properties.replicas"}},
       {"ReplicasAbove200WithZone",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b)["replicas"] = 201;
@@ -60,7 +60,7 @@ std::vector<Case> NodePoolCases() {
        201,
        {}},
       {"AutoScalingMinAbove200",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b).erase("replicas");
@@ -69,7 +69,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.autoScaling.min", "properties.autoScaling.max"}},
       {"AutoScalingMaxBelowMin",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b).erase("replicas");
@@ -78,7 +78,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.autoScaling.max"}},
       {"ReplicasWithAutoScaling",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b)["autoScaling"] = {{"min", 1}, {"max", 3}};
@@ -86,33 +86,33 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.replicas"}},
       {"ForbiddenMasterRoleLabel",
-       N,
+       kN,
        kCreate,
        label("node-role.kubernetes.io/master", ""),
        400,
        {"properties.labels[node-role.kubernetes.io/master]"}},
       {"ForbiddenMachineRoleInfra",
-       N,
+       kN,
        kCreate,
        label("machine.openshift.io/cluster-api-machine-role", "infra"),
        400,
        {"properties.labels[machine.openshift.io/cluster-api-machine-role]"}},
       {"AllowedMachineRoleWorker",
-       N,
+       kN,
        kCreate,
        label("machine.openshift.io/cluster-api-machine-role", "worker"),
        201,
        {}},
-      {"KubernetesIoLabelAllowed", N, kCreate, label("topology.kubernetes.io/zone", "a"), 201, {}},
-      {"LabelKeyWithSpace", N, kCreate, label("bad key", "v"), 400, {"properties.labels"}},
+      {"KubernetesIoLabelAllowed", kN, kCreate, label("topology.kubernetes.io/zone", "a"), 201, {}},
+      {"LabelKeyWithSpace", kN, kCreate, label("bad key", "v"), 400, {"properties.labels"}},
       {"LabelValueTooLong",
-       N,
+       kN,
        kCreate,
        label("valid-key", std::string(64, 'a')),
        400,
        {"properties.labels[valid-key]"}},
       {"TaintKeyInvalid",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b)["taints"] =
@@ -121,7 +121,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.taints[0].key"}},
       {"SubnetInOtherVnet",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Platform(b)["subnetId"] = kRg + "/providers/Microsoft.Network/virtualNetworks/other/subnets/s";
@@ -129,7 +129,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.platform.subnetId"}},
       {"EphemeralNeedsAutoRepair",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b)["autoRepair"] = false;
@@ -138,7 +138,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.autoRepair"}},
       {"EphemeralDiskTooLarge",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Platform(b)["osDisk"] = {{"diskType", "Ephemeral"}, {"sizeGiB", 2041}};
@@ -146,7 +146,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.platform.osDisk.sizeGiB"}},
       {"EncryptionSetWrongType",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Platform(b)["osDisk"] = {{"encryptionSetId", kVnet}};
@@ -154,7 +154,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.platform.osDisk.encryptionSetId"}},
       {"EncryptionSetBadName",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Platform(b)["osDisk"] = {
@@ -163,7 +163,7 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.platform.osDisk.encryptionSetId"}},
       {"TaintValueInvalid",
-       N,
+       kN,
        kCreate,
        [](V b) {
          Props(b)["taints"] = json::array{
@@ -172,36 +172,36 @@ std::vector<Case> NodePoolCases() {
        400,
        {"properties.taints[0].value"}},
       {"DrainTimeoutTooLarge",
-       N,
+       kN,
        kCreate,
        [](V b) { Props(b)["nodeDrainTimeoutMinutes"] = 10081; },
        400,
        {"properties.nodeDrainTimeoutMinutes"}},
       {"VmSizeNotOffered",
-       N,
+       kN,
        kCreate,
        [](V b) { Platform(b)["vmSize"] = "Standard_D2s_v3"; },
        400,
        {"properties.platform.vmSize"}},
-      {"VmSizeOffered", N, kCreate, [](V b) { Platform(b)["vmSize"] = "Standard_E8s_v5"; }, 201, {}},
+      {"VmSizeOffered", kN, kCreate, [](V b) { Platform(b)["vmSize"] = "Standard_E8s_v5"; }, 201, {}},
       // Updates.
       {"VmSizeIsImmutable",
-       N,
+       kN,
        kReplace,
        [](V b) { Platform(b)["vmSize"] = "Standard_D16s_v3"; },
        400,
        {"properties.platform", "properties.platform.vmSize"}},
       {"VersionAboveCluster",
-       N,
+       kN,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.21.0";
        },
        400,
        {"properties.version.id"}},
-      {"ReplicasChange", N, kPatch, [](V b) { Props(b)["replicas"] = 5; }, 202, {}},
+      {"ReplicasChange", kN, kPatch, [](V b) { Props(b)["replicas"] = 5; }, 202, {}},
       {"ProvisioningStateDifferentFromStored",
-       N,
+       kN,
        kReplace,
        [](V b) { Props(b)["provisioningState"] = "Deleting"; },
        400,
@@ -214,9 +214,9 @@ std::vector<Case> ExternalAuthCases() {
     return At(b, {"properties"})["clients"].as_array()[0].as_object();
   };
   return {
-      {"ValidExternalAuth", E, kCreate, nullptr, 201, {}},
+      {"ValidExternalAuth", kE, kCreate, nullptr, 201, {}},
       {"IssuerNotHttps",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "issuer"})["url"] = "http://issuer.example.com";
@@ -224,7 +224,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.issuer.url"}},
       {"IssuerCaNotPem",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "issuer"})["ca"] = "not a certificate";
@@ -232,19 +232,19 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.issuer.ca"}},
       {"ClientIdNotAnAudience",
-       E,
+       kE,
        kCreate,
        [client](V b) { client(b)["clientId"] = "someone-else"; },
        400,
        {"properties.clients[0].clientId"}},
       {"ConsoleMustBeConfidential",
-       E,
+       kE,
        kCreate,
        [client](V b) { client(b)["type"] = "Public"; },
        400,
        {"properties.clients[0].type"}},
       {"ConfidentialOnlyForConsole",
-       E,
+       kE,
        kCreate,
        [client](V b) {
          client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
@@ -252,7 +252,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.clients[0].type"}},
       {"PublicCliClient",
-       E,
+       kE,
        kCreate,
        [client](V b) {
          client(b)["component"] = {{"name", "cli"}, {"authClientNamespace", "openshift-console"}};
@@ -261,7 +261,7 @@ std::vector<Case> ExternalAuthCases() {
        201,
        {}},
       {"DuplicateComponent",
-       E,
+       kE,
        kCreate,
        [client](V b) {
          json::value copy = client(b);
@@ -270,7 +270,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.clients[1]"}},
       {"TooManyClients",
-       E,
+       kE,
        kCreate,
        [client](V b) {
          json::object first = client(b);
@@ -286,7 +286,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.clients"}},
       {"PrefixPolicyWithoutPrefix",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
@@ -294,7 +294,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.claim.mappings.username.prefix"}},
       {"PrefixWithoutPrefixPolicy",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim", "mappings", "username"})["prefix"] = "oidc:";
@@ -302,7 +302,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.claim.mappings.username.prefix"}},
       {"PrefixWithPrefixPolicy",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim", "mappings", "username"})["prefixPolicy"] = "Prefix";
@@ -311,7 +311,7 @@ std::vector<Case> ExternalAuthCases() {
        201,
        {}},
       {"RequiredClaimRuleWithoutClaim",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim"})["validationRules"] =
@@ -322,7 +322,7 @@ std::vector<Case> ExternalAuthCases() {
         "properties.claim.validationRules[0].requiredClaim.claim",
         "properties.claim.validationRules[0].requiredClaim.requiredValue"}},
       {"EmptyAudience",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "issuer"})["audiences"] = json::array{"audience1", ""};
@@ -330,19 +330,19 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.issuer.audiences[1]"}},
       {"ComponentNameTooLong",
-       E,
+       kE,
        kCreate,
        [client](V b) { client(b)["component"].as_object()["name"] = std::string(257, 'c'); },
        400,
        {"properties.clients[0].component.name", "properties.clients[0].type"}},
       {"ComponentNamespaceTooLong",
-       E,
+       kE,
        kCreate,
        [client](V b) { client(b)["component"].as_object()["authClientNamespace"] = std::string(64, 'n'); },
        400,
        {"properties.clients[0].component.authClientNamespace", "properties.clients[0].type"}},
       {"EmptyExtraScope",
-       E,
+       kE,
        kCreate,
        [client](V b) {
          client(b)["extraScopes"] = json::array{"openid", ""};
@@ -350,7 +350,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.clients[0].extraScopes[1]"}},
       {"UsernameClaimTooLong",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim", "mappings", "username"})["claim"] = std::string(257, 'u');
@@ -358,7 +358,7 @@ std::vector<Case> ExternalAuthCases() {
        400,
        {"properties.claim.mappings.username.claim"}},
       {"GroupsClaimEmpty",
-       E,
+       kE,
        kCreate,
        [](V b) {
          At(b, {"properties", "claim", "mappings", "groups"})["claim"] = "";

@@ -49,7 +49,9 @@ TEST_P(RulesScenario, AnswersAsTheRealService) {
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& param) {
-  std::string kind = param.param.kind == C ? "Cluster" : param.param.kind == N ? "NodePool" : "ExternalAuth";
+  std::string kind = param.param.kind == kC   ? "Cluster"
+                     : param.param.kind == kN ? "NodePool"
+                                              : "ExternalAuth";
   return kind + "_" + param.param.name;
 }
 
@@ -57,10 +59,10 @@ namespace {
 
 std::vector<Case> ClusterCases() {
   return {
-      {"ValidCluster", C, kCreate, nullptr, 201, {}},
-      {"DataPlaneIdentityNotAssignedIsValid", C, kCreate, nullptr, 201, {}},
+      {"ValidCluster", kC, kCreate, nullptr, 201, {}},
+      {"DataPlaneIdentityNotAssignedIsValid", kC, kCreate, nullptr, 201, {}},
       {"OpenShift5Refused",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "5.0";
@@ -68,7 +70,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id"}},
       {"VersionBelowMinimum",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.19";
@@ -76,7 +78,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id"}},
       {"VersionWithMicro",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.20.1";
@@ -84,7 +86,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id"}},
       {"VersionNotSemver",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "four";
@@ -92,7 +94,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id"}},
       {"PreviewVersionMissing",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b).erase("version");
@@ -104,7 +106,7 @@ std::vector<Case> ClusterCases() {
        {"properties.version.id"},
        std::string(kPreview)},
       {"ChannelGroupCandidate",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["channelGroup"] = "candidate";
@@ -112,7 +114,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.channelGroup"}},
       {"ChannelGroupFast",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["channelGroup"] = "fast";
@@ -120,7 +122,7 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"InvalidPodCidr",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["podCidr"] = "invalid-cidr";
@@ -128,7 +130,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.podCidr"}},
       {"InvalidServiceCidr",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["serviceCidr"] = "300.0.0.0/16";
@@ -136,7 +138,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.serviceCidr"}},
       {"Ipv6MachineCidr",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["machineCidr"] = "2001:db8::/32";
@@ -144,7 +146,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.machineCidr"}},
       {"CidrWithHostBits",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["podCidr"] = "10.128.0.1/14";
@@ -152,7 +154,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.podCidr"}},
       {"HostPrefixTooSmall",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["hostPrefix"] = 22;
@@ -160,7 +162,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.hostPrefix"}},
       {"HostPrefixTooLarge",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["hostPrefix"] = 27;
@@ -168,7 +170,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network.hostPrefix"}},
       {"MachineOverlapsService",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["machineCidr"] = "10.0.0.0/16";
@@ -177,7 +179,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network"}},
       {"MachineOverlapsServiceAndPod",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "network"})["machineCidr"] = "10.0.0.0/14";
@@ -187,7 +189,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.network", "properties.network"}},
       {"AuthorizedCidrJunk",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "api"})["authorizedCidrs"] = json::array{"invalid-cidr"};
@@ -195,7 +197,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.api.authorizedCidrs[0]", "properties.api.authorizedCidrs[0]"}},
       {"AuthorizedCidrWhitespace",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "api"})["authorizedCidrs"] = json::array{"10.0.0.0/16", " 10.1.0.0/16"};
@@ -204,7 +206,7 @@ std::vector<Case> ClusterCases() {
        {"properties.api.authorizedCidrs[1]", "properties.api.authorizedCidrs[1]",
         "properties.api.authorizedCidrs[1]"}},
       {"AuthorizedAddressAndCidr",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "api"})["authorizedCidrs"] = json::array{"10.0.0.1", "192.168.0.0/24"};
@@ -212,19 +214,19 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"ManagedResourceGroupIsClusterGroup",
-       C,
+       kC,
        kCreate,
        [](V b) { Platform(b)["managedResourceGroup"] = "rg1"; },
        400,
        {"properties.platform.managedResourceGroup"}},
       {"ManagedResourceGroupBadName",
-       C,
+       kC,
        kCreate,
        [](V b) { Platform(b)["managedResourceGroup"] = "ends-with."; },
        400,
        {"properties.platform.managedResourceGroup"}},
       {"SubnetInOtherSubscription",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Platform(b)["subnetId"] =
@@ -235,7 +237,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.platform.subnetId", "properties.platform.vnetIntegrationSubnetId"}},
       {"SubnetInManagedResourceGroup",
-       C,
+       kC,
        kCreate,
        [](V b) { Platform(b)["managedResourceGroup"] = "some-resource-group"; },
        400,
@@ -243,7 +245,7 @@ std::vector<Case> ClusterCases() {
         "properties.platform.vnetIntegrationSubnetId", kOps + ".controlPlaneOperators[test-operator]",
         kOps + ".dataPlaneOperators[dataplane-operator]", kOps + ".serviceManagedIdentity"}},
       {"NsgInOtherSubscription",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Platform(b)["networkSecurityGroupId"] =
@@ -252,13 +254,13 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.platform.networkSecurityGroupId"}},
       {"NsgWrongType",
-       C,
+       kC,
        kCreate,
        [](V b) { Platform(b)["networkSecurityGroupId"] = kVnet + "/subnets/not-an-nsg"; },
        400,
        {"properties.platform.networkSecurityGroupId"}},
       {"IntegrationSubnetInOtherVnet",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Platform(b)["vnetIntegrationSubnetId"] =
@@ -267,26 +269,26 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.platform.vnetIntegrationSubnetId"}},
       {"OperatorIdentityNotAssigned",
-       C,
+       kC,
        kCreate,
        [](V b) { Assigned(b).erase(kIdentity); },
        400,
        {kOps + ".controlPlaneOperators[test-operator]"}},
       {"IdentityAssignedButNotUsed",
-       C,
+       kC,
        kCreate,
        [](V b) { Assigned(b)[kOtherIdentity] = json::object(); },
        400,
        {"identity.userAssignedIdentities[" + kOtherIdentity + "]"}},
       {"IdentityUsedTwice",
-       C,
+       kC,
        kCreate,
        [](V b) { Operators(b)["serviceManagedIdentity"] = kIdentity; },
        400,
        {kOps + ".serviceManagedIdentity", "identity.userAssignedIdentities[" + kIdentity + "]",
         "identity.userAssignedIdentities[" + kSmi + "]"}},
       {"IdentityComparedIgnoringCase",
-       C,
+       kC,
        kCreate,
        [](V b) {
          std::string upper = kIdentity;
@@ -297,14 +299,14 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"DataPlaneIdentityAssigned",
-       C,
+       kC,
        kCreate,
        [](V b) { Assigned(b)[kDataPlaneIdentity] = json::object(); },
        400,
        {kOps + ".dataPlaneOperators[dataplane-operator]",
         "identity.userAssignedIdentities[" + kDataPlaneIdentity + "]"}},
       {"OperatorIdentityInOtherSubscription",
-       C,
+       kC,
        kCreate,
        [](V b) {
          std::string other =
@@ -317,7 +319,7 @@ std::vector<Case> ClusterCases() {
        400,
        {kOps + ".controlPlaneOperators[test-operator]"}},
       {"OperatorIdentityWrongType",
-       C,
+       kC,
        kCreate,
        [](V b) {
          std::string wrong = kRg + "/providers/Microsoft.Network/virtualNetworks/test-identity";
@@ -328,7 +330,7 @@ std::vector<Case> ClusterCases() {
        400,
        {kOps + ".controlPlaneOperators[test-operator]"}},
       {"AssignedKeyNotAnIdentity",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Assigned(b)[kRg + "/providers/Microsoft.Network/networkSecurityGroups/n"] = json::object();
@@ -337,7 +339,7 @@ std::vector<Case> ClusterCases() {
        {"identity.userAssignedIdentities[" + kRg + "/providers/Microsoft.Network/networkSecurityGroups/n]",
         "identity.userAssignedIdentities[" + kRg + "/providers/Microsoft.Network/networkSecurityGroups/n]"}},
       {"MaxNodesTotalTooLarge",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "autoscaling"})["maxNodesTotal"] = 501;
@@ -345,7 +347,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.autoscaling.maxNodesTotal"}},
       {"MaxPodGracePeriodZero",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "autoscaling"})["maxPodGracePeriodSeconds"] = 0;
@@ -354,7 +356,7 @@ std::vector<Case> ClusterCases() {
        {"properties.autoscaling.maxPodGracePeriodSeconds",
         "properties.autoscaling.maxPodGracePeriodSeconds"}},
       {"MaxNodeProvisionTimeOne",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "autoscaling"})["maxNodeProvisionTimeSeconds"] = 1;
@@ -362,7 +364,7 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"PodPriorityThresholdZero",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "autoscaling"})["podPriorityThreshold"] = 0;
@@ -370,7 +372,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.autoscaling.podPriorityThreshold"}},
       {"KmsWithoutActiveKeyName",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "etcd", "dataEncryption", "customerManaged", "kms", "activeKey"})["name"] = "";
@@ -378,7 +380,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.etcd.dataEncryption.customerManaged.kms.activeKey.name"}},
       {"MirrorSourceWithScheme",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b)["imageDigestMirrors"] = json::array{
@@ -387,7 +389,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.imageDigestMirrors[0].source"}},
       {"MirrorUppercase",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b)["imageDigestMirrors"] = json::array{
@@ -396,7 +398,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.imageDigestMirrors[0].mirrors[0]"}},
       {"MirrorWildcardSource",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b)["imageDigestMirrors"] = json::array{json::object{
@@ -405,13 +407,13 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"ProvisioningStateOnCreate",
-       C,
+       kC,
        kCreate,
        [](V b) { Props(b)["provisioningState"] = "Succeeded"; },
        400,
        {"properties.provisioningState"}},
       {"TwoProblemsAtOnce",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "5.0";
@@ -421,7 +423,7 @@ std::vector<Case> ClusterCases() {
        {"properties.version.id", "properties.network.hostPrefix"}},
       // Updates.
       {"VersionMayNotDecrease",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.20";
@@ -433,7 +435,7 @@ std::vector<Case> ClusterCases() {
          At(b, {"properties", "version"})["id"] = "4.21";
        }},
       {"VersionSkipsAMinor",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.22";
@@ -441,7 +443,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id"}},
       {"VersionNextMinor",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "4.21";
@@ -449,7 +451,7 @@ std::vector<Case> ClusterCases() {
        200,
        {}},
       {"ChannelGroupChangeAllowed",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["channelGroup"] = "fast";
@@ -457,7 +459,7 @@ std::vector<Case> ClusterCases() {
        200,
        {}},
       {"PlatformIsImmutable",
-       C,
+       kC,
        kPatch,
        [](V b) {
          At(b, {"properties", "platform", "operatorsAuthentication", "userAssignedIdentities",
@@ -467,7 +469,7 @@ std::vector<Case> ClusterCases() {
        {"properties.platform", kOps + ".controlPlaneOperators[test-operator]",
         "identity.userAssignedIdentities[" + kIdentity + "]"}},
       {"KmsVaultIsImmutable",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "etcd", "dataEncryption", "customerManaged", "kms"})["vaultName"] = "v2";
@@ -475,7 +477,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.etcd.dataEncryption.customerManaged.kms.vaultName"}},
       {"KmsKeyVersionCanRotate",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "etcd", "dataEncryption", "customerManaged", "kms", "activeKey"})["version"] =
@@ -484,19 +486,19 @@ std::vector<Case> ClusterCases() {
        200,
        {}},
       {"ProvisioningStateEqualToStoredIsIgnored",
-       C,
+       kC,
        kReplace,
        [](V b) { Props(b)["provisioningState"] = "Succeeded"; },
        200,
        {}},
       {"ProvisioningStateDifferentFromStored",
-       C,
+       kC,
        kReplace,
        [](V b) { Props(b)["provisioningState"] = "Failed"; },
        400,
        {"properties.provisioningState"}},
       {"VersionSkipsAMajor",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "6.0";
@@ -504,7 +506,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.version.id", "properties.version.id"}},
       {"CrossMajorOffThePath",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "version"})["id"] = "5.0";
@@ -516,7 +518,7 @@ std::vector<Case> ClusterCases() {
          At(b, {"properties", "version"})["id"] = "4.21";
        }},
       {"KmsVisibilityIsImmutable",
-       C,
+       kC,
        kReplace,
        [](V b) {
          At(b, {"properties", "etcd", "dataEncryption", "customerManaged", "kms"})["visibility"] = "Private";
@@ -524,7 +526,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.etcd.dataEncryption.customerManaged.kms.visibility"}},
       {"OperatorNameEmpty",
-       C,
+       kC,
        kCreate,
        [](V b) {
          auto& cp = At(b, {"properties", "platform", "operatorsAuthentication", "userAssignedIdentities",
@@ -535,13 +537,13 @@ std::vector<Case> ClusterCases() {
        400,
        {kOps + ".controlPlaneOperators[]"}},
       {"AssignedKeyEmpty",
-       C,
+       kC,
        kCreate,
        [](V b) { Assigned(b)[""] = json::object(); },
        400,
        {"identity.userAssignedIdentities[]", "identity.userAssignedIdentities[]"}},
       {"MirrorPathWithSeparators",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b)["imageDigestMirrors"] = json::array{json::object{
@@ -551,7 +553,7 @@ std::vector<Case> ClusterCases() {
        201,
        {}},
       {"MirrorPathBacktrackingBait",
-       C,
+       kC,
        kCreate,
        [](V b) {
          Props(b)["imageDigestMirrors"] =
@@ -561,7 +563,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.imageDigestMirrors[0].source", "properties.imageDigestMirrors[0].mirrors[0]"}},
       {"TooManyImageDigestMirrors",
-       C,
+       kC,
        kCreate,
        [](V b) {
          json::array list;
@@ -574,7 +576,7 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.imageDigestMirrors"}},
       {"IngressTypeUnknown",
-       C,
+       kC,
        kCreate,
        [](V b) {
          At(b, {"properties", "ingress"})["type"] = "Internal";
@@ -582,13 +584,13 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.ingress.type"}},
       {"OutboundTypeUnknown",
-       C,
+       kC,
        kCreate,
        [](V b) { Platform(b)["outboundType"] = "UserDefinedRouting"; },
        400,
        {"properties.platform.outboundType"}},
       {"TooManyMirrors",
-       C,
+       kC,
        kCreate,
        [](V b) {
          json::array mirrors;

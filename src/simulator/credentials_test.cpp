@@ -33,7 +33,7 @@ std::string CsrBody(const std::string& csr_pem) {
 class SimulatorCredentialsTest : public SimulatorTest {
  protected:
   std::string ReadyCluster(const std::string& name) {
-    const std::string href = CreateCluster(name);
+    std::string href = CreateCluster(name);
     sim_->RunDueForTest();
     EXPECT_EQ(State(href), "ready");
     return href;

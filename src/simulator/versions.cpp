@@ -63,8 +63,9 @@ Result<VersionCatalogue> VersionCatalogue::Parse(std::string_view json_text) {
     if (!IsMinor(minor)) return Error::InvalidArgument("version catalogue: bad minor '" + minor + "'");
     std::string eol(GetString(m, "end_of_life").value_or(""));
     if (!ParseRfc3339(eol).ok()) {
-      return Error::InvalidArgument("version catalogue: minor " + minor +
-                                    " needs an RFC 3339 end_of_life, not '" + eol + "'");
+      std::string message = "version catalogue: minor " + minor;
+      message.append(" needs an RFC 3339 end_of_life, not '").append(eol).append("'");
+      return Error::InvalidArgument(message);
     }
     const json::object* groups = hcprp::GetObject(m, "channel_groups");
     if (!groups || groups->empty()) {

@@ -164,9 +164,9 @@ class RulesScenario : public ::testing::TestWithParam<Case> {
 };
 
 using V = json::value&;
-inline constexpr Kind C = Kind::kCluster;
-inline constexpr Kind N = Kind::kNodePool;
-inline constexpr Kind E = Kind::kExternalAuth;
+inline constexpr Kind kC = Kind::kCluster;
+inline constexpr Kind kN = Kind::kNodePool;
+inline constexpr Kind kE = Kind::kExternalAuth;
 inline constexpr Op kCreate = Op::kCreate;
 inline constexpr Op kReplace = Op::kReplace;
 inline constexpr Op kPatch = Op::kPatch;
