@@ -52,6 +52,11 @@ std::unique_ptr<hcprp::store::postgres::PgTestServer> g_server;
   std::exit(1);
 }
 
+// The store URL that puts the store's tables in `schema`.
+std::string SchemaUrl(const std::string& url, const std::string& schema) {
+  return std::string(url).append("?schema=").append(schema);
+}
+
 template <typename R>
 void Check(const R& r, const char* what) {
   if (!r.ok()) Die(std::string(what) + ": " + r.error().ToString());
@@ -315,9 +320,9 @@ int main(int argc, char** argv) {
     if (PQstatus(c) != CONNECTION_OK) Die(std::string("connect: ") + PQerrorMessage(c));
     PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + schema + " CASCADE").c_str()));
     PQfinish(c);
-    Check(OpenStore(std::string(url).append("?schema=").append(schema), {.clock = &clock}), "migrate");
+    Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock}), "migrate");
   }
-  auto opened = OpenStore(url + "?schema=" + store_schema, {.clock = &clock});
+  auto opened = OpenStore(SchemaUrl(url, store_schema), {.clock = &clock});
   Check(opened, "open store");
   Store& store = **opened;
   Raw raw(url, raw_schema);
