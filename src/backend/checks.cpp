@@ -131,11 +131,16 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
     return true;  // the frontend has not confirmed the update's Cluster Service request yet
   }
   std::string href = op.internal_id;
-  if (href.empty()) {
-    if (op.request == Request::kCreate) {
+  if (href.empty() && op.request == Request::kCreate) {
+    std::optional<FoundObject> found = FindCreatedObject(op);
+    if (!found) {
       if (op.start_time && now - *op.start_time >= options_.create_recovery_grace) RecoverCreate(op);
       return true;
     }
+    href = found->href;
+    RememberFound(op, std::move(*found));
+  }
+  if (href.empty()) {
     auto resource = FindResource(*store_, op.partition_key, op.external_id);
     if (!resource.ok()) {
       ++counters_.errors;
@@ -250,7 +255,7 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
   return o != Outcome::kError;  // a store failure: requeued, tried again on a later step
 }
 
-Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::string_view resource_id) {
+Result<json::array> Controller::ObjectsNamed(std::string_view pk, std::string_view resource_id) {
   HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(resource_id));
   std::string parent_href;
   std::string search;
@@ -262,17 +267,83 @@ Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::s
     HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> parent,
                            FindResource(*store_, pk, id.Cluster().ToString()));
     if (parent) parent_href = InternalIdOf(parent->body);
-    if (parent_href.empty()) return std::string();  // no parent object: nothing under it either
+    if (parent_href.empty()) return json::array();  // no parent object: nothing under it either
     search = "name = " + clusterservice::SearchLiteral(id.child_name);
   }
-  HCPRP_ASSIGN_OR_RETURN(json::array found,
-                         cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href), search));
+  return cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href), search);
+}
+
+Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::string_view resource_id) {
+  HCPRP_ASSIGN_OR_RETURN(json::array found, ObjectsNamed(pk, resource_id));
   for (const json::value& item : found) {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
     if (auto href = GetString(*o, "href"); href && !href->empty()) return std::string(*href);
   }
   return std::string();
+}
+
+std::optional<FoundObject> Controller::FindCreatedObject(const OperationRecord& op) {
+  // Clocks of different machines: an object stamped this much before its operation may still be its.
+  constexpr Duration kClockSkew = std::chrono::seconds(30);
+  auto id = arm::ParseResourceId(op.external_id);
+  if (!id.ok()) return std::nullopt;
+  auto listed = ObjectsNamed(op.partition_key, op.external_id);
+  if (!listed.ok()) {
+    ++counters_.errors;
+    return std::nullopt;
+  }
+  for (const json::value& item : *listed) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    auto href = GetString(*o, "href");
+    if (!href || href->empty()) continue;
+    const json::object* status = GetObject(*o, "status");
+    if (status != nullptr && GetString(*status, "state") == "uninstalling") continue;
+    auto created = ParseRfc3339(GetString(*o, "creation_timestamp").value_or(""));
+    if (op.start_time && created.ok() && *created + kClockSkew < *op.start_time) continue;
+    return FoundObject{std::string(*href), clusterservice::ObservedFromClusterService(id->kind, *o)};
+  }
+  return std::nullopt;
+}
+
+void Controller::RememberFound(OperationRecord op, FoundObject found) {
+  op.internal_id = found.href;
+  {
+    MutexLock lock(state_mu_);
+    found_.insert_or_assign({op.partition_key, op.id}, std::move(found));
+  }
+  index_.Upsert(std::move(op));
+}
+
+std::optional<FoundObject> Controller::FoundFor(std::string_view pk, std::string_view op_id) {
+  MutexLock lock(state_mu_);
+  auto it = found_.find({std::string(pk), std::string(op_id)});
+  if (it == found_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Controller::ForgetFound(std::string_view pk, std::string_view op_id) {
+  MutexLock lock(state_mu_);
+  found_.erase({std::string(pk), std::string(op_id)});
+}
+
+void Controller::CheckCreatesNaming(const clusterservice::Event& event) {
+  if (event.state == "deleted") return;
+  const ObjectKind kind = KindOfHref(event.href);
+  const json::object* az = GetObject(event.object, "azure");
+  std::string_view name = az != nullptr ? GetString(*az, "resource_name").value_or("") : "";
+  if (name.empty()) name = GetString(event.object, "name").value_or("");
+  if (name.empty()) return;
+  for (const OperationRecord& op : index_.UnknownCreates()) {
+    auto id = arm::ParseResourceId(op.external_id);
+    if (!id.ok()) continue;
+    const ObjectKind own = id->kind == arm::ResourceKind::kCluster    ? ObjectKind::kCluster
+                           : id->kind == arm::ResourceKind::kNodePool ? ObjectKind::kNodePool
+                                                                      : ObjectKind::kExternalAuth;
+    const std::string& own_name = id->kind == arm::ResourceKind::kCluster ? id->cluster_name : id->child_name;
+    if (own == kind && EqualsIgnoreCase(own_name, name)) EnqueueCheck(op);
+  }
 }
 
 void Controller::RecoverCreate(const OperationRecord& op) {

@@ -591,6 +591,7 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
   std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
   if (ops.empty()) {
     conditions_.SyncIdle(event);
+    CheckCreatesNaming(event);
     return;
   }
   ++counters_.events_applied;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -110,6 +111,18 @@ class Controller {
   // Returns false when it needs a CS delete but the budget is spent (re-queue it).
   bool CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget);
   void RecoverCreate(const OperationRecord& op);
+  // The object a create made that nothing recorded yet, searched by the ARM names it carries; one
+  // made before the operation started, or being deleted, is not this create's. nullopt when there is
+  // none yet (the frontend's request may still be on its way) or the search failed.
+  std::optional<FoundObject> FindCreatedObject(const OperationRecord& op);
+  // Indexes `op` under the found object's href (its events then find it) and keeps the object until
+  // the operation's next transition records it (Transit). Lost on a restart: found again then.
+  void RememberFound(OperationRecord op, FoundObject found) HCPRP_EXCLUDES(state_mu_);
+  std::optional<FoundObject> FoundFor(std::string_view pk, std::string_view op_id) HCPRP_EXCLUDES(state_mu_);
+  void ForgetFound(std::string_view pk, std::string_view op_id) HCPRP_EXCLUDES(state_mu_);
+  // An event for an object no operation knows: checks the creates whose object is unknown and whose
+  // resource has the object's name (the check finds and remembers the object).
+  void CheckCreatesNaming(const clusterservice::Event& event);
   // The Cluster Service create request of `doc` (clusterservice/mapping.h) with its parent's internal
   // ID and the subscription's tenant, as the frontend sent it.
   Result<clusterservice::CreateRequest> RecoveryRequest(const OperationRecord& op,
@@ -141,6 +154,8 @@ class Controller {
   // The href of the Cluster Service object made for `resource_id` whose internal ID was never recorded
   // (searched by the ARM names it carries); empty when there is none.
   Result<std::string> FindUnrecordedObject(std::string_view pk, std::string_view resource_id);
+  // The Cluster Service objects named like `resource_id` (under its cluster's object for a child).
+  Result<json::array> ObjectsNamed(std::string_view pk, std::string_view resource_id);
   // Index and notifications after a batch ended operations.
   void AfterTerminal(const std::vector<store::Document>& ended_operations, const TransitionPlan& plan);
   // A resource of a deleted subscription: gives it a Delete operation unless it has one.
@@ -191,6 +206,7 @@ class Controller {
 
   mutable Mutex state_mu_;
   std::set<std::pair<std::string, std::string>> delete_issued_ HCPRP_GUARDED_BY(state_mu_);
+  std::map<std::pair<std::string, std::string>, FoundObject> found_ HCPRP_GUARDED_BY(state_mu_);
   TimePoint next_resync_ HCPRP_GUARDED_BY(state_mu_){};
   TimePoint next_poll_ HCPRP_GUARDED_BY(state_mu_){};
 

@@ -24,24 +24,31 @@ void EraseLink(std::unordered_multimap<std::string, std::string>& links, const s
 
 }  // namespace
 
-bool OperationIndex::Upsert(const OperationRecord& op) {
+bool OperationIndex::Upsert(OperationRecord op) {
   std::string key = Key(op.partition_key, op.id);
   MutexLock lock(mu_);
   auto it = by_key_.find(key);
   bool fresh = it == by_key_.end();
+  if (!fresh && op.internal_id.empty()) op.internal_id = it->second.internal_id;
+  if (op.request == arm::OperationRequest::kCreate && op.internal_id.empty()) {
+    unknown_creates_.insert(key);
+  } else {
+    unknown_creates_.erase(key);
+  }
   if (!fresh) {
     if (it->second.internal_id == op.internal_id) {
       // Still news when the frontend just confirmed an update's Cluster Service request.
       bool confirmed = it->second.awaiting_cluster_service && !op.awaiting_cluster_service;
-      it->second = op;
+      it->second = std::move(op);
       return confirmed;
     }
     if (!it->second.internal_id.empty()) EraseLink(by_internal_id_, it->second.internal_id, key);
-    it->second = op;
-  } else {
-    by_key_.emplace(key, op);
+    if (!op.internal_id.empty()) by_internal_id_.emplace(op.internal_id, key);
+    it->second = std::move(op);
+    return true;
   }
   if (!op.internal_id.empty()) by_internal_id_.emplace(op.internal_id, key);
+  by_key_.emplace(std::move(key), std::move(op));
   return true;
 }
 
@@ -51,6 +58,7 @@ void OperationIndex::Remove(std::string_view partition_key, std::string_view id)
   auto it = by_key_.find(key);
   if (it == by_key_.end()) return;
   if (!it->second.internal_id.empty()) EraseLink(by_internal_id_, it->second.internal_id, key);
+  unknown_creates_.erase(key);
   by_key_.erase(it);
 }
 
@@ -78,6 +86,15 @@ std::vector<OperationRecord> OperationIndex::All() const {
   MutexLock lock(mu_);
   out.reserve(by_key_.size());
   for (const auto& [key, op] : by_key_) out.push_back(op);
+  return out;
+}
+
+std::vector<OperationRecord> OperationIndex::UnknownCreates() const {
+  std::vector<OperationRecord> out;
+  MutexLock lock(mu_);
+  for (const std::string& key : unknown_creates_) {
+    if (auto it = by_key_.find(key); it != by_key_.end()) out.push_back(it->second);
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -21,12 +22,16 @@ namespace hcprp::backend {
 class OperationIndex {
  public:
   // Inserts or refreshes an operation. Returns true when it was not indexed before or its
-  // internal ID changed (the caller then checks it against the Cluster Service once).
-  bool Upsert(const OperationRecord& op);
+  // internal ID changed (the caller then checks it against the Cluster Service once). An internal ID
+  // once known stays: a record without one (a create's operation as stored before its object was
+  // recorded) keeps the one found.
+  bool Upsert(OperationRecord op);
   void Remove(std::string_view partition_key, std::string_view id);
   std::optional<OperationRecord> Find(std::string_view partition_key, std::string_view id) const;
   std::vector<OperationRecord> ByInternalId(std::string_view internal_id) const;
   std::vector<OperationRecord> All() const;
+  // The creates whose Cluster Service object is not known yet.
+  std::vector<OperationRecord> UnknownCreates() const;
   // The internal IDs of every indexed operation (for the orphan collector).
   std::vector<std::string> InternalIds() const;
   size_t Size() const;
@@ -37,6 +42,7 @@ class OperationIndex {
   mutable Mutex mu_;
   std::map<std::string, OperationRecord> by_key_ HCPRP_GUARDED_BY(mu_);
   std::unordered_multimap<std::string, std::string> by_internal_id_ HCPRP_GUARDED_BY(mu_);  // href -> key
+  std::set<std::string> unknown_creates_ HCPRP_GUARDED_BY(mu_);                             // keys
 };
 
 }  // namespace hcprp::backend

@@ -81,6 +81,7 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     if (!doc.ok()) {
       if (doc.error().IsNotFound()) {
         index_.Remove(pk, op_id);
+        ForgetFound(pk, op_id);
         return Outcome::kGone;
       }
       ++counters_.errors;
@@ -90,6 +91,7 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     auto typed = arm::OperationDocument::FromBody(doc->id, doc->body);
     if (!op || !typed.ok() || arm::IsTerminalState(op->status)) {
       index_.Remove(pk, op_id);
+      ForgetFound(pk, op_id);
       return Outcome::kNoChange;
     }
     std::optional<Transition> t = decide(*op);
@@ -100,8 +102,14 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
       ++counters_.errors;
       return Outcome::kError;
     }
-    if (seen != nullptr && in->resource && in->resource->doc.internal_id == seen->href)
-      in->conditions = seen->conditions;
+    // A create's object found before anything recorded it is recorded with this transition.
+    if (op->internal_id.empty() && op->request == Request::kCreate) in->found = FoundFor(pk, op_id);
+    if (seen != nullptr && in->resource) {
+      const std::string& href = in->resource->doc.internal_id.empty() && in->found
+                                    ? in->found->href
+                                    : in->resource->doc.internal_id;
+      if (href == seen->href) in->conditions = seen->conditions;
+    }
     TransitionPlan plan = PlanTransition(*in);
     if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit
       if (Status s = AppendBilling(pk, &plan); !s.ok()) {
@@ -130,6 +138,7 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     }
 
     ++counters_.transitions;
+    if (in->found) ForgetFound(pk, op_id);
     if (conditions_committed != nullptr)
       *conditions_committed = plan.conditions || in->conditions.has_value();
     if (!plan.terminal) {

@@ -24,6 +24,25 @@ bool PlanConditions(const ReadResource& res, const json::value& conditions,
   return true;
 }
 
+// The resource's part of recording a found object: added to the resource's patch of the batch (or
+// a patch of its own).
+void PlanFoundObject(const ReadResource& res, const FoundObject& found, std::vector<store::WriteOp>* writes) {
+  if (!res.doc.internal_id.empty()) return;
+  std::vector<store::PatchOp> set = {arm::SetAt(arm::kPathInternalId, json::value(found.href))};
+  auto stored = res.doc.resource.find("observed");
+  const bool holds_observed =
+      stored != res.doc.resource.end() && stored->value().is_object() && !stored->value().as_object().empty();
+  if (!found.observed.empty() && !holds_observed)
+    set.push_back(arm::SetAt(arm::kPathObserved, json::value(found.observed)));
+  for (store::WriteOp& w : *writes) {
+    if (w.kind == store::WriteOp::Kind::kPatch && w.id == res.doc_id && w.container.empty()) {
+      for (store::PatchOp& p : set) w.patch.push_back(std::move(p));
+      return;
+    }
+  }
+  writes->push_back(store::WriteOp::Patch(res.doc_id, std::move(set), {res.active_operation}));
+}
+
 }  // namespace
 
 bool DeletesResource(const arm::OperationDocument& operation, const arm::StatusChange& change) {
@@ -33,16 +52,24 @@ bool DeletesResource(const arm::OperationDocument& operation, const arm::StatusC
 TransitionPlan PlanTransition(const TransitionInput& in) {
   TransitionPlan plan;
   plan.terminal = arm::IsTerminalState(in.change.status);
-  plan.ended.push_back(arm::PlanStatusChange(in.operation, in.change, in.now, &plan.writes));
+  const size_t op_write = arm::PlanStatusChange(in.operation, in.change, in.now, &plan.writes);
+  plan.ended.push_back(op_write);
+  if (in.found) {
+    plan.writes[op_write].patch.push_back(
+        arm::SetAt(arm::kPathOperationInternalId, json::value(in.found->href)));
+  }
   if (!in.resource) return plan;
   const ReadResource& res = *in.resource;
   arm::ResourceAsRead read{res.doc_id, std::nullopt, res.active_operation};
   if (!(plan.terminal && DeletesResource(in.operation, in.change))) {
     arm::PlanResourceFollows(read, in.operation.request, in.change, &plan.writes);
+    if (in.found) PlanFoundObject(res, *in.found, &plan.writes);
     if (in.conditions) plan.conditions = PlanConditions(res, *in.conditions, &plan.writes);
     if (plan.terminal && in.operation.request == arm::OperationRequest::kCreate &&
         in.change.status == arm::kStateSucceeded) {
-      plan.billing.push_back(arm::PlanBillingCreation(res.doc, res.doc_id, in.partition_key, in.now));
+      arm::ResourceDocument billed = res.doc;
+      if (in.found && billed.internal_id.empty()) billed.internal_id = in.found->href;
+      plan.billing.push_back(arm::PlanBillingCreation(billed, res.doc_id, in.partition_key, in.now));
     }
     return plan;
   }

@@ -31,6 +31,13 @@ struct ReadChild {
   std::optional<arm::OperationDocument> active_operation;
 };
 
+// The Cluster Service object of a create, found by the backend before anything recorded it: its href
+// and what the Cluster Service assigned (clusterservice::ObservedFromClusterService).
+struct FoundObject {
+  std::string href;
+  json::object observed;
+};
+
 struct TransitionInput {
   std::string partition_key;         // the subscription's (billing records name it)
   arm::OperationDocument operation;  // as read; not terminal
@@ -45,6 +52,10 @@ struct TransitionInput {
   // written into its clusterServiceStatus in the same batch if they differ from the stored ones, so
   // that the status change and the conditions that came with it are one durable commit.
   std::optional<json::value> conditions;
+  // A create's object not recorded yet: its internal ID goes into the operation and, when the
+  // resource has none, into the resource with what the Cluster Service assigned (where the resource
+  // holds nothing yet), in the transition's batch. A create's record costs no write of its own.
+  std::optional<FoundObject> found;
 };
 
 struct TransitionPlan {

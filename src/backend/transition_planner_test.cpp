@@ -66,6 +66,47 @@ TEST(TransitionPlanner, NonTerminalChangeMovesOperationAndProvisioningState) {
   EXPECT_TRUE(plan.billing.empty());
 }
 
+// A create's object found before anything recorded it: its internal ID goes into the operation's and
+// the resource's writes of the batch (no write of its own), what the Cluster Service assigned only
+// where the resource holds nothing, and the billing record of a create that ends names the object.
+TEST(TransitionPlanner, FoundObjectIsRecordedWithTheChange) {
+  const std::string href = "/api/aro_hcp/v1alpha1/clusters/found";
+  const json::object observed{{"apiUrl", "https://api.example"}};
+  TransitionInput in;
+  in.partition_key = "11111111-2222-3333-4444-555555555555";
+  in.operation = Operation("op1", arm::OperationRequest::kCreate, "Accepted");
+  in.change = {std::string(arm::kStateSucceeded), std::nullopt};
+  in.resource = Resource(kCluster, "doc1", "op1");
+  in.resource->doc.internal_id.clear();
+  in.found = FoundObject{href, observed};
+  in.now = kNow;
+  TransitionPlan plan = PlanTransition(in);
+  ASSERT_EQ(plan.writes.size(), 2u);
+  ASSERT_NE(FindPatch(plan.writes[0], arm::kPathOperationInternalId), nullptr);
+  EXPECT_EQ(FindPatch(plan.writes[0], arm::kPathOperationInternalId)->value, json::value(href));
+  EXPECT_EQ(plan.writes[1].id, "doc1");
+  ASSERT_NE(FindPatch(plan.writes[1], arm::kPathInternalId), nullptr);
+  EXPECT_EQ(FindPatch(plan.writes[1], arm::kPathInternalId)->value, json::value(href));
+  ASSERT_NE(FindPatch(plan.writes[1], arm::kPathObserved), nullptr);
+  EXPECT_EQ(FindPatch(plan.writes[1], arm::kPathObserved)->value, json::value(observed));
+  EXPECT_NE(FindPatch(plan.writes[1], arm::kPathProvisioningState), nullptr);
+  ASSERT_EQ(plan.billing.size(), 1u);
+  EXPECT_EQ(plan.billing[0].body.as_object().at("internalId"), json::value(href));
+
+  // A resource that holds what the Cluster Service assigned keeps it.
+  in.resource->doc.resource["observed"] = json::object{{"apiUrl", "https://kept.example"}};
+  plan = PlanTransition(in);
+  ASSERT_EQ(plan.writes.size(), 2u);
+  EXPECT_NE(FindPatch(plan.writes[1], arm::kPathInternalId), nullptr);
+  EXPECT_EQ(FindPatch(plan.writes[1], arm::kPathObserved), nullptr);
+
+  // A resource with an internal ID keeps it; the operation still gets the found one.
+  in.resource->doc.internal_id = "/api/aro_hcp/v1alpha1/clusters/recorded";
+  plan = PlanTransition(in);
+  EXPECT_NE(FindPatch(plan.writes[0], arm::kPathOperationInternalId), nullptr);
+  EXPECT_EQ(FindPatch(plan.writes[1], arm::kPathInternalId), nullptr);
+}
+
 // The Cluster Service conditions seen with a change commit in the resource's write of the same batch,
 // conditioned on the stored ones being those read; the same conditions again add nothing.
 TEST(TransitionPlanner, ConditionsSeenWithTheChangeGoIntoTheResourceWrite) {

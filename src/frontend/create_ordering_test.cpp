@@ -195,7 +195,10 @@ TEST_F(CreateOrderingTest, WithoutAnAfterAnswerPoolTheAnswerWaitsForTheRecord) {
 
 // The process dies after the 201, before the internal ID's batch: the backend's create recovery asks
 // the Cluster Service again with the same idempotency key and records the object the frontend made.
-TEST_F(CreateOrderingTest, RecordLostAfterTheAnswerIsRecoveredWithoutADuplicate) {
+// The record is lost after the answer (the process stopped): the backend finds the object the
+// create made by the names it carries, without waiting for the recovery's grace period and without
+// a second object, and records its internal ID with the operation's first status change.
+TEST_F(CreateOrderingTest, RecordLostAfterTheAnswerIsFoundWithoutADuplicate) {
   const std::string path = ClusterPath("c1");
   auto r = s.Put(path + V(), ClusterBody());
   ASSERT_EQ(r.result_int(), 201u) << r.body();
@@ -205,25 +208,24 @@ TEST_F(CreateOrderingTest, RecordLostAfterTheAnswerIsRecoveredWithoutADuplicate)
   held.DropAll();
 
   auto b = MakeBackend(BackendOpts());
-  Reconcile(*b);  // within the grace period: nothing is repeated yet
+  Reconcile(*b);  // the object is found; it is still pending, so there is nothing to write yet
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateAccepted);
   EXPECT_TRUE(s.Operation(op_id)->internal_id.empty());
-
-  s.clock.Advance(3min);
-  Reconcile(*b);
-  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
-  EXPECT_EQ(s.Resource(path)->internal_id, href);
-  EXPECT_EQ(s.cs.ObjectCount(), 1u);
-  EXPECT_EQ(b->Stats().recovered_creates, 1u);
+  EXPECT_EQ(b->Stats().transitions, 0u);
 
   s.cs.SetState(href, "ready");
   Reconcile(*b);
   EXPECT_EQ(s.Operation(op_id)->status, arm::kStateSucceeded);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
   EXPECT_EQ(s.Resource(path)->provisioning_state, arm::kStateSucceeded);
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+  EXPECT_EQ(b->Stats().transitions, 1u);  // the status and the internal ID in one batch
+  EXPECT_EQ(b->Stats().recovered_creates, 0u);
   EXPECT_EQ(s.cs.ObjectCount(), 1u);
 }
 
-// The internal ID's batch fails after the answer (store down for a moment): the same recovery.
-TEST_F(CreateOrderingTest, RecordFailingAfterTheAnswerIsRecovered) {
+// The internal ID's batch fails after the answer (store down for a moment): found the same way.
+TEST_F(CreateOrderingTest, RecordFailingAfterTheAnswerIsFound) {
   store::FaultInjectingStore faulty(*s.store);
   auto pool = AfterAnswerPool::Start({.threads = 2});
   FrontendOptions o;
@@ -243,21 +245,57 @@ TEST_F(CreateOrderingTest, RecordFailingAfterTheAnswerIsRecovered) {
   EXPECT_TRUE(s.Resource(path)->internal_id.empty());
 
   auto b = MakeBackend(BackendOpts());
-  s.clock.Advance(3min);
-  Reconcile(*b);
   const std::string href = OnlyClusterHref();
   ASSERT_FALSE(href.empty());
-  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
   s.cs.SetState(href, "ready");
   Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
   EXPECT_EQ(s.Operation(op_id)->status, arm::kStateSucceeded);
+  EXPECT_EQ(b->Stats().recovered_creates, 0u);
   EXPECT_EQ(s.cs.ObjectCount(), 1u);
   pool->Stop();
 }
 
-// The Cluster Service says "ready" before the internal ID is recorded: the backend cannot match the
-// event then, and checks the operation once the record appears in the change feed.
-TEST_F(CreateOrderingTest, ReadyEventBeforeTheRecordIsNotLost) {
+// An object of the same name made well before the operation started (left over from an earlier
+// resource) is not the create's: the backend records the one the create made.
+TEST_F(CreateOrderingTest, AnOlderObjectOfTheSameNameIsNotTakenForTheCreates) {
+  json::object azure{
+      {"subscription_id", std::string(kSub)}, {"resource_group_name", "rg1"}, {"resource_name", "c1"}};
+  auto old = s.cs.Create(kClusters, json::object{{"name", "c1"}, {"azure", azure}}, "an-earlier-request");
+  ASSERT_TRUE(old.ok()) << old.error().ToString();
+  const std::string old_href(GetString(*old, "href").value_or(""));
+  s.clock.Advance(10min);
+
+  const std::string path = ClusterPath("c1");
+  auto r = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(r.result_int(), 201u) << r.body();
+  const std::string op_id = OperationIdOf(Header(r, "Azure-AsyncOperation"));
+  held.DropAll();
+  auto all = s.cs.List(kClusters);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  std::string href;
+  for (const json::value& o : *all) {
+    std::string h(GetString(o.as_object(), "href").value_or(""));
+    if (h != old_href) href = h;
+  }
+  ASSERT_FALSE(href.empty());
+
+  auto b = MakeBackend(BackendOpts());
+  s.cs.SetState(old_href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateAccepted);  // the older object says nothing of it
+  s.cs.SetState(href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateSucceeded);
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+}
+
+// The Cluster Service says "ready" before the internal ID is recorded: the event names an object no
+// operation knows, so the backend looks for the creates of that name, finds the object and ends the
+// create with its internal ID. The frontend's record that comes afterwards finds it recorded.
+TEST_F(CreateOrderingTest, ReadyEventBeforeTheRecordEndsTheCreate) {
   s.cs.SetEventsEnabled(true);
   backend::BackendOptions o = BackendOpts();
   o.resync_interval = 1h;
@@ -277,18 +315,19 @@ TEST_F(CreateOrderingTest, ReadyEventBeforeTheRecordIsNotLost) {
   ASSERT_FALSE(href.empty());
   ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1; }));
 
-  const uint64_t received = b->Stats().events_received;
   s.cs.SetState(href, "ready");
-  ASSERT_TRUE(WaitUntil([&] { return b->Stats().events_received > received; }));
-  EXPECT_EQ(s.Operation(op_id)->status, arm::kStateAccepted);  // nothing matched the event
+  EXPECT_TRUE(WaitUntil([&] { return s.Operation(op_id)->status == arm::kStateSucceeded; }));
+  EXPECT_EQ(s.Resource(path)->internal_id, href);
+  EXPECT_EQ(s.Operation(op_id)->internal_id, href);
 
   held.RunAll();
-  EXPECT_TRUE(WaitUntil([&] { return s.Operation(op_id)->status == arm::kStateSucceeded; }));
   b->Stop();
   EXPECT_EQ(s.Resource(path)->provisioning_state, arm::kStateSucceeded);
   EXPECT_EQ(s.Resource(path)->internal_id, href);
   EXPECT_EQ(b->Stats().recovered_creates, 0u);
   EXPECT_EQ(s.cs.ObjectCount(), 1u);
+  for (const std::string& line : s.log->LinesForTest())
+    EXPECT_EQ(line.find("could not record the internal ID"), std::string::npos) << line;
 }
 
 // --- AfterAnswerPool ---------------------------------------------------------------------------

@@ -263,9 +263,11 @@ Result<store::BatchResult> RecordInternalId(store::Store& store, InternalIdRecor
   return PatchInternalId(store, r);
 }
 
-// Not recorded: the backend's create recovery records it (the create stays Accepted until then).
+// Not recorded: the backend records it when it finds the object (with the create's first status
+// change). A refused precondition means it did so already: nothing to say then.
 void WarnNotRecorded(const Logger& logger, const std::string& request_id, const InternalIdRecord& r,
                      const Error& e) {
+  if (e.IsPreconditionFailed()) return;
   logger.Warn("could not record the internal ID",
               {{"request_id", request_id}, {"operation_id", r.op_id}, {"error", e.ToString()}});
 }
