@@ -11,8 +11,8 @@
 // Stores: "sqlite" is a file in DIR; "postgresql" is a throwaway local server started for the run
 // (src/store/postgres/pg_test_server.h: initdb, fsync on, 127.0.0.1) unless --pg-url names one.
 // Each store gets a fresh frontend, subscription and cluster names. The HTTP server runs 4 handler
-// workers and 1 I/O thread, the pool pinned (the set-up of every earlier figure), and one
-// after-answer thread per worker; --workers, --max-workers and --io-threads change them. `hcprp
+// workers and 1 I/O thread, the pool pinned (the set-up of every earlier figure); --workers,
+// --max-workers and --io-threads change them. `hcprp
 // serve` keeps 8 workers (--threads), adds more while every one is busy up to 256, and runs 2 I/O
 // threads: `--workers 8 --max-workers 256 --io-threads 2`.
 //
@@ -20,7 +20,8 @@
 //   GET  one cluster (subscription check + resource read + rendering), against the minimal server.
 //   PUT  creating clusters with unique names (a wrk Lua script numbers them per wrk thread): body
 //        parse, validation, one durable store batch and the Cluster Service create before the 201,
-//        the internal ID's batch after it. With --baseline, another build's PUT figures beside
+//        and no other write (the backend records the internal ID with the create's first status
+//        change; no backend runs here). With --baseline, another build's PUT figures beside
 //        this build's, with the targets: SQLite >= 3x the baseline with p99 < 40 ms, PostgreSQL
 //        >= 2x. The baseline (its frontend_bench with the same options) runs once before and once
 //        after this build's runs and is compared by the mean of the two: on this kind of machine
@@ -319,15 +320,14 @@ struct Fixture {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<store::MetricsStore> metered;  // with metrics only
   clusterservice::testing::FakeClusterService cs{nullptr, clusterservice::testing::ImmediateOptions()};
-  std::unique_ptr<frontend::AfterAnswerPool> after_answer;  // as in hcprp: one thread per handler worker
   std::unique_ptr<frontend::Frontend> fe;
   std::string get_target;
   std::string get_body;
 };
 
 // With `registry`, the frontend and the store record their metrics there, as in hcprp.
-std::unique_ptr<Fixture> OpenFixture(const Options& o, const std::string& url, const Clock& clock,
-                                     const Logger& logger, metrics::Registry* registry = nullptr) {
+std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock, const Logger& logger,
+                                     metrics::Registry* registry = nullptr) {
   auto f = std::make_unique<Fixture>();
   auto opened = store::OpenStore(url, {.clock = &clock});
   if (!opened.ok()) Die("store " + url + ": " + opened.error().ToString());
@@ -339,8 +339,6 @@ std::unique_ptr<Fixture> OpenFixture(const Options& o, const std::string& url, c
     used = f->metered.get();
     fo.metrics = registry;
   }
-  f->after_answer = frontend::AfterAnswerPool::Start({.threads = o.workers});
-  fo.after_answer = f->after_answer.get();
   auto created = frontend::Frontend::Create(fo, used, &f->cs, &clock, logger);
   if (!created.ok()) Die("frontend: " + created.error().ToString());
   f->fe = std::move(created).value();
@@ -583,7 +581,7 @@ int main(int argc, char** argv) {
   }
 
   if (o.https) {
-    auto f = OpenFixture(o, urls.front().second, clock, logger);
+    auto f = OpenFixture(urls.front().second, clock, logger);
     int rc = RunHttps(o, *f, dir, clock);
     std::fclose(devnull);
     if (!o.keep && o.dir.empty()) std::filesystem::remove_all(dir);
@@ -593,7 +591,7 @@ int main(int argc, char** argv) {
   if (o.in_process > 0) {
     for (const auto& [name, url] : urls) {
       std::printf("store %s\n", name.c_str());
-      auto f = OpenFixture(o, url, clock, logger);
+      auto f = OpenFixture(url, clock, logger);
       RunInProcess(o, *f);
     }
     std::fclose(devnull);
@@ -615,7 +613,7 @@ int main(int argc, char** argv) {
 
   // The minimal server answers the GET body of the first store's cluster (the same for every store).
   std::vector<std::unique_ptr<Fixture>> fixtures;
-  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(o, url, clock, logger));
+  for (const auto& [name, url] : urls) fixtures.push_back(OpenFixture(url, clock, logger));
   const std::string fixed_body = fixtures.front()->get_body;
   std::printf("GET body %zu bytes (the minimal server answers the same bytes)\n\n", fixed_body.size());
   auto minimal = http::Server::Start(ServerOptionsFor(o), [&fixed_body](http::Request&& r) {
@@ -654,7 +652,7 @@ int main(int argc, char** argv) {
     metrics::Registry registry;
     std::string url = urls.front().second;
     if (urls.front().first == "sqlite") url = "sqlite://" + (dir / "store_metrics.db").string();
-    auto metered = OpenFixture(o, url, clock, logger, &registry);
+    auto metered = OpenFixture(url, clock, logger, &registry);
     double off = 0, on = 0;
     for (int round = 0; round < o.metrics_rounds; ++round) {
       for (bool with : {false, true}) {
@@ -701,9 +699,8 @@ int main(int argc, char** argv) {
   }
   if (want_put) {
     std::printf(
-        "PUT: a create answers after one durable store batch (resource + operation); the internal ID\n"
-        "  is recorded after the answer (%d after-answer threads).\n",
-        o.workers);
+        "PUT: a create writes one durable store batch (resource + operation) and answers; the backend\n"
+        "  records the internal ID with the create's first status change.\n");
   }
   (*minimal)->Stop();
   fixtures.clear();

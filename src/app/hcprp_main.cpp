@@ -63,7 +63,6 @@ struct Parts {
   std::unique_ptr<http::Client> notify_http;
   std::unique_ptr<backend::HttpNotifier> notifier;
   std::unique_ptr<backend::Backend> backend;
-  std::unique_ptr<frontend::AfterAnswerPool> after_answer;  // the writes a create's 201 does not wait for
   std::unique_ptr<frontend::Frontend> frontend;
   std::unique_ptr<http::Server> server;
   std::unique_ptr<admin::LiveView> live;
@@ -249,8 +248,6 @@ class Runner {
     o.write_probe = [writes = parts_.writes.get()] { return writes->CheckWritable(); };
     o.metrics = &registry_;
     o.scheme = config_.insecure_http ? "http" : "https";
-    parts_.after_answer = frontend::AfterAnswerPool::Start({.threads = config_.threads});
-    o.after_answer = parts_.after_answer.get();
     HCPRP_ASSIGN_OR_RETURN(auto f, frontend::Frontend::Create(o, parts_.writes.get(), parts_.cs.get(),
                                                               &clock_, logger_.WithComponent("frontend")));
     parts_.frontend = std::move(f);
@@ -410,7 +407,6 @@ class Runner {
     if (parts_.live) parts_.live->Stop();
     if (parts_.admin_server) parts_.admin_server->Stop(std::chrono::seconds(2));
     if (parts_.server) parts_.server->Stop(std::chrono::seconds(10));
-    if (parts_.after_answer) parts_.after_answer->Stop();  // after the last request, before the store
     if (parts_.backend) parts_.backend->Stop();
     if (parts_.sim) parts_.sim->Stop();
   }

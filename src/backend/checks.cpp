@@ -13,6 +13,37 @@ namespace hcprp::backend {
 
 namespace {
 
+// Clocks of different machines: an object stamped this much before its operation started may still be
+// the one its create made.
+constexpr Duration kClockSkew = std::chrono::seconds(30);
+// With the Cluster Service's event stream, a create's object is found by its events (ApplyEvent);
+// the check searches for it only once the operation is this old (events lost, or none).
+constexpr Duration kFoundByEventsWithin = std::chrono::seconds(5);
+// Recently made objects that no operation claimed yet, kept for the creates' first checks.
+constexpr Duration kUnclaimedKept = std::chrono::seconds(60);
+constexpr size_t kMaxUnclaimed = 4096;
+
+// Whether `object` (listed, or from an event) can be the one a create made: not being deleted, and
+// not made before the operation started (an older object of the same name is another resource's).
+bool MadeFor(const OperationRecord& op, const json::object& object) {
+  const json::object* status = GetObject(object, "status");
+  if (status != nullptr && GetString(*status, "state") == "uninstalling") return false;
+  auto created = ParseRfc3339(GetString(object, "creation_timestamp").value_or(""));
+  return !(op.start_time && created.ok() && *created + kClockSkew < *op.start_time);
+}
+
+ObjectKind KindOf(arm::ResourceKind kind) {
+  switch (kind) {
+    case arm::ResourceKind::kCluster:
+      return ObjectKind::kCluster;
+    case arm::ResourceKind::kNodePool:
+      return ObjectKind::kNodePool;
+    case arm::ResourceKind::kExternalAuth:
+      return ObjectKind::kExternalAuth;
+  }
+  return ObjectKind::kCluster;
+}
+
 std::string DescribeDuration(Duration d) {
   auto minutes = std::chrono::duration_cast<std::chrono::minutes>(d).count();
   if (minutes % 60 == 0 && minutes >= 120) return std::to_string(minutes / 60) + " hours";
@@ -132,7 +163,10 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
   }
   std::string href = op.internal_id;
   if (href.empty() && op.request == Request::kCreate) {
-    std::optional<FoundObject> found = FindCreatedObject(op);
+    const bool events_find_it =
+        events_available_.load() && op.start_time && now - *op.start_time < kFoundByEventsWithin;
+    std::optional<FoundObject> found = ClaimUnclaimed(op);
+    if (!found && !events_find_it) found = FindCreatedObject(op);
     if (!found) {
       if (op.start_time && now - *op.start_time >= options_.create_recovery_grace) RecoverCreate(op);
       return true;
@@ -248,6 +282,7 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
   Outcome o = Transit(
       op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
       seen ? &*seen : nullptr, &conditions_committed);
+  if (o == Outcome::kNoChange) RecordFound(op);  // a found object that no status change recorded
   if (seen && !conditions_committed) conditions_.Sync(op.partition_key, op.external_id, href, **read);
   if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_.Find(op.partition_key, op.id))) {
     MarkDeleteIssued(op, false);
@@ -258,19 +293,14 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
 Result<json::array> Controller::ObjectsNamed(std::string_view pk, std::string_view resource_id) {
   HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(resource_id));
   std::string parent_href;
-  std::string search;
-  if (id.kind == arm::ResourceKind::kCluster) {
-    search = "azure.subscription_id = " + clusterservice::SearchLiteral(id.subscription_id) +
-             " and azure.resource_group_name = " + clusterservice::SearchLiteral(id.resource_group) +
-             " and azure.resource_name = " + clusterservice::SearchLiteral(id.cluster_name);
-  } else {
+  if (id.kind != arm::ResourceKind::kCluster) {
     HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> parent,
                            FindResource(*store_, pk, id.Cluster().ToString()));
     if (parent) parent_href = InternalIdOf(parent->body);
     if (parent_href.empty()) return json::array();  // no parent object: nothing under it either
-    search = "name = " + clusterservice::SearchLiteral(id.child_name);
   }
-  return cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href), search);
+  return cs_->List(clusterservice::ClusterServiceCollection(id.kind, parent_href),
+                   clusterservice::SearchForResource(id));
 }
 
 Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::string_view resource_id) {
@@ -284,8 +314,6 @@ Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::s
 }
 
 std::optional<FoundObject> Controller::FindCreatedObject(const OperationRecord& op) {
-  // Clocks of different machines: an object stamped this much before its operation may still be its.
-  constexpr Duration kClockSkew = std::chrono::seconds(30);
   auto id = arm::ParseResourceId(op.external_id);
   if (!id.ok()) return std::nullopt;
   auto listed = ObjectsNamed(op.partition_key, op.external_id);
@@ -297,12 +325,63 @@ std::optional<FoundObject> Controller::FindCreatedObject(const OperationRecord& 
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
     auto href = GetString(*o, "href");
-    if (!href || href->empty()) continue;
-    const json::object* status = GetObject(*o, "status");
-    if (status != nullptr && GetString(*status, "state") == "uninstalling") continue;
-    auto created = ParseRfc3339(GetString(*o, "creation_timestamp").value_or(""));
-    if (op.start_time && created.ok() && *created + kClockSkew < *op.start_time) continue;
+    if (!href || href->empty() || !MadeFor(op, *o)) continue;
     return FoundObject{std::string(*href), clusterservice::ObservedFromClusterService(id->kind, *o)};
+  }
+  return std::nullopt;
+}
+
+std::optional<FoundObject> Controller::ObjectFor(const OperationRecord& op, const std::string& href,
+                                                 const json::object& object) {
+  auto id = arm::ParseResourceId(op.external_id);
+  if (!id.ok() || KindOf(id->kind) != KindOfHref(href)) return std::nullopt;
+  if (id->kind == arm::ResourceKind::kCluster) {
+    auto named = ClusterResourceIdOf(object);
+    if (!named || !EqualsIgnoreCase(id->ToString(), named->ToString())) return std::nullopt;
+  } else {
+    if (!EqualsIgnoreCase(id->child_name, GetString(object, "name").value_or(""))) return std::nullopt;
+    const size_t collection = href.rfind('/', href.rfind('/') - 1);  // {parent}/node_pools/{id}
+    if (collection == std::string::npos || collection == 0) return std::nullopt;
+    auto parent = FindResource(*store_, op.partition_key, id->Cluster().ToString());
+    if (!parent.ok() || !parent->has_value() || InternalIdOf((**parent).body) != href.substr(0, collection))
+      return std::nullopt;
+  }
+  if (!MadeFor(op, object)) return std::nullopt;
+  return FoundObject{href, clusterservice::ObservedFromClusterService(id->kind, object)};
+}
+
+bool Controller::FindCreateOfEvent(const clusterservice::Event& event) {
+  if (event.state == "deleted" || KindOfHref(event.href) == ObjectKind::kCredential) return false;
+  for (const OperationRecord& op : index_.UnknownCreates()) {
+    if (auto found = ObjectFor(op, event.href, event.object)) {
+      RememberFound(op, std::move(*found));
+      return true;
+    }
+  }
+  // Its create's operation may not be indexed yet (the change feed and the event stream race): a
+  // recently made object is kept a while for the create's first check.
+  auto created = ParseRfc3339(GetString(event.object, "creation_timestamp").value_or(""));
+  const TimePoint now = clock_->Now();
+  if (!created.ok() || now - *created > kUnclaimedKept) return false;
+  MutexLock lock(state_mu_);
+  unclaimed_.push_back(Unclaimed{event.href, event.object, now});
+  while (unclaimed_.size() > kMaxUnclaimed || now - unclaimed_.front().seen > kUnclaimedKept)
+    unclaimed_.pop_front();
+  return false;
+}
+
+std::optional<FoundObject> Controller::ClaimUnclaimed(const OperationRecord& op) {
+  std::deque<Unclaimed> kept;
+  {
+    MutexLock lock(state_mu_);
+    kept = unclaimed_;
+  }
+  for (const Unclaimed& u : kept) {
+    auto found = ObjectFor(op, u.href, u.object);
+    if (!found) continue;
+    MutexLock lock(state_mu_);
+    std::erase_if(unclaimed_, [&](const Unclaimed& e) { return e.href == u.href; });
+    return found;
   }
   return std::nullopt;
 }
@@ -326,24 +405,6 @@ std::optional<FoundObject> Controller::FoundFor(std::string_view pk, std::string
 void Controller::ForgetFound(std::string_view pk, std::string_view op_id) {
   MutexLock lock(state_mu_);
   found_.erase({std::string(pk), std::string(op_id)});
-}
-
-void Controller::CheckCreatesNaming(const clusterservice::Event& event) {
-  if (event.state == "deleted") return;
-  const ObjectKind kind = KindOfHref(event.href);
-  const json::object* az = GetObject(event.object, "azure");
-  std::string_view name = az != nullptr ? GetString(*az, "resource_name").value_or("") : "";
-  if (name.empty()) name = GetString(event.object, "name").value_or("");
-  if (name.empty()) return;
-  for (const OperationRecord& op : index_.UnknownCreates()) {
-    auto id = arm::ParseResourceId(op.external_id);
-    if (!id.ok()) continue;
-    const ObjectKind own = id->kind == arm::ResourceKind::kCluster    ? ObjectKind::kCluster
-                           : id->kind == arm::ResourceKind::kNodePool ? ObjectKind::kNodePool
-                                                                      : ObjectKind::kExternalAuth;
-    const std::string& own_name = id->kind == arm::ResourceKind::kCluster ? id->cluster_name : id->child_name;
-    if (own == kind && EqualsIgnoreCase(own_name, name)) EnqueueCheck(op);
-  }
 }
 
 void Controller::RecoverCreate(const OperationRecord& op) {
@@ -400,23 +461,31 @@ void Controller::RecoverCreate(const OperationRecord& op) {
     }
   }
 
+  if (RecordObject(op, res, *doc, href, std::move(observed))) {
+    ++counters_.recovered_creates;
+    logger_.Info("recovered create", {{"operation", op.id}, {"internalId", href}});
+  }
+}
+
+bool Controller::RecordObject(const OperationRecord& op, const store::Document& res,
+                              const arm::ResourceDocument& doc, const std::string& href,
+                              json::object observed) {
   MutexLock lock(ApplyMutex(op.partition_key));
   auto fence = ownership_->FenceFor(op.partition_key);
-  if (!fence) return;
+  if (!fence) return false;
   auto current = store_->Read(store::kResources, op.partition_key, op.id);
-  if (!current.ok()) return;
+  if (!current.ok()) return false;
   auto cur = ParseOperation(*current);
   if (!cur || arm::IsTerminalState(cur->status)) {
     index_.Remove(op.partition_key, op.id);
-    return;
+    return false;
   }
   std::vector<store::WriteOp> ops;
   ops.push_back(store::WriteOp::Patch(op.id, {arm::SetAt(arm::kPathInternalId, json::value(href))},
                                       {arm::Unchanged(current->body, arm::kPathStatus),
                                        arm::Unchanged(current->body, arm::kPathInternalId)}));
-  if (doc->active_operation_id == op.id && doc->internal_id.empty()) {
+  if (doc.active_operation_id == op.id && doc.internal_id.empty()) {
     std::vector<store::PatchOp> set = {arm::SetAt(arm::kPathInternalId, json::value(href))};
-    // The frontend records these with the internal ID; a create it could not record gets them here.
     const json::value* recorded = FindPointer(res.body, arm::kPathObserved);
     if (!observed.empty() &&
         (recorded == nullptr || (recorded->is_object() && recorded->as_object().empty()))) {
@@ -429,14 +498,24 @@ void Controller::RecoverCreate(const OperationRecord& op) {
   auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);
   if (!r.ok()) {
     CountRefusal(r.error(), *fence);
-    return;
+    return false;
   }
-  ++counters_.recovered_creates;
-  logger_.Info("recovered create", {{"operation", op.id}, {"internalId", href}});
   if (auto updated = ParseOperation(r->documents[0])) {
     index_.Upsert(*updated);
     EnqueueCheck(*updated);
   }
+  return true;
+}
+
+void Controller::RecordFound(const OperationRecord& op) {
+  std::optional<FoundObject> found = FoundFor(op.partition_key, op.id);
+  if (!found) return;  // recorded with a status change, or the operation ended
+  auto res = FindResource(*store_, op.partition_key, op.external_id);
+  if (!res.ok() || !res->has_value()) return;  // a later check finds it again
+  auto doc = arm::ResourceDocument::FromBody((**res).body);
+  if (!doc.ok()) return;
+  if (RecordObject(op, **res, *doc, found->href, std::move(found->observed)))
+    ForgetFound(op.partition_key, op.id);
 }
 
 Result<clusterservice::CreateRequest> Controller::RecoveryRequest(const OperationRecord& op,

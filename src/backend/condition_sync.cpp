@@ -8,27 +8,6 @@
 
 namespace hcprp::backend {
 
-namespace {
-
-// The ARM resource ID of a cluster from the "azure" block of its Cluster Service object (nullopt if
-// absent).
-std::optional<arm::ResourceId> ClusterResourceIdOf(const json::object& cs_cluster) {
-  const json::object* az = GetObject(cs_cluster, "azure");
-  if (az == nullptr) return std::nullopt;
-  auto sub = GetString(*az, "subscription_id");
-  auto rg = GetString(*az, "resource_group_name");
-  auto name = GetString(*az, "resource_name");
-  if (!sub || !rg || !name || sub->empty() || rg->empty() || name->empty()) return std::nullopt;
-  arm::ResourceId id;
-  id.kind = arm::ResourceKind::kCluster;
-  id.subscription_id = std::string(*sub);
-  id.resource_group = std::string(*rg);
-  id.cluster_name = std::string(*name);
-  return id;
-}
-
-}  // namespace
-
 void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   if (event.state == "deleted") return;
   const json::object* status = GetObject(event.object, "status");

@@ -589,9 +589,9 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
   const auto received = std::chrono::steady_clock::now();
   ++counters_.events_received;
   std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
+  if (ops.empty() && FindCreateOfEvent(event)) ops = index_.ByInternalId(event.href);
   if (ops.empty()) {
     conditions_.SyncIdle(event);
-    CheckCreatesNaming(event);
     return;
   }
   ++counters_.events_applied;
@@ -635,6 +635,7 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
     Outcome o = Transit(
         op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
         owner && seen ? &*seen : nullptr, owner ? &conditions_committed : nullptr);
+    if (o == Outcome::kNoChange) RecordFound(op);  // a found object that no status change recorded
     if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
       instruments_.event_to_commit->Observe(
           std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());

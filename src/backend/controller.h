@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -111,18 +112,31 @@ class Controller {
   // Returns false when it needs a CS delete but the budget is spent (re-queue it).
   bool CheckOperation(const OperationRecord& op, std::atomic<size_t>* cs_delete_budget);
   void RecoverCreate(const OperationRecord& op);
+  // Records `href` (and what the Cluster Service assigned, where the resource holds nothing) on a
+  // create's operation and resource in one fenced batch. False when not written.
+  bool RecordObject(const OperationRecord& op, const store::Document& res, const arm::ResourceDocument& doc,
+                    const std::string& href, json::object observed);
+  // Records the object found for `op` (RememberFound) when no status change did: at once, so that the
+  // resource shows what the Cluster Service assigned while the object is still pending.
+  void RecordFound(const OperationRecord& op);
   // The object a create made that nothing recorded yet, searched by the ARM names it carries; one
   // made before the operation started, or being deleted, is not this create's. nullopt when there is
   // none yet (the frontend's request may still be on its way) or the search failed.
   std::optional<FoundObject> FindCreatedObject(const OperationRecord& op);
   // Indexes `op` under the found object's href (its events then find it) and keeps the object until
-  // the operation's next transition records it (Transit). Lost on a restart: found again then.
+  // it is recorded: with a status change decided at once (Transit), else on its own (RecordFound).
   void RememberFound(OperationRecord op, FoundObject found) HCPRP_EXCLUDES(state_mu_);
   std::optional<FoundObject> FoundFor(std::string_view pk, std::string_view op_id) HCPRP_EXCLUDES(state_mu_);
   void ForgetFound(std::string_view pk, std::string_view op_id) HCPRP_EXCLUDES(state_mu_);
-  // An event for an object no operation knows: checks the creates whose object is unknown and whose
-  // resource has the object's name (the check finds and remembers the object).
-  void CheckCreatesNaming(const clusterservice::Event& event);
+  // An event for an object no operation knows: when a create waits for it (ObjectFor), remembers it
+  // for that create (RememberFound); else keeps a recently made object for a while (ClaimUnclaimed).
+  bool FindCreateOfEvent(const clusterservice::Event& event);
+  // The object (listed, or from an event) when it is the one `op`'s create made: the resource's names
+  // (a child's under its cluster's object), not being deleted, not made before the operation started.
+  std::optional<FoundObject> ObjectFor(const OperationRecord& op, const std::string& href,
+                                       const json::object& object);
+  // A recently made object whose event came before `op` was indexed (FindCreateOfEvent kept it).
+  std::optional<FoundObject> ClaimUnclaimed(const OperationRecord& op) HCPRP_EXCLUDES(state_mu_);
   // The Cluster Service create request of `doc` (clusterservice/mapping.h) with its parent's internal
   // ID and the subscription's tenant, as the frontend sent it.
   Result<clusterservice::CreateRequest> RecoveryRequest(const OperationRecord& op,
@@ -207,6 +221,12 @@ class Controller {
   mutable Mutex state_mu_;
   std::set<std::pair<std::string, std::string>> delete_issued_ HCPRP_GUARDED_BY(state_mu_);
   std::map<std::pair<std::string, std::string>, FoundObject> found_ HCPRP_GUARDED_BY(state_mu_);
+  struct Unclaimed {
+    std::string href;
+    json::object object;
+    TimePoint seen;
+  };
+  std::deque<Unclaimed> unclaimed_ HCPRP_GUARDED_BY(state_mu_);  // oldest first
   TimePoint next_resync_ HCPRP_GUARDED_BY(state_mu_){};
   TimePoint next_poll_ HCPRP_GUARDED_BY(state_mu_){};
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "arm/documents.h"
+#include "arm/resource_id.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "store/store.h"
@@ -37,6 +38,10 @@ bool IsResourceDocument(const json::value& body);
 
 // nullopt when the document is not a (well-formed) operation document.
 std::optional<OperationRecord> ParseOperation(const store::Document& doc);
+
+// The ARM resource ID of a cluster from the "azure" block of its Cluster Service object (nullopt if
+// absent).
+std::optional<arm::ResourceId> ClusterResourceIdOf(const json::object& cs_cluster);
 
 // The Cluster Service href recorded on a resource document (arm::kPathInternalId), "" when none yet.
 std::string InternalIdOf(const json::value& resource_body);

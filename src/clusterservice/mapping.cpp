@@ -27,6 +27,13 @@ std::string SearchLiteral(std::string_view text) {
   return out;
 }
 
+std::string SearchForResource(const arm::ResourceId& id) {
+  if (id.kind != arm::ResourceKind::kCluster) return "name = " + SearchLiteral(id.child_name);
+  return "azure.subscription_id = " + SearchLiteral(id.subscription_id) +
+         " and azure.resource_group_name = " + SearchLiteral(id.resource_group) +
+         " and azure.resource_name = " + SearchLiteral(id.cluster_name);
+}
+
 Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
                                                    std::string_view tenant_id) {
   AzureContext azure;

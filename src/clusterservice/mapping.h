@@ -50,6 +50,9 @@ Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::st
 
 // `text` as a string literal of the Cluster Service's search language: single-quoted, a quote doubled.
 std::string SearchLiteral(std::string_view text);
+// The search that lists the objects made for the ARM resource `id` within its collection
+// (ClusterServiceCollection): a cluster by the Azure names it carries, a child by its name.
+std::string SearchForResource(const arm::ResourceId& id);
 
 // Cluster Service action names.
 inline constexpr std::string_view kCsRequestCredential = "request_admin_credential";

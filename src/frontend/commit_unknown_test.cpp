@@ -79,19 +79,6 @@ TEST_F(CommitOutcomeUnknownTest, CreateWhoseCommitDidNotLandIs503AndItsRetryCrea
   EXPECT_EQ(s.cs.ObjectCount(), 1u);
 }
 
-TEST_F(CommitOutcomeUnknownTest, LostAnswerWhenRecordingTheInternalIdStillAcceptsOnce) {
-  const std::string path = ClusterPath("half");
-  LoseCommitAnswerOfBatch(2);  // the batch that records the Cluster Service's internal ID
-  auto first = s.Put(path + V(), ClusterBody());
-  // The create operation was durable before the Cluster Service call: the request is accepted.
-  EXPECT_EQ(first.result_int(), 201u) << first.body();
-  EXPECT_EQ(s.cs.ObjectCount(), 1u);
-  auto retry = s.Put(path + V(), ClusterBody());
-  EXPECT_EQ(retry.result_int(), 409u) << retry.body();
-  EXPECT_EQ(s.Operations().size(), 1u);
-  EXPECT_EQ(s.cs.ObjectCount(), 1u);
-}
-
 TEST_F(CommitOutcomeUnknownTest, DeleteWhoseCommitLandedIs503AndItsRetryAnswersTheSameOperation) {
   const std::string path = ClusterPath("gone");
   auto created = s.Put(path + V(), ClusterBody());

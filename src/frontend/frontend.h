@@ -26,7 +26,6 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/result.h"
-#include "frontend/after_answer.h"
 #include "metrics/registry.h"
 #include "store/store.h"
 
@@ -68,12 +67,6 @@ struct FrontendOptions {
   //   hcprp_frontend_requests_in_flight
   //   hcprp_frontend_bodies_refused_total{reason}                    too_large, media_type
   metrics::Registry* metrics = nullptr;
-  // Where a create hands the write that records the Cluster Service's internal ID, so that its 201
-  // waits for one durable commit (resource + Accepted operation) instead of two (docs/architecture.md,
-  // "A create, end to end"). Not owned; its work writes to the store, so it must be stopped after the
-  // last request and before the store goes. Null: that write runs before the answer, which then
-  // carries the etag after it.
-  AfterAnswer* after_answer = nullptr;
 };
 
 // The bodies-refused counter of `registry` for `reason` (the HTTP server's on_too_large hook counts

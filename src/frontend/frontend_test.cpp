@@ -82,19 +82,20 @@ TEST_F(FrontendTest, CreateClusterFollowsTheAsyncContract) {
   EXPECT_FALSE(Header(r, "x-ms-request-id").empty());
   EXPECT_EQ(Header(r, "x-ms-correlation-request-id"), "corr-1");
 
-  // Documents as docs/architecture.md ("Data model") lays them out: resource with internalId and active
-  // operation; exposed operation.
+  // Documents as docs/architecture.md ("Data model") lays them out: resource with its active
+  // operation; exposed operation; the Cluster Service object made with the operation as idempotency
+  // key (its internal ID is recorded by the backend).
   std::string op_id = OperationIdOf(async);
   auto doc = s.Resource(path);
   ASSERT_TRUE(doc);
   EXPECT_EQ(doc->active_operation_id, op_id);
   EXPECT_EQ(doc->provisioning_state, "Accepted");
-  EXPECT_FALSE(doc->internal_id.empty());
-  EXPECT_TRUE(s.cs.Exists(doc->internal_id));
+  EXPECT_TRUE(doc->internal_id.empty());
+  EXPECT_EQ(s.cs.ObjectCount(), 1u);
   auto op = s.Operation(op_id);
   ASSERT_TRUE(op);
   EXPECT_EQ(op->request, arm::OperationRequest::kCreate);
-  EXPECT_EQ(op->internal_id, doc->internal_id);
+  EXPECT_TRUE(op->internal_id.empty());
   EXPECT_EQ(op->tenant_id, kTenant);
   EXPECT_EQ(op->client_id, kClient);
   EXPECT_EQ(op->status, "Accepted");
@@ -828,17 +829,22 @@ TEST_F(FrontendTest, ServiceSetValuesAppearInEveryResponse) {
   auto created = s.Put(path + V(), ClusterBody());
   ASSERT_EQ(created.result_int(), 201u) << created.body();
   ExpectValidResource(created, kStable, "HcpOpenShiftCluster");
-  auto doc = s.Resource(path);
-  ASSERT_TRUE(doc);
-  auto cs_object = s.cs.Get(doc->internal_id);
-  ASSERT_TRUE(cs_object.ok());
-  json::value object = *cs_object;
+  auto listed = s.cs.List(std::string(clusterservice::kApiPrefix) + "/clusters");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  json::value object = listed->at(0);
   json::value body = BodyOf(created);
   EXPECT_EQ(*FindPointer(body, "/properties/api/url"), *FindPointer(object, "/api/url"));
   EXPECT_EQ(*FindPointer(body, "/properties/console/url"), *FindPointer(object, "/console/url"));
   EXPECT_EQ(*FindPointer(body, "/properties/dns/baseDomain"), *FindPointer(object, "/dns/base_domain"));
   EXPECT_EQ(*FindPointer(body, "/properties/platform/issuerUrl"), *FindPointer(object, "/azure/issuer_url"));
   EXPECT_EQ(*FindPointer(body, "/properties/status/conditions/0/type"), "Progressing");
+  // Before the backend records the object, a GET reads what the Cluster Service assigned from it.
+  auto early = s.Get(path + V());
+  ExpectValidResource(early, kStable, "HcpOpenShiftCluster");
+  EXPECT_EQ(*FindPointer(BodyOf(early), "/properties/api/url"), *FindPointer(object, "/api/url"));
+  EXPECT_EQ(*FindPointer(BodyOf(early), "/properties/platform/issuerUrl"),
+            *FindPointer(object, "/azure/issuer_url"));
 
   s.clock.Advance(std::chrono::minutes(5));
   s.FinishOperation(OperationIdOf(Header(created, "Azure-AsyncOperation")));

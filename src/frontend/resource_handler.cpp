@@ -144,6 +144,40 @@ Result<Response> RenderReply(const RequestContext& ctx, int status, const Loaded
   return res;
 }
 
+// A created resource whose Cluster Service object the backend has not recorded yet (it does within
+// milliseconds of the object's first sighting, or when it is back) holds nothing of what the Cluster
+// Service assigned (the API and issuer URLs, which the published schema requires): they are read from
+// the object, found by the resource's names, as the create's answer showed them. False when the
+// object could not be read (the rendering then lacks them and is not cached).
+bool ObserveUnrecorded(Env& env, LoadedResource& lr) {
+  if (!lr.doc.internal_id.empty()) return true;
+  if (auto it = lr.doc.resource.find("observed");
+      it != lr.doc.resource.end() && it->value().is_object() && !it->value().as_object().empty()) {
+    return true;
+  }
+  auto id = arm::ParseResourceId(lr.doc.resource_id);
+  if (!id.ok()) return true;
+  std::string parent_href;
+  if (id->kind != arm::ResourceKind::kCluster) {
+    auto parent = LoadResource(env, id->subscription_id, id->Cluster().ToString());
+    if (!parent.ok()) return false;
+    if (!parent->has_value()) return true;
+    parent_href = (*parent)->doc.internal_id;
+    if (parent_href.empty()) return true;
+  }
+  auto listed = env.cs->List(clusterservice::ClusterServiceCollection(id->kind, parent_href),
+                             clusterservice::SearchForResource(*id));
+  if (!listed.ok()) return false;
+  for (const json::value& item : *listed) {
+    const json::object* o = item.if_object();
+    if (o == nullptr || !GetString(*o, "href")) continue;
+    json::object observed = clusterservice::ObservedFromClusterService(id->kind, *o);
+    if (!observed.empty()) lr.doc.resource["observed"] = std::move(observed);
+    return true;
+  }
+  return true;
+}
+
 // The JSON text of a stored resource document (read with its body as text) as ctx's api-version shows
 // it: from the render cache when this version of it was shown before, otherwise parsed, rendered and
 // kept. Null when the document is not a readable resource document (logged).
@@ -159,9 +193,10 @@ Result<std::shared_ptr<const std::string>> RenderedText(Env& env, const RequestC
     return std::shared_ptr<const std::string>();
   }
   LoadedResource lr{d.id, d.etag, std::move(parsed).value(), d.timestamp_ms};
+  const bool complete = ObserveUnrecorded(env, lr);
   HCPRP_ASSIGN_OR_RETURN(auto rendered, RenderResource(ctx, lr));
   text = std::make_shared<const std::string>(json::serialize(rendered));
-  env.render_cache->Insert(key, text);
+  if (complete) env.render_cache->Insert(key, text);
   return text;
 }
 
@@ -208,68 +243,6 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
                                  "The parent resource '" + cluster_path + "' was not found.", cluster_path));
   }
   return std::move(parent).value();
-}
-
-// Step 3 of a create: the Cluster Service's internal ID on the resource and its operation, with what
-// the Cluster Service assigned. The create's batch returned both documents as committed; the record
-// replaces them whole under the etags of that commit (the engine then neither reads nor parses the
-// stored text). When something wrote either document since (the backend's create recovery, a
-// DELETE), it falls back to a patch conditioned on the resource having no internal ID yet, so that it
-// never overwrites what the recovery recorded first.
-struct InternalIdRecord {
-  std::string pk;
-  std::string doc_id;
-  std::string op_id;
-  std::string href;
-  json::object observed;
-  store::Document committed_doc;  // as the create's batch returned them
-  store::Document committed_op;
-};
-
-// Sets the member a JSON pointer names in an existing object; false when its parent is not one.
-bool SetMember(json::value& body, std::string_view pointer, json::value value) {
-  const size_t slash = pointer.rfind('/');
-  boost::system::error_code ec;
-  json::value* parent = body.find_pointer(pointer.substr(0, slash), ec);
-  if (parent == nullptr || !parent->is_object()) return false;
-  parent->as_object()[pointer.substr(slash + 1)] = std::move(value);
-  return true;
-}
-
-Result<store::BatchResult> PatchInternalId(store::Store& store, const InternalIdRecord& r) {
-  std::vector<store::PatchOp> doc_ops = {arm::SetAt(arm::kPathInternalId, json::value(r.href))};
-  if (!r.observed.empty()) doc_ops.push_back(arm::SetAt(arm::kPathObserved, json::value(r.observed)));
-  store::WriteOp set_doc = store::WriteOp::Patch(r.doc_id, std::move(doc_ops),
-                                                 {{std::string(arm::kPathInternalId), json::value("")}});
-  store::WriteOp set_op =
-      store::WriteOp::Patch(r.op_id, {arm::SetAt(arm::kPathOperationInternalId, json::value(r.href))});
-  return store.Batch(store::kResources, r.pk, Writes(std::move(set_doc), std::move(set_op)));
-}
-
-// Takes the committed bodies out of `r`.
-Result<store::BatchResult> RecordInternalId(store::Store& store, InternalIdRecord& r) {
-  json::value doc = std::move(r.committed_doc.body);
-  json::value op = std::move(r.committed_op.body);
-  if (SetMember(doc, arm::kPathInternalId, json::value(r.href)) &&
-      (r.observed.empty() || SetMember(doc, arm::kPathObserved, json::value(r.observed))) &&
-      SetMember(op, arm::kPathOperationInternalId, json::value(r.href))) {
-    store::WriteOp set_op = store::WriteOp::Replace(r.op_id, std::move(op), r.committed_op.etag);
-    set_op.ttl_seconds = r.committed_op.ttl_seconds;  // a replace sets the ttl it carries
-    auto replaced = store.Batch(
-        store::kResources, r.pk,
-        Writes(store::WriteOp::Replace(r.doc_id, std::move(doc), r.committed_doc.etag), std::move(set_op)));
-    if (replaced.ok() || !replaced.error().IsPreconditionFailed()) return replaced;
-  }
-  return PatchInternalId(store, r);
-}
-
-// Not recorded: the backend records it when it finds the object (with the create's first status
-// change). A refused precondition means it did so already: nothing to say then.
-void WarnNotRecorded(const Logger& logger, const std::string& request_id, const InternalIdRecord& r,
-                     const Error& e) {
-  if (e.IsPreconditionFailed()) return;
-  logger.Warn("could not record the internal ID",
-              {{"request_id", request_id}, {"operation_id", r.op_id}, {"error", e.ToString()}});
 }
 
 // `speculative`: the resource was not read first (see PutOrPatch). A body refused by the create rules
@@ -340,32 +313,12 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     // repeats the create with the same idempotency key, so the request is still accepted.
     env.logger.Warn("cluster service create deferred to the backend",
                     {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
-  } else if (auto href = GetString(*cs, "href"); href && !href->empty()) {
-    // Step 3: record the internal ID on both documents, and what the Cluster Service assigned.
-    // Shared: the inline record below still has it when the after-answer pool refuses the work.
-    auto record = std::make_shared<InternalIdRecord>(InternalIdRecord{
-        pk, doc_id, op.id, std::string(*href), clusterservice::ObservedFromClusterService(id.kind, *cs),
-        std::move(created->documents.at(0)), std::move(created->documents.at(1))});
-    // The answer shows what the Cluster Service assigned even before (or without) recording it: the
-    // values are real, and the backend records them when it finishes the create.
-    if (!record->observed.empty()) result.doc.resource["observed"] = record->observed;
-    const bool handed_over = env.options.after_answer != nullptr &&
-                             env.options.after_answer->Post([store = env.store, logger = env.logger, record,
-                                                             request_id = ctx.request_id] {
-                               auto recorded = RecordInternalId(*store, *record);
-                               if (!recorded.ok())
-                                 WarnNotRecorded(logger, request_id, *record, recorded.error());
-                             });
-    if (!handed_over) {
-      auto recorded = RecordInternalId(*env.store, *record);
-      if (recorded.ok()) {
-        result.etag = recorded->documents.at(0).etag;
-        result.timestamp_ms = recorded->documents.at(0).timestamp_ms;
-        result.doc.internal_id = record->href;
-      } else {
-        WarnNotRecorded(env.logger, ctx.request_id, *record, recorded.error());
-      }
-    }
+  } else {
+    // The answer shows what the Cluster Service assigned (the values are real). The backend records
+    // them, with the internal ID, when it finds the object: with the create's first status change,
+    // in its batch, so that a create costs one write here and none of its own there.
+    json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
+    if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
   }
   auto res = RenderReply(ctx, 201, result);
   if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "arm/resource_id.h"
+#include "clusterservice/mapping.h"
 #include "core/time.h"
 
 namespace hcprp::frontend::testing {
@@ -52,11 +54,12 @@ std::string ExternalAuthBody() {
     "claim":{"mappings":{"username":{"claim":"email"}}}}})";
 }
 
-Scenario::Scenario(FrontendOptions options, clusterservice::Client* cluster_service) {
+Scenario::Scenario(FrontendOptions options, clusterservice::Client* cluster_service)
+    : frontend_cs_(cluster_service != nullptr ? cluster_service : &cs) {
   auto opened = store::OpenStore("sqlite::memory:", {.clock = &clock});
   if (!opened.ok()) throw std::runtime_error(opened.error().ToString());
   store = std::move(opened).value();
-  auto fe = Frontend::Create(options, store.get(), cluster_service ? cluster_service : &cs, &clock,
+  auto fe = Frontend::Create(options, store.get(), frontend_cs_, &clock,
                              Logger(log, &clock, LogLevel::kDebug, "frontend"));
   if (!fe.ok()) throw std::runtime_error(fe.error().ToString());
   frontend = std::move(fe).value();
@@ -168,6 +171,17 @@ void Scenario::FinishOperation(std::string_view operation_id, std::string_view s
     patch.push_back({store::PatchOp::Kind::kSet, "/properties/error",
                      json::value(json::object{{"code", "ProvisionFailed"}, {"message", "it broke"}})});
   }
+  std::string found;
+  json::object observed;
+  if (op->request == arm::OperationRequest::kCreate && op->internal_id.empty()) {
+    if (auto object = ObjectOf(op->external_id, sub)) {
+      found = std::string(GetString(*object, "href").value_or(""));
+      observed =
+          clusterservice::ObservedFromClusterService(arm::ParseResourceId(op->external_id)->kind, *object);
+      patch.push_back(
+          {store::PatchOp::Kind::kSet, std::string(arm::kPathOperationInternalId), json::value(found)});
+    }
+  }
   ASSERT_TRUE(store->Patch(store::kResources, pk, operation_id, patch).ok());
   if (op->request == arm::OperationRequest::kRequestCredential ||
       op->request == arm::OperationRequest::kRevokeCredentials) {
@@ -184,7 +198,31 @@ void Scenario::FinishOperation(std::string_view operation_id, std::string_view s
       {store::PatchOp::Kind::kSet, "/properties/provisioningState", json::value(status)}};
   if (arm::IsTerminalState(status))
     rp.push_back({store::PatchOp::Kind::kRemove, "/properties/activeOperationId", {}});
+  if (!found.empty() && res->internal_id.empty()) {
+    rp.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathInternalId), json::value(found)});
+    const json::value* held = res->resource.if_contains("observed");
+    if (!observed.empty() && (held == nullptr || !held->is_object() || held->as_object().empty()))
+      rp.push_back({store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(observed)});
+  }
   ASSERT_TRUE(store->Patch(store::kResources, pk, doc_id, rp).ok());
+}
+
+std::optional<json::object> Scenario::ObjectOf(const std::string& resource_id, std::string_view sub) {
+  auto id = arm::ParseResourceId(resource_id);
+  if (!id.ok()) return std::nullopt;
+  std::string parent;
+  if (id->kind != arm::ResourceKind::kCluster) {
+    auto cluster = Resource(id->Cluster().ToString(), sub);
+    if (!cluster || cluster->internal_id.empty()) return std::nullopt;
+    parent = cluster->internal_id;
+  }
+  auto listed = frontend_cs_->List(clusterservice::ClusterServiceCollection(id->kind, parent),
+                                   clusterservice::SearchForResource(*id));
+  if (!listed.ok()) return std::nullopt;
+  for (const json::value& o : *listed) {
+    if (auto href = GetString(o.as_object(), "href"); href && !href->empty()) return o.as_object();
+  }
+  return std::nullopt;
 }
 
 void Scenario::FinishAll(std::string_view status, std::string_view sub) {

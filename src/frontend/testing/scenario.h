@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,8 @@ class Scenario {
   std::string DumpStore();
 
   // Backend stand-in. Moves an operation to `status` (and its resource's provisioningState, clearing
-  // activeOperationId when terminal); a Succeeded Delete removes the resource document.
+  // activeOperationId when terminal); a Succeeded Delete removes the resource document. A create's
+  // first change records the internal ID of the object the create made, as the backend does.
   void FinishOperation(std::string_view operation_id, std::string_view status = "Succeeded",
                        std::string_view sub = kSub);
   // Finishes every non-terminal operation of the subscription with `status`.
@@ -70,6 +72,12 @@ class Scenario {
   std::shared_ptr<MemoryLogSink> log = std::make_shared<MemoryLogSink>();
   std::unique_ptr<store::Store> store;
   std::unique_ptr<Frontend> frontend;
+
+ private:
+  // The Cluster Service object made for the resource, found by its names.
+  std::optional<json::object> ObjectOf(const std::string& resource_id, std::string_view sub);
+
+  clusterservice::Client* frontend_cs_;  // the Cluster Service the frontend calls
 };
 
 // The last path segment of an Azure-AsyncOperation or Location URL (the operation ID).
