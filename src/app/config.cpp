@@ -123,8 +123,8 @@ std::optional<int> ParseCommandLine(int argc, char** argv, Config& c, Command& c
         ->capture_default_str()
         ->check(CLI::Range(size_t{1}, size_t{64}));
     s->add_option("--create-recovery-seconds", c.create_recovery_seconds,
-                  "Age after which a create whose frontend never recorded the Cluster Service object is "
-                  "finished by the backend (the Cluster Service POST is idempotent)")
+                  "Age after which a create for which no Cluster Service object was found is POSTed again "
+                  "by the backend (with the same idempotency key)")
         ->capture_default_str()
         ->check(CLI::Range(1, 86400));
     s->add_option("--gc-window-seconds", c.gc_window_seconds,

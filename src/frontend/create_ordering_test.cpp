@@ -62,6 +62,12 @@ class CreateOrderingTest : public ::testing::Test {
     Status st = b.ReconcileOnce();
     ASSERT_TRUE(st.ok()) << st.error().ToString();
   }
+  // Puts a frontend on `store` (e.g. one that counts the calls) in place of the scenario's.
+  void ServeFrom(store::Store* store) {
+    auto fe = Frontend::Create({}, store, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+    ASSERT_TRUE(fe.ok());
+    s.frontend = std::move(fe).value();
+  }
   // The one cluster object the Cluster Service holds.
   std::string OnlyClusterHref() {
     auto all = s.cs.List(kClusters);
@@ -77,9 +83,7 @@ class CreateOrderingTest : public ::testing::Test {
 TEST_F(CreateOrderingTest, AnswersAfterOneCommitAndWritesNothingElse) {
   using Method = store::FaultInjectingStore::Method;
   store::FaultInjectingStore counted(*s.store);
-  auto fe = Frontend::Create({}, &counted, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
-  ASSERT_TRUE(fe.ok());
-  s.frontend = std::move(fe).value();
+  ServeFrom(&counted);
 
   const std::string path = ClusterPath("c1");
   auto r = s.Put(path + V(), ClusterBody());
@@ -295,9 +299,7 @@ TEST_F(CreateOrderingTest, AnEventBeforeTheOperationIsIndexedIsClaimedByItsCheck
 TEST_F(CreateOrderingTest, APutWithoutConditionsCreatesBeforeReadingAndFallsBackToAnUpdate) {
   using Method = store::FaultInjectingStore::Method;
   store::FaultInjectingStore counted(*s.store);
-  auto fe = Frontend::Create({}, &counted, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
-  ASSERT_TRUE(fe.ok());
-  s.frontend = std::move(fe).value();
+  ServeFrom(&counted);
 
   const std::string path = ClusterPath("c1");
   auto created = s.Put(path + V(), ClusterBody());
