@@ -371,12 +371,20 @@ bool Controller::FindCreateOfEvent(const clusterservice::Event& event) {
 }
 
 std::optional<FoundObject> Controller::ClaimUnclaimed(const OperationRecord& op) {
-  std::deque<Unclaimed> kept;
+  auto id = arm::ParseResourceId(op.external_id);
+  if (!id.ok()) return std::nullopt;
+  const std::string& name = id->kind == arm::ResourceKind::kCluster ? id->cluster_name : id->child_name;
+  std::vector<Unclaimed> named;  // only these are copied out and examined
   {
     MutexLock lock(state_mu_);
-    kept = unclaimed_;
+    for (const Unclaimed& u : unclaimed_) {
+      const json::object* az = GetObject(u.object, "azure");
+      std::string_view own = az != nullptr ? GetString(*az, "resource_name").value_or("") : "";
+      if (own.empty()) own = GetString(u.object, "name").value_or("");
+      if (EqualsIgnoreCase(own, name)) named.push_back(u);
+    }
   }
-  for (const Unclaimed& u : kept) {
+  for (const Unclaimed& u : named) {
     auto found = ObjectFor(op, u.href, u.object);
     if (!found) continue;
     MutexLock lock(state_mu_);

@@ -161,6 +161,7 @@ void Controller::AfterTerminal(const std::vector<store::Document>& ended_operati
                                const TransitionPlan& plan) {
   for (const store::Document& d : ended_operations) {
     index_.Remove(d.partition_key, d.id);
+    ForgetFound(d.partition_key, d.id);  // a child's create ended with its parent before its record
     {
       MutexLock lock(state_mu_);
       delete_issued_.erase({d.partition_key, d.id});
