@@ -323,9 +323,14 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
 }
 
 Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r) {
+  HCPRP_ASSIGN_OR_RETURN(api::Resource resource, api::FromStorage(r.doc.resource));
+  return RenderResource(ctx, r, std::move(resource));
+}
+
+Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r,
+                                    api::Resource resource) {
   auto id = arm::ParseResourceId(r.doc.resource_id);
   if (!id.ok()) return Error::Corruption("resource document with a bad resourceId");
-  HCPRP_ASSIGN_OR_RETURN(api::Resource resource, api::FromStorage(r.doc.resource));
   if (resource.location.empty() && id->kind != arm::ResourceKind::kExternalAuth) {
     resource.location = r.doc.location;
   }

@@ -108,6 +108,10 @@ std::string ClientEtag(std::string_view store_etag);
 // The wire form of a resource for ctx.api_version, with the service-set read-only values
 // (ObservedValues) merged in.
 Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r);
+// The same with the canonical resource the caller holds already (decoded, so not parsed again from
+// the document's stored form); `r.doc.resource` is not read.
+Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResource& r,
+                                    api::Resource resource);
 
 // The read-only values a response carries beyond what the client sent: the Cluster Service's
 // (api.url, console.url, dns.baseDomain, platform.issuerUrl; recorded when the Cluster Service

@@ -137,8 +137,11 @@ store::WriteOp CreateOp(const Env& env, const arm::OperationDocument& op) {
   return store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds);
 }
 
-Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r) {
-  HCPRP_ASSIGN_OR_RETURN(auto body, RenderResource(ctx, r));
+// `decoded`: the canonical resource when the caller holds it (see RenderResource).
+Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r,
+                             std::optional<api::Resource> decoded = std::nullopt) {
+  HCPRP_ASSIGN_OR_RETURN(auto body,
+                         decoded ? RenderResource(ctx, r, std::move(*decoded)) : RenderResource(ctx, r));
   Response res = JsonReply(status, body);
   res.set(bhttp::field::etag, ClientEtag(r.etag));
   return res;
@@ -317,10 +320,9 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     // The answer shows what the Cluster Service assigned (the values are real). The backend records
     // them, with the internal ID, when it finds the object: with the create's first status change,
     // in its batch, so that a create costs one write here and none of its own there.
-    json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
-    if (!observed.empty()) result.doc.resource["observed"] = std::move(observed);
+    resource.observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
   }
-  auto res = RenderReply(ctx, 201, result);
+  auto res = RenderReply(ctx, 201, result, std::move(resource));
   if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));
   AddAsyncHeaders(env, ctx, op, *res, false);
   return Outcome::Done(std::move(res).value());
