@@ -1269,7 +1269,8 @@ TEST_F(BackendTest, StandbyTakesOverWhenTheActiveBackendStops) {
   o.owner = "b";
   auto b = MakeBackend(o);
   ASSERT_TRUE(a->Start().ok());
-  ASSERT_TRUE(WaitUntil([&] { return a->Stats().active; }));
+  // Active means one shard held; a takes them one at a time, and b would share the rest.
+  ASSERT_TRUE(WaitUntil([&] { return a->Stats().shards_held == o.shards; }));
   ASSERT_TRUE(b->Start().ok());
   std::this_thread::sleep_for(100ms);
   EXPECT_FALSE(b->Stats().active);
