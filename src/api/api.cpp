@@ -60,17 +60,22 @@ void ProseDefaults(Kind kind, json::object& body) {
 // the canonical model's mutability applies.
 bool UpdatableInEveryVersion(std::string_view target) { return target == "properties.version.id"; }
 
-json::object BodyOf(const Resource& r, bool with_observed) {
+// The canonical body; the first form takes the resource apart instead of copying it.
+json::object BodyOf(Resource&& r, bool with_observed) {
   json::object body;
   if (r.kind != Kind::kExternalAuth) {
     body["location"] = r.location;
-    body["tags"] = r.tags;
+    body["tags"] = std::move(r.tags);
   }
-  if (r.identity) body["identity"] = *r.identity;
-  json::object props = r.properties;
-  if (with_observed) MergeMissing(props, r.observed);
-  body["properties"] = std::move(props);
+  if (r.identity) body["identity"] = std::move(*r.identity);
+  if (with_observed) MergeMissing(r.properties, r.observed);
+  body["properties"] = std::move(r.properties);
   return body;
+}
+json::object BodyOf(const Resource& r, bool with_observed) {
+  Resource copy{r.kind, r.location, r.tags, r.identity, r.properties, {}};
+  if (with_observed) copy.observed = r.observed;
+  return BodyOf(std::move(copy), with_observed);
 }
 
 void Dedupe(std::vector<FieldError>& errors) {
@@ -101,7 +106,7 @@ void CheckProvisioningState(Op op, const json::value& body, const DecodeOptions&
                            "properties.provisioningState"});
 }
 
-Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json::value body,
                            const Resource* existing, const DecodeOptions& options) {
   std::vector<FieldError> errors;
   const SchemaSet* wire_schemas = SchemaSet::ForVersion(api_version);
@@ -128,7 +133,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
   json::value wire;
   if (op == Op::kPatch) {
     // provisioningState is not part of the PATCH schema; it was checked above and is dropped here.
-    json::value patch = body;
+    json::value patch = std::move(body);
     if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
       props->get_object().erase("provisioningState");
     }
@@ -140,7 +145,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
     MergePatch(wire, patch);
     wire_schemas->Validate(definition, wire, SchemaMode::kRequest, errors);
   } else {
-    wire = body;
+    wire = std::move(body);
     wire_schemas->Validate(definition, wire, SchemaMode::kRequest, errors);
   }
   wire_schemas->StripReadOnly(definition, wire);
@@ -164,9 +169,9 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
   // Drop the envelope members a client may echo back (id, name, type, systemData are read-only and
   // already gone); keep only what the canonical body holds.
   json::object canonical;
-  if (const json::object* w = wire.if_object()) {
+  if (json::object* w = wire.if_object()) {  // not used after this
     for (std::string_view key : {"location", "tags", "identity", "properties"}) {
-      if (auto it = w->find(key); it != w->end()) canonical[key] = it->value();
+      if (auto it = w->find(key); it != w->end()) canonical[key] = std::move(it->value());
     }
   }
   canonical = WireToCanonical(api_version, kind, std::move(canonical));
@@ -219,12 +224,16 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, const
   }
   if (!errors.empty()) return Fail(std::move(errors));
 
-  const json::object& c = canonical_value.get_object();
+  json::object& c = canonical_value.get_object();  // moved from: not used after this
   Resource r{kind, "", {}, std::nullopt, {}, {}};
   if (auto loc = GetString(c, "location")) r.location = std::string(*loc);
-  if (const json::object* tags = GetObject(c, "tags")) r.tags = *tags;
-  if (const json::object* identity = GetObject(c, "identity")) r.identity = *identity;
-  if (const json::object* props = GetObject(c, "properties")) r.properties = *props;
+  auto take = [&c](std::string_view key) -> json::object* {
+    auto it = c.find(key);
+    return it == c.end() ? nullptr : it->value().if_object();
+  };
+  if (json::object* tags = take("tags")) r.tags = std::move(*tags);
+  if (json::object* identity = take("identity")) r.identity = std::move(*identity);
+  if (json::object* props = take("properties")) r.properties = std::move(*props);
   if (existing != nullptr) r.observed = existing->observed;
   return r;
 }
@@ -267,28 +276,28 @@ std::string_view UpdateDefinitionName(Kind kind) {
   return "";
 }
 
-Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, json::value body,
                                  const DecodeOptions& options) {
-  return Decode(Op::kCreate, api_version, kind, body, nullptr, options);
+  return Decode(Op::kCreate, api_version, kind, std::move(body), nullptr, options);
 }
-Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, json::value body,
                                   const Resource& existing, const DecodeOptions& options) {
-  return Decode(Op::kReplace, api_version, kind, body, &existing, options);
+  return Decode(Op::kReplace, api_version, kind, std::move(body), &existing, options);
 }
-Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, json::value body,
                                 const Resource& existing, const DecodeOptions& options) {
-  return Decode(Op::kPatch, api_version, kind, body, &existing, options);
+  return Decode(Op::kPatch, api_version, kind, std::move(body), &existing, options);
 }
 
-json::object EncodeProperties(std::string_view api_version, const Resource& resource) {
+json::object EncodeProperties(std::string_view api_version, Resource resource) {
   const SchemaSet* schemas = SchemaSet::ForVersion(api_version);
   if (schemas == nullptr) return {};
-  return CanonicalToWire(*schemas, resource.kind, BodyOf(resource, true));
+  const Kind kind = resource.kind;
+  return CanonicalToWire(*schemas, kind, BodyOf(std::move(resource), true));
 }
 
-json::object EncodeResource(std::string_view api_version, const Resource& resource,
-                            const Envelope& envelope) {
-  json::object body = EncodeProperties(api_version, resource);
+json::object EncodeResource(std::string_view api_version, Resource resource, const Envelope& envelope) {
+  json::object body = EncodeProperties(api_version, std::move(resource));
   if (!envelope.id.empty()) body["id"] = envelope.id;
   if (!envelope.name.empty()) body["name"] = envelope.name;
   if (!envelope.type.empty()) body["type"] = envelope.type;

@@ -96,22 +96,22 @@ struct DecodeOptions {
 };
 
 // Decodes and validates the body of a PUT that creates the resource.
-Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, json::value body,
                                  const DecodeOptions& options = {});
 // Decodes and validates a PUT that replaces an existing resource: create-only fields that differ are
 // errors (create-only fields left out keep their value); read-only fields are ignored.
-Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, json::value body,
                                   const Resource& existing, const DecodeOptions& options = {});
 // Applies a PATCH body (JSON merge patch of the updatable fields; null removes) to an existing
 // resource, then validates the result in full.
-Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, const json::value& body,
+Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, json::value body,
                                 const Resource& existing, const DecodeOptions& options = {});
 
 // The wire body of a resource for `api_version`, without the envelope: an object with "properties"
 // (observed read-only values merged in), "tags", and "location" and "identity" when the resource has
 // them. The caller adds id, name, type, systemData and properties.provisioningState. An unsupported
 // version yields an empty object.
-json::object EncodeProperties(std::string_view api_version, const Resource& resource);
+json::object EncodeProperties(std::string_view api_version, Resource resource);
 
 // The full response body: EncodeProperties plus the envelope.
 struct Envelope {
@@ -121,7 +121,7 @@ struct Envelope {
   std::optional<json::object> system_data;
   std::string provisioning_state;  // omitted when empty
 };
-json::object EncodeResource(std::string_view api_version, const Resource& resource, const Envelope& envelope);
+json::object EncodeResource(std::string_view api_version, Resource resource, const Envelope& envelope);
 
 // The OpenAPI definition names of a kind: "HcpOpenShiftCluster", "NodePool", "ExternalAuth", and
 // their PATCH bodies "HcpOpenShiftClusterUpdate", ...

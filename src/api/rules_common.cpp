@@ -1,6 +1,7 @@
 #include "api/rules_common.h"
 
 #include <algorithm>
+#include <boost/container/small_vector.hpp>
 #include <cctype>
 
 namespace hcprp::api::rules {
@@ -173,7 +174,15 @@ AzureIdParse ParseAzureId(std::string_view text) {
     result.error = "invalid resource ID: resource id '" + std::string(text) + "' must start with '/'";
     return result;
   }
-  std::vector<std::string_view> parts = Split(text.substr(1), '/');
+  // Every create checks several IDs: the segments are views into `text`, kept without allocating for
+  // IDs of usual length.
+  boost::container::small_vector<std::string_view, 16> parts;
+  for (size_t pos = 1;;) {
+    size_t next = text.find('/', pos);
+    parts.push_back(text.substr(pos, next == std::string_view::npos ? next : next - pos));
+    if (next == std::string_view::npos) break;
+    pos = next + 1;
+  }
   if (!parts.empty() && parts.back().empty()) parts.pop_back();
   if (parts.size() < 2 || !EqualsIgnoreCase(parts[0], "subscriptions") || parts[1].empty()) {
     result.error =
@@ -184,7 +193,7 @@ AzureIdParse ParseAzureId(std::string_view text) {
     result.error = "invalid resource ID: resource id '" + std::string(text) + "' has an empty segment";
     return result;
   }
-  AzureId id;
+  AzureId& id = result.id.emplace();
   id.subscription = std::string(parts[1]);
   size_t i = 2;
   if (i + 1 < parts.size() && EqualsIgnoreCase(parts[i], "resourceGroups")) {
@@ -193,27 +202,34 @@ AzureIdParse ParseAzureId(std::string_view text) {
   }
   if (i == parts.size()) {
     id.name = id.resource_group.empty() ? id.subscription : id.resource_group;
-    result.id = std::move(id);
     return result;
   }
   if (!EqualsIgnoreCase(parts[i], "providers") || i + 3 > parts.size() || (parts.size() - i - 2) % 2 != 0) {
+    result.id.reset();
     result.error =
         "invalid resource ID: resource id '" + std::string(text) + "' is not a provider resource ID";
     return result;
   }
-  std::string ns(parts[i + 1]);
-  id.type = ns;
-  std::string prefix = "/" + std::string(text.substr(1, parts[0].size() + parts[1].size() + 1));
-  if (!id.resource_group.empty()) prefix += "/resourceGroups/" + id.resource_group;
-  prefix += "/providers/" + ns;
-  std::string path = prefix;
-  for (size_t k = i + 2; k + 1 < parts.size(); k += 2) {
-    id.parent = k == i + 2 ? "" : path;
-    id.type += "/" + std::string(parts[k]);
-    id.name = std::string(parts[k + 1]);
-    path += "/" + std::string(parts[k]) + "/" + std::string(parts[k + 1]);
+  // type: the namespace and every type segment; name: the last name; parent: the ID up to the last
+  // type/name pair, "resourceGroups" and "providers" spelled so (empty for one pair).
+  const size_t first_pair = i + 2;
+  const size_t last_pair = parts.size() - 2;
+  id.type = std::string(parts[i + 1]);
+  for (size_t k = first_pair; k <= last_pair; k += 2) {
+    id.type += '/';
+    id.type += parts[k];
   }
-  result.id = std::move(id);
+  id.name = std::string(parts[last_pair + 1]);
+  if (last_pair > first_pair) {
+    id.parent = "/" + std::string(parts[0]) + "/" + id.subscription;
+    if (!id.resource_group.empty()) id.parent += "/resourceGroups/" + id.resource_group;
+    id.parent += "/providers/";
+    id.parent += parts[i + 1];
+    for (size_t k = first_pair; k < last_pair; ++k) {
+      id.parent += '/';
+      id.parent += parts[k];
+    }
+  }
   return result;
 }
 

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <ctime>
+#include <random>
 #include <set>
 
 #include "core/clock.h"
@@ -80,6 +83,27 @@ TEST(Time, RoundTrip) {
   for (const char* bad : {"", "2025-13-01T00:00:00Z", "2025-03-14 01:59:26", "2025-03-14T01:59:26",
                           "x025-03-14T01:59:26Z", "2025-03-14T01:59:26.Z", "2025-03-14T01:59:26Zjunk"}) {
     EXPECT_FALSE(ParseRfc3339(bad).ok()) << bad;
+  }
+}
+
+TEST(Time, FormatAgreesWithTheCLibrary) {
+  // Every shape of date: leap days, month and year ends, before 1970, and the fraction's zeros.
+  std::mt19937_64 rng(17);
+  std::uniform_int_distribution<int64_t> seconds(-2208988800,
+                                                 7258118399);  // 1900 to 2199 (TimePoint counts ns)
+  for (int i = 0; i < 20000; ++i) {
+    const int64_t s = i == 0 ? 951782400 : seconds(rng);  // 2000-02-29 first
+    const int64_t micros = i % 3 == 0 ? 0 : static_cast<int64_t>(rng() % 1000000);
+    const TimePoint t{std::chrono::seconds(s) + std::chrono::microseconds(micros)};
+    const std::time_t tt = static_cast<std::time_t>(s);
+    std::tm tm{};
+    ASSERT_NE(gmtime_r(&tt, &tm), nullptr);
+    char want[64];
+    ASSERT_GT(std::strftime(want, sizeof want, "%Y-%m-%dT%H:%M:%S", &tm), 0u);
+    ASSERT_EQ(FormatRfc3339(t), std::string(want) + "Z") << s;
+    char fraction[16];
+    std::snprintf(fraction, sizeof fraction, ".%06lld", static_cast<long long>(micros));
+    ASSERT_EQ(FormatRfc3339(t, true), std::string(want) + fraction + "Z") << s;
   }
 }
 

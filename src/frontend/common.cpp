@@ -341,7 +341,7 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
   envelope.type = std::string(arm::ArmType(id->kind));
   envelope.system_data = r.doc.system_data;
   envelope.provisioning_state = r.doc.provisioning_state;
-  json::object out = api::EncodeResource(ctx.api_version, resource, envelope);
+  json::object out = api::EncodeResource(ctx.api_version, std::move(resource), envelope);
   if (id->kind != arm::ResourceKind::kExternalAuth && !out.contains("tags")) out["tags"] = r.doc.tags;
   return out;
 }

@@ -277,12 +277,15 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   doc.system_data =
       CompleteSystemData(arm::MergeSystemData(std::nullopt, ctx.system_data, true), env.clock->Now());
   doc.tags = resource.tags;
-  doc.resource = api::ToStorage(resource);
+  // The stored resource goes into the written body only (`doc` keeps none: the 201 is rendered from
+  // `resource`), which saves copying the whole property tree once more.
+  json::value written = doc.ToBody();
+  written.as_object()["properties"].as_object()["resource"] = api::ToStorage(resource);
 
   const std::string pk = arm::PartitionKey(id.subscription_id);
   const std::string doc_id = arm::ResourceDocumentId(ctx.path);
-  auto created = env.store->Batch(store::kResources, pk,
-                                  Writes(store::WriteOp::Create(doc_id, doc.ToBody()), CreateOp(env, op)));
+  auto created = env.store->Batch(
+      store::kResources, pk, Writes(store::WriteOp::Create(doc_id, std::move(written)), CreateOp(env, op)));
   if (!created.ok()) {
     if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
     return Outcome::Done(Fail(env, ctx, created.error()));
@@ -344,10 +347,11 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
   opts.current_provisioning_state = existing.doc.provisioning_state;
-  const json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
-  auto decoded = is_patch
-                     ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts)
-                     : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), service_body, *current, opts);
+  json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
+  auto decoded =
+      is_patch
+          ? api::DecodePatch(ctx.api_version, ToApiKind(id.kind), std::move(service_body), *current, opts)
+          : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), std::move(service_body), *current, opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
