@@ -1,6 +1,7 @@
 #include "api/schema.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -17,11 +18,28 @@ struct SchemaSet::Doc {
 
 // A schema with $ref and allOf resolved. Children are kept as (document, schema object) pairs and
 // resolved on use, so recursive schemas (ErrorDetail.details) cost nothing up front.
+// A schema a node refers to (a property, map value or array item), and the node once resolved: a
+// validation visits thousands of them per request, and the node table's lock and lookup cost more
+// than the rest of the visit. Nodes live as long as their set.
+struct SchemaSet::NodeRef {
+  size_t doc = 0;
+  const json::object* schema = nullptr;
+  mutable std::atomic<const Node*> node{nullptr};
+
+  NodeRef(size_t d, const json::object* s) : doc(d), schema(s) {}
+  NodeRef(const NodeRef& o) : doc(o.doc), schema(o.schema), node(o.node.load(std::memory_order_acquire)) {}
+  NodeRef& operator=(const NodeRef& o) {
+    if (this == &o) return *this;
+    doc = o.doc;
+    schema = o.schema;
+    node.store(o.node.load(std::memory_order_acquire), std::memory_order_release);
+    return *this;
+  }
+  ~NodeRef() = default;
+};
+
 struct SchemaSet::Node {
-  struct Child {
-    size_t doc = 0;
-    const json::object* schema = nullptr;
-  };
+  using Child = NodeRef;
   std::string type;
   std::string format;
   std::vector<std::pair<std::string, Child>> properties;
@@ -49,6 +67,29 @@ struct SchemaSet::Node {
   bool Updatable() const {
     return !mutability || std::find(mutability->begin(), mutability->end(), "update") != mutability->end();
   }
+};
+
+// Where a validation is in the body, spelled out (JoinPath, IndexPath) only when a problem names it.
+struct SchemaSet::PathRef {
+  enum class Step { kRoot, kMember, kEntry, kIndex };
+  const PathRef* parent = nullptr;
+  Step step = Step::kRoot;
+  const std::string* root = nullptr;  // kRoot
+  std::string_view key;               // kMember, kEntry
+  size_t index = 0;                   // kIndex
+
+  static PathRef Root(const std::string& path) { return PathRef{nullptr, Step::kRoot, &path, {}, 0}; }
+  static PathRef Member(const PathRef& parent, std::string_view key) {
+    return PathRef{&parent, Step::kMember, nullptr, key, 0};
+  }
+  // A map entry, named as the real service names it: path[key].
+  static PathRef Entry(const PathRef& parent, std::string_view key) {
+    return PathRef{&parent, Step::kEntry, nullptr, key, 0};
+  }
+  static PathRef Index(const PathRef& parent, size_t index) {
+    return PathRef{&parent, Step::kIndex, nullptr, {}, index};
+  }
+  std::string Str() const;
 };
 
 namespace {
@@ -230,6 +271,20 @@ std::string IndexPath(const std::string& path, size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
+std::string SchemaSet::PathRef::Str() const {
+  switch (step) {
+    case Step::kRoot:
+      return *root;
+    case Step::kMember:
+      return JoinPath(parent->Str(), key);
+    case Step::kEntry:
+      return parent->Str() + "[" + std::string(key) + "]";
+    case Step::kIndex:
+      return IndexPath(parent->Str(), index);
+  }
+  return {};
+}
+
 SchemaSet::SchemaSet(std::string api_version) : api_version_(std::move(api_version)) {}
 SchemaSet::~SchemaSet() = default;
 
@@ -275,6 +330,15 @@ const SchemaSet::Node* SchemaSet::Resolve(std::string_view definition) const {
   return NodeFor(0, &it->value().get_object());
 }
 
+const SchemaSet::Node* SchemaSet::NodeFor(const NodeRef& ref) const {
+  const Node* node = ref.node.load(std::memory_order_acquire);
+  if (node == nullptr) {
+    node = NodeFor(ref.doc, ref.schema);
+    ref.node.store(node, std::memory_order_release);
+  }
+  return node;
+}
+
 const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema) const {
   {
     ReaderMutexLock lock(mu_);
@@ -312,7 +376,7 @@ const SchemaSet::Node* SchemaSet::NodeFor(size_t doc, const json::object* schema
     return Node::Child{target, &v->get_object()};
   };
   if (auto ref = GetString(*schema, "$ref")) {
-    if (auto target = lookup(*ref)) merge(*NodeFor(target->doc, target->schema), true);
+    if (auto target = lookup(*ref)) merge(*NodeFor(*target), true);
   }
   if (const json::array* all = GetArray(*schema, "allOf")) {
     for (const auto& part : *all) {
@@ -413,53 +477,56 @@ void SchemaSet::Validate(std::string_view definition, const json::value& value, 
                           path));
     return;
   }
-  ValidateNode(*node, value, mode, path, out, 0);
+  ValidateNode(*node, value, mode, PathRef::Root(path), out, 0);
 }
 
-void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const std::string& path,
+void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                              std::vector<FieldError>& out, int depth) const {
   const std::string_view bad_content = kInvalidRequestContent;
   const std::string_view bad_value = kInvalidRequestContent;
   if (depth > kMaxDepth) {
-    out.push_back(Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", path));
+    out.push_back(
+        Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", at.Str()));
     return;
   }
   if (v.is_null()) {
     if (mode == SchemaMode::kPatch || node.nullable) return;
-    out.push_back(Problem(bad_content, Describe(path) + " must not be null", path));
+    out.push_back(Problem(bad_content, Describe(at.Str()) + " must not be null", at.Str()));
     return;
   }
   auto wrong_type = [&](std::string_view expected) {
     out.push_back(Problem(
         bad_content,
-        Describe(path) + " must be " + std::string(expected) + ", got " + std::string(TypeName(v)), path));
+        Describe(at.Str()) + " must be " + std::string(expected) + ", got " + std::string(TypeName(v)),
+        at.Str()));
   };
 
   if (node.IsObject() || node.additional || node.additional_any) {
     if (!v.is_object()) return wrong_type("an object");
     const json::object& o = v.get_object();
     for (const auto& member : o) {
-      std::string child_path = JoinPath(path, member.key());
       if (const Node::Child* c = node.Property(member.key())) {
-        const Node* child = NodeFor(c->doc, c->schema);
+        const Node* child = NodeFor(*c);
         if (child->read_only && mode != SchemaMode::kResponse) continue;
-        ValidateNode(*child, member.value(), mode, child_path, out, depth + 1);
+        ValidateNode(*child, member.value(), mode, PathRef::Member(at, member.key()), out, depth + 1);
       } else if (node.additional) {
-        // Map entries are named as the real service names them: path[key].
-        ValidateNode(*NodeFor(node.additional->doc, node.additional->schema), member.value(), mode,
-                     path + "[" + std::string(member.key()) + "]", out, depth + 1);
+        // Map entries are named as the real service names them: at.Str()[key].
+        ValidateNode(*NodeFor(*node.additional), member.value(), mode, PathRef::Entry(at, member.key()), out,
+                     depth + 1);
       } else if (!node.additional_any) {
-        out.push_back(Problem(
-            bad_content, "unknown property " + Quote(member.key()) + " in " + Describe(path), child_path));
+        out.push_back(Problem(bad_content,
+                              "unknown property " + Quote(member.key()) + " in " + Describe(at.Str()),
+                              JoinPath(at.Str(), member.key())));
       }
     }
     for (const auto& name : node.required) {
       if (o.contains(name)) continue;
       if (mode != SchemaMode::kResponse) {
         const Node::Child* c = node.Property(name);
-        if (c != nullptr && NodeFor(c->doc, c->schema)->read_only) continue;
+        if (c != nullptr && NodeFor(*c)->read_only) continue;
       }
-      out.push_back(Problem(bad_content, "missing required property '" + name + "'", JoinPath(path, name)));
+      out.push_back(
+          Problem(bad_content, "missing required property '" + name + "'", JoinPath(at.Str(), name)));
     }
     return;
   }
@@ -469,26 +536,26 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
     const json::array& a = v.get_array();
     if (node.min_items && static_cast<int64_t>(a.size()) < *node.min_items) {
       out.push_back(Problem(bad_value,
-                            Describe(path) + " must have at least " + std::to_string(*node.min_items) +
+                            Describe(at.Str()) + " must have at least " + std::to_string(*node.min_items) +
                                 " items, got " + std::to_string(a.size()),
-                            path));
+                            at.Str()));
     }
     if (node.max_items && static_cast<int64_t>(a.size()) > *node.max_items) {
       out.push_back(Problem(bad_value,
-                            Describe(path) + " must have at most " + std::to_string(*node.max_items) +
+                            Describe(at.Str()) + " must have at most " + std::to_string(*node.max_items) +
                                 " items, got " + std::to_string(a.size()),
-                            path));
+                            at.Str()));
     }
     if (node.items) {
-      const Node* item = NodeFor(node.items->doc, node.items->schema);
+      const Node* item = NodeFor(*node.items);
       for (size_t i = 0; i < a.size(); ++i) {
         if (a[i].is_null()) {
-          out.push_back(
-              Problem(bad_content, Describe(IndexPath(path, i)) + " must not be null", IndexPath(path, i)));
+          out.push_back(Problem(bad_content, Describe(IndexPath(at.Str(), i)) + " must not be null",
+                                IndexPath(at.Str(), i)));
           continue;
         }
         ValidateNode(*item, a[i], mode == SchemaMode::kPatch ? SchemaMode::kRequest : mode,
-                     IndexPath(path, i), out, depth + 1);
+                     PathRef::Index(at, i), out, depth + 1);
       }
     }
     return;
@@ -502,7 +569,8 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
       if (!i) return wrong_type("an integer");
       if (node.format == "int32" &&
           (*i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max())) {
-        out.push_back(Problem(bad_value, Describe(path) + " is out of the 32-bit integer range", path));
+        out.push_back(
+            Problem(bad_value, Describe(at.Str()) + " is out of the 32-bit integer range", at.Str()));
         return;
       }
     }
@@ -512,13 +580,13 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
     };
     if (node.minimum && *number < *node.minimum) {
       out.push_back(Problem(
-          bad_value, Describe(path) + " must be at least " + fmt(*node.minimum) + ", got " + fmt(*number),
-          path));
+          bad_value, Describe(at.Str()) + " must be at least " + fmt(*node.minimum) + ", got " + fmt(*number),
+          at.Str()));
     }
     if (node.maximum && *number > *node.maximum) {
-      out.push_back(
-          Problem(bad_value,
-                  Describe(path) + " must be at most " + fmt(*node.maximum) + ", got " + fmt(*number), path));
+      out.push_back(Problem(
+          bad_value, Describe(at.Str()) + " must be at most " + fmt(*node.maximum) + ", got " + fmt(*number),
+          at.Str()));
     }
     return;
   }
@@ -533,17 +601,17 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
     std::string_view s(v.get_string().data(), v.get_string().size());
     if (node.enum_values != nullptr) {
       bool found = false;
-      std::string allowed;
-      for (const auto& e : *node.enum_values) {
-        if (!e.is_string()) continue;
-        if (e.get_string() == s) found = true;
-        if (!allowed.empty()) allowed += ", ";
-        allowed += "'" + std::string(e.get_string()) + "'";
-      }
+      for (const auto& e : *node.enum_values) found = found || (e.is_string() && e.get_string() == s);
       if (!found) {
-        out.push_back(Problem(bad_value,
-                              "the value " + Quote(s) + " of " + Describe(path) + " is not one of " + allowed,
-                              path));
+        std::string allowed;
+        for (const auto& e : *node.enum_values) {
+          if (!e.is_string()) continue;
+          if (!allowed.empty()) allowed += ", ";
+          allowed += "'" + std::string(e.get_string()) + "'";
+        }
+        out.push_back(Problem(
+            bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not one of " + allowed,
+            at.Str()));
         return;
       }
     }
@@ -551,50 +619,51 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
     bool too_long = node.max_length && length > *node.max_length;
     if (node.min_length && length < *node.min_length) {
       out.push_back(Problem(bad_value,
-                            Describe(path) + " must be at least " + std::to_string(*node.min_length) +
+                            Describe(at.Str()) + " must be at least " + std::to_string(*node.min_length) +
                                 " characters long, got " + std::to_string(length),
-                            path));
+                            at.Str()));
     }
     if (too_long) {
       out.push_back(Problem(bad_value,
-                            Describe(path) + " must be at most " + std::to_string(*node.max_length) +
+                            Describe(at.Str()) + " must be at most " + std::to_string(*node.max_length) +
                                 " characters long, got " + std::to_string(length),
-                            path));
+                            at.Str()));
     }
     if (node.pattern && !too_long) {
       if (!Matches(*node.pattern, s)) {
         out.push_back(Problem(bad_value,
-                              "the value " + Quote(s) + " of " + Describe(path) +
+                              "the value " + Quote(s) + " of " + Describe(at.Str()) +
                                   " does not match the pattern " + *node.pattern,
-                              path));
+                              at.Str()));
       }
     }
     if (node.format == "arm-id") {
       std::optional<std::string> type = ArmResourceType(s);
       if (!type) {
         out.push_back(Problem(
-            bad_value, "the value " + Quote(s) + " of " + Describe(path) + " is not an Azure resource ID",
-            path));
+            bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an Azure resource ID",
+            at.Str()));
       } else if (!node.allowed_resource_types.empty()) {
         bool allowed = false;
         for (const auto& t : node.allowed_resource_types) allowed = allowed || EqualsIgnoreCase(t, *type);
         if (!allowed) {
           out.push_back(Problem(bad_value,
-                                "the value " + Quote(s) + " of " + Describe(path) + " must be the ID of a " +
-                                    node.allowed_resource_types.front() + " resource",
-                                path));
+                                "the value " + Quote(s) + " of " + Describe(at.Str()) +
+                                    " must be the ID of a " + node.allowed_resource_types.front() +
+                                    " resource",
+                                at.Str()));
         }
       }
     } else if (node.format == "uuid" && !IsUuid(s)) {
-      out.push_back(
-          Problem(bad_value, "the value " + Quote(s) + " of " + Describe(path) + " is not a UUID", path));
+      out.push_back(Problem(
+          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not a UUID", at.Str()));
     } else if (node.format == "uri" && !IsUri(s)) {
-      out.push_back(
-          Problem(bad_value, "the value " + Quote(s) + " of " + Describe(path) + " is not a URI", path));
+      out.push_back(Problem(
+          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not a URI", at.Str()));
     } else if (node.format == "date-time" && !ParseRfc3339(s).ok()) {
-      out.push_back(
-          Problem(bad_value,
-                  "the value " + Quote(s) + " of " + Describe(path) + " is not an RFC 3339 timestamp", path));
+      out.push_back(Problem(
+          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an RFC 3339 timestamp",
+          at.Str()));
     }
     return;
   }
@@ -614,14 +683,14 @@ void SchemaSet::StripNode(const Node& node, json::value& v, bool read_only_only)
     std::vector<std::string> drop;
     for (auto& member : *o) {
       if (const Node::Child* c = node.Property(member.key())) {
-        const Node* child = NodeFor(c->doc, c->schema);
+        const Node* child = NodeFor(*c);
         if (read_only_only && child->read_only) {
           drop.emplace_back(member.key());
         } else {
           StripNode(*child, member.value(), read_only_only);
         }
       } else if (node.additional) {
-        StripNode(*NodeFor(node.additional->doc, node.additional->schema), member.value(), read_only_only);
+        StripNode(*NodeFor(*node.additional), member.value(), read_only_only);
       } else if (!read_only_only && !node.additional_any) {
         drop.emplace_back(member.key());
       }
@@ -629,7 +698,7 @@ void SchemaSet::StripNode(const Node& node, json::value& v, bool read_only_only)
     for (const auto& k : drop) o->erase(k);
   } else if (json::array* a = v.if_array()) {
     if (!node.items) return;
-    const Node* item = NodeFor(node.items->doc, node.items->schema);
+    const Node* item = NodeFor(*node.items);
     for (auto& e : *a) StripNode(*item, e, read_only_only);
   }
 }
@@ -641,7 +710,7 @@ void SchemaSet::ApplyDefaults(std::string_view definition, json::value& value) c
 void SchemaSet::DefaultsNode(const Node& node, json::value& v) const {
   if (json::object* o = v.if_object()) {
     for (const auto& [name, c] : node.properties) {
-      const Node* child = NodeFor(c.doc, c.schema);
+      const Node* child = NodeFor(c);
       if (child->read_only) continue;
       auto it = o->find(name);
       if (it == o->end()) {
@@ -651,14 +720,14 @@ void SchemaSet::DefaultsNode(const Node& node, json::value& v) const {
       DefaultsNode(*child, it->value());
     }
     if (node.additional) {
-      const Node* child = NodeFor(node.additional->doc, node.additional->schema);
+      const Node* child = NodeFor(*node.additional);
       for (auto& member : *o) {
         if (node.Property(member.key()) == nullptr) DefaultsNode(*child, member.value());
       }
     }
   } else if (json::array* a = v.if_array()) {
     if (!node.items) return;
-    const Node* item = NodeFor(node.items->doc, node.items->schema);
+    const Node* item = NodeFor(*node.items);
     for (auto& e : *a) DefaultsNode(*item, e);
   }
 }
@@ -677,9 +746,9 @@ json::value SchemaSet::ExtractNode(const Node& node, const json::value& v) const
   for (const auto& member : *o) {
     const Node* child = nullptr;
     if (const Node::Child* c = node.Property(member.key())) {
-      child = NodeFor(c->doc, c->schema);
+      child = NodeFor(*c);
     } else if (node.additional) {
-      child = NodeFor(node.additional->doc, node.additional->schema);
+      child = NodeFor(*node.additional);
     }
     if (child == nullptr) continue;
     if (child->read_only) {
@@ -704,7 +773,7 @@ void SchemaSet::CreateOnlyNode(const Node& node, const json::value& now, const j
   const json::object* b = before.if_object();
   if (a == nullptr || b == nullptr) return;
   for (const auto& [name, c] : node.properties) {
-    const Node* child = NodeFor(c.doc, c.schema);
+    const Node* child = NodeFor(c);
     if (child->read_only) continue;
     const json::value* va = a->if_contains(name);
     const json::value* vb = b->if_contains(name);
@@ -739,7 +808,7 @@ void SchemaSet::FillNode(const Node& node, json::value& now, const json::value& 
   const json::object* b = before.if_object();
   if (a == nullptr || b == nullptr) return;
   for (const auto& [name, c] : node.properties) {
-    const Node* child = NodeFor(c.doc, c.schema);
+    const Node* child = NodeFor(c);
     if (child->read_only) continue;
     const json::value* vb = b->if_contains(name);
     if (vb == nullptr) continue;

@@ -79,14 +79,17 @@ class SchemaSet {
 
   struct Doc;
   struct Node;
+  struct NodeRef;
+  struct PathRef;
 
  private:
   explicit SchemaSet(std::string api_version);
   const Node* Resolve(std::string_view definition) const;
   const Node* NodeFor(size_t doc, const json::object* schema) const;
+  const Node* NodeFor(const NodeRef& ref) const;
   const std::regex* Regex(const std::string& pattern) const;
 
-  void ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const std::string& path,
+  void ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                     std::vector<FieldError>& out, int depth) const;
   void StripNode(const Node& node, json::value& v, bool read_only_only) const;
   void DefaultsNode(const Node& node, json::value& v) const;
