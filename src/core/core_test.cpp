@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <boost/uuid/name_generator_sha1.hpp>
+#include <boost/uuid/string_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -59,6 +62,20 @@ TEST(Uuid, V4IsRandomAndWellFormed) {
     seen.insert(u);
   }
   EXPECT_EQ(seen.size(), 1000u);
+}
+
+TEST(Uuid, V5AgreesWithBoostsGeneratorAtEveryLength) {
+  // Every padding case of SHA-1 (lengths around 55, 56, 63, 64 and beyond one block), checked
+  // against Boost's name generator, which the IDs stored so far were made with.
+  boost::uuids::string_generator parse;
+  boost::uuids::name_generator_sha1 reference(parse(std::string(kResourceIdNamespace)));
+  std::string name;
+  for (size_t n = 0; n < 300; ++n) {
+    ASSERT_EQ(UuidV5(kResourceIdNamespace, name),
+              boost::uuids::to_string(reference(name.data(), name.size())))
+        << n;
+    name += static_cast<char>('a' + n % 26);
+  }
 }
 
 TEST(Uuid, V5IsDeterministic) {
@@ -143,6 +160,39 @@ TEST(Log, JsonLines) {
   EXPECT_EQ(v->at("request_id").as_string(), "r1");
   EXPECT_EQ(v->at("component").as_string(), "test");
   EXPECT_EQ(v->at("level").as_string(), "info");
+}
+
+TEST(Log, FieldsOfEveryKindAndEnvelopeOverrides) {
+  auto sink = std::make_shared<MemoryLogSink>();
+  FakeClock clock;
+  Logger log(sink, &clock, LogLevel::kInfo, "test");
+  log.Warn("odd \"line\"\n", {{"n", 42},
+                              {"ratio", 0.5},
+                              {"ok", true},
+                              {"nothing", nullptr},
+                              {"list", json::array{1, "two"}},
+                              {"obj", json::object{{"k", "v"}}},
+                              {"component", "override"}});
+  auto lines = sink->LinesForTest();
+  ASSERT_EQ(lines.size(), 1u);
+  auto v = ParseJson(lines[0]);
+  ASSERT_TRUE(v.ok()) << lines[0];
+  const json::object& o = v->as_object();
+  EXPECT_EQ(o.at("msg").as_string(), "odd \"line\"\n");
+  EXPECT_EQ(o.at("level").as_string(), "warn");
+  EXPECT_EQ(o.at("component").as_string(), "override");
+  EXPECT_EQ(o.at("time").as_string(), FormatRfc3339(clock.Now(), true));
+  EXPECT_EQ(o.at("n").as_int64(), 42);
+  EXPECT_EQ(o.at("ratio").as_double(), 0.5);
+  EXPECT_TRUE(o.at("ok").as_bool());
+  EXPECT_TRUE(o.at("nothing").is_null());
+  EXPECT_EQ(o.at("list"), (json::array{1, "two"}));
+  EXPECT_EQ(o.at("obj"), (json::object{{"k", "v"}}));
+  // The envelope first, each member once, then the fields in their order.
+  std::vector<std::string> keys;
+  for (const auto& kv : o) keys.emplace_back(kv.key());
+  EXPECT_EQ(keys, (std::vector<std::string>{"time", "level", "component", "msg", "n", "ratio", "ok",
+                                            "nothing", "list", "obj"}));
 }
 
 }  // namespace

@@ -44,6 +44,12 @@ class JsonWriter {
     out_ += v ? "true" : "false";
     return *this;
   }
+  // A value already encoded as JSON text.
+  JsonWriter& Raw(std::string_view json_text) {
+    Separate();
+    out_ += json_text;
+    return *this;
+  }
 
   // Member shorthands.
   JsonWriter& Member(std::string_view name, std::string_view s) { return Key(name).String(s); }

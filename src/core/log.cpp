@@ -1,5 +1,6 @@
 #include "core/log.h"
 
+#include "core/json_writer.h"
 #include "core/time.h"
 
 namespace hcprp {
@@ -51,13 +52,51 @@ Logger Logger::WithComponent(std::string component) const {
 
 void Logger::Log(LogLevel level, std::string_view msg, json::object fields) const {
   if (!Enabled(level) || !sink_) return;
-  json::object line;
-  line["time"] = FormatRfc3339(clock_->Now(), true);
-  line["level"] = LogLevelName(level);
-  if (!component_.empty()) line["component"] = component_;
-  line["msg"] = msg;
-  for (auto& kv : fields) line[kv.key()] = std::move(kv.value());
-  sink_->Write(json::serialize(line));
+  // Every request logs a line: written straight into the text rather than built as an object first.
+  // A field named like a member of the envelope replaces it, in the envelope's place.
+  auto field = [&fields](std::string_view key) { return fields.if_contains(key); };
+  std::string text;
+  text.reserve(256);
+  JsonWriter w(text);
+  auto value = [&w](std::string_view key, const json::value& v) {
+    if (const json::string* s = v.if_string()) {
+      w.Member(key, std::string_view(*s));
+    } else if (const int64_t* i = v.if_int64()) {
+      w.Member(key, *i);
+    } else if (const bool* b = v.if_bool()) {
+      w.Member(key, *b);
+    } else {
+      w.Key(key).Raw(json::serialize(v));
+    }
+  };
+  w.BeginObject();
+  if (const json::value* t = field("time")) {
+    value("time", *t);
+  } else {
+    w.Member("time", FormatRfc3339(clock_->Now(), true));
+  }
+  if (const json::value* l = field("level")) {
+    value("level", *l);
+  } else {
+    w.Member("level", LogLevelName(level));
+  }
+  if (const json::value* c = field("component")) {
+    value("component", *c);
+  } else if (!component_.empty()) {
+    w.Member("component", component_);
+  }
+  if (const json::value* m = field("msg")) {
+    value("msg", *m);
+  } else {
+    w.Member("msg", msg);
+  }
+  for (const auto& kv : fields) {
+    const std::string_view key = kv.key();
+    if (key == "time" || key == "level" || key == "component" || key == "msg") continue;
+    value(key, kv.value());
+  }
+  w.EndObject();
+  sink_->Write(text);
 }
 
 }  // namespace hcprp
