@@ -90,6 +90,16 @@ TEST(DocumentsTest, ResourceDocumentIdIgnoresCase) {
   EXPECT_EQ(PartitionKey(kSub), ToLower(kSub));
 }
 
+TEST(DocumentsTest, ResourceDocumentIdIsTheSameAcrossTheThreadsMemory) {
+  // More IDs than a thread remembers, twice: each is the UUID of the lower-cased ID every time.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 1500; ++i) {
+      const std::string id = "/subscriptions/S/resourceGroups/G/x/N" + std::to_string(i * 7 % 1500);
+      ASSERT_EQ(ResourceDocumentId(id), UuidV5(kResourceIdNamespace, ToLower(id))) << id;
+    }
+  }
+}
+
 TEST(DocumentsTest, OperationDocumentRoundTrips) {
   FakeClock clock;
   OperationDocument op;

@@ -139,6 +139,7 @@ arm::ResourceId Route::ResourceIdOf() const {
 
 Result<std::vector<std::string>> SplitPath(std::string_view raw_path) {
   std::vector<std::string> out;
+  out.reserve(10);  // a child resource's path has 10 segments
   if (raw_path.empty() || raw_path.front() != '/') return Error::InvalidArgument("path must start with '/'");
   std::string_view rest = raw_path.substr(1);
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
@@ -149,6 +150,12 @@ Result<std::vector<std::string>> SplitPath(std::string_view raw_path) {
     std::string_view seg =
         rest.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
     if (seg.empty()) return Error::InvalidArgument("empty path segment");
+    if (seg.find('%') == std::string_view::npos) {
+      out.emplace_back(seg);
+      if (end == std::string_view::npos) break;
+      start = end + 1;
+      continue;
+    }
     std::string decoded;
     for (size_t k = 0; k < seg.size(); ++k) {
       if (seg[k] == '%') {
