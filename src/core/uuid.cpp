@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 #include <algorithm>
 #include <array>
+#include <boost/uuid/string_generator.hpp>
 #include <boost/uuid/uuid.hpp>
 #include <boost/uuid/uuid_io.hpp>
 #include <cstdint>
@@ -53,42 +54,17 @@ std::array<uint8_t, 20> Sha1(std::string_view a, std::string_view b) {
   return out;
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 }  // namespace
 
 std::string UuidV5(std::string_view namespace_uuid, std::string_view name) {
-  // The namespace's 16 bytes (its hex digits; a malformed one hashes what it has, as a fixed input).
-  std::string ns;
-  ns.reserve(16);
-  int high = -1;
-  for (char c : namespace_uuid) {
-    const int v = HexValue(c);
-    if (v < 0) continue;
-    if (high < 0) {
-      high = v;
-    } else {
-      ns += static_cast<char>(high << 4 | v);
-      high = -1;
-    }
-  }
-  std::array<uint8_t, 20> digest = Sha1(ns, name);
-  digest[6] = static_cast<uint8_t>((digest[6] & 0x0F) | 0x50);  // version 5
-  digest[8] = static_cast<uint8_t>((digest[8] & 0x3F) | 0x80);  // RFC 4122 variant
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0x0F];
-  }
-  return out;
+  const boost::uuids::uuid ns_uuid = boost::uuids::string_generator()(std::string(namespace_uuid));
+  const std::string_view ns(reinterpret_cast<const char*>(ns_uuid.data), sizeof ns_uuid.data);
+  const std::array<uint8_t, 20> digest = Sha1(ns, name);
+  boost::uuids::uuid u{};
+  std::copy_n(digest.begin(), sizeof u.data, u.data);
+  u.data[6] = static_cast<uint8_t>((u.data[6] & 0x0F) | 0x50);  // version 5
+  u.data[8] = static_cast<uint8_t>((u.data[8] & 0x3F) | 0x80);  // RFC 4122 variant
+  return boost::uuids::to_string(u);
 }
 
 bool IsUuid(std::string_view s) {
