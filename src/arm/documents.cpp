@@ -49,8 +49,8 @@ void PutIfNotEmpty(json::object& o, std::string_view key, const std::string& v) 
 
 std::string ResourceDocumentId(std::string_view resource_id) {
   // Requests name the same resources again and again (a GET and the polls after a write), and the
-  // hash is a fifth of a GET's own work: each thread remembers the IDs it made last, a few hundred
-  // at most (about 100 KB).
+  // hash is about a tenth of a GET's own work: each thread remembers the IDs it made last, a few
+  // hundred at most (about 100 KB).
   constexpr size_t kRemembered = 512;
   thread_local std::unordered_map<std::string, std::string> remembered;
   std::string key = ToLower(resource_id);

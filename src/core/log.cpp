@@ -54,7 +54,6 @@ void Logger::Log(LogLevel level, std::string_view msg, json::object fields) cons
   if (!Enabled(level) || !sink_) return;
   // Every request logs a line: written straight into the text rather than built as an object first.
   // A field named like a member of the envelope replaces it, in the envelope's place.
-  auto field = [&fields](std::string_view key) { return fields.if_contains(key); };
   std::string text;
   text.reserve(256);
   JsonWriter w(text);
@@ -69,27 +68,21 @@ void Logger::Log(LogLevel level, std::string_view msg, json::object fields) cons
       w.Key(key).Raw(json::serialize(v));
     }
   };
+  // An envelope member: the field of that name when there is one, else `write`.
+  auto envelope = [&](std::string_view key, const auto& write) {
+    if (const json::value* v = fields.if_contains(key)) {
+      value(key, *v);
+    } else {
+      write();
+    }
+  };
   w.BeginObject();
-  if (const json::value* t = field("time")) {
-    value("time", *t);
-  } else {
-    w.Member("time", FormatRfc3339(clock_->Now(), true));
-  }
-  if (const json::value* l = field("level")) {
-    value("level", *l);
-  } else {
-    w.Member("level", LogLevelName(level));
-  }
-  if (const json::value* c = field("component")) {
-    value("component", *c);
-  } else if (!component_.empty()) {
-    w.Member("component", component_);
-  }
-  if (const json::value* m = field("msg")) {
-    value("msg", *m);
-  } else {
-    w.Member("msg", msg);
-  }
+  envelope("time", [&] { w.Member("time", FormatRfc3339(clock_->Now(), true)); });
+  envelope("level", [&] { w.Member("level", LogLevelName(level)); });
+  envelope("component", [&] {
+    if (!component_.empty()) w.Member("component", component_);
+  });
+  envelope("msg", [&] { w.Member("msg", msg); });
   for (const auto& kv : fields) {
     const std::string_view key = kv.key();
     if (key == "time" || key == "level" || key == "component" || key == "msg") continue;

@@ -34,7 +34,7 @@ std::string NewUuidV4() {
 namespace {
 
 // The SHA-1 of `a` then `b`. Every request that names a resource derives its document ID with it:
-// OpenSSL's is less than half the instructions of Boost's generic generator. The digest is fetched
+// OpenSSL's takes about half the instructions of Boost's generic generator. The digest is fetched
 // once and each thread keeps its context.
 std::array<uint8_t, 20> Sha1(std::string_view a, std::string_view b) {
   static EVP_MD* const kFetched = EVP_MD_fetch(nullptr, "SHA1", nullptr);
