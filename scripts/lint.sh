@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The style checks CI runs: clang-format (.clang-format) on every C++ file of the repository, Clang's
-# thread-safety analysis (-Wthread-safety) on every source under src/, then
+# The style checks CI runs: clang-format (.clang-format) on every C++ file of the repository; Clang's
+# thread-safety analysis (-Wthread-safety) and a limit of 120 lines a function (outside the tests) on
+# every source under src/ and bench/; then
 # clang-tidy (.clang-tidy, every warning an error, Clang's thread-safety analysis included) on the C++
 # sources a change touches: the files that differ from the merge base with main, or on main from the
 # last commit's first parent (HCPRP_LINT_BASE overrides the base; a changed header brings the source of the same name). Needs the build's
@@ -11,33 +12,42 @@ cd "$(dirname "$0")/.."
 build=${1:-build/release}
 jobs=$(nproc)
 
+# The builds use GCC's precompiled headers, which Clang cannot read: the checks below take a copy of the
+# compile commands without them (so they also find a source that does not include what it uses).
+db=$build/lint
+mkdir -p "$db"
+sed -e 's| -Winvalid-pch -include [^ ]*cmake_pch\.hxx||' "$build/compile_commands.json" >"$db/compile_commands.json"
+
 echo "== clang-format"
 git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run -Werror
 
-# Clang's thread-safety analysis over every source under src/ (syntax only, with the build's include
-# paths and defines): the GCC builds ignore the HCPRP_GUARDED_BY / HCPRP_REQUIRES annotations of
-# core/mutex.h, so this is where they are checked. One line of clang++ arguments per source:
-echo "== clang -Wthread-safety"
+# Over every source under src/ and bench/ (the fuzz targets aside), one clang-tidy pass with two checks:
+# Clang's thread-safety analysis (the GCC builds ignore the HCPRP_GUARDED_BY / HCPRP_REQUIRES
+# annotations of core/mutex.h, so this is where they are checked) and, outside the tests, the function
+# size limit: no function body longer than 120 lines.
+echo "== clang-tidy on every source: -Wthread-safety, functions of at most 120 lines"
 start=$SECONDS
-python3 - "$build/compile_commands.json" "$PWD/src/" <<'PY' >"$build/thread_safety_args.txt"
-import json, shlex, sys
-for e in json.load(open(sys.argv[1])):
-    if not e["file"].startswith(sys.argv[2]) or "/fuzz/" in e["file"]:
-        continue
-    args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
-    keep, i = [], 1
-    while i < len(args):
-        if args[i] in ("-I", "-isystem", "-D") and i + 1 < len(args):
-            keep += args[i:i + 2]
-            i += 2
-            continue
-        if args[i].startswith(("-I", "-isystem", "-D", "-std=")):
-            keep.append(args[i])
-        i += 1
-    print(shlex.join(keep + [e["file"]]))
-PY
-xargs -d '\n' -P "$jobs" -I{} sh -c 'clang++ -fsyntax-only -Wthread-safety -Werror {}' <"$build/thread_safety_args.txt"
-echo "   $(wc -l <"$build/thread_safety_args.txt") sources in $((SECONDS - start)) s"
+mapfile -t all < <(git ls-files 'src/*.cpp' 'bench/*.cpp' | grep -v '/fuzz/' |
+                   while read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && echo "$f"; done)
+tests=() production=()
+for f in "${all[@]}"; do
+  case "$f" in
+    *_test.cpp | */testing/* | src/store/store_conformance.cpp) tests+=("$f") ;;
+    *) production+=("$f") ;;
+  esac
+done
+tidy_all() {
+  local checks=$1
+  shift
+  printf '%s\n' "$@" |
+    xargs -P "$jobs" -n 8 clang-tidy -p "$db" --quiet --checks="$checks" --warnings-as-errors='*' --header-filter='src/.*' \
+      --config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: 120}]}" \
+      --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wthread-safety \
+      2> >(grep -v -e '^Suppressed' -e 'Use -header-filter' -e 'warnings generated' >&2)
+}
+tidy_all '-*,clang-diagnostic-thread-safety*,readability-function-size' "${production[@]}"
+tidy_all '-*,clang-diagnostic-thread-safety*' "${tests[@]}"
+echo "   ${#production[@]} sources and ${#tests[@]} test sources in $((SECONDS - start)) s"
 
 base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse -q --verify HEAD~1 || true)}
 # On main itself (as in CI's clone) the change is what the last commit brought: for a merge, everything
@@ -66,5 +76,5 @@ echo "== clang-tidy: ${#sources[@]} changed sources since $(git rev-parse --shor
 [ "${#sources[@]}" -eq 0 ] && exit 0
 # GCC-only warning flags in the compile commands are not clang-tidy's business.
 printf '%s\n' "${sources[@]}" |
-  xargs -P "$jobs" -n 4 clang-tidy -p "$build" --quiet --extra-arg=-Wno-unknown-warning-option \
+  xargs -P "$jobs" -n 4 clang-tidy -p "$db" --quiet --extra-arg=-Wno-unknown-warning-option \
     --extra-arg=-Wthread-safety 2> >(grep -v -e '^Suppressed' -e 'Use -header-filter' -e 'warnings generated' >&2)
