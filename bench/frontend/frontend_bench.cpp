@@ -543,8 +543,9 @@ int RunHttps(const Options& o, Fixture& f, const std::filesystem::path& dir, con
   return 0;
 }
 
-int main(int argc, char** argv) {
-  Options o = Parse(argc, argv);
+namespace {
+
+std::filesystem::path WorkDir(const Options& o) {
   std::filesystem::path dir = o.dir;
   if (dir.empty()) {
     std::string tmpl = (std::filesystem::temp_directory_path() / "frontend_bench.XXXXXX").string();
@@ -552,16 +553,16 @@ int main(int argc, char** argv) {
     dir = tmpl;
   }
   std::filesystem::create_directories(dir);
+  return dir;
+}
 
-  SystemClock clock;
-  // Access logs are formatted and written as in production, to a sink nobody reads.
-  std::FILE* devnull = std::fopen("/dev/null", "w");
-  if (devnull == nullptr) Die("cannot open /dev/null");
-  Logger logger(std::make_shared<StreamLogSink>(devnull), &clock, LogLevel::kInfo, "frontend");
+using StoreUrls = std::vector<std::pair<std::string, std::string>>;  // store name, URL
 
-  // The store URLs, a throwaway PostgreSQL server started when one is wanted and none is named.
-  std::unique_ptr<store::postgres::PgTestServer> pg_server;
-  std::vector<std::pair<std::string, std::string>> urls;  // store name, URL
+// The store URLs, a throwaway PostgreSQL server started into `pg_server` when one is wanted and none
+// is named.
+StoreUrls UrlsOfStores(const Options& o, const std::filesystem::path& dir,
+                       std::unique_ptr<store::postgres::PgTestServer>& pg_server) {
+  StoreUrls urls;
   for (const auto& name : o.stores) {
     if (name == "sqlite") {
       urls.emplace_back(name, "sqlite://" + (dir / "store.db").string());
@@ -579,6 +580,117 @@ int main(int argc, char** argv) {
       urls.emplace_back(name, url);
     }
   }
+  return urls;
+}
+
+// The same GET against two frontends on the same kind of store (the first one's), `plain` without
+// metrics and one recording them, alternating so that both see the same load on the machine. False
+// when a response was not 2xx.
+bool CompareMetricsOnOff(const Options& o, const StoreUrls& urls, const std::filesystem::path& dir,
+                         const Clock& clock, const Logger& logger, Fixture& plain) {
+  bool ok = true;
+  metrics::Registry registry;
+  std::string url = urls.front().second;
+  if (urls.front().first == "sqlite") url = "sqlite://" + (dir / "store_metrics.db").string();
+  auto metered = OpenFixture(url, clock, logger, &registry);
+  double off = 0, on = 0;
+  for (int round = 0; round < o.metrics_rounds; ++round) {
+    for (bool with : {false, true}) {
+      Fixture& f = with ? *metered : plain;
+      auto* fe_ptr = f.fe.get();
+      auto server = http::Server::Start(ServerOptionsFor(o),
+                                        [fe_ptr](http::Request&& r) { return fe_ptr->Handle(std::move(r)); });
+      if (!server.ok()) Die("frontend server: " + server.error().ToString());
+      const std::string base = "http://127.0.0.1:" + std::to_string((*server)->port());
+      WrkResult w = RunWrk(base + f.get_target, o.duration, o.connections, o.wrk_threads, "");
+      (*server)->Stop();
+      std::printf("metrics %-3s round %d: GET %.0f req/s, p99 %.2f ms\n", with ? "on" : "off", round + 1,
+                  w.requests_per_second, w.p99_ms);
+      (with ? on : off) += w.requests_per_second;
+      if (w.non_2xx > 0) ok = false;
+    }
+  }
+  const double ratio = off > 0 ? on / off : 0;
+  std::printf("GET with metrics on: %.1f%% of metrics off (%d rounds of %d s each); target >= 97%%: %s\n",
+              100 * ratio, o.metrics_rounds, o.duration, ratio >= 0.97 ? "met" : "NOT met");
+  return ok;
+}
+
+// The table of every store's figures and the targets they meet; false when a response was not 2xx or
+// the GET target on SQLite is not met.
+bool PrintRuns(const std::vector<StoreRun>& runs, const std::optional<WrkResult>& base_get, bool want_get,
+               bool want_put) {
+  bool ok = true;
+  std::printf("\n%-12s %-4s %10s %10s %10s %8s\n", "store", "kind", "req/s", "p50 ms", "p99 ms", "non-2xx");
+  for (const auto& r : runs) {
+    for (const auto& [kind, result] : {std::pair{"GET", &r.get}, std::pair{"PUT", &r.put}}) {
+      if (!result->has_value()) continue;
+      const WrkResult& w = **result;
+      std::printf("%-12s %-4s %10.0f %10.3f %10.3f %8ld\n", r.store.c_str(), kind, w.requests_per_second,
+                  w.p50_ms, w.p99_ms, w.non_2xx);
+      if (w.non_2xx > 0) ok = false;
+    }
+  }
+  if (runs.size() == 2 && want_get && want_put) {
+    std::printf("\n%s / %s: GET %.0f%%, PUT %.0f%% of the throughput\n", runs[1].store.c_str(),
+                runs[0].store.c_str(),
+                100.0 * runs[1].get->requests_per_second / runs[0].get->requests_per_second,
+                100.0 * runs[1].put->requests_per_second / runs[0].put->requests_per_second);
+  }
+  for (const auto& r : runs) {
+    if (r.store == "sqlite" && r.get) {
+      bool met = r.get->requests_per_second >= 0.7 * base_get->requests_per_second && r.get->p99_ms < 5.0;
+      std::printf("target GET on sqlite >= 70%% of minimal, p99 < 5 ms: %s\n", met ? "met" : "NOT met");
+      ok = ok && met;
+    }
+  }
+  if (want_put) {
+    std::printf(
+        "PUT: a create writes one durable store batch (resource + operation) and answers; the backend\n"
+        "  records the internal ID with the create's first status change.\n");
+  }
+  return ok;
+}
+
+void PrintBaselineComparison(const Options& o, const std::vector<StoreRun>& runs,
+                             const std::map<std::string, WrkResult>& baseline_before,
+                             const std::map<std::string, WrkResult>& baseline_after) {
+  std::printf(
+      "\nPUT create, this build beside the baseline (%s), same options; the baseline's\n"
+      "req/s and p99 are the means of its runs before and after this build's:\n",
+      o.baseline.c_str());
+  std::printf("%-12s %17s %10s %10s %12s %10s %8s  %s\n", "store", "base before/after", "base req/s",
+              "base p99", "req/s", "p99 ms", "ratio", "target");
+  for (const auto& r : runs) {
+    const WrkResult& before = baseline_before.at(r.store);
+    const WrkResult& after = baseline_after.at(r.store);
+    if (!r.put) continue;
+    const double base_rate = (before.requests_per_second + after.requests_per_second) / 2;
+    const double base_p99 = (before.p99_ms + after.p99_ms) / 2;
+    const double ratio = r.put->requests_per_second / base_rate;
+    const bool sqlite = r.store == "sqlite";
+    const bool met = sqlite ? ratio >= 3.0 && r.put->p99_ms < 40.0 : ratio >= 2.0;
+    std::printf("%-12s %8.0f/%-8.0f %10.0f %10.3f %12.0f %10.3f %7.2fx  %s: %s\n", r.store.c_str(),
+                before.requests_per_second, after.requests_per_second, base_rate, base_p99,
+                r.put->requests_per_second, r.put->p99_ms, ratio, sqlite ? ">= 3x, p99 < 40 ms" : ">= 2x",
+                met ? "met" : "NOT met");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = Parse(argc, argv);
+  const std::filesystem::path dir = WorkDir(o);
+
+  SystemClock clock;
+  // Access logs are formatted and written as in production, to a sink nobody reads.
+  std::FILE* devnull = std::fopen("/dev/null", "w");
+  if (devnull == nullptr) Die("cannot open /dev/null");
+  Logger logger(std::make_shared<StreamLogSink>(devnull), &clock, LogLevel::kInfo, "frontend");
+
+  std::unique_ptr<store::postgres::PgTestServer> pg_server;
+  const StoreUrls urls = UrlsOfStores(o, dir, pg_server);
 
   if (o.https) {
     auto f = OpenFixture(urls.front().second, clock, logger);
@@ -646,87 +758,15 @@ int main(int argc, char** argv) {
   }
 
   bool ok = true;
-  if (o.metrics_rounds > 0 && want_get) {
-    // The same GET against two frontends on the same kind of store, one without metrics and one
-    // recording them, alternating so that both see the same load on the machine.
-    metrics::Registry registry;
-    std::string url = urls.front().second;
-    if (urls.front().first == "sqlite") url = "sqlite://" + (dir / "store_metrics.db").string();
-    auto metered = OpenFixture(url, clock, logger, &registry);
-    double off = 0, on = 0;
-    for (int round = 0; round < o.metrics_rounds; ++round) {
-      for (bool with : {false, true}) {
-        Fixture& f = with ? *metered : *fixtures.front();
-        auto* fe_ptr = f.fe.get();
-        auto server = http::Server::Start(
-            ServerOptionsFor(o), [fe_ptr](http::Request&& r) { return fe_ptr->Handle(std::move(r)); });
-        if (!server.ok()) Die("frontend server: " + server.error().ToString());
-        const std::string base = "http://127.0.0.1:" + std::to_string((*server)->port());
-        WrkResult w = RunWrk(base + f.get_target, o.duration, o.connections, o.wrk_threads, "");
-        (*server)->Stop();
-        std::printf("metrics %-3s round %d: GET %.0f req/s, p99 %.2f ms\n", with ? "on" : "off", round + 1,
-                    w.requests_per_second, w.p99_ms);
-        (with ? on : off) += w.requests_per_second;
-        if (w.non_2xx > 0) ok = false;
-      }
-    }
-    const double ratio = off > 0 ? on / off : 0;
-    std::printf("GET with metrics on: %.1f%% of metrics off (%d rounds of %d s each); target >= 97%%: %s\n",
-                100 * ratio, o.metrics_rounds, o.duration, ratio >= 0.97 ? "met" : "NOT met");
-  }
-  std::printf("\n%-12s %-4s %10s %10s %10s %8s\n", "store", "kind", "req/s", "p50 ms", "p99 ms", "non-2xx");
-  for (const auto& r : runs) {
-    for (const auto& [kind, result] : {std::pair{"GET", &r.get}, std::pair{"PUT", &r.put}}) {
-      if (!result->has_value()) continue;
-      const WrkResult& w = **result;
-      std::printf("%-12s %-4s %10.0f %10.3f %10.3f %8ld\n", r.store.c_str(), kind, w.requests_per_second,
-                  w.p50_ms, w.p99_ms, w.non_2xx);
-      if (w.non_2xx > 0) ok = false;
-    }
-  }
-  if (runs.size() == 2 && want_get && want_put) {
-    std::printf("\n%s / %s: GET %.0f%%, PUT %.0f%% of the throughput\n", runs[1].store.c_str(),
-                runs[0].store.c_str(),
-                100.0 * runs[1].get->requests_per_second / runs[0].get->requests_per_second,
-                100.0 * runs[1].put->requests_per_second / runs[0].put->requests_per_second);
-  }
-  for (const auto& r : runs) {
-    if (r.store == "sqlite" && r.get) {
-      bool met = r.get->requests_per_second >= 0.7 * base_get->requests_per_second && r.get->p99_ms < 5.0;
-      std::printf("target GET on sqlite >= 70%% of minimal, p99 < 5 ms: %s\n", met ? "met" : "NOT met");
-      ok = ok && met;
-    }
-  }
-  if (want_put) {
-    std::printf(
-        "PUT: a create writes one durable store batch (resource + operation) and answers; the backend\n"
-        "  records the internal ID with the create's first status change.\n");
-  }
+  if (o.metrics_rounds > 0 && want_get)
+    ok = CompareMetricsOnOff(o, urls, dir, clock, logger, *fixtures.front());
+  ok = PrintRuns(runs, base_get, want_get, want_put) && ok;
   (*minimal)->Stop();
   fixtures.clear();
   pg_server.reset();  // before the baseline's second run, which starts its own
   if (with_baseline) {
     baseline_after = RunBaselinePut(o);
-    std::printf(
-        "\nPUT create, this build beside the baseline (%s), same options; the baseline's\n"
-        "req/s and p99 are the means of its runs before and after this build's:\n",
-        o.baseline.c_str());
-    std::printf("%-12s %17s %10s %10s %12s %10s %8s  %s\n", "store", "base before/after", "base req/s",
-                "base p99", "req/s", "p99 ms", "ratio", "target");
-    for (const auto& r : runs) {
-      const WrkResult& before = baseline_before.at(r.store);
-      const WrkResult& after = baseline_after.at(r.store);
-      if (!r.put) continue;
-      const double base_rate = (before.requests_per_second + after.requests_per_second) / 2;
-      const double base_p99 = (before.p99_ms + after.p99_ms) / 2;
-      const double ratio = r.put->requests_per_second / base_rate;
-      const bool sqlite = r.store == "sqlite";
-      const bool met = sqlite ? ratio >= 3.0 && r.put->p99_ms < 40.0 : ratio >= 2.0;
-      std::printf("%-12s %8.0f/%-8.0f %10.0f %10.3f %12.0f %10.3f %7.2fx  %s: %s\n", r.store.c_str(),
-                  before.requests_per_second, after.requests_per_second, base_rate, base_p99,
-                  r.put->requests_per_second, r.put->p99_ms, ratio, sqlite ? ">= 3x, p99 < 40 ms" : ">= 2x",
-                  met ? "met" : "NOT met");
-    }
+    PrintBaselineComparison(o, runs, baseline_before, baseline_after);
   }
   std::fclose(devnull);
   if (!o.keep && o.dir.empty()) std::filesystem::remove_all(dir);

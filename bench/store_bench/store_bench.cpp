@@ -304,213 +304,212 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+struct Options {
+  double seconds = 1.0;
+  int rounds = 5;
+  std::string dir, only, side;
+  long iterations = -1;  // >= 0: run each side exactly this many calls, once (for callgrind)
+};
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--only") {
+      o.only = argv[i + 1];
+    } else if (a == "--iterations") {
+      o.iterations = std::atol(argv[i + 1]);
+    } else if (a == "--side") {  // "store" or "raw": run one side only (profiling)
+      o.side = argv[i + 1];
+    } else if (a == "--seconds-per-round") {
+      o.seconds = std::atof(argv[i + 1]);
+    } else if (a == "--rounds") {
+      o.rounds = std::max(1, std::atoi(argv[i + 1]));
+    } else if (a == "--dir") {
+      o.dir = argv[i + 1];
+    } else {
+      Die("unknown flag " + a);
+    }
+  }
+  return o;
+}
+
+// What the operations of the three sides work on: the store and the raw database, each holding the
+// documents to read (which also fill its change feed) and the one to replace.
+struct Fixture {
+  Store& store;
+  Raw& raw;
+  const SystemClock& clock;
+  const json::value& body;
+  const std::string& body_text;
+  internal::IndexedFields fields;
+  std::vector<std::string> read_ids;
+  std::string store_etag, raw_etag;
+  uint64_t rng = 88172645463325252ull;
+  uint64_t seq = 0;
+  std::string sink_body, sink_etag;
+  std::vector<Raw::ChangeRow> raw_changes;
+
+  uint64_t Next() {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  }
+  const std::string& AnyReadId() { return read_ids[Next() % kReadDocs]; }
+  std::string FreshId() { return "new-" + std::to_string(++seq); }
+  Raw::Doc RawDoc(std::string id) const {
+    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
+                    *fields.resource_id};
+  }
+  // As RawDoc, doing the JSON work itself.
+  Raw::Doc RawJsonDoc(std::string id) const {
+    auto f = internal::ExtractIndexedFields(body);
+    return Raw::Doc{std::move(id), json::serialize(body), internal::NewEtag(), std::move(*f.resource_type),
+                    std::move(*f.resource_id)};
+  }
+};
+
+void Seed(Fixture& f) {
+  std::vector<WriteOp> setup;
+  for (int i = 0; i < kReadDocs; ++i) {
+    f.read_ids.push_back("read-" + std::to_string(i));
+    setup.push_back(WriteOp::Create(f.read_ids.back(), f.body));
+  }
+  Check(f.store.Batch(kContainer, kPk, std::move(setup)), "setup");
+  std::vector<Raw::Doc> docs;
+  for (const auto& id : f.read_ids) docs.push_back(f.RawDoc(id));
+  f.raw.CreateBatch(docs, f.clock.NowMillis());
+  auto target = f.store.Create(kContainer, kPk, "replace-target", f.body);
+  Check(target, "create replace target");
+  f.store_etag = target->etag;
+  Raw::Doc raw_target = f.RawDoc("replace-target");
+  f.raw.Create(raw_target, f.clock.NowMillis());
+  f.raw_etag = raw_target.etag;
+}
+
+struct Bench {
+  std::string name;
+  int ops_per_call;
+  std::function<void()> store_op, raw_op, raw_json_op;
+};
+
+std::vector<Bench> MakeBenches(Fixture& f) {
+  return {
+      {"point read", 1,
+       [&f] {
+         auto d = f.store.Read(kContainer, kPk, f.AnyReadId());
+         Check(d, "read");
+       },
+       [&f] { f.raw.Read(f.AnyReadId(), f.clock.NowMillis(), f.sink_body, f.sink_etag); },
+       [&f] {
+         f.raw.Read(f.AnyReadId(), f.clock.NowMillis(), f.sink_body, f.sink_etag);
+         ParseAndDrop(f.sink_body);
+       }},
+      {"create", 1, [&f] { Check(f.store.Create(kContainer, kPk, f.FreshId(), f.body), "create"); },
+       [&f] { f.raw.Create(f.RawDoc(f.FreshId()), f.clock.NowMillis()); },
+       [&f] { f.raw.Create(f.RawJsonDoc(f.FreshId()), f.clock.NowMillis()); }},
+      {"replace with If-Match", 1,
+       [&f] {
+         auto r = f.store.Replace(kContainer, kPk, "replace-target", f.body, f.store_etag);
+         Check(r, "replace");
+         f.store_etag = std::move(r->etag);
+       },
+       [&f] {
+         Raw::Doc d = f.RawDoc("replace-target");
+         f.raw.ReplaceIfMatch(d, f.raw_etag, f.clock.NowMillis());
+         f.raw_etag = std::move(d.etag);
+       },
+       [&f] {
+         Raw::Doc d = f.RawJsonDoc("replace-target");
+         f.raw.ReplaceIfMatch(d, f.raw_etag, f.clock.NowMillis());
+         f.raw_etag = std::move(d.etag);
+       }},
+      {"batch of 5 creates", 5,
+       [&f] {
+         std::vector<WriteOp> ops;
+         for (int i = 0; i < 5; ++i) ops.push_back(WriteOp::Create(f.FreshId(), f.body));
+         Check(f.store.Batch(kContainer, kPk, std::move(ops)), "batch");
+       },
+       [&f] {
+         std::vector<Raw::Doc> docs;
+         for (int i = 0; i < 5; ++i) docs.push_back(f.RawDoc(f.FreshId()));
+         f.raw.CreateBatch(docs, f.clock.NowMillis());
+       },
+       [&f] {
+         std::vector<Raw::Doc> docs;
+         for (int i = 0; i < 5; ++i) docs.push_back(f.RawJsonDoc(f.FreshId()));
+         f.raw.CreateBatch(docs, f.clock.NowMillis());
+       }},
+      {"change feed, 100/page", 100,
+       [&f] {
+         auto p = f.store.ReadChanges(kContainer, std::to_string(f.Next() % (kReadDocs - 100)), 100);
+         Check(p, "read changes");
+         if (p->changes.size() != 100) Die("short change page");
+       },
+       [&f] {
+         if (f.raw.ReadChanges(static_cast<int64_t>(f.Next() % (kReadDocs - 100)), 100, f.raw_changes) != 100)
+           Die("short raw page");
+       },
+       [&f] {
+         if (f.raw.ReadChanges(static_cast<int64_t>(f.Next() % (kReadDocs - 100)), 100, f.raw_changes) != 100)
+           Die("short raw page");
+         std::vector<json::value> page;  // a caller holds the page's documents, as the store returns them
+         page.reserve(f.raw_changes.size());
+         for (const auto& c : f.raw_changes) page.push_back(Parse(c.body));
+       }},
+  };
+}
+
 struct Row {
   std::string name;
   double store, raw, raw_json, ratio_raw, ratio_raw_json, store_syncs, raw_syncs;
   double cpu[3];
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  double seconds = 1.0;
-  int rounds = 5;
-  std::string dir, only, side;
-  long iterations = -1;  // >= 0: run each side exactly this many calls, once (for callgrind)
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--only") {
-      only = argv[i + 1];
-    } else if (a == "--iterations") {
-      iterations = std::atol(argv[i + 1]);
-    } else if (a == "--side") {  // "store" or "raw": run one side only (profiling)
-      side = argv[i + 1];
-    } else if (a == "--seconds-per-round") {
-      seconds = std::atof(argv[i + 1]);
-    } else if (a == "--rounds") {
-      rounds = std::max(1, std::atoi(argv[i + 1]));
-    } else if (a == "--dir") {
-      dir = argv[i + 1];
-    } else {
-      Die("unknown flag " + a);
+// Warm-up (caches, statement preparation), then rounds that rotate the order of the sides.
+Row MeasureSides(const Bench& b, const std::function<void()>* const (&sides)[3], const Options& o) {
+  auto budget = std::chrono::duration<double>(o.seconds);
+  for (const auto* f : sides) Measure(*f, b.ops_per_call, budget / 10);
+  std::vector<double> ops[3], syncs[3], cpu[3], ratio_raw, ratio_raw_json;
+  for (int round = 0; round < o.rounds; ++round) {
+    Sample got[3];
+    for (int k = 0; k < 3; ++k) {
+      int which = (round + k) % 3;
+      got[which] = Measure(*sides[which], b.ops_per_call, budget);
     }
+    for (int k = 0; k < 3; ++k) {
+      ops[k].push_back(got[k].ops_per_sec);
+      syncs[k].push_back(got[k].syncs_per_op * b.ops_per_call);
+      cpu[k].push_back(got[k].cpu_us_per_call);
+    }
+    ratio_raw.push_back(got[0].ops_per_sec / got[1].ops_per_sec);
+    ratio_raw_json.push_back(got[0].ops_per_sec / got[2].ops_per_sec);
   }
-  if (dir.empty()) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "store-bench-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp");
-    dir = tmpl;
-  }
-  auto& vfs = sqlite::TestVfs::Get();
-  std::string store_path = dir + "/store.db", raw_path = dir + "/raw.db";
-  for (const auto& p : {store_path, raw_path}) {
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(p + suffix);
-  }
+  return {b.name,           Median(ops[0]),    Median(ops[1]),
+          Median(ops[2]),   Median(ratio_raw), Median(ratio_raw_json),
+          Median(syncs[0]), Median(syncs[1]),  {Median(cpu[0]), Median(cpu[1]), Median(cpu[2])}};
+}
 
-  SystemClock clock;
-  auto opened = OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock});
-  Check(opened, "open store");
-  Store& store = **opened;
-  Raw raw(raw_path);
-
-  const json::value body = ClusterBody(0);
-  const std::string body_text = json::serialize(body);
-  std::printf("store_bench: files in %s, document body %zu bytes, %d rounds x %.1f s per side\n", dir.c_str(),
-              body_text.size(), rounds, seconds);
-
-  // Documents to read and to replace, on both sides.
-  // (the documents to read also fill the change feed with kReadDocs creates)
-  std::vector<std::string> read_ids;
-  std::vector<WriteOp> setup;
-  for (int i = 0; i < kReadDocs; ++i) {
-    read_ids.push_back("read-" + std::to_string(i));
-    setup.push_back(WriteOp::Create(read_ids.back(), body));
-  }
-  Check(store.Batch(kContainer, kPk, std::move(setup)), "setup");
-  auto fields = internal::ExtractIndexedFields(body);
-  auto raw_doc = [&](std::string id) {
-    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
-                    *fields.resource_id};
-  };
-  // As raw_doc, doing the JSON work itself.
-  auto raw_json_doc = [&](std::string id) {
-    auto f = internal::ExtractIndexedFields(body);
-    return Raw::Doc{std::move(id), json::serialize(body), internal::NewEtag(), std::move(*f.resource_type),
-                    std::move(*f.resource_id)};
-  };
-  {
-    std::vector<Raw::Doc> docs;
-    for (const auto& id : read_ids) docs.push_back(raw_doc(id));
-    raw.CreateBatch(docs, clock.NowMillis());
-  }
-  auto target = store.Create(kContainer, kPk, "replace-target", body);
-  Check(target, "create replace target");
-  std::string store_etag = target->etag;
-  Raw::Doc raw_target = raw_doc("replace-target");
-  raw.Create(raw_target, clock.NowMillis());
-  std::string raw_etag = raw_target.etag;
-
-  uint64_t rng = 88172645463325252ull;
-  auto next = [&] {
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return rng;
-  };
-  uint64_t seq = 0;
-  auto fresh_id = [&] { return "new-" + std::to_string(++seq); };
-
-  struct Bench {
-    std::string name;
-    int ops_per_call;
-    std::function<void()> store_op, raw_op, raw_json_op;
-  };
-  std::string sink_body, sink_etag;
-  std::vector<Raw::ChangeRow> raw_changes;
-  std::vector<Bench> benches = {
-      {"point read", 1,
-       [&] {
-         auto d = store.Read(kContainer, kPk, read_ids[next() % kReadDocs]);
-         Check(d, "read");
-       },
-       [&] { raw.Read(read_ids[next() % kReadDocs], clock.NowMillis(), sink_body, sink_etag); },
-       [&] {
-         raw.Read(read_ids[next() % kReadDocs], clock.NowMillis(), sink_body, sink_etag);
-         ParseAndDrop(sink_body);
-       }},
-      {"create", 1, [&] { Check(store.Create(kContainer, kPk, fresh_id(), body), "create"); },
-       [&] { raw.Create(raw_doc(fresh_id()), clock.NowMillis()); },
-       [&] { raw.Create(raw_json_doc(fresh_id()), clock.NowMillis()); }},
-      {"replace with If-Match", 1,
-       [&] {
-         auto r = store.Replace(kContainer, kPk, "replace-target", body, store_etag);
-         Check(r, "replace");
-         store_etag = std::move(r->etag);
-       },
-       [&] {
-         Raw::Doc d = raw_doc("replace-target");
-         raw.ReplaceIfMatch(d, raw_etag, clock.NowMillis());
-         raw_etag = std::move(d.etag);
-       },
-       [&] {
-         Raw::Doc d = raw_json_doc("replace-target");
-         raw.ReplaceIfMatch(d, raw_etag, clock.NowMillis());
-         raw_etag = std::move(d.etag);
-       }},
-      {"batch of 5 creates", 5,
-       [&] {
-         std::vector<WriteOp> ops;
-         for (int i = 0; i < 5; ++i) ops.push_back(WriteOp::Create(fresh_id(), body));
-         Check(store.Batch(kContainer, kPk, std::move(ops)), "batch");
-       },
-       [&] {
-         std::vector<Raw::Doc> docs;
-         for (int i = 0; i < 5; ++i) docs.push_back(raw_doc(fresh_id()));
-         raw.CreateBatch(docs, clock.NowMillis());
-       },
-       [&] {
-         std::vector<Raw::Doc> docs;
-         for (int i = 0; i < 5; ++i) docs.push_back(raw_json_doc(fresh_id()));
-         raw.CreateBatch(docs, clock.NowMillis());
-       }},
-      {"change feed, 100/page", 100,
-       [&] {
-         auto p = store.ReadChanges(kContainer, std::to_string(next() % (kReadDocs - 100)), 100);
-         Check(p, "read changes");
-         if (p->changes.size() != 100) Die("short change page");
-       },
-       [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100)
-           Die("short raw page");
-       },
-       [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % (kReadDocs - 100)), 100, raw_changes) != 100)
-           Die("short raw page");
-         std::vector<json::value> page;  // a caller holds the page's documents, as the store returns them
-         page.reserve(raw_changes.size());
-         for (const auto& c : raw_changes) page.push_back(Parse(c.body));
-       }},
-  };
-
+// The rows of the benchmarks --only selects; none with --iterations, which only runs the side chosen.
+std::vector<Row> RunBenches(std::vector<Bench>& benches, const Options& o) {
   std::vector<Row> rows;
-  auto budget = std::chrono::duration<double>(seconds);
   for (auto& b : benches) {
-    if (!only.empty() && b.name.rfind(only, 0) != 0) continue;  // a prefix of the name
-    if (side == "store") b.raw_op = b.raw_json_op = b.store_op;
-    if (side == "raw") b.store_op = b.raw_json_op = b.raw_op;
-    const std::function<void()>* sides[3] = {&b.store_op, &b.raw_op, &b.raw_json_op};
-    if (iterations >= 0) {
-      for (long i = 0; i < iterations; ++i) (*sides[side == "raw" ? 1 : side == "raw+json" ? 2 : 0])();
+    if (!o.only.empty() && b.name.rfind(o.only, 0) != 0) continue;  // a prefix of the name
+    if (o.side == "store") b.raw_op = b.raw_json_op = b.store_op;
+    if (o.side == "raw") b.store_op = b.raw_json_op = b.raw_op;
+    const std::function<void()>* const sides[3] = {&b.store_op, &b.raw_op, &b.raw_json_op};
+    if (o.iterations >= 0) {
+      for (long i = 0; i < o.iterations; ++i) (*sides[o.side == "raw" ? 1 : o.side == "raw+json" ? 2 : 0])();
       continue;
     }
-    // Warm-up (caches, statement preparation), then rounds that rotate the order of the sides.
-    for (auto* f : sides) Measure(*f, b.ops_per_call, budget / 10);
-    std::vector<double> ops[3], syncs[3], cpu[3], ratio_raw, ratio_raw_json;
-    for (int round = 0; round < rounds; ++round) {
-      Sample got[3];
-      for (int k = 0; k < 3; ++k) {
-        int which = (round + k) % 3;
-        got[which] = Measure(*sides[which], b.ops_per_call, budget);
-      }
-      for (int k = 0; k < 3; ++k) {
-        ops[k].push_back(got[k].ops_per_sec);
-        syncs[k].push_back(got[k].syncs_per_op * b.ops_per_call);
-        cpu[k].push_back(got[k].cpu_us_per_call);
-      }
-      ratio_raw.push_back(got[0].ops_per_sec / got[1].ops_per_sec);
-      ratio_raw_json.push_back(got[0].ops_per_sec / got[2].ops_per_sec);
-    }
-    rows.push_back({b.name,
-                    Median(ops[0]),
-                    Median(ops[1]),
-                    Median(ops[2]),
-                    Median(ratio_raw),
-                    Median(ratio_raw_json),
-                    Median(syncs[0]),
-                    Median(syncs[1]),
-                    {Median(cpu[0]), Median(cpu[1]), Median(cpu[2])}});
+    rows.push_back(MeasureSides(b, sides, o));
     std::fprintf(stderr, "  %s done\n", b.name.c_str());
   }
+  return rows;
+}
 
+void PrintRows(const std::vector<Row>& rows) {
   std::printf("\n%-22s %11s %11s %11s %9s %9s   %-22s %s\n", "", "store", "raw", "raw+json", "store/",
               "store/", "CPU us/call", "fsyncs/call");
   std::printf("%-22s %11s %11s %11s %9s %9s   %6s %7s %8s   %5s %5s\n", "operation", "ops/s", "ops/s",
@@ -525,8 +524,39 @@ int main(int argc, char** argv) {
       "\nops/s count documents (a batch call is 5 operations, a change page 100). Ratios are medians of\n"
       "per-round ratios; CPU time and fsyncs are per call (medians). Load average at the end: %s\n",
       LoadAverage().c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = ParseOptions(argc, argv);
+  if (o.dir.empty()) {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "store-bench-XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) Die("mkdtemp");
+    o.dir = tmpl;
+  }
+  auto& vfs = sqlite::TestVfs::Get();
+  std::string store_path = o.dir + "/store.db", raw_path = o.dir + "/raw.db";
+  for (const auto& p : {store_path, raw_path}) {
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(p + suffix);
+  }
+
+  SystemClock clock;
+  auto opened = OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock});
+  Check(opened, "open store");
+  Raw raw(raw_path);
+
+  const json::value body = ClusterBody(0);
+  const std::string body_text = json::serialize(body);
+  std::printf("store_bench: files in %s, document body %zu bytes, %d rounds x %.1f s per side\n",
+              o.dir.c_str(), body_text.size(), o.rounds, o.seconds);
+
+  Fixture f{**opened, raw, clock, body, body_text, internal::ExtractIndexedFields(body)};
+  Seed(f);
+  std::vector<Bench> benches = MakeBenches(f);
+  PrintRows(RunBenches(benches, o));
   opened->reset();  // close the store before removing its files
   std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
+  std::filesystem::remove_all(o.dir, ec);
   return 0;
 }

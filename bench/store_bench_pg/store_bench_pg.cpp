@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -285,160 +286,167 @@ double Median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   double seconds = 1.0;
   int rounds = 5;
   std::string url, only;
+};
+
+Options ParseOptions(int argc, char** argv) {
+  Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--url") {
-      url = argv[i + 1];
+      o.url = argv[i + 1];
     } else if (a == "--only") {
-      only = argv[i + 1];
+      o.only = argv[i + 1];
     } else if (a == "--seconds-per-round") {
-      seconds = std::atof(argv[i + 1]);
+      o.seconds = std::atof(argv[i + 1]);
     } else if (a == "--rounds") {
-      rounds = std::max(1, std::atoi(argv[i + 1]));
+      o.rounds = std::max(1, std::atoi(argv[i + 1]));
     } else {
       Die("unknown flag " + a);
     }
   }
-  if (url.empty()) {
-    auto s = postgres::PgTestServer::Start("bench");
-    Check(s, "start a PostgreSQL server");
-    g_server = std::move(*s);
-    url = g_server->Url();
-  }
+  return o;
+}
 
-  SystemClock clock;
-  const std::string store_schema = "bench_store", raw_schema = "bench_raw";
-  // Fresh schemas, created by the engine's migrations on both sides.
-  for (const auto& schema : {store_schema, raw_schema}) {
+// Fresh schemas, created by the engine's migrations on both sides.
+void CreateSchemas(const std::string& url, const Clock& clock, std::initializer_list<std::string> schemas) {
+  for (const auto& schema : schemas) {
     PGconn* c = PQconnectdb(url.c_str());
     if (PQstatus(c) != CONNECTION_OK) Die(std::string("connect: ") + PQerrorMessage(c));
     PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + schema + " CASCADE").c_str()));
     PQfinish(c);
     Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock}), "migrate");
   }
-  auto opened = OpenStore(SchemaUrl(url, store_schema), {.clock = &clock});
-  Check(opened, "open store");
-  Store& store = **opened;
-  Raw raw(url, raw_schema);
+}
 
-  const json::value body = ClusterBody(0);
-  const std::string body_text = json::serialize(body);
-  std::printf("store_bench_pg: %s, document body %zu bytes, %d rounds x %.1f s per side\n",
-              g_server ? "throwaway server (fsync on)" : url.c_str(), body_text.size(), rounds, seconds);
-
+// What the operations of both sides work on: the store and the raw schema, each holding the documents
+// to read (which also fill its change feed) and the one to replace.
+struct Fixture {
+  Store& store;
+  Raw& raw;
+  const SystemClock& clock;
+  const json::value& body;
+  const std::string& body_text;
+  internal::IndexedFields fields;
   std::vector<std::string> read_ids;
-  std::vector<WriteOp> setup;
-  for (int i = 0; i < kReadDocs + 100; ++i) {  // more changes than the feed benchmark's start positions
-    read_ids.push_back("read-" + std::to_string(i));
-    setup.push_back(WriteOp::Create(read_ids.back(), body));
-  }
-  Check(store.Batch(kContainer, kPk, std::move(setup)), "setup");
-  auto fields = internal::ExtractIndexedFields(body);
-  auto raw_doc = [&](std::string id) {
-    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
-                    *fields.resource_id};
-  };
-  {
-    std::vector<Raw::Doc> docs;
-    for (const auto& id : read_ids) docs.push_back(raw_doc(id));
-    raw.CreateBatch(docs, clock.NowMillis());
-  }
-  auto target = store.Create(kContainer, kPk, "replace-target", body);
-  Check(target, "create replace target");
-  std::string store_etag = target->etag;
-  Raw::Doc raw_target = raw_doc("replace-target");
-  raw.Create(raw_target, clock.NowMillis());
-  std::string raw_etag = raw_target.etag;
-
+  std::string store_etag, raw_etag;
   uint64_t rng = 88172645463325252ull;
-  auto next = [&] {
+  uint64_t seq = 0;
+  std::string sink_body, sink_etag;
+  std::vector<Raw::ChangeRow> raw_changes;
+  json::value sink_json;
+
+  uint64_t Next() {
     rng ^= rng << 13;
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-  };
-  uint64_t seq = 0;
-  auto fresh_id = [&] { return "new-" + std::to_string(++seq); };
+  }
+  const std::string& AnyReadId() { return read_ids[Next() % kReadDocs]; }
+  std::string FreshId() { return "new-" + std::to_string(++seq); }
+  Raw::Doc RawDoc(std::string id) const {
+    return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
+                    *fields.resource_id};
+  }
+};
 
-  struct Bench {
-    std::string name;
-    int ops_per_call;
-    std::function<void()> store_op, raw_op;
-  };
-  std::string sink_body, sink_etag;
-  std::vector<Raw::ChangeRow> raw_changes;
-  json::value sink_json;
-  auto store_read = [&] { Check(store.Read(kContainer, kPk, read_ids[next() % kReadDocs]), "read"); };
-  auto store_feed = [&] {
-    auto p = store.ReadChanges(kContainer, std::to_string(next() % kReadDocs), 100);
+void Seed(Fixture& f) {
+  std::vector<WriteOp> setup;
+  for (int i = 0; i < kReadDocs + 100; ++i) {  // more changes than the feed benchmark's start positions
+    f.read_ids.push_back("read-" + std::to_string(i));
+    setup.push_back(WriteOp::Create(f.read_ids.back(), f.body));
+  }
+  Check(f.store.Batch(kContainer, kPk, std::move(setup)), "setup");
+  std::vector<Raw::Doc> docs;
+  for (const auto& id : f.read_ids) docs.push_back(f.RawDoc(id));
+  f.raw.CreateBatch(docs, f.clock.NowMillis());
+  auto target = f.store.Create(kContainer, kPk, "replace-target", f.body);
+  Check(target, "create replace target");
+  f.store_etag = target->etag;
+  Raw::Doc raw_target = f.RawDoc("replace-target");
+  f.raw.Create(raw_target, f.clock.NowMillis());
+  f.raw_etag = raw_target.etag;
+}
+
+struct Bench {
+  std::string name;
+  int ops_per_call;
+  std::function<void()> store_op, raw_op;
+};
+
+std::vector<Bench> MakeBenches(Fixture& f) {
+  auto store_read = [&f] { Check(f.store.Read(kContainer, kPk, f.AnyReadId()), "read"); };
+  auto store_feed = [&f] {
+    auto p = f.store.ReadChanges(kContainer, std::to_string(f.Next() % kReadDocs), 100);
     Check(p, "read changes");
     if (p->changes.size() != 100) Die("short change page");
   };
-  std::vector<Bench> benches = {
+  return {
       {"point read", 1, store_read,
-       [&] { raw.Read(read_ids[next() % kReadDocs], clock.NowMillis(), sink_body, sink_etag); }},
-      {"create", 1, [&] { Check(store.Create(kContainer, kPk, fresh_id(), body), "create"); },
-       [&] { raw.Create(raw_doc(fresh_id()), clock.NowMillis()); }},
+       [&f] { f.raw.Read(f.AnyReadId(), f.clock.NowMillis(), f.sink_body, f.sink_etag); }},
+      {"create", 1, [&f] { Check(f.store.Create(kContainer, kPk, f.FreshId(), f.body), "create"); },
+       [&f] { f.raw.Create(f.RawDoc(f.FreshId()), f.clock.NowMillis()); }},
       {"replace with If-Match", 1,
-       [&] {
-         auto r = store.Replace(kContainer, kPk, "replace-target", body, store_etag);
+       [&f] {
+         auto r = f.store.Replace(kContainer, kPk, "replace-target", f.body, f.store_etag);
          Check(r, "replace");
-         store_etag = std::move(r->etag);
+         f.store_etag = std::move(r->etag);
        },
-       [&] {
-         Raw::Doc d = raw_doc("replace-target");
-         raw.ReplaceIfMatch(d, raw_etag, clock.NowMillis());
-         raw_etag = std::move(d.etag);
+       [&f] {
+         Raw::Doc d = f.RawDoc("replace-target");
+         f.raw.ReplaceIfMatch(d, f.raw_etag, f.clock.NowMillis());
+         f.raw_etag = std::move(d.etag);
        }},
       {"batch of 5 creates", 5,
-       [&] {
+       [&f] {
          std::vector<WriteOp> ops;
-         for (int i = 0; i < 5; ++i) ops.push_back(WriteOp::Create(fresh_id(), body));
-         Check(store.Batch(kContainer, kPk, std::move(ops)), "batch");
+         for (int i = 0; i < 5; ++i) ops.push_back(WriteOp::Create(f.FreshId(), f.body));
+         Check(f.store.Batch(kContainer, kPk, std::move(ops)), "batch");
        },
-       [&] {
+       [&f] {
          std::vector<Raw::Doc> docs;
-         for (int i = 0; i < 5; ++i) docs.push_back(raw_doc(fresh_id()));
-         raw.CreateBatch(docs, clock.NowMillis());
+         for (int i = 0; i < 5; ++i) docs.push_back(f.RawDoc(f.FreshId()));
+         f.raw.CreateBatch(docs, f.clock.NowMillis());
        }},
       {"change feed, 100/page", 100, store_feed,
-       [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % kReadDocs), 100, raw_changes) != 100)
+       [&f] {
+         if (f.raw.ReadChanges(static_cast<int64_t>(f.Next() % kReadDocs), 100, f.raw_changes) != 100)
            Die("short raw page");
        }},
       // The same reads against a raw caller that also parses what it read (as any user of a body must):
       // the store's own cost beyond the JSON parse both sides pay.
       {"point read (raw+json)", 1, store_read,
-       [&] {
-         raw.Read(read_ids[next() % kReadDocs], clock.NowMillis(), sink_body, sink_etag);
-         sink_json = json::parse(sink_body);
+       [&f] {
+         f.raw.Read(f.AnyReadId(), f.clock.NowMillis(), f.sink_body, f.sink_etag);
+         f.sink_json = json::parse(f.sink_body);
        }},
       {"change feed (raw+json)", 100, store_feed,
-       [&] {
-         if (raw.ReadChanges(static_cast<int64_t>(next() % kReadDocs), 100, raw_changes) != 100)
+       [&f] {
+         if (f.raw.ReadChanges(static_cast<int64_t>(f.Next() % kReadDocs), 100, f.raw_changes) != 100)
            Die("short raw page");
-         for (const Raw::ChangeRow& c : raw_changes) sink_json = json::parse(c.body);
+         for (const Raw::ChangeRow& c : f.raw_changes) f.sink_json = json::parse(c.body);
        }},
   };
+}
 
-  struct Row {
-    std::string name;
-    double store, raw;
-  };
+struct Row {
+  std::string name;
+  double store, raw;
+};
+
+// Each benchmark --only selects: a warm-up, then rounds that alternate which side goes first.
+std::vector<Row> RunBenches(const std::vector<Bench>& benches, const Options& o) {
   std::vector<Row> rows;
-  auto budget = std::chrono::duration<double>(seconds);
-  for (auto& b : benches) {
-    if (!only.empty() && b.name.find(only) == std::string::npos) continue;
+  auto budget = std::chrono::duration<double>(o.seconds);
+  for (const auto& b : benches) {
+    if (!o.only.empty() && b.name.find(o.only) == std::string::npos) continue;
     Measure(b.store_op, b.ops_per_call, budget / 10);  // warm-up: caches, statement preparation
     Measure(b.raw_op, b.ops_per_call, budget / 10);
     std::vector<double> s, r;
-    for (int round = 0; round < rounds; ++round) {
+    for (int round = 0; round < o.rounds; ++round) {
       bool store_first = round % 2 == 0;
       double a = Measure(store_first ? b.store_op : b.raw_op, b.ops_per_call, budget);
       double c = Measure(store_first ? b.raw_op : b.store_op, b.ops_per_call, budget);
@@ -448,13 +456,45 @@ int main(int argc, char** argv) {
     rows.push_back({b.name, Median(s), Median(r)});
     std::fprintf(stderr, "  %s done\n", b.name.c_str());
   }
+  return rows;
+}
 
+void PrintRows(const std::vector<Row>& rows) {
   std::printf("\n%-24s %14s %14s %10s\n", "operation", "store ops/s", "raw ops/s", "store/raw");
   for (const auto& row : rows) {
     std::printf("%-24s %14.0f %14.0f %9.1f%%\n", row.name.c_str(), row.store, row.raw,
                 100.0 * row.store / row.raw);
   }
   std::printf("\nops/s count documents (a batch call is 5 operations, a change page 100).\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = ParseOptions(argc, argv);
+  if (o.url.empty()) {
+    auto s = postgres::PgTestServer::Start("bench");
+    Check(s, "start a PostgreSQL server");
+    g_server = std::move(*s);
+    o.url = g_server->Url();
+  }
+
+  SystemClock clock;
+  const std::string store_schema = "bench_store", raw_schema = "bench_raw";
+  CreateSchemas(o.url, clock, {store_schema, raw_schema});
+  auto opened = OpenStore(SchemaUrl(o.url, store_schema), {.clock = &clock});
+  Check(opened, "open store");
+  Raw raw(o.url, raw_schema);
+
+  const json::value body = ClusterBody(0);
+  const std::string body_text = json::serialize(body);
+  std::printf("store_bench_pg: %s, document body %zu bytes, %d rounds x %.1f s per side\n",
+              g_server ? "throwaway server (fsync on)" : o.url.c_str(), body_text.size(), o.rounds,
+              o.seconds);
+
+  Fixture f{**opened, raw, clock, body, body_text, internal::ExtractIndexedFields(body)};
+  Seed(f);
+  PrintRows(RunBenches(MakeBenches(f), o));
   opened->reset();
   return 0;
 }

@@ -3,9 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <utility>
 
 #include "api/api.h"
 #include "api/api_version.h"
@@ -59,6 +61,7 @@ struct Target {
   std::string state = "Registered";
   std::string operation_id;
   std::string csr_file;  // request-credential: a PEM certificate signing request
+  bool all = false;      // cluster list: of the whole subscription
 };
 
 class Program {
@@ -114,10 +117,23 @@ class Program {
   }
 
   Result<json::value> BodyFromFile() const;
+  // The body of a create or update: the JSON object in --file when given, else `generated`.
+  Result<json::object> FileBodyOr(json::object generated) const;
   json::object DefaultClusterBody() const;
   json::object DefaultNodePoolBody() const;
   json::object DefaultExternalAuthBody() const;
   void ApplyCommonFlags(json::object& body) const;
+
+  // The command line, one group of commands each; a command's callback chooses the action Run runs.
+  void AddGlobalFlags(CLI::App& app);
+  void AddResourceFlags(CLI::App* c, bool create);
+  void OnRun(CLI::App* c, std::function<int()> run);
+  void AddSubscriptionCommands(CLI::App& app);
+  void AddClusterCommands(CLI::App& app);
+  // Node pools and external auths share the same verbs.
+  void AddChildCommands(CLI::App& app, const char* cmd, const char* help, const char* collection,
+                        bool node_pool);
+  void AddOperationCommands(CLI::App& app);
 
   int Report(const Result<ArmResponse>& r, const char* what);
   int PrintResource(const ArmResponse& r);
@@ -133,6 +149,7 @@ class Program {
   int Action(const std::string& path, const std::string& action);
   int RequestCredential(const std::string& path);
   int SubscriptionRegister();
+  int SubscriptionShow();
   int OperationShow();
 
   std::ostream& out_;
@@ -141,6 +158,7 @@ class Program {
   Globals g_;
   Target t_;
   std::shared_ptr<tls::ClientContext> tls_;
+  std::function<int()> action_;  // the command chosen on the command line
   // The private key of the CSR hcpctl made for a credential request: added to the kubeconfig it prints
   // unless the kubeconfig carries a key of its own (api-versions before 2026-09-01-preview).
   std::string credential_key_pem_;
@@ -155,6 +173,13 @@ Result<json::value> Program::BodyFromFile() const {
   if (!v.ok()) return Error::InvalidArgument(t_.file + ": " + v.error().message());
   if (!v->is_object()) return Error::InvalidArgument(t_.file + ": the body must be a JSON object");
   return v;
+}
+
+Result<json::object> Program::FileBodyOr(json::object generated) const {
+  if (t_.file.empty()) return generated;
+  auto b = BodyFromFile();
+  if (!b.ok()) return b.error();
+  return std::move(b->as_object());
 }
 
 void Program::ApplyCommonFlags(json::object& body) const {
@@ -478,6 +503,14 @@ int Program::SubscriptionRegister() {
   return 0;
 }
 
+int Program::SubscriptionShow() {
+  auto client = MakeClient();
+  auto r = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription, nullptr, "2.0");
+  if (int rc = Report(r, "request failed"); rc != 0) return rc;
+  out_ << json::serialize(r->body) << "\n";
+  return 0;
+}
+
 int Program::OperationShow() {
   auto client = MakeClient();
   auto r = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription + kProvider + "/locations/" +
@@ -501,10 +534,7 @@ int Program::OperationShow() {
   return 0;
 }
 
-int Program::Run(int argc, char** argv) {
-  CLI::App app{"hcpctl: manage hosted OpenShift clusters through the ARM API of an hcprp frontend"};
-  app.require_subcommand(1);
-  app.fallthrough();  // global options may also follow the subcommand
+void Program::AddGlobalFlags(CLI::App& app) {
   app.add_option("--endpoint", g_.endpoint, "Frontend URL (env HCPCTL_ENDPOINT)")->capture_default_str();
   app.add_option("-s,--subscription", g_.subscription, "Subscription ID (env HCPCTL_SUBSCRIPTION)")
       ->capture_default_str();
@@ -530,170 +560,151 @@ int Program::Run(int argc, char** argv) {
   app.add_option("--max-poll-interval", g_.max_poll_seconds,
                  "Longest wait between two polls in seconds, whatever Retry-After says (0: obey it)")
       ->capture_default_str();
+}
 
-  std::function<int()> action;
-  auto resource_flags = [&](CLI::App* c, bool create) {
-    c->add_option("--file,-f", t_.file, "JSON body to send instead of the generated one");
-    c->add_option("--tag", t_.tags, "Tag key=value (repeatable)");
-    if (create) c->add_option("--location,-l", t_.location, "Azure region")->capture_default_str();
-  };
+void Program::AddResourceFlags(CLI::App* c, bool create) {
+  c->add_option("--file,-f", t_.file, "JSON body to send instead of the generated one");
+  c->add_option("--tag", t_.tags, "Tag key=value (repeatable)");
+  if (create) c->add_option("--location,-l", t_.location, "Azure region")->capture_default_str();
+}
 
+void Program::OnRun(CLI::App* c, std::function<int()> run) {
+  c->callback([this, run = std::move(run)] { action_ = run; });
+}
+
+void Program::AddSubscriptionCommands(CLI::App& app) {
   auto* sub = app.add_subcommand("subscription", "ARM subscription lifecycle (as ARM sends it)");
   sub->require_subcommand(1);
   auto* reg = sub->add_subcommand("register", "PUT the subscription with a state");
   reg->add_option("--state", t_.state, "Registered, Warned, Suspended, Deleted or Unregistered")
       ->capture_default_str();
-  reg->callback([&] { action = [&] { return SubscriptionRegister(); }; });
-  sub->add_subcommand("show", "GET the subscription")->callback([&] {
-    action = [&] {
-      auto client = MakeClient();
-      auto r = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription, nullptr, "2.0");
-      if (int rc = Report(r, "request failed"); rc != 0) return rc;
-      out_ << json::serialize(r->body) << "\n";
-      return 0;
-    };
-  });
+  OnRun(reg, [this] { return SubscriptionRegister(); });
+  OnRun(sub->add_subcommand("show", "GET the subscription"), [this] { return SubscriptionShow(); });
+}
 
-  // Clusters.
+void Program::AddClusterCommands(CLI::App& app) {
   auto* cl = app.add_subcommand("cluster", "hcpOpenShiftClusters");
   cl->require_subcommand(1);
   auto* cc = cl->add_subcommand("create", "Create (PUT) a cluster");
   cc->add_option("name", t_.name)->required();
   cc->add_option("--version", t_.version, "OpenShift X.Y version");
-  resource_flags(cc, true);
-  cc->callback([&] {
-    action = [&] {
-      json::object body = DefaultClusterBody();
-      if (!t_.file.empty()) {
-        auto b = BodyFromFile();
-        if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
-        body = b->as_object();
-      }
-      return Put(ClusterPath(t_.name), std::move(body));
-    };
+  AddResourceFlags(cc, true);
+  OnRun(cc, [this] {
+    auto body = FileBodyOr(DefaultClusterBody());
+    if (!body.ok()) return err_ << "error: " << body.error().message() << "\n", 2;
+    return Put(ClusterPath(t_.name), std::move(*body));
   });
   auto* cs = cl->add_subcommand("show", "GET a cluster");
   cs->add_option("name", t_.name)->required();
-  cs->callback([&] { action = [&] { return Show(ClusterPath(t_.name)); }; });
+  OnRun(cs, [this] { return Show(ClusterPath(t_.name)); });
   auto* clist =
       cl->add_subcommand("list", "List clusters of the resource group (--all: of the subscription)");
-  bool all = false;
-  clist->add_flag("--all", all, "Whole subscription");
-  clist->callback([&] {
-    action = [&] {
-      return List(all ? "/subscriptions/" + g_.subscription + kProvider + "/hcpOpenShiftClusters"
-                      : RgPath() + kProvider + "/hcpOpenShiftClusters");
-    };
+  clist->add_flag("--all", t_.all, "Whole subscription");
+  OnRun(clist, [this] {
+    return List(t_.all ? "/subscriptions/" + g_.subscription + kProvider + "/hcpOpenShiftClusters"
+                       : RgPath() + kProvider + "/hcpOpenShiftClusters");
   });
   auto* cu = cl->add_subcommand("update", "Update (PATCH) a cluster");
   cu->add_option("name", t_.name)->required();
   cu->add_option("--version", t_.version, "OpenShift X.Y version");
-  resource_flags(cu, false);
-  cu->callback([&] {
-    action = [&] {
-      json::object body;
-      if (!t_.file.empty()) {
-        auto b = BodyFromFile();
-        if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
-        body = b->as_object();
-      }
-      if (!t_.version.empty()) body["properties"] = {{"version", {{"id", t_.version}}}};
-      return Patch(ClusterPath(t_.name), std::move(body));
-    };
+  AddResourceFlags(cu, false);
+  OnRun(cu, [this] {
+    auto body = FileBodyOr({});
+    if (!body.ok()) return err_ << "error: " << body.error().message() << "\n", 2;
+    if (!t_.version.empty()) (*body)["properties"] = {{"version", {{"id", t_.version}}}};
+    return Patch(ClusterPath(t_.name), std::move(*body));
   });
   auto* cd = cl->add_subcommand("delete", "Delete a cluster and its node pools");
   cd->add_option("name", t_.name)->required();
-  cd->callback([&] { action = [&] { return Delete(ClusterPath(t_.name)); }; });
+  OnRun(cd, [this] { return Delete(ClusterPath(t_.name)); });
   auto* crc = cl->add_subcommand("request-credential", "Request an admin kubeconfig");
   crc->add_option("name", t_.name)->required();
   crc->add_option(
       "--csr", t_.csr_file,
       "PEM certificate signing request for CN=system:customer-break-glass:system-admin, "
       "O=system:masters (default: hcpctl makes a key and one, and puts the key in the kubeconfig)");
-  crc->callback([&] { action = [&] { return RequestCredential(ClusterPath(t_.name)); }; });
+  OnRun(crc, [this] { return RequestCredential(ClusterPath(t_.name)); });
   auto* crv = cl->add_subcommand("revoke-credentials", "Revoke every admin credential");
   crv->add_option("name", t_.name)->required();
-  crv->callback([&] { action = [&] { return Action(ClusterPath(t_.name), "revokeCredentials"); }; });
+  OnRun(crv, [this] { return Action(ClusterPath(t_.name), "revokeCredentials"); });
+}
 
-  // Children: node pools and external auths share the same verbs.
-  auto child = [&](const char* cmd, const char* help, const char* collection, bool node_pool) {
-    auto* c = app.add_subcommand(cmd, help);
-    c->require_subcommand(1);
-    auto with_cluster = [&](CLI::App* s) {
-      s->add_option("--cluster,-c", t_.cluster, "Parent cluster")->required();
-    };
-    auto* create = c->add_subcommand("create", "Create (PUT)");
-    create->add_option("name", t_.name)->required();
-    with_cluster(create);
-    resource_flags(create, node_pool);
-    if (node_pool) {
-      create->add_option("--replicas", t_.replicas, "Node count");
-      create->add_option("--vm-size", t_.vm_size, "VM size")->capture_default_str();
-      create->add_option("--version", t_.version, "OpenShift X.Y.Z version");
-    } else {
-      create->add_option("--issuer-url", t_.issuer_url, "Token issuer URL")->capture_default_str();
-      create->add_option("--audience", t_.audience, "Token audience")->capture_default_str();
-    }
-    create->callback([&, collection, node_pool] {
-      action = [&, collection, node_pool] {
-        json::object body = node_pool ? DefaultNodePoolBody() : DefaultExternalAuthBody();
-        if (!t_.file.empty()) {
-          auto b = BodyFromFile();
-          if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
-          body = b->as_object();
-        }
-        return Put(ChildPath(collection), std::move(body));
-      };
-    });
-    auto* show = c->add_subcommand("show", "GET");
-    show->add_option("name", t_.name)->required();
-    with_cluster(show);
-    show->callback([&, collection] { action = [&, collection] { return Show(ChildPath(collection)); }; });
-    auto* list = c->add_subcommand("list", "List under a cluster");
-    with_cluster(list);
-    list->callback([&, collection] {
-      action = [&, collection] { return List(ClusterPath(t_.cluster) + "/" + collection); };
-    });
-    auto* update = c->add_subcommand("update", "Update (PATCH)");
-    update->add_option("name", t_.name)->required();
-    with_cluster(update);
-    resource_flags(update, false);
-    if (node_pool) update->add_option("--replicas", t_.replicas, "Node count");
-    update->callback([&, collection] {
-      action = [&, collection] {
-        json::object body;
-        if (!t_.file.empty()) {
-          auto b = BodyFromFile();
-          if (!b.ok()) return err_ << "error: " << b.error().message() << "\n", 2;
-          body = b->as_object();
-        }
-        if (t_.replicas >= 0) body["properties"] = {{"replicas", t_.replicas}};
-        return Patch(ChildPath(collection), std::move(body));
-      };
-    });
-    auto* del = c->add_subcommand("delete", "Delete");
-    del->add_option("name", t_.name)->required();
-    with_cluster(del);
-    del->callback([&, collection] { action = [&, collection] { return Delete(ChildPath(collection)); }; });
+void Program::AddChildCommands(CLI::App& app, const char* cmd, const char* help, const char* collection,
+                               bool node_pool) {
+  auto* c = app.add_subcommand(cmd, help);
+  c->require_subcommand(1);
+  auto with_cluster = [this](CLI::App* s) {
+    s->add_option("--cluster,-c", t_.cluster, "Parent cluster")->required();
   };
-  child("nodepool", "Node pools of a cluster", "nodePools", true);
-  child("externalauth", "External authentication providers of a cluster", "externalAuths", false);
+  auto* create = c->add_subcommand("create", "Create (PUT)");
+  create->add_option("name", t_.name)->required();
+  with_cluster(create);
+  AddResourceFlags(create, node_pool);
+  if (node_pool) {
+    create->add_option("--replicas", t_.replicas, "Node count");
+    create->add_option("--vm-size", t_.vm_size, "VM size")->capture_default_str();
+    create->add_option("--version", t_.version, "OpenShift X.Y.Z version");
+  } else {
+    create->add_option("--issuer-url", t_.issuer_url, "Token issuer URL")->capture_default_str();
+    create->add_option("--audience", t_.audience, "Token audience")->capture_default_str();
+  }
+  OnRun(create, [this, collection, node_pool] {
+    auto body = FileBodyOr(node_pool ? DefaultNodePoolBody() : DefaultExternalAuthBody());
+    if (!body.ok()) return err_ << "error: " << body.error().message() << "\n", 2;
+    return Put(ChildPath(collection), std::move(*body));
+  });
+  auto* show = c->add_subcommand("show", "GET");
+  show->add_option("name", t_.name)->required();
+  with_cluster(show);
+  OnRun(show, [this, collection] { return Show(ChildPath(collection)); });
+  auto* list = c->add_subcommand("list", "List under a cluster");
+  with_cluster(list);
+  OnRun(list, [this, collection] { return List(ClusterPath(t_.cluster) + "/" + collection); });
+  auto* update = c->add_subcommand("update", "Update (PATCH)");
+  update->add_option("name", t_.name)->required();
+  with_cluster(update);
+  AddResourceFlags(update, false);
+  if (node_pool) update->add_option("--replicas", t_.replicas, "Node count");
+  OnRun(update, [this, collection] {
+    auto body = FileBodyOr({});
+    if (!body.ok()) return err_ << "error: " << body.error().message() << "\n", 2;
+    if (t_.replicas >= 0) (*body)["properties"] = {{"replicas", t_.replicas}};
+    return Patch(ChildPath(collection), std::move(*body));
+  });
+  auto* del = c->add_subcommand("delete", "Delete");
+  del->add_option("name", t_.name)->required();
+  with_cluster(del);
+  OnRun(del, [this, collection] { return Delete(ChildPath(collection)); });
+}
 
+void Program::AddOperationCommands(CLI::App& app) {
   auto* op = app.add_subcommand("operation", "Asynchronous operations");
   op->require_subcommand(1);
   auto* ops = op->add_subcommand("show", "GET an operation status");
   ops->add_option("id", t_.operation_id)->required();
   ops->add_option("--location,-l", t_.location, "Region of the operation")->capture_default_str();
-  ops->callback([&] { action = [&] { return OperationShow(); }; });
+  OnRun(ops, [this] { return OperationShow(); });
+}
 
+int Program::Run(int argc, char** argv) {
+  CLI::App app{"hcpctl: manage hosted OpenShift clusters through the ARM API of an hcprp frontend"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global options may also follow the subcommand
+  AddGlobalFlags(app);
+  AddSubscriptionCommands(app);
+  AddClusterCommands(app);
+  AddChildCommands(app, "nodepool", "Node pools of a cluster", "nodePools", true);
+  AddChildCommands(app, "externalauth", "External authentication providers of a cluster", "externalAuths",
+                   false);
+  AddOperationCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e, out_, err_) == 0 ? 0 : 2;
   }
-  if (!action) return 2;
+  if (!action_) return 2;
   if (!PrepareTls()) return 2;
-  return action();
+  return action_();
 }
 
 }  // namespace
