@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <set>
 
 #include "arm/documents.h"
@@ -159,172 +160,255 @@ Status CheckSimulatedAzure(clusterservice::Client& cs, const json::array& cluste
   return Status::Ok();
 }
 
-}  // namespace
+// The documents of one partition, read.
+struct Partition {
+  std::map<std::string, arm::ResourceDocument> resources;    // lower resource ID -> doc
+  std::map<std::string, arm::OperationDocument> operations;  // op id -> doc
+  std::map<std::string, std::vector<const arm::OperationDocument*>> ops_by_resource;  // lower resource ID
+};
 
-Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const Clock& clock,
-                        const CheckOptions& options) {
-  Report report;
-  auto add = [&](int inv, std::string subject, std::string message) {
-    report.violations.push_back({inv, std::move(subject), std::move(message)});
-  };
-  std::set<std::string> known_internal_ids;  // hrefs that some resource document points at
+// One run of the check: the report as it grows, and the internal IDs of every resource document.
+class Checker {
+ public:
+  Checker(store::Store& store, clusterservice::Client* cs, const Clock& clock, const CheckOptions& options)
+      : store_(store), cs_(options.check_cluster_service ? cs : nullptr), clock_(clock), options_(options) {}
 
-  std::string cont;
-  while (true) {
-    HCPRP_ASSIGN_OR_RETURN(auto parts, store.ListPartitions(store::kResources, 500, cont));
-    for (const auto& pdoc : parts.documents) {
-      const std::string pk = pdoc.partition_key.empty() ? pdoc.id : pdoc.partition_key;
-      ++report.partitions;
-      HCPRP_ASSIGN_OR_RETURN(auto docs, ReadPartition(store, pk));
-
-      std::map<std::string, arm::ResourceDocument> resources;    // lower resource ID -> doc
-      std::map<std::string, arm::OperationDocument> operations;  // op id -> doc
-      std::map<std::string, std::vector<const arm::OperationDocument*>> ops_by_resource;
-      for (const auto& d : docs) {
-        const std::string type = TypeOf(d.body);
-        if (IsResourceType(type)) {
-          auto r = arm::ResourceDocument::FromBody(d.body);
-          if (!r.ok()) {
-            add(1, d.id, "unreadable resource document: " + r.error().message());
-            continue;
-          }
-          ++report.resources;
-          if (!r->internal_id.empty()) known_internal_ids.insert(ToLower(r->internal_id));
-          std::string key = ToLower(r->resource_id);
-          resources.emplace(std::move(key), std::move(r).value());
-        } else if (type == arm::kOperationDocType) {
-          auto o = arm::OperationDocument::FromBody(d.id, d.body);
-          if (!o.ok()) {
-            add(3, d.id, "unreadable operation document: " + o.error().message());
-            continue;
-          }
-          ++report.operations;
-          operations.emplace(d.id, std::move(o).value());
-        }
+  Result<Report> Run() {
+    std::string cont;
+    while (true) {
+      HCPRP_ASSIGN_OR_RETURN(auto parts, store_.ListPartitions(store::kResources, 500, cont));
+      for (const auto& pdoc : parts.documents) {
+        HCPRP_RETURN_IF_ERROR(CheckPartition(pdoc.partition_key.empty() ? pdoc.id : pdoc.partition_key));
       }
-      for (const auto& [id, op] : operations) ops_by_resource[ToLower(op.external_id)].push_back(&op);
+      if (parts.continuation.empty()) break;
+      cont = parts.continuation;
+    }
+    if (cs_ != nullptr) {
+      HCPRP_ASSIGN_OR_RETURN(auto clusters, cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters"));
+      CheckServiceObjects(clusters);
+      HCPRP_RETURN_IF_ERROR(
+          CheckSimulatedAzure(*cs_, clusters, [&](std::string subject, std::string message) {
+            Add(Invariant::kNothingLeftInAzure, std::move(subject), std::move(message));
+          }));
+    }
+    return std::move(report_);
+  }
 
-      const auto now = clock.Now();
-      for (const auto& [id, op] : operations) {
-        const bool terminal = arm::IsTerminalState(op.status);
-        // 3: Failed and Canceled carry an error with code and message.
-        if ((op.status == arm::kStateFailed || op.status == arm::kStateCanceled) &&
-            (!op.error || op.error->code.empty() || op.error->message.empty())) {
-          add(3, id, "operation " + op.status + " without error code and message");
+ private:
+  void Add(Invariant invariant, std::string subject, std::string message) {
+    report_.violations.push_back({invariant, std::move(subject), std::move(message)});
+  }
+
+  Status CheckPartition(const std::string& pk) {
+    ++report_.partitions;
+    HCPRP_ASSIGN_OR_RETURN(auto docs, ReadPartition(store_, pk));
+    const Partition p = Classify(docs);
+    const TimePoint now = clock_.Now();
+    for (const auto& [id, op] : p.operations) CheckOperation(p, id, op, now);
+    for (const auto& [key, r] : p.resources) HCPRP_RETURN_IF_ERROR(CheckResource(p, key, r));
+    return Status::Ok();
+  }
+
+  // Reads the resource and operation documents of a partition (an unreadable one is a violation).
+  Partition Classify(const std::vector<store::Document>& docs) {
+    Partition p;
+    for (const auto& d : docs) {
+      const std::string type = TypeOf(d.body);
+      if (IsResourceType(type)) {
+        auto r = arm::ResourceDocument::FromBody(d.body);
+        if (!r.ok()) {
+          Add(Invariant::kOneActiveOperation, d.id, "unreadable resource document: " + r.error().message());
+          continue;
         }
-        // 4: nothing runs past its deadline.
-        if (!terminal) {
-          Duration limit = op.request == arm::OperationRequest::kDelete   ? Duration(options.delete_deadline)
-                           : op.request == arm::OperationRequest::kUpdate ? Duration(options.update_deadline)
-                                                                          : Duration(options.create_deadline);
-          if (now - op.start_time > limit + std::chrono::minutes(1)) {
-            add(4, id,
-                "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
-          } else if (options.stuck_after.count() > 0) {
-            TimePoint progress = std::max(op.start_time, op.last_transition_time);
-            auto r = resources.find(ToLower(op.external_id));
-            if (r != resources.end()) {
-              if (auto changed = LatestConditionChange(r->second)) progress = std::max(progress, *changed);
-            }
-            if (now - progress > options.stuck_after) {
-              add(4, id,
-                  "operation " + std::string(arm::OperationRequestName(op.request)) + " " + op.status +
-                      " is stuck: no change of its status or of its resource's conditions since " +
-                      FormatRfc3339(progress));
-            }
-          }
+        ++report_.resources;
+        if (!r->internal_id.empty()) known_internal_ids_.insert(ToLower(r->internal_id));
+        std::string key = ToLower(r->resource_id);
+        p.resources.emplace(std::move(key), std::move(r).value());
+      } else if (type == arm::kOperationDocType) {
+        auto o = arm::OperationDocument::FromBody(d.id, d.body);
+        if (!o.ok()) {
+          Add(Invariant::kOperationErrorsComplete, d.id,
+              "unreadable operation document: " + o.error().message());
+          continue;
         }
-        // 5: a succeeded delete leaves no resource document behind.
-        if (op.request == arm::OperationRequest::kDelete && op.status == arm::kStateSucceeded &&
-            resources.count(ToLower(op.external_id))) {
-          const auto& r = resources.at(ToLower(op.external_id));
-          if (r.active_operation_id.value_or("") == id || r.provisioning_state == arm::kStateDeleting) {
-            add(5, op.external_id, "delete operation " + id + " succeeded but the resource document remains");
-          }
-        }
+        ++report_.operations;
+        p.operations.emplace(d.id, std::move(o).value());
       }
+    }
+    for (const auto& [id, op] : p.operations) p.ops_by_resource[ToLower(op.external_id)].push_back(&op);
+    return p;
+  }
 
-      for (const auto& [key, r] : resources) {
-        std::vector<const arm::OperationDocument*> active;
-        const arm::OperationDocument* latest = nullptr;
-        for (const auto* op : ops_by_resource[key]) {
-          if (!arm::IsTerminalState(op->status)) active.push_back(op);
-          if (op->request == arm::OperationRequest::kCreate ||
-              op->request == arm::OperationRequest::kUpdate ||
-              op->request == arm::OperationRequest::kDelete) {
-            if (!latest || op->start_time > latest->start_time) latest = op;
-          }
-        }
-        // 1: at most one non-terminal operation, named by activeOperationId.
-        if (active.size() > 1)
-          add(1, r.resource_id, std::to_string(active.size()) + " non-terminal operations");
-        if (active.size() == 1 && r.active_operation_id.value_or("") != active[0]->id) {
-          add(1, r.resource_id,
-              "activeOperationId '" + r.active_operation_id.value_or("") +
-                  "' does not name the non-terminal operation " + active[0]->id);
-        }
-        if (active.empty() && r.active_operation_id) {
-          auto it = operations.find(*r.active_operation_id);
-          if (it != operations.end()) {
-            add(1, r.resource_id, "activeOperationId names terminal operation " + *r.active_operation_id);
-          }
-        }
-        // 2: provisioningState mirrors the latest PUT/PATCH/DELETE operation.
-        if (latest && latest->status != r.provisioning_state) {
-          add(2, r.resource_id,
-              "provisioningState " + r.provisioning_state + " but latest operation " + latest->id + " is " +
-                  latest->status);
-        }
-        // 6 (second half): a resource document points at an existing Cluster Service object.
-        if (cs && options.check_cluster_service && !r.internal_id.empty() &&
-            r.provisioning_state != arm::kStateDeleting) {
-          auto got = cs->Get(r.internal_id);
-          if (!got.ok() && got.error().IsNotFound()) {
-            add(6, r.resource_id, "points at missing Cluster Service object " + r.internal_id);
-          } else if (!got.ok()) {
-            return got.error();
-          }
+  void CheckOperation(const Partition& p, const std::string& id, const arm::OperationDocument& op,
+                      TimePoint now) {
+    if ((op.status == arm::kStateFailed || op.status == arm::kStateCanceled) &&
+        (!op.error || op.error->code.empty() || op.error->message.empty())) {
+      Add(Invariant::kOperationErrorsComplete, id,
+          "operation " + op.status + " without error code and message");
+    }
+    if (!arm::IsTerminalState(op.status)) CheckOperationProgress(p, id, op, now);
+    auto r = p.resources.find(ToLower(op.external_id));
+    if (op.request == arm::OperationRequest::kDelete && op.status == arm::kStateSucceeded &&
+        r != p.resources.end() &&
+        (r->second.active_operation_id.value_or("") == id ||
+         r->second.provisioning_state == arm::kStateDeleting)) {
+      Add(Invariant::kDeletedResourcesGo, op.external_id,
+          "delete operation " + id + " succeeded but the resource document remains");
+    }
+  }
+
+  // A non-terminal operation: within its deadline, and not stuck (no change of its status or of its
+  // resource's conditions for stuck_after).
+  void CheckOperationProgress(const Partition& p, const std::string& id, const arm::OperationDocument& op,
+                              TimePoint now) {
+    const Duration limit = op.request == arm::OperationRequest::kDelete ? Duration(options_.delete_deadline)
+                           : op.request == arm::OperationRequest::kUpdate
+                               ? Duration(options_.update_deadline)
+                               : Duration(options_.create_deadline);
+    if (now - op.start_time > limit + std::chrono::minutes(1)) {
+      Add(Invariant::kOperationsEnd, id,
+          "operation " + op.status + " since " + FormatRfc3339(op.start_time) + ", past its deadline");
+      return;
+    }
+    if (options_.stuck_after.count() <= 0) return;
+    TimePoint progress = std::max(op.start_time, op.last_transition_time);
+    auto r = p.resources.find(ToLower(op.external_id));
+    if (r != p.resources.end()) {
+      if (auto changed = LatestConditionChange(r->second)) progress = std::max(progress, *changed);
+    }
+    if (now - progress > options_.stuck_after) {
+      Add(Invariant::kOperationsEnd, id,
+          "operation " + std::string(arm::OperationRequestName(op.request)) + " " + op.status +
+              " is stuck: no change of its status or of its resource's conditions since " +
+              FormatRfc3339(progress));
+    }
+  }
+
+  Status CheckResource(const Partition& p, const std::string& key, const arm::ResourceDocument& r) {
+    std::vector<const arm::OperationDocument*> active;
+    const arm::OperationDocument* latest = nullptr;  // the latest PUT, PATCH or DELETE
+    if (auto ops = p.ops_by_resource.find(key); ops != p.ops_by_resource.end()) {
+      for (const auto* op : ops->second) {
+        if (!arm::IsTerminalState(op->status)) active.push_back(op);
+        if (op->request == arm::OperationRequest::kCreate || op->request == arm::OperationRequest::kUpdate ||
+            op->request == arm::OperationRequest::kDelete) {
+          if (!latest || op->start_time > latest->start_time) latest = op;
         }
       }
     }
-    if (parts.continuation.empty()) break;
-    cont = parts.continuation;
+    CheckActiveOperation(p, r, active);
+    if (latest && latest->status != r.provisioning_state) {
+      Add(Invariant::kProvisioningStateFollowsOperation, r.resource_id,
+          "provisioningState " + r.provisioning_state + " but latest operation " + latest->id + " is " +
+              latest->status);
+    }
+    // A resource document points at an existing Cluster Service object, unless it is being deleted.
+    if (cs_ != nullptr && !r.internal_id.empty() && r.provisioning_state != arm::kStateDeleting) {
+      auto got = cs_->Get(r.internal_id);
+      if (!got.ok() && got.error().IsNotFound()) {
+        Add(Invariant::kServiceObjectsMatchDocuments, r.resource_id,
+            "points at missing Cluster Service object " + r.internal_id);
+      } else if (!got.ok()) {
+        return got.error();
+      }
+    }
+    return Status::Ok();
   }
 
-  // 6 (first half): no Cluster Service object without a resource document, past the GC window.
-  if (cs && options.check_cluster_service) {
-    HCPRP_ASSIGN_OR_RETURN(auto clusters, cs->List(std::string(clusterservice::kApiPrefix) + "/clusters"));
+  // At most one non-terminal operation (`active`), named by activeOperationId.
+  void CheckActiveOperation(const Partition& p, const arm::ResourceDocument& r,
+                            const std::vector<const arm::OperationDocument*>& active) {
+    if (active.size() > 1) {
+      Add(Invariant::kOneActiveOperation, r.resource_id,
+          std::to_string(active.size()) + " non-terminal operations");
+    }
+    if (active.size() == 1 && r.active_operation_id.value_or("") != active[0]->id) {
+      Add(Invariant::kOneActiveOperation, r.resource_id,
+          "activeOperationId '" + r.active_operation_id.value_or("") +
+              "' does not name the non-terminal operation " + active[0]->id);
+    }
+    if (active.empty() && r.active_operation_id && p.operations.count(*r.active_operation_id)) {
+      Add(Invariant::kOneActiveOperation, r.resource_id,
+          "activeOperationId names terminal operation " + *r.active_operation_id);
+    }
+  }
+
+  // No Cluster Service cluster or node pool without a resource document, past the GC window.
+  void CheckServiceObjects(const json::array& clusters) {
     for (const auto& c : clusters) {
       const auto* obj = c.if_object();
       if (!obj) continue;
       std::vector<json::object> objects{*obj};
       const std::string href(GetString(*obj, "href").value_or(""));
-      auto pools = cs->List(href + "/node_pools");
+      auto pools = cs_->List(href + "/node_pools");
       if (pools.ok()) {
-        for (const auto& p : *pools) {
-          if (p.is_object()) objects.push_back(p.as_object());
+        for (const auto& pool : *pools) {
+          if (pool.is_object()) objects.push_back(pool.as_object());
         }
       }
       for (const auto& o : objects) {
-        ++report.service_objects;
+        ++report_.service_objects;
         const std::string h(GetString(o, "href").value_or(""));
-        if (known_internal_ids.count(ToLower(h))) continue;
+        if (known_internal_ids_.count(ToLower(h))) continue;
         auto created = ParseRfc3339(GetString(o, "creation_timestamp").value_or(""));
-        if (created.ok() && clock.Now() - *created < options.gc_window) continue;
-        add(6, h, "Cluster Service object has no resource document");
+        if (created.ok() && clock_.Now() - *created < options_.gc_window) continue;
+        Add(Invariant::kServiceObjectsMatchDocuments, h, "Cluster Service object has no resource document");
       }
     }
-    HCPRP_RETURN_IF_ERROR(CheckSimulatedAzure(*cs, clusters, [&](std::string subject, std::string message) {
-      add(9, std::move(subject), std::move(message));
-    }));
   }
-  return report;
+
+  store::Store& store_;
+  clusterservice::Client* const cs_;  // null: the Cluster Service's invariants are not checked
+  const Clock& clock_;
+  const CheckOptions& options_;
+  Report report_;
+  std::set<std::string> known_internal_ids_;  // lower hrefs that some resource document points at
+};
+
+constexpr InvariantInfo kInvariants[] = {
+    {Invariant::kOneActiveOperation, "one-active-operation",
+     "A resource has at most one non-terminal operation, and activeOperationId names it."},
+    {Invariant::kProvisioningStateFollowsOperation, "provisioning-state-follows-operation",
+     "A resource's provisioningState equals the status of its latest PUT/PATCH/DELETE operation."},
+    {Invariant::kOperationErrorsComplete, "operation-errors-complete",
+     "A terminal operation never changes; Failed and Canceled carry error{code,message}."},
+    {Invariant::kOperationsEnd, "operations-end",
+     "Every non-terminal operation reaches a terminal state before its deadline, making visible progress."},
+    {Invariant::kDeletedResourcesGo, "deleted-resources-go",
+     "A resource document disappears once its delete operation succeeded."},
+    {Invariant::kServiceObjectsMatchDocuments, "service-objects-match-documents",
+     "After the GC window no Cluster Service object lacks a resource document, and no resource document "
+     "points at a missing Cluster Service object unless it is being deleted."},
+    {Invariant::kNothingLeftInAzure, "nothing-left-in-azure",
+     "Every Azure resource the service created lies in the managed resource group of a live cluster and "
+     "belongs to a node pool the Cluster Service has, or was orphaned."},
+};
+
+const InvariantInfo& Info(Invariant invariant) {
+  for (const auto& i : kInvariants) {
+    if (i.invariant == invariant) return i;
+  }
+  return kInvariants[0];
+}
+
+}  // namespace
+
+std::span<const InvariantInfo> Invariants() { return kInvariants; }
+int InvariantNumber(Invariant invariant) { return static_cast<int>(invariant); }
+std::string_view InvariantName(Invariant invariant) { return Info(invariant).name; }
+std::string_view InvariantDescription(Invariant invariant) { return Info(invariant).description; }
+std::ostream& operator<<(std::ostream& out, Invariant invariant) { return out << InvariantNumber(invariant); }
+
+Result<Report> RunCheck(store::Store& store, clusterservice::Client* cs, const Clock& clock,
+                        const CheckOptions& options) {
+  return Checker(store, cs, clock, options).Run();
 }
 
 json::object ReportToJson(const Report& report) {
   json::array v;
   for (const auto& x : report.violations) {
-    v.push_back({{"invariant", x.invariant}, {"subject", x.subject}, {"message", x.message}});
+    v.push_back(
+        {{"invariant", InvariantNumber(x.invariant)}, {"subject", x.subject}, {"message", x.message}});
   }
   return {{"ok", report.ok()},
           {"partitions", report.partitions},

@@ -1,10 +1,13 @@
-// `hcprp check`: verifies the invariants of docs/architecture.md ("Invariants", 1-6) against a store
-// and a Cluster Service, for operators and for the end of every test that kills, faults or races
+// `hcprp check`: verifies the invariants of docs/architecture.md ("Invariants", 1-6 and 9) against a
+// store and a Cluster Service, for operators and for the end of every test that kills, faults or races
 // something.
 #pragma once
 
 #include <chrono>
+#include <iosfwd>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "clusterservice/client.h"
@@ -14,6 +17,31 @@
 
 namespace hcprp::check {
 
+// The invariants checked; each value is the invariant's number in docs/architecture.md.
+enum class Invariant {
+  kOneActiveOperation = 1,
+  kProvisioningStateFollowsOperation = 2,
+  kOperationErrorsComplete = 3,
+  kOperationsEnd = 4,
+  kDeletedResourcesGo = 5,
+  kServiceObjectsMatchDocuments = 6,
+  kNothingLeftInAzure = 9,
+};
+
+struct InvariantInfo {
+  Invariant invariant;
+  std::string_view name;         // "one-active-operation", ...
+  std::string_view description;  // what holds, in one sentence
+};
+
+// Every invariant checked, in number order.
+std::span<const InvariantInfo> Invariants();
+int InvariantNumber(Invariant invariant);
+std::string_view InvariantName(Invariant invariant);
+std::string_view InvariantDescription(Invariant invariant);
+// Writes the invariant's number (as `hcprp check` prints it).
+std::ostream& operator<<(std::ostream& out, Invariant invariant);
+
 struct CheckOptions {
   // Cluster Service objects without a resource document younger than this are not violations yet
   // (a create in flight, or garbage collection not yet due). Zero checks them all.
@@ -22,14 +50,14 @@ struct CheckOptions {
   std::chrono::minutes update_deadline{60};
   std::chrono::hours delete_deadline{12};
   // A non-terminal operation whose status and resource conditions have not changed for this long is
-  // reported as stuck (invariant 4) long before its deadline. Zero turns the report off.
+  // reported as stuck (kOperationsEnd) long before its deadline. Zero turns the report off.
   std::chrono::seconds stuck_after{600};
-  // When false, skips the invariants that need the Cluster Service (5 and 6).
+  // When false, skips the invariants that need the Cluster Service (6 and 9).
   bool check_cluster_service = true;
 };
 
 struct Violation {
-  int invariant = 0;    // 1..6, 9
+  Invariant invariant = Invariant::kOneActiveOperation;
   std::string subject;  // resource ID, operation ID or Cluster Service href
   std::string message;
 };
@@ -45,9 +73,8 @@ struct Report {
 
 // Reads every partition of the resources container (and, unless disabled, every Cluster Service
 // cluster and node pool and, when the Cluster Service is the simulator, its simulated Azure) and
-// reports what breaks an invariant. Invariant 9: every Azure resource the service created (not the
-// customer's) lies in the managed resource group of a cluster the Cluster Service still has. Errors reading
-// the store or the Cluster Service are returned as errors, not violations.
+// reports what breaks an invariant. Errors reading the store or the Cluster Service are returned as
+// errors, not violations.
 Result<Report> RunCheck(store::Store& store, clusterservice::Client* cluster_service, const Clock& clock,
                         const CheckOptions& options);
 

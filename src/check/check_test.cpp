@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
+#include <sstream>
 
 #include "arm/documents.h"
 #include "core/time.h"
@@ -117,7 +119,7 @@ TEST_F(CheckTest, AnOperationWithoutProgressIsStuckLongBeforeItsDeadline) {
   clock_.Advance(2min);
   auto v = Run(nullptr);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].invariant, 4);
+  EXPECT_EQ(v[0].invariant, Invariant::kOperationsEnd);
   EXPECT_EQ(v[0].subject, "op1");
   EXPECT_NE(v[0].message.find("stuck"), std::string::npos) << v[0].message;
   CheckOptions off;
@@ -150,7 +152,7 @@ TEST_F(CheckTest, ManagedResourceGroupOfNoClusterIsALeak) {
   PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
   auto v = Run(&cs);
   ASSERT_EQ(v.size(), 1u);
-  EXPECT_EQ(v[0].invariant, 9);
+  EXPECT_EQ(v[0].invariant, Invariant::kNothingLeftInAzure);
   EXPECT_EQ(v[0].subject, ToLower(gone));
   EXPECT_NE(v[0].message.find("3 Azure resource"), std::string::npos) << v[0].message;
 
@@ -187,11 +189,42 @@ TEST_F(CheckTest, MachinesOfADeletedNodePoolNotOrphanedAreALeak) {
   PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
   std::vector<Violation> v;
   for (auto& x : Run(&cs)) {
-    if (x.invariant == 9) v.push_back(std::move(x));  // (the live pool has no resource document: 6)
+    if (x.invariant == Invariant::kNothingLeftInAzure)
+      v.push_back(std::move(x));  // (the live pool has no resource document: 6)
   }
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].subject, std::string(kHref) + "/node_pools/gone");
   EXPECT_NE(v[0].message.find("3 Azure resource"), std::string::npos) << v[0].message;
+}
+
+// Every invariant has its documented number, a name and a description, once.
+TEST(InvariantTest, TheTableNamesEachInvariantOnceInNumberOrder) {
+  std::set<std::string_view> names;
+  int last = 0;
+  for (const auto& i : Invariants()) {
+    EXPECT_GT(InvariantNumber(i.invariant), last) << i.name;
+    last = InvariantNumber(i.invariant);
+    EXPECT_TRUE(names.insert(i.name).second) << i.name;
+    EXPECT_EQ(InvariantName(i.invariant), i.name);
+    EXPECT_FALSE(InvariantDescription(i.invariant).empty()) << i.name;
+  }
+  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(InvariantNumber(Invariant::kOneActiveOperation), 1);
+  EXPECT_EQ(InvariantNumber(Invariant::kOperationsEnd), 4);
+  EXPECT_EQ(InvariantNumber(Invariant::kServiceObjectsMatchDocuments), 6);
+  EXPECT_EQ(InvariantNumber(Invariant::kNothingLeftInAzure), 9);
+  EXPECT_EQ(InvariantName(Invariant::kNothingLeftInAzure), "nothing-left-in-azure");
+}
+
+// Reports show an invariant by its number, as before the invariants had names.
+TEST(InvariantTest, ReportsShowTheNumber) {
+  std::ostringstream out;
+  out << Invariant::kDeletedResourcesGo;
+  EXPECT_EQ(out.str(), "5");
+  Report report;
+  report.violations.push_back({Invariant::kProvisioningStateFollowsOperation, "/r", "m"});
+  const json::object j = ReportToJson(report);
+  EXPECT_EQ(ToJson(*GetArray(j, "violations")), R"([{"invariant":2,"subject":"/r","message":"m"}])");
 }
 
 }  // namespace

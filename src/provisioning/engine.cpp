@@ -36,6 +36,21 @@ json::object EngineMetrics::ToJson() const {
                       {"transitions", transitions}};
 }
 
+EngineMetrics& EngineMetrics::operator+=(const EngineMetrics& other) {
+  reconciles += other.reconciles;
+  calls += other.calls;
+  futures_stored += other.futures_stored;
+  completed_within_timeout += other.completed_within_timeout;
+  throttled += other.throttled;
+  failures += other.failures;
+  credential_failures += other.credential_failures;
+  orphaned_machines += other.orphaned_machines;
+  orphaned_control_planes += other.orphaned_control_planes;
+  first_party_group_deletions += other.first_party_group_deletions;
+  transitions += other.transitions;
+  return *this;
+}
+
 Engine::Engine(const EngineOptions& options) : options_(options) {}
 
 Engine::~Engine() { Stop(); }
@@ -172,7 +187,7 @@ void Engine::Apply(std::vector<Pending>& out) {
   out.clear();
 }
 
-Engine::Unit Engine::MakeControlPlaneLocked(const Obj& cluster) {
+Unit Engine::MakeControlPlaneLocked(const Obj& cluster) {
   Unit u;
   u.key = cluster.href + "#controlplane";
   u.owner = cluster.href;
@@ -180,19 +195,19 @@ Engine::Unit Engine::MakeControlPlaneLocked(const Obj& cluster) {
   u.name = "controlplane";
   u.control_plane = true;
   const std::string p = cluster.mrg_id + "/providers/";
-  u.svcs.push_back(Svc{ResourceType::kResourceGroup, cluster.mrg_id, std::string(kFirstParty)});
-  u.svcs.push_back(Svc{ResourceType::kPublicIp, p + "Microsoft.Network/publicIPAddresses/kube-apiserver-pip",
-                       cluster.caller});
-  u.svcs.push_back(
-      Svc{ResourceType::kLoadBalancer, p + "Microsoft.Network/loadBalancers/kube-apiserver", cluster.caller});
-  u.svcs.push_back(
-      Svc{ResourceType::kRoleAssignment,
-          p + "Microsoft.Authorization/roleAssignments/" + UuidV5(kRoleNamespace, cluster.href + "#cp"),
-          cluster.caller});
+  u.svcs.push_back(UnitService{ResourceType::kResourceGroup, cluster.mrg_id, std::string(kFirstParty)});
+  u.svcs.push_back(UnitService{ResourceType::kPublicIp,
+                               p + "Microsoft.Network/publicIPAddresses/kube-apiserver-pip", cluster.caller});
+  u.svcs.push_back(UnitService{ResourceType::kLoadBalancer,
+                               p + "Microsoft.Network/loadBalancers/kube-apiserver", cluster.caller});
+  u.svcs.push_back(UnitService{
+      ResourceType::kRoleAssignment,
+      p + "Microsoft.Authorization/roleAssignments/" + UuidV5(kRoleNamespace, cluster.href + "#cp"),
+      cluster.caller});
   return u;
 }
 
-Engine::Unit Engine::MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index) {
+Unit Engine::MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t index) {
   Unit u;
   u.name = pool.name + "-" + std::to_string(index);
   u.key = pool.href + "#" + u.name;
@@ -223,7 +238,7 @@ Engine::Unit Engine::MakeMachineLocked(const Obj& pool, const Obj& cluster, int6
         id = vm + "/extensions/node-bootstrap";
         break;
     }
-    u.svcs.push_back(Svc{t, id, cluster.caller});
+    u.svcs.push_back(UnitService{t, id, cluster.caller});
   }
   return u;
 }
@@ -419,9 +434,11 @@ json::object Engine::UnitJsonLocked(const Unit& u) const {
     if (!s.err_message.empty())
       j["error"] = json::object{{"status", s.err_status}, {"code", s.err_code}, {"message", s.err_message}};
     svcs.push_back(std::move(j));
-    if (s.fut_stored) {
-      futures.push_back(json::object{
-          {"type", s.fut_type}, {"serviceName", ShortName(s.type)}, {"name", s.id}, {"data", s.fut_token}});
+    if (s.pending && s.pending->stored) {
+      futures.push_back(json::object{{"type", AzureOpKindName(s.pending->kind)},
+                                     {"serviceName", ShortName(s.type)},
+                                     {"name", s.id},
+                                     {"data", s.pending->token}});
     }
   }
   return json::object{{"name", u.name},

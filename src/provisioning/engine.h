@@ -46,6 +46,10 @@
 
 namespace hcprp::provisioning {
 
+struct Unit;         // unit.h
+struct UnitService;  // unit.h
+struct UnitPass;     // unit_step.h
+
 // Where the engine pushes Cluster Service state changes: Service::Transition in the simulator.
 // Called without any engine lock held; the sink may call back into Provisioner::Next().
 class StateSink {
@@ -110,6 +114,8 @@ struct EngineMetrics {
   int64_t first_party_group_deletions = 0;
   int64_t transitions = 0;
   json::object ToJson() const;
+  // Adds every counter of `other`.
+  EngineMetrics& operator+=(const EngineMetrics& other);
 };
 
 // Thread-safe.
@@ -154,8 +160,6 @@ class Engine final : public simulator::Provisioner {
   size_t DeleteUnannounced();
 
  private:
-  struct Svc;
-  struct Unit;
   struct Obj;
   struct Pending;  // transitions to apply outside the lock
   explicit Engine(const EngineOptions& options);
@@ -190,7 +194,22 @@ class Engine final : public simulator::Provisioner {
   void EncodeTouchedUnitsLocked() HCPRP_REQUIRES(mu_);
 
   void EnqueueLocked(const std::string& key, TimePoint at) HCPRP_REQUIRES(mu_);
+  // One reconcile of a unit: BeginUnitPass reads it, the steps of unit_step.h call Azure, and
+  // CommitUnitPass stores what they leave (`original`: the services as read) and queues what follows.
   void ReconcileUnit(const std::string& unit_key);
+  std::optional<UnitPass> BeginUnitPass(const std::string& unit_key);
+  void CommitUnitPass(const std::string& unit_key, const std::vector<UnitService>& original, UnitPass pass,
+                      TimePoint now);
+  // Moves u's services into `stored` (the engine's unit) and marks it changed: with `doc` (u encoded)
+  // when u's other fields are still the engine's, else to be encoded again.
+  void StoreUnitLocked(const std::string& unit_key, Unit& u, std::string doc, Unit& stored)
+      HCPRP_REQUIRES(mu_);
+  // What the pass saw of the cluster's credentials; true when that changed them.
+  bool CommitCredentialsLocked(const UnitPass& pass, TimePoint now) HCPRP_REQUIRES(mu_);
+  // Queues the roll-up of `owner` after a change of `unit` (the engine's): at once when it finishes the
+  // owner or changed the credentials, else after rollup_interval.
+  void EnqueueRollUpLocked(const Unit& unit, const std::string& owner, bool creds_changed, TimePoint now)
+      HCPRP_REQUIRES(mu_);
   void ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   // The object `href` of a queue key, when the engine still has it: reconciled, and marked changed.
   void ReconcileHrefLocked(const std::string& href, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);

@@ -1,5 +1,6 @@
-// What the provisioning engine's source files share: its private records (objects, units, services,
-// pending transitions) and small helpers. Private to the engine (engine.h is its interface).
+// What the provisioning engine's source files share: its private records (objects, pending transitions,
+// commit batches; the units' are in unit.h) and small helpers. Private to the engine (engine.h is its
+// interface).
 #pragma once
 
 #include <algorithm>
@@ -11,40 +12,11 @@
 
 #include "core/time.h"
 #include "provisioning/engine.h"
+#include "provisioning/unit.h"
 
 namespace hcprp::provisioning {
 
 using simulator::Operation;
-
-enum class SvcState { kPending, kCreating, kReady, kFailed, kDeleting, kDeleted, kDeletionFailed };
-
-inline std::string_view SvcStateName(SvcState s) {
-  switch (s) {
-    case SvcState::kPending:
-      return "Pending";
-    case SvcState::kCreating:
-      return "Creating";
-    case SvcState::kReady:
-      return "Ready";
-    case SvcState::kFailed:
-      return "Failed";
-    case SvcState::kDeleting:
-      return "Deleting";
-    case SvcState::kDeleted:
-      return "Deleted";
-    case SvcState::kDeletionFailed:
-      return "DeletionFailed";
-  }
-  return "Pending";
-}
-
-inline SvcState ParseSvcState(std::string_view s) {
-  for (SvcState v : {SvcState::kPending, SvcState::kCreating, SvcState::kReady, SvcState::kFailed,
-                     SvcState::kDeleting, SvcState::kDeleted, SvcState::kDeletionFailed}) {
-    if (SvcStateName(v) == s) return v;
-  }
-  return SvcState::kPending;
-}
 
 inline std::string LastSegment(std::string_view href) {
   size_t p = href.rfind('/');
@@ -81,53 +53,6 @@ std::vector<std::string> TakeStepPoints();
 // the Cluster Service.
 constexpr size_t kGroupCommitSize = 1024;
 constexpr auto kGroupCommitInterval = std::chrono::milliseconds(20);
-
-struct Engine::Svc {
-  ResourceType type = ResourceType::kPublicIp;
-  std::string id;
-  std::string caller;
-  SvcState state = SvcState::kPending;
-  std::string fut_type;  // "create", "delete" or ""
-  std::string fut_token;
-  bool fut_stored = false;  // the operation outlived the client timeout
-  int attempts = 0;
-  int err_status = 0;
-  std::string err_code, err_message;
-  bool orphaned = false;  // deletion skipped (invalid credentials)
-  TimePoint since{};
-
-  bool operator==(const Svc&) const = default;
-};
-
-struct Engine::Unit {
-  std::string key;
-  std::string owner;    // the node pool's or cluster's href
-  std::string cluster;  // the cluster's href
-  std::string name;
-  int64_t index = 0;
-  bool control_plane = false;
-  bool deleting = false;
-  bool orphaned = false;
-  std::vector<Svc> svcs;
-
-  bool Done() const {
-    if (orphaned) return deleting;
-    for (const auto& s : svcs) {
-      if (deleting ? s.state != SvcState::kDeleted : s.state != SvcState::kReady) return false;
-    }
-    return true;
-  }
-  bool AnyFailed(std::string* code, std::string* message) const {
-    for (const auto& s : svcs) {
-      if (s.state == SvcState::kFailed || s.state == SvcState::kDeletionFailed) {
-        *code = s.err_code;
-        *message = std::string(ShortName(s.type)) + " " + s.id + ": " + s.err_message;
-        return true;
-      }
-    }
-    return false;
-  }
-};
 
 struct Engine::Obj {
   std::string href, kind, cluster, name;

@@ -89,9 +89,9 @@ std::string Engine::EncodeObj(const Obj& o) {
 }
 
 std::string Engine::EncodeUnit(const Unit& u) {
-  const bool one_caller = !u.svcs.empty() && std::all_of(u.svcs.begin(), u.svcs.end(), [&](const Svc& s) {
-    return s.caller == u.svcs.front().caller;
-  });
+  const bool one_caller =
+      !u.svcs.empty() && std::all_of(u.svcs.begin(), u.svcs.end(),
+                                     [&](const UnitService& s) { return s.caller == u.svcs.front().caller; });
   // The resource group every service's ID is in, when they share one.
   std::string_view base = u.svcs.empty() ? std::string_view() : BaseOf(u.svcs.front().id);
   for (const auto& s : u.svcs) {
@@ -127,7 +127,8 @@ std::string Engine::EncodeUnit(const Unit& u) {
     w.Member("state", SvcStateName(s.state));
     // An operation awaited within the client timeout is not a stored future: after a restart it is
     // found again by reading the resource (PUT/DELETE adopt the running operation).
-    if (s.fut_stored) w.Member("fut_type", s.fut_type).Member("fut_token", s.fut_token);
+    if (s.pending && s.pending->stored)
+      w.Member("fut_type", AzureOpKindName(s.pending->kind)).Member("fut_token", s.pending->token);
     if (s.attempts != 0) w.Member("attempts", s.attempts);
     if (s.err_status != 0) w.Member("err_status", s.err_status);
     if (!s.err_code.empty()) w.Member("err_code", s.err_code);
@@ -426,14 +427,13 @@ Status Engine::LoadDocs(const json::object& root) {
         for (const auto& sv : *svcs) {
           if (!sv.is_object()) continue;
           const json::object& s = sv.as_object();
-          Svc x;
+          UnitService x;
           x.type = static_cast<ResourceType>(GetInt(s, "type").value_or(0));
           x.id = s.contains("rid") ? base + str(s, "rid") : str(s, "id");
           x.caller = s.contains("caller") ? str(s, "caller") : str(j, "caller");
           x.state = ParseSvcState(str(s, "state"));
-          x.fut_type = str(s, "fut_type");
-          x.fut_token = str(s, "fut_token");
-          x.fut_stored = !x.fut_type.empty();
+          if (auto kind = ParseAzureOpKind(str(s, "fut_type")))
+            x.pending = PendingAzureOp{*kind, str(s, "fut_token"), /*stored=*/true};
           x.attempts = static_cast<int>(GetInt(s, "attempts").value_or(0));
           x.err_status = static_cast<int>(GetInt(s, "err_status").value_or(0));
           x.err_code = str(s, "err_code");

@@ -732,6 +732,46 @@ TEST(EngineStateTest, FullDocumentsOfAnOlderVersionStillLoad) {
   std::filesystem::remove_all(dir);
 }
 
+// A stored future is persisted as {"fut_type": "create"|"delete", "fut_token": ...}: documents written
+// so load with the future they hold, and anything else in fut_type is no future.
+TEST(EngineStateTest, StoredFuturesLoadFromTheirPersistedForm) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  auto db = simulator::StateDb::Open(dir);
+  ASSERT_TRUE(db.ok()) << db.error().ToString();
+  simulator::StateBatch batch;
+  batch.Put("engine.object", "/c/1",
+            R"({"href":"/c/1","kind":"Cluster","cluster":"/c/1","name":"c1","op":"create",)"
+            R"("cs_state":"installing","sub":"s","machines":[]})");
+  batch.Put("engine.object", "/c/1/node_pools/p",
+            R"({"href":"/c/1/node_pools/p","kind":"NodePool","cluster":"/c/1","name":"p","op":"create",)"
+            R"("cs_state":"installing","desired":1,"machines":["/c/1/node_pools/p#p-0"],"next_index":1})");
+  batch.Put("engine.unit", "/c/1/node_pools/p#p-0",
+            R"({"key":"/c/1/node_pools/p#p-0","caller":"/id","base":"/subscriptions/s/resourceGroups/m",)"
+            R"("svcs":[{"type":6,"rid":"/pip","state":"Creating","fut_type":"create","fut_token":"t-1"},)"
+            R"({"type":7,"rid":"/nic","state":"Deleting","fut_type":"delete","fut_token":"t-2"},)"
+            R"({"type":8,"rid":"/disk","state":"Pending","fut_type":"poll","fut_token":"t-3"}]})");
+  ASSERT_TRUE((*db)->Commit(batch).ok());
+  FakeClock clock;
+  std::unique_ptr<SimulatedAzure> azure;
+  auto e = OpenOn(db->get(), clock, LatencyProfile::kDemo, azure);
+  ASSERT_TRUE(e.ok()) << e.error().ToString();
+  auto view = (*e)->ClusterView("/c/1");
+  ASSERT_TRUE(view.ok()) << view.error().ToString();
+  const json::array* pools = GetArray(*view, "node_pools");
+  ASSERT_TRUE(pools && pools->size() == 1u) << ToJson(*view);
+  const json::array* machines = GetArray(pools->front().as_object(), "machines");
+  ASSERT_TRUE(machines && machines->size() == 1u) << ToJson(*view);
+  const json::array* futures = GetArray(machines->front().as_object(), "longRunningOperationStates");
+  ASSERT_TRUE(futures && futures->size() == 2u) << ToJson(*view);
+  EXPECT_EQ(
+      ToJson((*futures)[0]),
+      R"({"type":"create","serviceName":"publicIP","name":"/subscriptions/s/resourceGroups/m/pip","data":"t-1"})");
+  EXPECT_EQ(
+      ToJson((*futures)[1]),
+      R"({"type":"delete","serviceName":"networkInterface","name":"/subscriptions/s/resourceGroups/m/nic","data":"t-2"})");
+  std::filesystem::remove_all(dir);
+}
+
 // A stored object that names a unit the state does not hold fails the start, naming both.
 TEST(EngineStateTest, AnObjectNamingAMissingUnitIsAnErrorAtLoad) {
   const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();

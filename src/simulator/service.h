@@ -108,6 +108,8 @@ class Service {
   Status Load();
 
   http::Response HandleApi(const http::Request& req, std::string_view path, std::string_view query);
+  // The control API (service_control.cpp): a route table and its handlers.
+  struct ControlApi;
   http::Response HandleControl(const http::Request& req, std::string_view path);
 
   // Collections and objects.
