@@ -17,7 +17,7 @@ json::value Parse(std::string_view text) {
 
 const json::value* At(const json::value& v, std::string_view pointer) { return FindPointer(v, pointer); }
 
-TEST(ServiceValues, LocationIsTheServicesWhateverTheBodySays) {
+TEST(RequestServiceValues, LocationIsTheServicesWhateverTheBodySays) {
   json::value body = Parse(R"({"location":"elsewhere","properties":{}})");
   ApplyServiceValues(Kind::kCluster, ServiceValues{.location = "eastus"}, body);
   EXPECT_EQ(json::serialize(*At(body, "/location")), R"("eastus")");
@@ -27,13 +27,13 @@ TEST(ServiceValues, LocationIsTheServicesWhateverTheBodySays) {
   EXPECT_EQ(json::serialize(*At(absent, "/location")), R"("eastus")");
 }
 
-TEST(ServiceValues, LocationOfTheWrongTypeIsLeftForTheSchema) {
+TEST(RequestServiceValues, LocationOfTheWrongTypeIsLeftForTheSchema) {
   json::value body = Parse(R"({"location":5})");
   ApplyServiceValues(Kind::kCluster, ServiceValues{.location = "eastus"}, body);
   EXPECT_EQ(json::serialize(body), R"({"location":5})");
 }
 
-TEST(ServiceValues, ExternalAuthsAndEmptyLocationsGetNoLocation) {
+TEST(RequestServiceValues, ExternalAuthsAndEmptyLocationsGetNoLocation) {
   json::value auth = Parse(R"({"properties":{}})");
   ApplyServiceValues(Kind::kExternalAuth, ServiceValues{.location = "eastus"}, auth);
   EXPECT_EQ(At(auth, "/location"), nullptr);
@@ -43,7 +43,7 @@ TEST(ServiceValues, ExternalAuthsAndEmptyLocationsGetNoLocation) {
   EXPECT_EQ(json::serialize(cluster), R"({"location":"westus"})");
 }
 
-TEST(ServiceValues, ManagedResourceGroupFilledWhenAbsentNullOrEmpty) {
+TEST(RequestServiceValues, ManagedResourceGroupFilledWhenAbsentNullOrEmpty) {
   ServiceValues values{.managed_resource_group = [] { return std::string("arohcp-made"); }};
   for (std::string_view text :
        {R"({"properties":{"platform":{}}})", R"({"properties":{"platform":{"managedResourceGroup":null}}})",
@@ -56,7 +56,7 @@ TEST(ServiceValues, ManagedResourceGroupFilledWhenAbsentNullOrEmpty) {
   }
 }
 
-TEST(ServiceValues, ManagedResourceGroupGivenIsKeptAndNotMade) {
+TEST(RequestServiceValues, ManagedResourceGroupGivenIsKeptAndNotMade) {
   int made = 0;
   ServiceValues values{.managed_resource_group = [&made] {
     ++made;
@@ -76,19 +76,19 @@ TEST(ServiceValues, ManagedResourceGroupGivenIsKeptAndNotMade) {
   EXPECT_EQ(made, 0);
 }
 
-TEST(ServiceValues, NonObjectBodyIsLeftForTheDecode) {
+TEST(RequestServiceValues, NonObjectBodyIsLeftForTheDecode) {
   json::value body = Parse("[1]");
   ApplyServiceValues(Kind::kCluster, ServiceValues{.location = "eastus"}, body);
   EXPECT_EQ(json::serialize(body), "[1]");
 }
 
-TEST(ServiceValues, ManagedResourceGroupNameKeepsAtMost45CharactersOfTheName) {
+TEST(RequestServiceValues, ManagedResourceGroupNameKeepsAtMost45CharactersOfTheName) {
   EXPECT_EQ(ManagedResourceGroupName("demo", "u-u"), "arohcp-demo-u-u");
   const std::string long_name(54, 'a');
   EXPECT_EQ(ManagedResourceGroupName(long_name, "u"), "arohcp-" + std::string(45, 'a') + "-u");
 }
 
-TEST(ServiceValues, SystemDataCompletedWhereArmSentNothing) {
+TEST(RequestServiceValues, SystemDataCompletedWhereArmSentNothing) {
   auto now = ParseRfc3339("2026-01-02T03:04:05Z");
   ASSERT_TRUE(now.ok());
   auto filled = CompleteSystemData(std::nullopt, *now);
