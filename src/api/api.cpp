@@ -1,10 +1,10 @@
 #include "api/api.h"
 
-#include <functional>
 #include <set>
 #include <tuple>
 
 #include "api/conversion.h"
+#include "api/defaults.h"
 #include "api/schema.h"
 #include "api/semantic.h"
 
@@ -14,46 +14,6 @@ namespace {
 enum class Op { kCreate, kReplace, kPatch };
 
 constexpr int kStorageSchema = 1;
-
-// Optional objects that a create fills with their defaults when the body leaves them out, so that
-// a read shows the values in effect (network CIDRs, API visibility, ...).
-std::vector<std::vector<std::string_view>> MaterializedObjects(Kind kind) {
-  switch (kind) {
-    case Kind::kCluster:
-      return {{"properties", "network"},
-              {"properties", "api"},
-              {"properties", "ingress"},
-              {"properties", "clusterImageRegistry"}};
-    case Kind::kNodePool:
-      return {{"properties", "platform", "osDisk"}};
-    case Kind::kExternalAuth:
-      return {};
-  }
-  return {};
-}
-
-void Materialize(Kind kind, json::object& body) {
-  for (const auto& path : MaterializedObjects(kind)) {
-    json::object* cur = &body;
-    for (auto key : path) {
-      json::value& next = (*cur)[key];
-      if (next.is_null()) next = json::object();
-      cur = next.if_object();
-      if (cur == nullptr) break;
-    }
-  }
-}
-
-// Fills defaults the spec states in prose instead of `default:`.
-void ProseDefaults(Kind kind, json::object& body) {
-  if (kind == Kind::kExternalAuth) return;
-  auto props = body.find("properties");
-  if (props == body.end() || !props->value().is_object()) return;
-  auto v = props->value().get_object().find("version");
-  if (v == props->value().get_object().end() || !v->value().is_object()) return;
-  json::object& vo = v->value().get_object();
-  if (!vo.contains("channelGroup")) vo["channelGroup"] = "stable";
-}
 
 // The cluster's version.id is create-only in 2024-06-10-preview's document, yet the real service
 // upgrades a cluster whatever api-version asks for it (the version rules do not depend on it), so
@@ -92,140 +52,176 @@ ValidationErrors Fail(std::vector<FieldError> errors) {
   return ValidationErrors{std::move(errors)};
 }
 
-void CheckProvisioningState(Op op, const json::value& body, const DecodeOptions& options,
-                            std::vector<FieldError>& out) {
+// One decode as it passes through the phases of Decode: what the request says, and the problems
+// found so far (every phase appends; none stops at the first problem).
+struct DecodeRun {
+  Op op;
+  std::string_view api_version;
+  Kind kind;
+  const Resource* existing;  // replace and patch; nullptr on a create
+  const DecodeOptions& options;
+  const SchemaSet* wire_schemas = nullptr;  // the request's api-version, set by CheckRequest
+  std::vector<FieldError> errors;
+  // A create-only change the wire check reported: the canonical check would report it again.
+  bool create_only_broken = false;
+  json::object existing_body;  // the canonical body of `existing`, set by TakeOverExisting
+};
+
+void CheckProvisioningState(DecodeRun& run, const json::value& body) {
   const json::value* state = FindPointer(body, "/properties/provisioningState");
   if (state == nullptr || state->is_null()) return;
   // A GET body sent back carries the current state: that is ignored; any other value (and any
   // value on a create) is refused, as the real service refuses a change of an immutable field.
-  if (op != Op::kCreate && options.current_provisioning_state && state->is_string() &&
-      state->get_string() == *options.current_provisioning_state) {
+  if (run.op != Op::kCreate && run.options.current_provisioning_state && state->is_string() &&
+      state->get_string() == *run.options.current_provisioning_state) {
     return;
   }
-  out.push_back(FieldError{std::string(kInvalidRequestContent), "Forbidden: field is immutable",
-                           "properties.provisioningState"});
+  run.errors.push_back(FieldError{std::string(kInvalidRequestContent), "Forbidden: field is immutable",
+                                  "properties.provisioningState"});
 }
 
-Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json::value body,
-                           const Resource* existing, const DecodeOptions& options) {
-  std::vector<FieldError> errors;
-  const SchemaSet* wire_schemas = SchemaSet::ForVersion(api_version);
-  const SchemaSet* stable = SchemaSet::ForVersion(kStableVersion);
-  if (wire_schemas == nullptr) {
-    errors.push_back(FieldError{std::string(kInvalidApiVersion),
-                                "api-version '" + std::string(api_version) + "' is not supported",
-                                "api-version"});
-    return Fail(std::move(errors));
+// Phase 1: what is checked before the body's schema (the api-version, the name, the body's type,
+// provisioningState). False when the decode cannot go on.
+bool CheckRequest(DecodeRun& run, const json::value& body) {
+  run.wire_schemas = SchemaSet::ForVersion(run.api_version);
+  if (run.wire_schemas == nullptr) {
+    run.errors.push_back(FieldError{std::string(kInvalidApiVersion),
+                                    "api-version '" + std::string(run.api_version) + "' is not supported",
+                                    "api-version"});
+    return false;
   }
-  if (existing != nullptr && existing->kind != kind) {
-    errors.push_back(
+  if (run.existing != nullptr && run.existing->kind != run.kind) {
+    run.errors.push_back(
         FieldError{std::string(kInternalServerError), "existing resource is of another kind", ""});
-    return Fail(std::move(errors));
+    return false;
   }
-  if (!options.name.empty()) CheckResourceName(*wire_schemas, kind, options.name, errors);
+  if (!run.options.name.empty()) CheckResourceName(*run.wire_schemas, run.kind, run.options.name, run.errors);
   if (!body.is_object()) {
-    errors.push_back(FieldError{std::string(kInvalidRequestContent), "the body must be a JSON object", ""});
-    return Fail(std::move(errors));
+    run.errors.push_back(
+        FieldError{std::string(kInvalidRequestContent), "the body must be a JSON object", ""});
+    return false;
   }
-  const std::string_view definition = DefinitionName(kind);
-  CheckProvisioningState(op, body, options, errors);
+  CheckProvisioningState(run, body);
+  return true;
+}
 
+// Phase 2: the body against the schema of its api-version, read-only members removed. A PATCH is
+// checked against the update schema, then applied to the existing resource and the result checked
+// as a PUT body. Nullopt when a PATCH body is refused (its result would only repeat the problems).
+std::optional<json::value> ValidateWire(DecodeRun& run, json::value body) {
+  const SchemaSet& schemas = *run.wire_schemas;
+  const std::string_view definition = DefinitionName(run.kind);
   json::value wire;
-  if (op == Op::kPatch) {
-    // provisioningState is not part of the PATCH schema; it was checked above and is dropped here.
+  if (run.op == Op::kPatch) {
+    // provisioningState is not part of the PATCH schema; CheckRequest checked it and it is dropped.
     json::value patch = std::move(body);
     if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
       props->get_object().erase("provisioningState");
     }
-    size_t before = errors.size();
-    wire_schemas->Validate(UpdateDefinitionName(kind), patch, SchemaMode::kPatch, errors);
-    if (errors.size() != before) return Fail(std::move(errors));
-    wire_schemas->StripReadOnly(UpdateDefinitionName(kind), patch);
-    wire = CanonicalToWire(*wire_schemas, kind, BodyOf(*existing, false));
+    size_t before = run.errors.size();
+    schemas.Validate(UpdateDefinitionName(run.kind), patch, SchemaMode::kPatch, run.errors);
+    if (run.errors.size() != before) return std::nullopt;
+    schemas.StripReadOnly(UpdateDefinitionName(run.kind), patch);
+    wire = CanonicalToWire(schemas, run.kind, BodyOf(*run.existing, false));
     MergePatch(wire, patch);
-    wire_schemas->Validate(definition, wire, SchemaMode::kRequest, errors);
   } else {
     wire = std::move(body);
-    wire_schemas->Validate(definition, wire, SchemaMode::kRequest, errors);
   }
-  wire_schemas->StripReadOnly(definition, wire);
-  // Create-only is what the request's api-version says (etcd, for one, is create-only before
-  // 2026-06-30-preview and updatable from then on); compare with the existing resource as that
-  // version shows it. Create-only members the body leaves out keep their value.
-  size_t before_create_only = errors.size();
-  if (existing != nullptr) {
-    json::value existing_wire = CanonicalToWire(*wire_schemas, kind, BodyOf(*existing, false));
-    wire_schemas->FillCreateOnly(definition, wire, existing_wire);
-    json::value defaulted = wire;  // the stored resource has its defaults; compare like with like
-    if (defaulted.is_object()) Materialize(kind, defaulted.get_object());
-    wire_schemas->ApplyDefaults(definition, defaulted);
-    std::vector<FieldError> changes;
-    wire_schemas->CheckCreateOnly(definition, defaulted, existing_wire, changes);
-    for (auto& change : changes) {
-      if (!UpdatableInEveryVersion(change.target)) errors.push_back(std::move(change));
-    }
+  schemas.Validate(definition, wire, SchemaMode::kRequest, run.errors);
+  schemas.StripReadOnly(definition, wire);
+  return wire;
+}
+
+// Phase 3 (replace, patch): create-only is what the request's api-version says (etcd, for one, is
+// create-only before 2026-06-30-preview and updatable from then on), so the wire body is compared
+// with the existing resource as that version shows it. Create-only members the body leaves out keep
+// their value.
+void CheckCreateOnlyWire(DecodeRun& run, json::value& wire) {
+  if (run.existing == nullptr) return;
+  const SchemaSet& schemas = *run.wire_schemas;
+  const std::string_view definition = DefinitionName(run.kind);
+  json::value existing_wire = CanonicalToWire(schemas, run.kind, BodyOf(*run.existing, false));
+  schemas.FillCreateOnly(definition, wire, existing_wire);
+  json::value defaulted = wire;  // the stored resource has its defaults; compare like with like
+  ApplyComparisonDefaults(schemas, run.kind, defaulted);
+  std::vector<FieldError> changes;
+  schemas.CheckCreateOnly(definition, defaulted, existing_wire, changes);
+  for (auto& change : changes) {
+    if (UpdatableInEveryVersion(change.target)) continue;
+    run.errors.push_back(std::move(change));
+    run.create_only_broken = true;
   }
-  const bool create_only_broken = errors.size() != before_create_only;
-  // Drop the envelope members a client may echo back (id, name, type, systemData are read-only and
-  // already gone); keep only what the canonical body holds.
+}
+
+// Phase 4: the wire body in the canonical shape. The envelope members a client may echo back (id,
+// name, type, systemData are read-only and already gone) are dropped.
+json::value ConvertToCanonical(const DecodeRun& run, json::value& wire) {
   json::object canonical;
   if (json::object* w = wire.if_object()) {  // not used after this
     for (std::string_view key : {"location", "tags", "identity", "properties"}) {
       if (auto it = w->find(key); it != w->end()) canonical[key] = std::move(it->value());
     }
   }
-  canonical = WireToCanonical(api_version, kind, std::move(canonical));
+  return WireToCanonical(run.api_version, run.kind, std::move(canonical));
+}
 
-  json::value canonical_value = std::move(canonical);
-  json::object existing_body;
-  if (existing != nullptr) {
-    existing_body = BodyOf(*existing, false);
-    if (api_version != kStableVersion) {
-      // Keep what this api-version cannot express: compare the existing resource with its own
-      // round trip through the version and carry over what the trip lost.
-      json::object round_trip =
-          WireToCanonical(api_version, kind, CanonicalToWire(*wire_schemas, kind, existing_body));
-      json::object hidden = existing_body;
-      std::function<void(json::object&, const json::object&)> subtract = [&](json::object& all,
-                                                                             const json::object& seen) {
-        std::vector<std::string> drop;
-        for (auto& member : all) {
-          auto it = seen.find(member.key());
-          if (it == seen.end()) continue;
-          if (member.value().is_object() && it->value().is_object()) {
-            subtract(member.value().get_object(), it->value().get_object());
-            if (member.value().get_object().empty()) drop.emplace_back(member.key());
-          } else {
-            drop.emplace_back(member.key());
-          }
-        }
-        for (const auto& k : drop) all.erase(k);
-      };
-      subtract(hidden, round_trip);
-      MergeMissing(canonical_value.get_object(), hidden);
+// Removes from `all` what `seen` holds, recursively; objects left empty go too.
+void RemoveSeen(json::object& all, const json::object& seen) {
+  std::vector<std::string> drop;
+  for (auto& member : all) {
+    auto it = seen.find(member.key());
+    if (it == seen.end()) continue;
+    if (member.value().is_object() && it->value().is_object()) {
+      RemoveSeen(member.value().get_object(), it->value().get_object());
+      if (member.value().get_object().empty()) drop.emplace_back(member.key());
+    } else {
+      drop.emplace_back(member.key());
     }
-    stable->FillCreateOnly(definition, canonical_value, existing_body);
   }
-  ApplyConversionDefaults(api_version, kind, canonical_value.get_object());
-  Materialize(kind, canonical_value.get_object());
-  stable->ApplyDefaults(definition, canonical_value);
-  ProseDefaults(kind, canonical_value.get_object());
+  for (const auto& k : drop) all.erase(k);
+}
 
-  if (errors.empty() && api_version != kStableVersion) {
-    // The conversion must produce a valid stable body; if it does not, say so instead of storing it.
-    stable->Validate(definition, canonical_value, SchemaMode::kRequest, errors);
+// Phase 5 (replace, patch): what the request keeps of the existing resource: the members its
+// api-version cannot express (found by comparing the existing resource with its own round trip
+// through the version) and the create-only members the body leaves out.
+void TakeOverExisting(DecodeRun& run, json::value& canonical) {
+  if (run.existing == nullptr) return;
+  run.existing_body = BodyOf(*run.existing, false);
+  if (run.api_version != kStableVersion) {
+    json::object round_trip = WireToCanonical(
+        run.api_version, run.kind, CanonicalToWire(*run.wire_schemas, run.kind, run.existing_body));
+    json::object hidden = run.existing_body;
+    RemoveSeen(hidden, round_trip);
+    MergeMissing(canonical.get_object(), hidden);
   }
-  ApplyServiceDefaults(kind, canonical_value.get_object());
-  CheckSemantics(kind, canonical_value.get_object(), existing ? &existing_body : nullptr, options, errors);
-  // The canonical check catches what the conversion changed; a change the wire check reported
-  // already would only be reported twice, under the canonical names.
-  if (existing != nullptr && !create_only_broken) {
-    stable->CheckCreateOnly(definition, canonical_value, existing_body, errors);
-  }
-  if (!errors.empty()) return Fail(std::move(errors));
+  SchemaSet::ForVersion(kStableVersion)
+      ->FillCreateOnly(DefinitionName(run.kind), canonical, run.existing_body);
+}
 
-  json::object& c = canonical_value.get_object();  // moved from: not used after this
-  Resource r{kind, "", {}, std::nullopt, {}, {}};
+// Phase 7: the conversion must produce a valid stable body; if it does not, say so instead of
+// storing it. Only a body without problems so far is checked: a problem of the request would be
+// reported again under the canonical names.
+void ValidateConverted(DecodeRun& run, const json::value& canonical) {
+  if (!run.errors.empty() || run.api_version == kStableVersion) return;
+  SchemaSet::ForVersion(kStableVersion)
+      ->Validate(DefinitionName(run.kind), canonical, SchemaMode::kRequest, run.errors);
+}
+
+// Phase 8: the service's rules on the canonical body, then the create-only check of the canonical
+// model, which catches what the conversion changed (a change the wire check reported already would
+// only be reported twice, under the canonical names).
+void CheckRules(DecodeRun& run, const json::value& canonical) {
+  const json::object* existing = run.existing != nullptr ? &run.existing_body : nullptr;
+  CheckSemantics(run.kind, canonical.get_object(), existing, run.options, run.errors);
+  if (existing != nullptr && !run.create_only_broken) {
+    SchemaSet::ForVersion(kStableVersion)
+        ->CheckCreateOnly(DefinitionName(run.kind), canonical, run.existing_body, run.errors);
+  }
+}
+
+// Phase 9: the decoded resource, taken apart from the canonical body.
+Resource ToResource(const DecodeRun& run, json::object& c) {
+  Resource r{run.kind, "", {}, std::nullopt, {}, {}};
   if (auto loc = GetString(c, "location")) r.location = std::string(*loc);
   auto take = [&c](std::string_view key) -> json::object* {
     auto it = c.find(key);
@@ -234,8 +230,24 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   if (json::object* tags = take("tags")) r.tags = std::move(*tags);
   if (json::object* identity = take("identity")) r.identity = std::move(*identity);
   if (json::object* props = take("properties")) r.properties = std::move(*props);
-  if (existing != nullptr) r.observed = existing->observed;
+  if (run.existing != nullptr) r.observed = run.existing->observed;
   return r;
+}
+
+Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json::value body,
+                           const Resource* existing, const DecodeOptions& options) {
+  DecodeRun run{op, api_version, kind, existing, options};
+  if (!CheckRequest(run, body)) return Fail(std::move(run.errors));
+  std::optional<json::value> wire = ValidateWire(run, std::move(body));
+  if (!wire) return Fail(std::move(run.errors));
+  CheckCreateOnlyWire(run, *wire);
+  json::value canonical = ConvertToCanonical(run, *wire);
+  TakeOverExisting(run, canonical);
+  ApplyCanonicalDefaults(api_version, kind, canonical);  // phase 6
+  ValidateConverted(run, canonical);
+  CheckRules(run, canonical);
+  if (!run.errors.empty()) return Fail(std::move(run.errors));
+  return ToResource(run, canonical.get_object());  // `canonical` is taken apart: not used after this
 }
 
 std::string_view KindName(Kind kind) {

@@ -95,6 +95,14 @@ struct DecodeOptions {
   const json::object* parent_cluster = nullptr;
 };
 
+// A decode runs these phases in order, each appending its problems (so the errors come in this
+// order): the request (api-version, name, body type, provisioningState); the schema of the request's
+// api-version (a PATCH: its update schema, then the patched resource); create-only changes as that
+// version sees them; conversion to the canonical shape; what the version cannot express and the
+// create-only members left out, kept from the existing resource; the defaults (defaults.h lists
+// them in order); the canonical schema, when nothing was wrong so far; the semantic rules and the
+// canonical create-only check. A create moves the body through the phases without copying it.
+//
 // Decodes and validates the body of a PUT that creates the resource.
 Validated<Resource> DecodeCreate(std::string_view api_version, Kind kind, json::value body,
                                  const DecodeOptions& options = {});

@@ -480,194 +480,221 @@ void SchemaSet::Validate(std::string_view definition, const json::value& value, 
   ValidateNode(*node, value, mode, PathRef::Root(path), out, 0);
 }
 
+namespace {
+
+using Node = SchemaSet::Node;
+using PathRef = SchemaSet::PathRef;
+
+void WrongType(const json::value& v, std::string_view expected, const PathRef& at,
+               std::vector<FieldError>& out) {
+  out.push_back(
+      Problem(kInvalidRequestContent,
+              Describe(at.Str()) + " must be " + std::string(expected) + ", got " + std::string(TypeName(v)),
+              at.Str()));
+}
+
+void ValidateNumber(const Node& node, const json::value& v, const PathRef& at, std::vector<FieldError>& out) {
+  std::optional<double> number = AsNumber(v);
+  if (!number) return WrongType(v, node.type == "integer" ? "an integer" : "a number", at, out);
+  if (node.type == "integer") {
+    std::optional<int64_t> i = AsInt(v);
+    if (!i) return WrongType(v, "an integer", at, out);
+    if (node.format == "int32" &&
+        (*i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max())) {
+      out.push_back(Problem(kInvalidRequestContent,
+                            Describe(at.Str()) + " is out of the 32-bit integer range", at.Str()));
+      return;
+    }
+  }
+  auto fmt = [](double d) {
+    if (std::floor(d) == d && std::fabs(d) < 1e15) return std::to_string(static_cast<int64_t>(d));
+    return std::to_string(d);
+  };
+  if (node.minimum && *number < *node.minimum) {
+    out.push_back(Problem(
+        kInvalidRequestContent,
+        Describe(at.Str()) + " must be at least " + fmt(*node.minimum) + ", got " + fmt(*number), at.Str()));
+  }
+  if (node.maximum && *number > *node.maximum) {
+    out.push_back(Problem(
+        kInvalidRequestContent,
+        Describe(at.Str()) + " must be at most " + fmt(*node.maximum) + ", got " + fmt(*number), at.Str()));
+  }
+}
+
+// False (and the problem reported) when `s` is not one of the node's enum values.
+bool CheckEnum(const Node& node, std::string_view s, const PathRef& at, std::vector<FieldError>& out) {
+  bool found = false;
+  for (const auto& e : *node.enum_values) found = found || (e.is_string() && e.get_string() == s);
+  if (found) return true;
+  std::string allowed;
+  for (const auto& e : *node.enum_values) {
+    if (!e.is_string()) continue;
+    if (!allowed.empty()) allowed += ", ";
+    allowed += "'" + std::string(e.get_string()) + "'";
+  }
+  out.push_back(Problem(kInvalidRequestContent,
+                        "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not one of " + allowed,
+                        at.Str()));
+  return false;
+}
+
+void CheckLength(const Node& node, int64_t length, const PathRef& at, std::vector<FieldError>& out) {
+  if (node.min_length && length < *node.min_length) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          Describe(at.Str()) + " must be at least " + std::to_string(*node.min_length) +
+                              " characters long, got " + std::to_string(length),
+                          at.Str()));
+  }
+  if (node.max_length && length > *node.max_length) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          Describe(at.Str()) + " must be at most " + std::to_string(*node.max_length) +
+                              " characters long, got " + std::to_string(length),
+                          at.Str()));
+  }
+}
+
+void CheckArmId(const Node& node, std::string_view s, const PathRef& at, std::vector<FieldError>& out) {
+  std::optional<std::string> type = ArmResourceType(s);
+  if (!type) {
+    out.push_back(Problem(
+        kInvalidRequestContent,
+        "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an Azure resource ID", at.Str()));
+    return;
+  }
+  if (node.allowed_resource_types.empty()) return;
+  bool allowed = false;
+  for (const auto& t : node.allowed_resource_types) allowed = allowed || EqualsIgnoreCase(t, *type);
+  if (!allowed) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          "the value " + Quote(s) + " of " + Describe(at.Str()) + " must be the ID of a " +
+                              node.allowed_resource_types.front() + " resource",
+                          at.Str()));
+  }
+}
+
+void CheckFormat(const Node& node, std::string_view s, const PathRef& at, std::vector<FieldError>& out) {
+  std::string_view what;
+  if (node.format == "arm-id") {
+    CheckArmId(node, s, at, out);
+    return;
+  }
+  if (node.format == "uuid" && !IsUuid(s)) {
+    what = "a UUID";
+  } else if (node.format == "uri" && !IsUri(s)) {
+    what = "a URI";
+  } else if (node.format == "date-time" && !ParseRfc3339(s).ok()) {
+    what = "an RFC 3339 timestamp";
+  } else {
+    return;
+  }
+  out.push_back(Problem(
+      kInvalidRequestContent,
+      "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not " + std::string(what), at.Str()));
+}
+
+void ValidateString(const SchemaSet& schemas, const Node& node, const json::value& v, const PathRef& at,
+                    std::vector<FieldError>& out) {
+  if (!v.is_string()) return WrongType(v, "a string", at, out);
+  std::string_view s(v.get_string().data(), v.get_string().size());
+  if (node.enum_values != nullptr && !CheckEnum(node, s, at, out)) return;
+  int64_t length = CodePoints(s);
+  CheckLength(node, length, at, out);
+  bool too_long = node.max_length && length > *node.max_length;
+  if (node.pattern && !too_long && !schemas.Matches(*node.pattern, s)) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          "the value " + Quote(s) + " of " + Describe(at.Str()) +
+                              " does not match the pattern " + *node.pattern,
+                          at.Str()));
+  }
+  CheckFormat(node, s, at, out);
+}
+
+}  // namespace
+
 void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                              std::vector<FieldError>& out, int depth) const {
-  const std::string_view bad_content = kInvalidRequestContent;
-  const std::string_view bad_value = kInvalidRequestContent;
   if (depth > kMaxDepth) {
-    out.push_back(
-        Problem(bad_content, "nesting deeper than " + std::to_string(kMaxDepth) + " levels", at.Str()));
+    out.push_back(Problem(kInvalidRequestContent,
+                          "nesting deeper than " + std::to_string(kMaxDepth) + " levels", at.Str()));
     return;
   }
   if (v.is_null()) {
     if (mode == SchemaMode::kPatch || node.nullable) return;
-    out.push_back(Problem(bad_content, Describe(at.Str()) + " must not be null", at.Str()));
+    out.push_back(Problem(kInvalidRequestContent, Describe(at.Str()) + " must not be null", at.Str()));
     return;
   }
-  auto wrong_type = [&](std::string_view expected) {
-    out.push_back(Problem(
-        bad_content,
-        Describe(at.Str()) + " must be " + std::string(expected) + ", got " + std::string(TypeName(v)),
-        at.Str()));
-  };
-
   if (node.IsObject() || node.additional || node.additional_any) {
-    if (!v.is_object()) return wrong_type("an object");
-    const json::object& o = v.get_object();
-    for (const auto& member : o) {
-      if (const Node::Child* c = node.Property(member.key())) {
-        const Node* child = NodeFor(*c);
-        if (child->read_only && mode != SchemaMode::kResponse) continue;
-        ValidateNode(*child, member.value(), mode, PathRef::Member(at, member.key()), out, depth + 1);
-      } else if (node.additional) {
-        // Map entries are named as the real service names them: at.Str()[key].
-        ValidateNode(*NodeFor(*node.additional), member.value(), mode, PathRef::Entry(at, member.key()), out,
-                     depth + 1);
-      } else if (!node.additional_any) {
-        out.push_back(Problem(bad_content,
-                              "unknown property " + Quote(member.key()) + " in " + Describe(at.Str()),
-                              JoinPath(at.Str(), member.key())));
-      }
-    }
-    for (const auto& name : node.required) {
-      if (o.contains(name)) continue;
-      if (mode != SchemaMode::kResponse) {
-        const Node::Child* c = node.Property(name);
-        if (c != nullptr && NodeFor(*c)->read_only) continue;
-      }
-      out.push_back(
-          Problem(bad_content, "missing required property '" + name + "'", JoinPath(at.Str(), name)));
-    }
-    return;
-  }
-
-  if (node.type == "array") {
-    if (!v.is_array()) return wrong_type("an array");
-    const json::array& a = v.get_array();
-    if (node.min_items && static_cast<int64_t>(a.size()) < *node.min_items) {
-      out.push_back(Problem(bad_value,
-                            Describe(at.Str()) + " must have at least " + std::to_string(*node.min_items) +
-                                " items, got " + std::to_string(a.size()),
-                            at.Str()));
-    }
-    if (node.max_items && static_cast<int64_t>(a.size()) > *node.max_items) {
-      out.push_back(Problem(bad_value,
-                            Describe(at.Str()) + " must have at most " + std::to_string(*node.max_items) +
-                                " items, got " + std::to_string(a.size()),
-                            at.Str()));
-    }
-    if (node.items) {
-      const Node* item = NodeFor(*node.items);
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (a[i].is_null()) {
-          out.push_back(Problem(bad_content, Describe(IndexPath(at.Str(), i)) + " must not be null",
-                                IndexPath(at.Str(), i)));
-          continue;
-        }
-        ValidateNode(*item, a[i], mode == SchemaMode::kPatch ? SchemaMode::kRequest : mode,
-                     PathRef::Index(at, i), out, depth + 1);
-      }
-    }
-    return;
-  }
-
-  if (node.type == "integer" || node.type == "number") {
-    std::optional<double> number = AsNumber(v);
-    if (!number) return wrong_type(node.type == "integer" ? "an integer" : "a number");
-    if (node.type == "integer") {
-      std::optional<int64_t> i = AsInt(v);
-      if (!i) return wrong_type("an integer");
-      if (node.format == "int32" &&
-          (*i < std::numeric_limits<int32_t>::min() || *i > std::numeric_limits<int32_t>::max())) {
-        out.push_back(
-            Problem(bad_value, Describe(at.Str()) + " is out of the 32-bit integer range", at.Str()));
-        return;
-      }
-    }
-    auto fmt = [](double d) {
-      if (std::floor(d) == d && std::fabs(d) < 1e15) return std::to_string(static_cast<int64_t>(d));
-      return std::to_string(d);
-    };
-    if (node.minimum && *number < *node.minimum) {
-      out.push_back(Problem(
-          bad_value, Describe(at.Str()) + " must be at least " + fmt(*node.minimum) + ", got " + fmt(*number),
-          at.Str()));
-    }
-    if (node.maximum && *number > *node.maximum) {
-      out.push_back(Problem(
-          bad_value, Describe(at.Str()) + " must be at most " + fmt(*node.maximum) + ", got " + fmt(*number),
-          at.Str()));
-    }
-    return;
-  }
-
-  if (node.type == "boolean") {
-    if (!v.is_bool()) wrong_type("a boolean");
-    return;
-  }
-
-  if (node.type == "string" || node.enum_values != nullptr) {
-    if (!v.is_string()) return wrong_type("a string");
-    std::string_view s(v.get_string().data(), v.get_string().size());
-    if (node.enum_values != nullptr) {
-      bool found = false;
-      for (const auto& e : *node.enum_values) found = found || (e.is_string() && e.get_string() == s);
-      if (!found) {
-        std::string allowed;
-        for (const auto& e : *node.enum_values) {
-          if (!e.is_string()) continue;
-          if (!allowed.empty()) allowed += ", ";
-          allowed += "'" + std::string(e.get_string()) + "'";
-        }
-        out.push_back(Problem(
-            bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not one of " + allowed,
-            at.Str()));
-        return;
-      }
-    }
-    int64_t length = CodePoints(s);
-    bool too_long = node.max_length && length > *node.max_length;
-    if (node.min_length && length < *node.min_length) {
-      out.push_back(Problem(bad_value,
-                            Describe(at.Str()) + " must be at least " + std::to_string(*node.min_length) +
-                                " characters long, got " + std::to_string(length),
-                            at.Str()));
-    }
-    if (too_long) {
-      out.push_back(Problem(bad_value,
-                            Describe(at.Str()) + " must be at most " + std::to_string(*node.max_length) +
-                                " characters long, got " + std::to_string(length),
-                            at.Str()));
-    }
-    if (node.pattern && !too_long) {
-      if (!Matches(*node.pattern, s)) {
-        out.push_back(Problem(bad_value,
-                              "the value " + Quote(s) + " of " + Describe(at.Str()) +
-                                  " does not match the pattern " + *node.pattern,
-                              at.Str()));
-      }
-    }
-    if (node.format == "arm-id") {
-      std::optional<std::string> type = ArmResourceType(s);
-      if (!type) {
-        out.push_back(Problem(
-            bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an Azure resource ID",
-            at.Str()));
-      } else if (!node.allowed_resource_types.empty()) {
-        bool allowed = false;
-        for (const auto& t : node.allowed_resource_types) allowed = allowed || EqualsIgnoreCase(t, *type);
-        if (!allowed) {
-          out.push_back(Problem(bad_value,
-                                "the value " + Quote(s) + " of " + Describe(at.Str()) +
-                                    " must be the ID of a " + node.allowed_resource_types.front() +
-                                    " resource",
-                                at.Str()));
-        }
-      }
-    } else if (node.format == "uuid" && !IsUuid(s)) {
-      out.push_back(Problem(
-          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not a UUID", at.Str()));
-    } else if (node.format == "uri" && !IsUri(s)) {
-      out.push_back(Problem(
-          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not a URI", at.Str()));
-    } else if (node.format == "date-time" && !ParseRfc3339(s).ok()) {
-      out.push_back(Problem(
-          bad_value, "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an RFC 3339 timestamp",
-          at.Str()));
-    }
-    return;
+    ValidateObject(node, v, mode, at, out, depth);
+  } else if (node.type == "array") {
+    ValidateArray(node, v, mode, at, out, depth);
+  } else if (node.type == "integer" || node.type == "number") {
+    ValidateNumber(node, v, at, out);
+  } else if (node.type == "boolean") {
+    if (!v.is_bool()) WrongType(v, "a boolean", at, out);
+  } else if (node.type == "string" || node.enum_values != nullptr) {
+    ValidateString(*this, node, v, at, out);
   }
   // No type: anything goes.
+}
+
+void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
+                               std::vector<FieldError>& out, int depth) const {
+  if (!v.is_object()) return WrongType(v, "an object", at, out);
+  const json::object& o = v.get_object();
+  for (const auto& member : o) {
+    if (const Node::Child* c = node.Property(member.key())) {
+      const Node* child = NodeFor(*c);
+      if (child->read_only && mode != SchemaMode::kResponse) continue;
+      ValidateNode(*child, member.value(), mode, PathRef::Member(at, member.key()), out, depth + 1);
+    } else if (node.additional) {
+      // Map entries are named as the real service names them: at.Str()[key].
+      ValidateNode(*NodeFor(*node.additional), member.value(), mode, PathRef::Entry(at, member.key()), out,
+                   depth + 1);
+    } else if (!node.additional_any) {
+      out.push_back(Problem(kInvalidRequestContent,
+                            "unknown property " + Quote(member.key()) + " in " + Describe(at.Str()),
+                            JoinPath(at.Str(), member.key())));
+    }
+  }
+  for (const auto& name : node.required) {
+    if (o.contains(name)) continue;
+    if (mode != SchemaMode::kResponse) {
+      const Node::Child* c = node.Property(name);
+      if (c != nullptr && NodeFor(*c)->read_only) continue;
+    }
+    out.push_back(Problem(kInvalidRequestContent, "missing required property '" + name + "'",
+                          JoinPath(at.Str(), name)));
+  }
+}
+
+void SchemaSet::ValidateArray(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
+                              std::vector<FieldError>& out, int depth) const {
+  if (!v.is_array()) return WrongType(v, "an array", at, out);
+  const json::array& a = v.get_array();
+  if (node.min_items && static_cast<int64_t>(a.size()) < *node.min_items) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          Describe(at.Str()) + " must have at least " + std::to_string(*node.min_items) +
+                              " items, got " + std::to_string(a.size()),
+                          at.Str()));
+  }
+  if (node.max_items && static_cast<int64_t>(a.size()) > *node.max_items) {
+    out.push_back(Problem(kInvalidRequestContent,
+                          Describe(at.Str()) + " must have at most " + std::to_string(*node.max_items) +
+                              " items, got " + std::to_string(a.size()),
+                          at.Str()));
+  }
+  if (!node.items) return;
+  const Node* item = NodeFor(*node.items);
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].is_null()) {
+      out.push_back(Problem(kInvalidRequestContent, Describe(IndexPath(at.Str(), i)) + " must not be null",
+                            IndexPath(at.Str(), i)));
+      continue;
+    }
+    ValidateNode(*item, a[i], mode == SchemaMode::kPatch ? SchemaMode::kRequest : mode, PathRef::Index(at, i),
+                 out, depth + 1);
+  }
 }
 
 void SchemaSet::StripReadOnly(std::string_view definition, json::value& value) const {

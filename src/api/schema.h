@@ -91,6 +91,10 @@ class SchemaSet {
 
   void ValidateNode(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                     std::vector<FieldError>& out, int depth) const;
+  void ValidateObject(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
+                      std::vector<FieldError>& out, int depth) const;
+  void ValidateArray(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
+                     std::vector<FieldError>& out, int depth) const;
   void StripNode(const Node& node, json::value& v, bool read_only_only) const;
   void DefaultsNode(const Node& node, json::value& v) const;
   json::value ExtractNode(const Node& node, const json::value& v) const;

@@ -1,18 +1,12 @@
 // Semantic rules: the rules of the real service beyond the OpenAPI schema. They run on the canonical
-// body ({"location","tags","identity","properties"}) after the schema checks and the service
-// defaults, skip values of the wrong type (the schema already reported those) and append to the
-// same error list. docs/validation.md maps every rule of the real service to its rule here and its
-// test. Each problem is reported as the real service reports it (rules_common.h): code
-// InvalidRequestContent, the target in its path format (`path[key]` for map entries), and its
-// message. Limits the OpenAPI schema already enforces with the same bound (osDisk.sizeGiB 64..4095,
+// body ({"location","tags","identity","properties"}) after the schema checks and the defaults
+// (defaults.h lists them in the order they are applied), skip values of the wrong type (the schema
+// already reported those) and append to the same error list. docs/validation.md maps every rule of the real
+// service to its rule here and its test. Each problem is reported as the real service reports it
+// (rules_common.h): code InvalidRequestContent, the target in its path format (`path[key]` for map entries),
+// and its message. Limits the OpenAPI schema already enforces with the same bound (osDisk.sizeGiB 64..4095,
 // nodeDrainTimeoutMinutes 0..10080, replicas >= 0, audiences 1..10, imageDigestMirrors <= 240,
 // enums) are left to the schema.
-//
-// Service defaults (ApplyServiceDefaults), filled before the rules when a body leaves them out:
-//  cluster autoscaling maxPodGracePeriodSeconds 600, maxNodeProvisionTimeSeconds 900,
-//  podPriorityThreshold -10; node pool autoRepair true, osDisk {sizeGiB 64, diskStorageAccountType
-//  Premium_LRS, diskType Managed}. The values that need the request or randomness are the
-//  frontend's (frontend/request_decode.h): location, systemData, platform.managedResourceGroup.
 //
 // Rules (rules_cluster.cpp, rules_nodepool.cpp, rules_externalauth.cpp):
 //  Names (target "id"): at most 54 characters for clusters, 15 for node pools and external auths, and
@@ -84,9 +78,6 @@ class SchemaSet;
 // `existing` is the canonical body of the resource being replaced or patched, or nullptr.
 void CheckSemantics(Kind kind, const json::object& body, const json::object* existing,
                     const DecodeOptions& options, std::vector<FieldError>& out);
-
-// Fills the service defaults listed above into a canonical body.
-void ApplyServiceDefaults(Kind kind, json::object& body);
 
 void CheckResourceName(const SchemaSet& schemas, Kind kind, std::string_view name,
                        std::vector<FieldError>& out);

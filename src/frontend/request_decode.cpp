@@ -1,8 +1,6 @@
-// What a PUT or PATCH body becomes before and after api::Decode*: the service-owned values the real
-// service sets whatever the body says (location, systemData), the decode context, and the ARM error
-// of a refused body.
+// What a PUT or PATCH body becomes before and after api::Decode*: the service values of
+// api/defaults.h taken from the request, the decode context, and the ARM error of a refused body.
 #include "frontend/request_decode.h"
-#include "core/time.h"
 #include "core/uuid.h"
 #include "frontend/internal.h"
 
@@ -10,32 +8,16 @@ namespace hcprp::frontend {
 
 json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                               std::string_view location, bool create) {
-  const arm::ResourceKind kind = id.kind;
+  api::ServiceValues values;
+  if (ctx.method == bhttp::verb::put) values.location = location;
+  if (create) values.managed_resource_group = [&id] { return DefaultManagedResourceGroup(id.Name()); };
   json::value out = body;
-  json::object* o = out.if_object();
-  if (o == nullptr) return out;
-  if (kind != arm::ResourceKind::kExternalAuth && !location.empty() && ctx.method == bhttp::verb::put) {
-    // A location of the wrong type is still the schema's to refuse.
-    const json::value* given = o->if_contains("location");
-    if (given == nullptr || given->is_null() || given->is_string()) (*o)["location"] = location;
-  }
-  if (create && kind == arm::ResourceKind::kCluster) {
-    json::value* props = o->if_contains("properties");
-    json::value* platform =
-        props && props->is_object() ? props->get_object().if_contains("platform") : nullptr;
-    if (platform != nullptr && platform->is_object()) {
-      json::object& p = platform->get_object();
-      const json::value* given = p.if_contains("managedResourceGroup");
-      if (given == nullptr || given->is_null() || (given->is_string() && given->get_string().empty())) {
-        p["managedResourceGroup"] = DefaultManagedResourceGroup(id.Name());
-      }
-    }
-  }
+  api::ApplyServiceValues(ToApiKind(id.kind), values, out);
   return out;
 }
 
 std::string DefaultManagedResourceGroup(std::string_view cluster_name) {
-  return "arohcp-" + std::string(cluster_name.substr(0, 45)) + "-" + NewUuidV4();
+  return api::ManagedResourceGroupName(cluster_name, NewUuidV4());
 }
 
 api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
@@ -51,22 +33,6 @@ api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::option
     }
   }
   return opts;
-}
-
-std::optional<json::object> CompleteSystemData(std::optional<json::object> data, TimePoint now) {
-  json::object out = data.value_or(json::object());
-  const std::string stamp = FormatRfc3339(now);
-  auto fill = [&](std::string_view key, std::string_view value) {
-    auto current = GetString(out, key);
-    if (!current || current->empty()) out[key] = value;
-  };
-  fill("createdBy", kUnknownActor);
-  fill("createdByType", "Application");
-  fill("createdAt", stamp);
-  fill("lastModifiedBy", kUnknownActor);
-  fill("lastModifiedByType", "Application");
-  fill("lastModifiedAt", stamp);
-  return out;
 }
 
 api::ValidationErrors NameErrors(const arm::ResourceId& id) {

@@ -6,9 +6,9 @@
 #include <string_view>
 
 #include "api/api.h"
+#include "api/defaults.h"
 #include "arm/cloud_error.h"
 #include "arm/resource_id.h"
-#include "core/clock.h"
 #include "core/json.h"
 
 namespace hcprp::frontend {
@@ -16,17 +16,13 @@ namespace hcprp::frontend {
 struct RequestContext;
 struct LoadedResource;
 
-// Who systemData names when ARM sent none.
-inline constexpr std::string_view kUnknownActor = "Unknown-ARO-HCP-frontend";
-
-// The body with the values the service sets itself, as the real service does: on a PUT of a
-// tracked resource `location` becomes `location` (the region this deployment serves on a create,
-// the stored location on a replace) whatever the body says; a cluster create without
-// platform.managedResourceGroup gets DefaultManagedResourceGroup.
+// The service values of api/defaults.h (group 1), taken from the request: the body with, on a PUT
+// of a tracked resource, `location` (the region this deployment serves on a create, the stored
+// location on a replace) and, on a cluster create, DefaultManagedResourceGroup when the body has none.
 json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                               std::string_view location, bool create);
 
-// "arohcp-<the first 45 characters of the cluster name>-<random UUID>".
+// api::ManagedResourceGroupName with a random UUID.
 std::string DefaultManagedResourceGroup(std::string_view cluster_name);
 
 // Decode context of a request for `id`: its name, subscription and resource group and, for a child,
@@ -34,9 +30,9 @@ std::string DefaultManagedResourceGroup(std::string_view cluster_name);
 api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
                                     std::optional<json::object>& parent_body);
 
-// systemData with every member the real service fills when ARM did not send it: created* and
-// lastModified* by kUnknownActor (type Application) at `now`.
-std::optional<json::object> CompleteSystemData(std::optional<json::object> data, TimePoint now);
+// systemData is completed with the other defaults (api/defaults.h, group 1).
+using api::CompleteSystemData;
+using api::kUnknownActor;
 
 // The real service's checks of the resource's name (in the ID, target "id"): at most 54 characters
 // for a cluster, 15 for a node pool or external auth, and the name pattern. A child is refused when
