@@ -25,11 +25,9 @@ constexpr size_t kMaxUnclaimed = 4096;
 
 // Whether `object` (listed, or from an event) can be the one a create made: not being deleted, and
 // not made before the operation started (an older object of the same name is another resource's).
-bool MadeFor(const OperationRecord& op, const json::object& object) {
-  const json::object* status = GetObject(object, "status");
-  if (status != nullptr && GetString(*status, "state") == "uninstalling") return false;
-  auto created = ParseRfc3339(GetString(object, "creation_timestamp").value_or(""));
-  return !(op.start_time && created.ok() && *created + kClockSkew < *op.start_time);
+bool MadeFor(const OperationRecord& op, const clusterservice::ServiceObject& object) {
+  if (object.status.state == "uninstalling") return false;
+  return !(op.start_time && object.created && *object.created + kClockSkew < *op.start_time);
 }
 
 ObjectKind KindOf(arm::ResourceKind kind) {
@@ -203,8 +201,7 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
   }
 
   Observation obs;
-  std::optional<Result<json::object>> read;  // what GetStatus answered (objects other than credentials)
-  std::optional<SeenConditions> seen;        // its conditions, committed with the transition if there is one
+  std::optional<SeenConditions> seen;  // the conditions read, committed with the transition if there is one
   if (op.request == Request::kRequestCredential) {
     auto cred = cs_->Get(href);
     if (cred.ok()) {
@@ -233,16 +230,17 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
       return true;
     }
   } else {
-    read = cs_->GetStatus(href);
-    if (read->ok()) {
-      obs = ObservationFromStatus(**read);
-      auto c = (*read)->find("conditions");
-      if (op.request == Request::kDelete) {
-        conditions_.Sync(op.partition_key, op.external_id, href, **read);  // before the delete's steps
-      } else if (c != (*read)->end() && c->value().is_array()) {
-        seen = SeenConditions{href, c->value()};  // with the transition, if there is one
+    auto read = cs_->GetStatus(href);
+    if (read.ok()) {
+      clusterservice::CsStatus status = clusterservice::ParseCsStatus(*read);
+      obs = ObservationFrom(status);
+      if (status.conditions && op.request == Request::kDelete) {
+        conditions_.Sync(op.partition_key, op.external_id, href,
+                         *status.conditions);  // before the delete's steps
+      } else if (status.conditions) {
+        seen = SeenConditions{href, std::move(*status.conditions)};  // with the transition, if there is one
       }
-    } else if (read->error().IsNotFound()) {
+    } else if (read.error().IsNotFound()) {
       obs.gone = true;
     } else {
       ++counters_.errors;
@@ -267,7 +265,7 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
         MarkDeleteIssued(op, true);
         auto after = cs_->GetStatus(href);
         if (after.ok()) {
-          obs = ObservationFromStatus(*after);
+          obs = ObservationFrom(clusterservice::ParseCsStatus(*after));
         } else if (after.error().IsNotFound()) {
           obs = Observation{};
           obs.gone = true;
@@ -283,7 +281,8 @@ bool Controller::CheckOperation(const OperationRecord& op, std::atomic<size_t>* 
       op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
       seen ? &*seen : nullptr, &conditions_committed);
   if (o == Outcome::kNoChange) RecordFound(op);  // a found object that no status change recorded
-  if (seen && !conditions_committed) conditions_.Sync(op.partition_key, op.external_id, href, **read);
+  if (seen && !conditions_committed)
+    conditions_.Sync(op.partition_key, op.external_id, href, seen->conditions);
   if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_.Find(op.partition_key, op.id))) {
     MarkDeleteIssued(op, false);
   }
@@ -308,7 +307,7 @@ Result<std::string> Controller::FindUnrecordedObject(std::string_view pk, std::s
   for (const json::value& item : found) {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
-    if (auto href = GetString(*o, "href"); href && !href->empty()) return std::string(*href);
+    if (auto object = clusterservice::ParseServiceObject(*o); !object.href.empty()) return object.href;
   }
   return std::string();
 }
@@ -324,22 +323,23 @@ std::optional<FoundObject> Controller::FindCreatedObject(const OperationRecord& 
   for (const json::value& item : *listed) {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
-    auto href = GetString(*o, "href");
-    if (!href || href->empty() || !MadeFor(op, *o)) continue;
-    return FoundObject{std::string(*href), clusterservice::ObservedFromClusterService(id->kind, *o)};
+    clusterservice::ServiceObject object = clusterservice::ParseServiceObject(*o);
+    if (object.href.empty() || !MadeFor(op, object)) continue;
+    return FoundObject{object.href, clusterservice::ObservedFromClusterService(id->kind, object)};
   }
   return std::nullopt;
 }
 
-std::optional<FoundObject> Controller::ObjectFor(const OperationRecord& op, const std::string& href,
-                                                 const json::object& object) {
+std::optional<FoundObject> Controller::ObjectFor(const OperationRecord& op,
+                                                 const clusterservice::ServiceObject& object) {
+  const std::string& href = object.href;
   auto id = arm::ParseResourceId(op.external_id);
   if (!id.ok() || KindOf(id->kind) != KindOfHref(href)) return std::nullopt;
   if (id->kind == arm::ResourceKind::kCluster) {
-    auto named = ClusterResourceIdOf(object);
+    const auto& named = object.cluster_resource_id;
     if (!named || !EqualsIgnoreCase(id->ToString(), named->ToString())) return std::nullopt;
   } else {
-    if (!EqualsIgnoreCase(id->child_name, GetString(object, "name").value_or(""))) return std::nullopt;
+    if (!EqualsIgnoreCase(id->child_name, object.name)) return std::nullopt;
     const size_t collection = href.rfind('/', href.rfind('/') - 1);  // {parent}/node_pools/{id}
     if (collection == std::string::npos || collection == 0) return std::nullopt;
     auto parent = FindResource(*store_, op.partition_key, id->Cluster().ToString());
@@ -351,20 +351,20 @@ std::optional<FoundObject> Controller::ObjectFor(const OperationRecord& op, cons
 }
 
 bool Controller::FindCreateOfEvent(const clusterservice::Event& event) {
-  if (event.state == "deleted" || KindOfHref(event.href) == ObjectKind::kCredential) return false;
+  if (event.Deleted() || KindOfHref(event.href) == ObjectKind::kCredential) return false;
   for (const OperationRecord& op : index_.UnknownCreates()) {
-    if (auto found = ObjectFor(op, event.href, event.object)) {
+    if (auto found = ObjectFor(op, event.object)) {
       RememberFound(op, std::move(*found));
       return true;
     }
   }
   // Its create's operation may not be indexed yet (the change feed and the event stream race): a
   // recently made object is kept a while for the create's first check.
-  auto created = ParseRfc3339(GetString(event.object, "creation_timestamp").value_or(""));
+  const std::optional<TimePoint>& created = event.object.created;
   const TimePoint now = clock_->Now();
-  if (!created.ok() || now - *created > kUnclaimedKept) return false;
+  if (!created || now - *created > kUnclaimedKept) return false;
   MutexLock lock(state_mu_);
-  unclaimed_.push_back(Unclaimed{event.href, event.object, now});
+  unclaimed_.push_back(Unclaimed{event.object, now});
   while (unclaimed_.size() > kMaxUnclaimed || now - unclaimed_.front().seen > kUnclaimedKept)
     unclaimed_.pop_front();
   return false;
@@ -378,17 +378,14 @@ std::optional<FoundObject> Controller::ClaimUnclaimed(const OperationRecord& op)
   {
     MutexLock lock(state_mu_);
     for (const Unclaimed& u : unclaimed_) {
-      const json::object* az = GetObject(u.object, "azure");
-      std::string_view own = az != nullptr ? GetString(*az, "resource_name").value_or("") : "";
-      if (own.empty()) own = GetString(u.object, "name").value_or("");
-      if (EqualsIgnoreCase(own, name)) named.push_back(u);
+      if (EqualsIgnoreCase(u.object.ArmName(), name)) named.push_back(u);
     }
   }
   for (const Unclaimed& u : named) {
-    auto found = ObjectFor(op, u.href, u.object);
+    auto found = ObjectFor(op, u.object);
     if (!found) continue;
     MutexLock lock(state_mu_);
-    std::erase_if(unclaimed_, [&](const Unclaimed& e) { return e.href == u.href; });
+    std::erase_if(unclaimed_, [&](const Unclaimed& e) { return e.object.href == u.object.href; });
     return found;
   }
   return std::nullopt;

@@ -595,24 +595,14 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
     return;
   }
   ++counters_.events_applied;
-  // The event carries the whole object; its status (state, provision error) sits under "status"
-  // (older services put the error fields at the top level).
-  const json::object* status = GetObject(event.object, "status");
-  Observation obs = ObservationFromStatus(status ? *status : event.object);
-  if (status && obs.error_code.empty()) {
-    Observation top = ObservationFromStatus(event.object);
-    obs.error_code = std::move(top.error_code);
-    if (obs.error_message.empty()) obs.error_message = std::move(top.error_message);
-  }
+  const std::optional<json::array>& conditions = event.object.status.conditions;
+  Observation obs = ObservationFrom(event.object.status);
   obs.state = event.state;
-  obs.gone = event.state == "deleted";
+  obs.gone = event.Deleted();
   // The object's conditions go to the resource of its first (non-credential) operation: one resource
   // per Cluster Service object. With the transition they cause, in its batch; else on their own.
   std::optional<SeenConditions> seen;
-  if (status && !obs.gone) {
-    if (auto c = status->find("conditions"); c != status->end() && c->value().is_array())
-      seen = SeenConditions{event.href, c->value()};
-  }
+  if (conditions && !obs.gone) seen = SeenConditions{event.href, *conditions};
   const OperationRecord* conditions_owner = nullptr;
   bool conditions_committed = false;
   for (const OperationRecord& op : ops) {
@@ -645,7 +635,8 @@ void Controller::ApplyEvent(const clusterservice::Event& event) {
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
   }
   if (seen && conditions_owner != nullptr && !conditions_committed)
-    conditions_.Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href, *status);
+    conditions_.Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href,
+                     seen->conditions);
 }
 
 }  // namespace hcprp::backend

@@ -133,8 +133,8 @@ class Controller {
   bool FindCreateOfEvent(const clusterservice::Event& event);
   // The object (listed, or from an event) when it is the one `op`'s create made: the resource's names
   // (a child's under its cluster's object), not being deleted, not made before the operation started.
-  std::optional<FoundObject> ObjectFor(const OperationRecord& op, const std::string& href,
-                                       const json::object& object);
+  std::optional<FoundObject> ObjectFor(const OperationRecord& op,
+                                       const clusterservice::ServiceObject& object);
   // A recently made object whose event came before `op` was indexed (FindCreateOfEvent kept it).
   std::optional<FoundObject> ClaimUnclaimed(const OperationRecord& op) HCPRP_EXCLUDES(state_mu_);
   // The Cluster Service create request of `doc` (clusterservice/mapping.h) with its parent's internal
@@ -152,7 +152,7 @@ class Controller {
   // Cluster Service conditions of the object `href`, seen with the status that decides a transition.
   struct SeenConditions {
     std::string href;
-    json::value conditions;  // an array
+    json::array conditions;
   };
   // With `seen`, the conditions go into the operation's resource in the transition's batch when the
   // resource is the object's and kept (see TransitionInput::conditions); *conditions_committed tells
@@ -222,8 +222,7 @@ class Controller {
   std::set<std::pair<std::string, std::string>> delete_issued_ HCPRP_GUARDED_BY(state_mu_);
   std::map<std::pair<std::string, std::string>, FoundObject> found_ HCPRP_GUARDED_BY(state_mu_);
   struct Unclaimed {
-    std::string href;
-    json::object object;
+    clusterservice::ServiceObject object;
     TimePoint seen;
   };
   std::deque<Unclaimed> unclaimed_ HCPRP_GUARDED_BY(state_mu_);  // oldest first
