@@ -68,7 +68,7 @@ class Controller {
   void LoadIfRequested();
   // Rebuilds the index (and queues checks) when a resync is due or requested; else queues the polls
   // that are due.
-  void ResyncOrPoll(TimePoint now, bool exhaustive);
+  void ResyncOrPoll(TimePoint now, bool exhaustive) HCPRP_REQUIRES(pass_mu_);
   // Rebuilds the index from the store and queues checks: of every operation when `check_all`, else
   // of those the event stream cannot cover (EventsCover) and of those the rebuild found new.
   Status RebuildIndex(bool check_all);

@@ -141,9 +141,10 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
     if (o == Outcome::kError) checks_->Enqueue(op);
     if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") checks_->Enqueue(op);
   }
-  if (seen && conditions_owner != nullptr && !conditions_committed)
+  if (seen && conditions_owner != nullptr && !conditions_committed) {
     conditions_->Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href,
                       seen->conditions);
+  }
 }
 
 }  // namespace hcprp::backend
