@@ -71,7 +71,7 @@ Event ParseEvent(const json::object& item) {
   e.kind = StringOf(item, "kind");
   e.state = StringOf(item, "state");
   if (const json::object* object = GetObject(item, "object")) e.object = ParseServiceObject(*object);
-  if (e.object.href.empty()) e.object.href = e.href;
+  e.object.href = e.href;  // the stream names the object that changed
   return e;
 }
 

@@ -56,7 +56,7 @@ struct Event {
   std::string href;       // the object that changed
   std::string kind;       // "Cluster", "NodePool", "ExternalAuth"
   std::string state;      // new state ("installing", "ready", ...); kDeletedState when gone
-  ServiceObject object;   // the object after the change (empty when deleted)
+  ServiceObject object;   // the object after the change (only its href when deleted)
 
   bool Deleted() const { return state == kDeletedState; }
 };
