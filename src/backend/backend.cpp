@@ -1,4 +1,4 @@
-// Backend is the public face of the Controller (controller.h), which holds the state and the parts.
+// Backend is the public face of the Controller (controller.h), which composes the backend's parts.
 #include "backend/backend.h"
 
 #include "backend/controller.h"
@@ -30,13 +30,13 @@ BackendStats Backend::Stats() const { return controller_->Stats(); }
 
 Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
                               std::string message) {
-  return controller_->FailOperation(pk, op_id, std::move(code), std::move(message));
+  return controller_->steering().FailOperation(pk, op_id, std::move(code), std::move(message));
 }
 
 Status Backend::RedriveOperation(std::string_view pk, std::string_view op_id) {
-  return controller_->RedriveOperation(pk, op_id);
+  return controller_->steering().RedriveOperation(pk, op_id);
 }
 
-Result<OrphanPlan> Backend::PlanOrphanCollection() { return controller_->PlanOrphanCollection(); }
+Result<OrphanPlan> Backend::PlanOrphanCollection() { return controller_->steering().PlanOrphanCollection(); }
 
 }  // namespace hcprp::backend

@@ -23,12 +23,17 @@ std::vector<Sample> One(double v) { return {Sample{{}, v}}; }
 
 }  // namespace
 
+metrics::Histogram* Controller::EventToCommitHistogram(metrics::Registry* r) {
+  if (r == nullptr) return nullptr;
+  return r
+      ->AddHistogram(
+          "hcprp_backend_event_to_commit_seconds",
+          "Cluster Service event received to the operation status it caused committed in the store", {},
+          metrics::DurationBuckets())
+      .With({});
+}
+
 void Controller::RegisterMetrics(metrics::Registry& r) {
-  instruments_.event_to_commit = r.AddHistogram("hcprp_backend_event_to_commit_seconds",
-                                                "Cluster Service event received to the operation status it "
-                                                "caused committed in the store",
-                                                {}, metrics::DurationBuckets())
-                                     .With({});
   auto gauge = [&](std::string name, std::string help, std::function<double(const BackendStats&)> f) {
     r.AddCallback(std::move(name), std::move(help), Type::kGauge, {},
                   [this, f = std::move(f)] { return One(f(Stats())); });

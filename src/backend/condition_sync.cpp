@@ -9,24 +9,21 @@
 namespace hcprp::backend {
 
 void ConditionSync::SyncIdle(const clusterservice::Event& event) {
-  if (event.state == "deleted") return;
-  const json::object* status = GetObject(event.object, "status");
-  if (status == nullptr || !status->contains("conditions")) return;
+  const std::optional<json::array>& conditions = event.object.status.conditions;
+  if (event.Deleted() || !conditions) return;
   std::optional<arm::ResourceId> id;
   switch (KindOfHref(event.href)) {
     case ObjectKind::kCluster:
-      id = ClusterResourceIdOf(event.object);
+      id = event.object.cluster_resource_id;
       break;
     case ObjectKind::kNodePool: {
       // The node pool names itself; its cluster's object says where the cluster lives in ARM.
-      const json::object* az = GetObject(event.object, "azure");
-      std::string name(az ? GetString(*az, "resource_name").value_or("") : "");
-      if (name.empty()) name = std::string(GetString(event.object, "name").value_or(""));
+      std::string name(event.object.ArmName());
       size_t cut = event.href.find("/node_pools/");
       if (name.empty() || cut == std::string::npos) return;
       auto cluster = cs_->Get(event.href.substr(0, cut));
       if (!cluster.ok()) return;
-      id = ClusterResourceIdOf(*cluster);
+      id = clusterservice::ParseServiceObject(*cluster).cluster_resource_id;
       if (!id) return;
       id->kind = arm::ResourceKind::kNodePool;
       id->child_name = std::move(name);
@@ -39,13 +36,11 @@ void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   std::string pk = arm::PartitionKey(id->subscription_id);
   if (!ownership_->FenceFor(pk)) return;
   ++counters_->idle_condition_syncs;
-  Sync(pk, id->ToString(), event.href, *status);
+  Sync(pk, id->ToString(), event.href, *conditions);
 }
 
 void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
-                         const json::object& status) {
-  auto it = status.find("conditions");
-  if (it == status.end() || !it->value().is_array()) return;
+                         const json::array& conditions) {
   auto fence = ownership_->FenceFor(pk);
   if (!fence) return;
   auto resource = FindResource(*store_, pk, resource_id);
@@ -54,9 +49,10 @@ void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, 
   auto doc = arm::ResourceDocument::FromBody(res.body);
   if (!doc.ok() || doc->internal_id != href) return;
   json::object service_status = doc->service_status;
-  if (auto c = service_status.find("conditions"); c != service_status.end() && c->value() == it->value())
-    return;
-  service_status["conditions"] = it->value();
+  if (auto c = service_status.find("conditions"); c != service_status.end()) {
+    if (const json::array* stored = c->value().if_array(); stored != nullptr && *stored == conditions) return;
+  }
+  service_status["conditions"] = conditions;
   auto r =
       store_->Batch(store::kResources, pk,
                     {store::WriteOp::Patch(

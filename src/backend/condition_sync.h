@@ -22,10 +22,10 @@ class ConditionSync {
                 const Logger* logger)
       : store_(store), cs_(cs), ownership_(ownership), counters_(counters), logger_(logger) {}
 
-  // Syncs `status` (the object `href`'s) into the resource `resource_id` of partition `pk` when the
-  // resource still points at `href` and its conditions differ.
+  // Syncs `conditions` (the object `href`'s status.conditions) into the resource `resource_id` of
+  // partition `pk` when the resource still points at `href` and its conditions differ.
   void Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
-            const json::object& status);
+            const json::array& conditions);
   // An event of a cluster or node pool with no operation in flight (an identity deleted while the
   // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
   // and syncs its conditions the same way.

@@ -5,7 +5,6 @@
 #include <limits>
 #include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <vector>
 
 #include "arm/documents.h"
@@ -46,7 +45,6 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
                        const Clock* clock, Logger logger, Notifier* notifier)
     : options_(std::move(options)),
       store_(store),
-      cs_(cs),
       clock_(clock),
       logger_(std::move(logger)),
       owned_ownership_(MakeOwnership(options_, store_, clock_, logger_)),
@@ -59,11 +57,19 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
               logger_.Warn("pending notification not removed", {{"id", id}, {"error", s.error().ToString()}});
             }
           }),
-      conditions_(store_, cs_, ownership_, &counters_, &logger_),
-      orphans_({options_.gc_window, options_.gc_interval}, store_, cs_, ownership_, &index_, clock_, &logger_,
+      writer_(&options_, store_, ownership_, clock_, &logger_, &index_, &memo_, &notifications_, &counters_,
+              {[this](const OperationRecord& op) { checks_.Enqueue(op); }, [this] { WakeNotifierLoop(); }}),
+      conditions_(store_, cs, ownership_, &counters_, &logger_),
+      checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
+              &counters_, [this] { WakeTimerLoop(); }),
+      events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &counters_,
+              EventToCommitHistogram(options_.metrics)),
+      orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, clock_, &logger_,
                &counters_),
       sweeper_({options_.sweep_page_size, options_.resync_interval}, store_, ownership_, clock_, &logger_,
-               &counters_, [this](const store::Document& resource) { EnsureDeleteOperation(resource); }) {}
+               &counters_,
+               [this](const store::Document& resource) { writer_.EnsureDeleteOperation(resource); }),
+      steering_(&options_, store_, ownership_, &logger_, &index_, &writer_, &checks_, &orphans_) {}
 
 Result<std::unique_ptr<Controller>> Controller::Create(BackendOptions options, store::Store* store,
                                                        clusterservice::Client* cs, const Clock* clock,
@@ -166,40 +172,16 @@ void Controller::EventLoop() {
     }
     if (!positioned) {
       // Skip the stream's history: a resync right after reads the current states.
-      std::optional<Error> failure;
-      while (true) {
-        uint64_t after;
-        {
-          MutexLock lock(event_mu_);
-          after = events_after_;
-        }
-        auto page = cs_->WatchEvents(after, std::chrono::milliseconds(0));
-        if (!page.ok()) {
-          failure = page.error();
-          break;
-        }
-        uint64_t last = page->last_sequence;
-        for (const auto& e : page->events) last = std::max(last, e.sequence);
-        {
-          MutexLock lock(event_mu_);
-          events_after_ = std::max(events_after_, last);
-        }
-        if (page->events.empty()) break;
-      }
-      if (failure.has_value()) {
-        events_available_ = false;
-        events_interrupted_ = true;
-        WaitFor(failure->Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+      if (Status s = events_.Position(); !s.ok()) {
+        WaitFor(s.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
         continue;
       }
       positioned = true;
-      events_available_ = true;
-      events_interrupted_ = true;
       resync_requested_ = true;
       run_cv_.NotifyAll();
       continue;
     }
-    auto n = PumpEventsOnce(options_.event_wait);
+    auto n = events_.PumpOnce(options_.event_wait);
     if (!n.ok()) {
       WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
     }
@@ -305,36 +287,11 @@ Result<size_t> Controller::PumpChangesOnce() {
   return total;
 }
 
-Result<size_t> Controller::PumpEventsOnce(std::chrono::milliseconds wait) {
-  uint64_t after;
-  {
-    MutexLock lock(event_mu_);
-    after = events_after_;
-  }
-  auto page = cs_->WatchEvents(after, wait);
-  if (!page.ok()) {
-    if (page.error().Is(ErrorCode::kUnavailable)) events_available_ = false;
-    events_interrupted_ = true;
-    return page.error();
-  }
-  events_available_ = true;
-  uint64_t last = page->last_sequence;
-  ApplyEvents(page->events);
-  for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
-  {
-    MutexLock lock(event_mu_);
-    events_after_ = std::max(events_after_, last);
-  }
-  return page->events.size();
-}
-
-size_t Controller::DeliverNotificationsOnce() { return notifications_.Deliver(); }
-
 BackendStats Controller::Stats() const {
   BackendStats s;
   s.active = ownership_->Active();
   s.shards_held = ownership_->HeldShards();
-  s.events_available = events_available_;
+  s.events_available = events_.Available();
   s.in_flight = index_.Size();
   s.full_resyncs = counters_.full_resyncs;
   s.feed_changes = counters_.feed_changes;
@@ -359,7 +316,7 @@ BackendStats Controller::Stats() const {
   s.notification_failures = n.failed_attempts;
   s.notifications_dropped = n.dropped;
   s.notifications_pending = notifications_.Pending();
-  s.checks_queued = checks_.Size();
+  s.checks_queued = checks_.Queued();
   s.checks_running = counters_.checks_running;
   s.sweeps_active = sweeper_.Active();
   s.sweeps_finished = counters_.sweeps_finished;
@@ -374,62 +331,18 @@ void Controller::Step(bool exhaustive) {
     load_subscriptions_requested_ = true;
   }
   if (!ownership_->Active()) return;
-  TimePoint now = clock_->Now();
+  const TimePoint now = clock_->Now();
+  LoadIfRequested();
+  ResyncOrPoll(now, exhaustive);
 
-  if (load_subscriptions_requested_.exchange(false)) {
-    if (Status s = LoadPendingNotifications(); !s.ok()) {
-      ++counters_.errors;
-      load_subscriptions_requested_ = true;
-    }
-    if (Status s = LoadDeletedSubscriptions(); !s.ok()) {
-      ++counters_.errors;
-      load_subscriptions_requested_ = true;
-    }
-  }
-
-  const bool requested = resync_requested_.exchange(false);
-  bool resync = requested;
-  bool poll = false;
-  {
-    MutexLock lock(state_mu_);
-    if (now >= next_resync_) resync = true;
-    if (now >= next_poll_) {
-      poll = true;
-      next_poll_ = now + options_.poll_interval;
-    }
-  }
-  if (resync) {
-    // A periodic resync while the event stream delivered every page since the previous one needs to
-    // check only what events cannot cover; at least every options_.full_check_every-th checks everything.
-    const bool interrupted = events_interrupted_.exchange(false);
-    const bool check_all = requested || exhaustive || interrupted || !events_available_ ||
-                           ++resyncs_since_full_check_ >= options_.full_check_every;
-    if (check_all) resyncs_since_full_check_ = 0;
-    if (Status s = RebuildIndex(check_all); s.ok()) {
-      ++counters_.full_resyncs;
-      MutexLock lock(state_mu_);
-      next_resync_ = now + options_.resync_interval;
-    } else {
-      ++counters_.errors;
-      resync_requested_ = true;
-      if (check_all) events_interrupted_ = true;
-      logger_.Warn("resync failed", {{"error", s.error().ToString()}});
-    }
-  } else if (poll) {
-    bool events = events_available_;
-    for (const OperationRecord& op : index_.All()) {
-      if (!events || !EventsCover(op)) EnqueueCheck(op);
-    }
-  }
-
-  ApplyDeadlines();
+  checks_.ApplyDeadlines();
   std::atomic<size_t> delete_budget{exhaustive ? std::numeric_limits<size_t>::max()
                                                : options_.max_cs_deletes_per_step};
   size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;
-  Drained drained = DrainChecks(check_budget, &delete_budget);
+  StatusChecks::Drained drained = checks_.Drain(check_budget, &delete_budget, events_.Available());
   sweeper_.Run(exhaustive);
-  if (exhaustive) drained = DrainChecks(check_budget, &delete_budget);
-  if (drained == Drained::kBudgetSpent) {
+  if (exhaustive) drained = checks_.Drain(check_budget, &delete_budget, events_.Available());
+  if (drained == StatusChecks::Drained::kBudgetSpent) {
     WakeTimerLoop();  // more checks are due now: the next step need not wait for the tick
   }
 
@@ -437,13 +350,48 @@ void Controller::Step(bool exhaustive) {
     orphans_.MaybeRun(true);  // a running backend collects on its own thread (GcLoop)
 }
 
-bool Controller::EventsCover(const OperationRecord& op) {
-  if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials ||
-      op.internal_id.empty())
-    return false;
-  if (op.request != Request::kDelete) return true;
-  MutexLock lock(state_mu_);
-  return delete_issued_.count({op.partition_key, op.id}) > 0;
+void Controller::LoadIfRequested() {
+  if (!load_subscriptions_requested_.exchange(false)) return;
+  if (Status s = LoadPendingNotifications(); !s.ok()) {
+    ++counters_.errors;
+    load_subscriptions_requested_ = true;
+  }
+  if (Status s = LoadDeletedSubscriptions(); !s.ok()) {
+    ++counters_.errors;
+    load_subscriptions_requested_ = true;
+  }
+}
+
+void Controller::ResyncOrPoll(TimePoint now, bool exhaustive) {
+  const bool requested = resync_requested_.exchange(false);
+  const bool resync = requested || now >= next_resync_;
+  bool poll = false;
+  if (now >= next_poll_) {
+    poll = true;
+    next_poll_ = now + options_.poll_interval;
+  }
+  if (resync) {
+    // A periodic resync while the event stream delivered every page since the previous one needs to
+    // check only what events cannot cover; at least every options_.full_check_every-th checks everything.
+    const bool interrupted = events_.TakeInterrupted();
+    const bool check_all = requested || exhaustive || interrupted || !events_.Available() ||
+                           ++resyncs_since_full_check_ >= options_.full_check_every;
+    if (check_all) resyncs_since_full_check_ = 0;
+    if (Status s = RebuildIndex(check_all); s.ok()) {
+      ++counters_.full_resyncs;
+      next_resync_ = now + options_.resync_interval;
+    } else {
+      ++counters_.errors;
+      resync_requested_ = true;
+      if (check_all) events_.MarkInterrupted();
+      logger_.Warn("resync failed", {{"error", s.error().ToString()}});
+    }
+  } else if (poll) {
+    const bool events = events_.Available();
+    for (const OperationRecord& op : index_.All()) {
+      if (!events || !checks_.EventsCover(op)) checks_.Enqueue(op);
+    }
+  }
 }
 
 Status Controller::RebuildIndex(bool check_all) {
@@ -461,14 +409,14 @@ Status Controller::RebuildIndex(bool check_all) {
   }));
   // Entries of shards given up leave the index; entries the query no longer returns are dropped
   // when their check re-reads them.
-  const bool events = events_available_;
+  const bool events = events_.Available();
   for (const OperationRecord& op : index_.All()) {
     if (!ownership_->FenceFor(op.partition_key)) {
       index_.Remove(op.partition_key, op.id);
       continue;
     }
-    if (check_all || !events || !EventsCover(op) || found_new.count({op.partition_key, op.id}) > 0)
-      EnqueueCheck(op);
+    if (check_all || !events || !checks_.EventsCover(op) || found_new.count({op.partition_key, op.id}) > 0)
+      checks_.Enqueue(op);
   }
   return Status::Ok();
 }
@@ -533,7 +481,7 @@ void Controller::HandleChange(const store::Change& change) {
       index_.Remove(doc.partition_key, doc.id);
       return;
     }
-    if (index_.Upsert(*op)) EnqueueCheck(*op);
+    if (index_.Upsert(*op)) checks_.Enqueue(*op);
     return;
   }
   if (change.kind != store::Change::Kind::kDelete && change.kind != store::Change::Kind::kExpire &&
@@ -541,111 +489,6 @@ void Controller::HandleChange(const store::Change& change) {
     sweeper_.OnDeleted(doc.partition_key);
     WakeTimerLoop();
   }
-}
-
-namespace {
-
-// The Cluster Service object tree an event belongs to: the cluster's href for the cluster, its node
-// pools and its credentials.
-std::string_view ClusterTreeOf(std::string_view href) {
-  for (std::string_view sub : {"/node_pools/", "/break_glass_credentials"}) {
-    if (size_t cut = href.find(sub); cut != std::string_view::npos) return href.substr(0, cut);
-  }
-  return href;
-}
-
-}  // namespace
-
-void Controller::ApplyEvents(const std::vector<clusterservice::Event>& events) {
-  // Events of one cluster tree, in stream order.
-  std::vector<std::vector<const clusterservice::Event*>> groups;
-  std::unordered_map<std::string_view, size_t> group_of;
-  for (const clusterservice::Event& e : events) {
-    auto [it, added] = group_of.try_emplace(ClusterTreeOf(e.href), groups.size());
-    if (added) groups.emplace_back();
-    groups[it->second].push_back(&e);
-  }
-  const size_t threads = std::min(std::max<size_t>(1, options_.event_concurrency), groups.size());
-  if (threads <= 1) {
-    for (const auto& group : groups) {
-      for (const clusterservice::Event* e : group) ApplyEvent(*e);
-    }
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) {
-      for (const clusterservice::Event* e : groups[g]) ApplyEvent(*e);
-    }
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(threads - 1);
-  for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
-}
-
-void Controller::ApplyEvent(const clusterservice::Event& event) {
-  const auto received = std::chrono::steady_clock::now();
-  ++counters_.events_received;
-  std::vector<OperationRecord> ops = index_.ByInternalId(event.href);
-  if (ops.empty() && FindCreateOfEvent(event)) ops = index_.ByInternalId(event.href);
-  if (ops.empty()) {
-    conditions_.SyncIdle(event);
-    return;
-  }
-  ++counters_.events_applied;
-  // The event carries the whole object; its status (state, provision error) sits under "status"
-  // (older services put the error fields at the top level).
-  const json::object* status = GetObject(event.object, "status");
-  Observation obs = ObservationFromStatus(status ? *status : event.object);
-  if (status && obs.error_code.empty()) {
-    Observation top = ObservationFromStatus(event.object);
-    obs.error_code = std::move(top.error_code);
-    if (obs.error_message.empty()) obs.error_message = std::move(top.error_message);
-  }
-  obs.state = event.state;
-  obs.gone = event.state == "deleted";
-  // The object's conditions go to the resource of its first (non-credential) operation: one resource
-  // per Cluster Service object. With the transition they cause, in its batch; else on their own.
-  std::optional<SeenConditions> seen;
-  if (status && !obs.gone) {
-    if (auto c = status->find("conditions"); c != status->end() && c->value().is_array())
-      seen = SeenConditions{event.href, c->value()};
-  }
-  const OperationRecord* conditions_owner = nullptr;
-  bool conditions_committed = false;
-  for (const OperationRecord& op : ops) {
-    if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
-      EnqueueCheck(op);
-      continue;
-    }
-    const bool owner = conditions_owner == nullptr;
-    if (owner) conditions_owner = &op;
-    ObjectKind kind = KindOfHref(event.href);
-    if (op.request == Request::kUpdate) {
-      // An update starts from a ready object, so a "ready" (or "error") still in the event stream
-      // from before the update would end it at once: an update ends only on a fresh status read.
-      auto t = Decide(op.request, kind, obs);
-      if (t && arm::IsTerminalState(t->status)) {
-        EnqueueCheck(op);
-        continue;
-      }
-    }
-    Outcome o = Transit(
-        op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
-        owner && seen ? &*seen : nullptr, owner ? &conditions_committed : nullptr);
-    if (o == Outcome::kNoChange) RecordFound(op);  // a found object that no status change recorded
-    if (o == Outcome::kApplied && instruments_.event_to_commit != nullptr) {
-      instruments_.event_to_commit->Observe(
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
-    }
-    // The store refused (down or restarting): the event is consumed, so check the status again later.
-    if (o == Outcome::kError) EnqueueCheck(op);
-    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") EnqueueCheck(op);
-  }
-  if (seen && conditions_owner != nullptr && !conditions_committed)
-    conditions_.Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href, *status);
 }
 
 }  // namespace hcprp::backend

@@ -32,21 +32,6 @@ bool IsResourceDocument(const json::value& body) {
          EqualsIgnoreCase(t, arm::kExternalAuthDocType);
 }
 
-std::optional<arm::ResourceId> ClusterResourceIdOf(const json::object& cs_cluster) {
-  const json::object* az = GetObject(cs_cluster, "azure");
-  if (az == nullptr) return std::nullopt;
-  auto sub = GetString(*az, "subscription_id");
-  auto rg = GetString(*az, "resource_group_name");
-  auto name = GetString(*az, "resource_name");
-  if (!sub || !rg || !name || sub->empty() || rg->empty() || name->empty()) return std::nullopt;
-  arm::ResourceId id;
-  id.kind = arm::ResourceKind::kCluster;
-  id.subscription_id = std::string(*sub);
-  id.resource_group = std::string(*rg);
-  id.cluster_name = std::string(*name);
-  return id;
-}
-
 std::string InternalIdOf(const json::value& resource_body) {
   const json::value* href = FindPointer(resource_body, arm::kPathInternalId);
   return href != nullptr && href->is_string() ? std::string(href->as_string()) : std::string();

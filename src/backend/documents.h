@@ -39,10 +39,6 @@ bool IsResourceDocument(const json::value& body);
 // nullopt when the document is not a (well-formed) operation document.
 std::optional<OperationRecord> ParseOperation(const store::Document& doc);
 
-// The ARM resource ID of a cluster from the "azure" block of its Cluster Service object (nullopt if
-// absent).
-std::optional<arm::ResourceId> ClusterResourceIdOf(const json::object& cs_cluster);
-
 // The Cluster Service href recorded on a resource document (arm::kPathInternalId), "" when none yet.
 std::string InternalIdOf(const json::value& resource_body);
 

@@ -1,8 +1,5 @@
 #include "backend/state_mapping.h"
 
-#include "clusterservice/convert.h"
-#include "core/json.h"
-
 using hcprp::arm::kStateDeleting;
 using hcprp::arm::kStateFailed;
 using hcprp::arm::kStateProvisioning;
@@ -106,12 +103,11 @@ std::optional<Transition> Decide(Request request, ObjectKind kind, const Observa
   return std::nullopt;
 }
 
-Observation ObservationFromStatus(const json::object& status) {
-  clusterservice::CsStatus parsed = clusterservice::ParseCsStatus(status);
+Observation ObservationFrom(const clusterservice::CsStatus& status) {
   Observation o;
-  o.state = std::move(parsed.state);
-  o.error_code = std::move(parsed.provision_error_code);
-  o.error_message = std::move(parsed.provision_error_message);
+  o.state = status.state;
+  o.error_code = status.provision_error_code;
+  o.error_message = status.provision_error_message;
   return o;
 }
 

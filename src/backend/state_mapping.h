@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "arm/documents.h"
+#include "clusterservice/event.h"
 #include "core/json.h"
 
 namespace hcprp::backend {
@@ -33,8 +34,8 @@ struct Observation {
   std::string error_message;  // provision_error_message, when reported
 };
 
-// An observation from a Cluster Service status object ({"state", "provision_error_code", ...}).
-Observation ObservationFromStatus(const json::object& status);
+// An observation from a Cluster Service status.
+Observation ObservationFrom(const clusterservice::CsStatus& status);
 
 inline constexpr std::string_view kCredentialsRevoked = "credentials_revoked";
 inline constexpr std::string_view kCredentialsRevoking = "credentials_revoking";

@@ -1,6 +1,4 @@
-// Operator actions on the backend (the admin API's break-glass actions): fail an operation,
-// re-drive one now, and the orphan collector's plan.
-#include "backend/controller.h"
+#include "backend/steering.h"
 
 namespace hcprp::backend {
 
@@ -15,8 +13,8 @@ Result<OperationRecord> ReadOperation(store::Store& store, std::string_view pk, 
 
 }  // namespace
 
-Status Controller::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
-                                 std::string message) {
+Status Steering::FailOperation(std::string_view pk, std::string_view op_id, std::string code,
+                               std::string message) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
@@ -24,10 +22,10 @@ Status Controller::FailOperation(std::string_view pk, std::string_view op_id, st
   if (arm::IsTerminalState(op.status)) {
     return Error::PreconditionFailed("the operation is already " + op.status);
   }
-  Outcome o = Transit(pk, op_id, [&](const OperationRecord&) { return FailedWith(code, message); });
+  Outcome o = writer_->Transit(pk, op_id, [&](const OperationRecord&) { return FailedWith(code, message); });
   switch (o) {
     case Outcome::kApplied:
-      logger_.Warn(
+      logger_->Warn(
           "operation failed by an operator",
           {{"subscription", std::string(pk)}, {"operation", std::string(op_id)}, {"reason", message}});
       return Status::Ok();
@@ -43,7 +41,7 @@ Status Controller::FailOperation(std::string_view pk, std::string_view op_id, st
   return Error::Unavailable("the store refused the write; retry");
 }
 
-Status Controller::RedriveOperation(std::string_view pk, std::string_view op_id) {
+Status Steering::RedriveOperation(std::string_view pk, std::string_view op_id) {
   if (!ownership_->FenceFor(pk)) {
     return Error::Conflict("this backend does not own the subscription's shard");
   }
@@ -51,18 +49,18 @@ Status Controller::RedriveOperation(std::string_view pk, std::string_view op_id)
   if (arm::IsTerminalState(op.status)) {
     return Error::PreconditionFailed("the operation is already " + op.status);
   }
-  index_.Upsert(op);
-  EnqueueCheck(op);
-  logger_.Info("operation re-driven by an operator",
-               {{"subscription", std::string(pk)}, {"operation", std::string(op_id)}});
+  index_->Upsert(op);
+  checks_->Enqueue(op);
+  logger_->Info("operation re-driven by an operator",
+                {{"subscription", std::string(pk)}, {"operation", std::string(op_id)}});
   return Status::Ok();
 }
 
-Result<OrphanPlan> Controller::PlanOrphanCollection() {
+Result<OrphanPlan> Steering::PlanOrphanCollection() {
   OrphanPlan plan;
   plan.coordinator = ownership_->Coordinator();
-  plan.window = options_.gc_window;
-  HCPRP_RETURN_IF_ERROR(orphans_.Plan(&plan.candidates));
+  plan.window = options_->gc_window;
+  HCPRP_RETURN_IF_ERROR(orphans_->Plan(&plan.candidates));
   return plan;
 }
 

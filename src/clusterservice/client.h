@@ -12,29 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "clusterservice/event.h"
 #include "core/json.h"
 #include "core/result.h"
 
 namespace hcprp::clusterservice {
 
 inline constexpr std::string_view kApiPrefix = "/api/aro_hcp/v1alpha1";
-
-// One state change of a Cluster Service object, from its event stream.
-struct Event {
-  uint64_t sequence = 0;  // strictly increasing
-  std::string href;       // the object that changed
-  std::string kind;       // "Cluster", "NodePool", "ExternalAuth"
-  std::string state;      // new state ("installing", "ready", ...); "deleted" when gone
-  json::object object;    // the object after the change, with its "status" (empty when deleted)
-};
-
-// Pass as `after` to WatchEvents to learn the current last_sequence without receiving events.
-inline constexpr uint64_t kLatestEvents = UINT64_MAX;
-
-struct EventPage {
-  std::vector<Event> events;
-  uint64_t last_sequence = 0;  // pass back as `after` to continue
-};
 
 // Errors: kNotFound for 404; kInvalidArgument for 400 (message carries the OCM reason);
 // kConflict for 409; kUnavailable for 5xx and connection failures after retries; kTimeout.

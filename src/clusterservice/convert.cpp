@@ -358,22 +358,4 @@ json::object ClusterReadOnlyFromCs(const json::object& cs) {
   return out;
 }
 
-CsStatus ParseCsStatus(const json::object& status) {
-  CsStatus out;
-  auto it = status.find("state");
-  if (it != status.end()) {
-    if (it->value().is_string()) {
-      out.state = std::string(it->value().as_string());
-    } else if (it->value().is_object()) {
-      out.state = std::string(GetString(it->value().as_object(), "node_pool_state_value").value_or(""));
-    }
-  }
-  out.provision_error_code = std::string(GetString(status, "provision_error_code").value_or(""));
-  out.provision_error_message = std::string(GetString(status, "provision_error_message").value_or(""));
-  if (out.provision_error_message.empty()) {
-    out.provision_error_message = std::string(GetString(status, "message").value_or(""));
-  }
-  return out;
-}
-
 }  // namespace hcprp::clusterservice

@@ -62,14 +62,4 @@ Result<json::object> ExternalAuthPatchToCs(const json::object& properties);
 // objects without such values.
 json::object ClusterReadOnlyFromCs(const json::object& cs_cluster);
 
-// A Cluster Service status, from GET {href}/status, an object's "status" member, or an event's object.
-struct CsStatus {
-  std::string state;  // "installing", "ready", ...; empty when absent
-  std::string provision_error_code;
-  std::string provision_error_message;
-};
-// Accepts {"state": "ready", ...} and the real service's node pool shape
-// {"state": {"node_pool_state_value": "ready"}, "message": ...}.
-CsStatus ParseCsStatus(const json::object& status);
-
 }  // namespace hcprp::clusterservice

@@ -148,17 +148,5 @@ TEST(Convert, ReadOnlyFromCs) {
       R"({"api":{"url":"https://api"},"console":{"url":"https://console"},"dns":{"baseDomain":"x.example.com"},"platform":{"issuerUrl":"https://oidc"}})");
 }
 
-TEST(Convert, Status) {
-  auto s = ParseCsStatus(
-      Obj(R"({"state":"error","provision_error_code":"OCM3055","provision_error_message":"quota"})"));
-  EXPECT_EQ(s.state, "error");
-  auto real_np = ParseCsStatus(Obj(R"({"state":{"node_pool_state_value":"ready"},"message":"m"})"));
-  EXPECT_EQ(real_np.state, "ready");
-  EXPECT_EQ(real_np.provision_error_message, "m");
-
-  EXPECT_EQ(s.provision_error_code, "OCM3055");
-  EXPECT_EQ(s.provision_error_message, "quota");
-}
-
 }  // namespace
 }  // namespace hcprp::clusterservice

@@ -164,22 +164,7 @@ Result<EventPage> HttpClient::WatchEvents(uint64_t after, std::chrono::milliseco
     return res.error();
   }
   HCPRP_ASSIGN_OR_RETURN(auto obj, ParseObject(*res));
-  EventPage page;
-  page.last_sequence = static_cast<uint64_t>(GetInt(obj, "last_sequence").value_or(0));
-  if (const json::array* items = GetArray(obj, "items")) {
-    for (const auto& v : *items) {
-      if (!v.is_object()) continue;
-      const auto& o = v.as_object();
-      Event e;
-      e.sequence = static_cast<uint64_t>(GetInt(o, "sequence").value_or(0));
-      e.href = std::string(GetString(o, "href").value_or(""));
-      e.kind = std::string(GetString(o, "kind").value_or(""));
-      e.state = std::string(GetString(o, "state").value_or(""));
-      if (const json::object* obj2 = GetObject(o, "object")) e.object = *obj2;
-      page.events.push_back(std::move(e));
-    }
-  }
-  return page;
+  return ParseEventPage(obj);
 }
 
 }  // namespace hcprp::clusterservice

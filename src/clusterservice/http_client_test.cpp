@@ -226,7 +226,7 @@ TEST_F(HttpClientTest, WatchEvents) {
       EXPECT_EQ(e.href, href);
       EXPECT_EQ(e.kind, "Cluster");
       EXPECT_GT(e.sequence, after);
-      EXPECT_EQ(ParseCsStatus(*GetObject(e.object, "status")).state, e.state);
+      EXPECT_EQ(e.object.status.state, e.state);
       states.push_back(e.state);
       after = e.sequence;
     }

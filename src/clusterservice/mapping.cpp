@@ -80,6 +80,11 @@ json::object ObservedFromClusterService(arm::ResourceKind kind, const json::obje
   return ClusterReadOnlyFromCs(cs_object);
 }
 
+json::object ObservedFromClusterService(arm::ResourceKind kind, const ServiceObject& object) {
+  if (kind != arm::ResourceKind::kCluster) return {};
+  return object.assigned;
+}
+
 Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::string_view parent_internal_id,
                                        std::string_view tenant_id) {
   HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(doc.resource_id));

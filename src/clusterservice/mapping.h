@@ -11,6 +11,7 @@
 #include "api/api.h"
 #include "arm/documents.h"
 #include "arm/resource_id.h"
+#include "clusterservice/event.h"
 #include "core/json.h"
 #include "core/result.h"
 
@@ -36,6 +37,8 @@ json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Reso
 // or GET), in the canonical shape of api::Resource::observed: clusters {api.url, console.url,
 // dns.baseDomain, platform.issuerUrl}; empty for other kinds and for objects without them.
 json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object);
+// The same, of an object already parsed.
+json::object ObservedFromClusterService(arm::ResourceKind kind, const ServiceObject& object);
 
 // The Cluster Service create request of a stored resource: what the frontend POSTs when it accepts a
 // create, and what the backend POSTs again (with the operation ID as idempotency key) when the

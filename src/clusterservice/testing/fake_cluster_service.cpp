@@ -50,24 +50,25 @@ json::object FakeClusterService::RenderLocked(const Object& o) const {
 
 void FakeClusterService::PublishLocked(const std::string& href, const Object* o) {
   if (!events_enabled_) return;
-  Event e;
-  e.sequence = next_sequence_++;
-  e.href = href;
+  // Built in the stream's wire shape and parsed by the client's own parser.
+  json::object item{{"sequence", next_sequence_++}, {"href", href}};
   if (o != nullptr) {
-    e.kind = o->kind;
-    e.state = o->state;
+    item["kind"] = o->kind;
+    item["state"] = o->state;
     // Like the simulator: the whole object, with state and provision error under "status".
     json::object status{{"state", o->state}};
     if (!o->error_code.empty()) status["provision_error_code"] = o->error_code;
     if (!o->error_message.empty()) status["provision_error_message"] = o->error_message;
     if (!o->conditions.empty()) status["conditions"] = o->conditions;
-    e.object = o->fields;
-    e.object["kind"] = o->kind;
-    e.object["href"] = href;
-    e.object["status"] = std::move(status);
+    json::object object = o->fields;
+    object["kind"] = o->kind;
+    object["href"] = href;
+    object["status"] = std::move(status);
+    item["object"] = std::move(object);
   } else {
-    e.state = "deleted";
+    item["state"] = kDeletedState;
   }
+  Event e = ParseEvent(item);
   events_.push_back(std::move(e));
   cv_.NotifyAll();
 }

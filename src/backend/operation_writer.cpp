@@ -1,8 +1,6 @@
-// The controller's writes: one status change of an operation (read, plan with PlanTransition, commit
-// in one fenced batch, then index, notifications and billing), and the implicit Delete operations of
-// deleted subscriptions. Writes to one partition run one at a time (ApplyMutex).
+#include "backend/operation_writer.h"
+
 #include "arm/operation_writes.h"
-#include "backend/controller.h"
 
 namespace hcprp::backend {
 
@@ -20,17 +18,18 @@ ReadResource ToReadResource(const store::Document& d, arm::ResourceDocument doc)
 
 }  // namespace
 
-void Controller::CountRefusal(const Error& e, const store::Lease& fence) {
+void OperationWriter::CountRefusal(const Error& e, const store::Lease& fence) {
   if (e.IsPreconditionFailed() && !store::FailedBatchIndex(e)) {
     ownership_->FenceRefused(fence);
-    ++counters_.fence_refusals;
+    ++counters_->fence_refusals;
   } else {
-    ++counters_.write_conflicts;
+    ++counters_->write_conflicts;
   }
 }
 
-Result<TransitionInput> Controller::ReadTransitionInput(std::string_view pk, const arm::OperationDocument& op,
-                                                        arm::StatusChange change) {
+Result<TransitionInput> OperationWriter::ReadTransitionInput(std::string_view pk,
+                                                             const arm::OperationDocument& op,
+                                                             arm::StatusChange change) {
   TransitionInput in;
   in.partition_key = std::string(pk);
   in.operation = op;
@@ -70,8 +69,8 @@ Result<TransitionInput> Controller::ReadTransitionInput(std::string_view pk, con
   return in;
 }
 
-Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op_id, const Decider& decide,
-                                        const SeenConditions* seen, bool* conditions_committed) {
+Outcome OperationWriter::Transit(std::string_view pk, std::string_view op_id, const Decider& decide,
+                                 const SeenConditions* seen, bool* conditions_committed) {
   if (conditions_committed != nullptr) *conditions_committed = false;
   MutexLock lock(ApplyMutex(pk));
   for (int attempt = 0; attempt < kMaxWriteAttempts; ++attempt) {
@@ -80,18 +79,18 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
     auto doc = store_->Read(store::kResources, pk, op_id);
     if (!doc.ok()) {
       if (doc.error().IsNotFound()) {
-        index_.Remove(pk, op_id);
-        ForgetFound(pk, op_id);
+        index_->Remove(pk, op_id);
+        memo_->ForgetFound(pk, op_id);
         return Outcome::kGone;
       }
-      ++counters_.errors;
+      ++counters_->errors;
       return Outcome::kError;
     }
     auto op = ParseOperation(*doc);
     auto typed = arm::OperationDocument::FromBody(doc->id, doc->body);
     if (!op || !typed.ok() || arm::IsTerminalState(op->status)) {
-      index_.Remove(pk, op_id);
-      ForgetFound(pk, op_id);
+      index_->Remove(pk, op_id);
+      memo_->ForgetFound(pk, op_id);
       return Outcome::kNoChange;
     }
     std::optional<Transition> t = decide(*op);
@@ -99,23 +98,23 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
 
     auto in = ReadTransitionInput(pk, *typed, ToStatusChange(*t));
     if (!in.ok()) {
-      ++counters_.errors;
+      ++counters_->errors;
       return Outcome::kError;
     }
     // A create's object found before anything recorded it is recorded with this transition.
-    if (op->internal_id.empty() && op->request == Request::kCreate) in->found = FoundFor(pk, op_id);
+    if (op->internal_id.empty() && op->request == Request::kCreate) in->found = memo_->FoundFor(pk, op_id);
     if (seen != nullptr && in->resource) {
       const std::string& href = in->resource->doc.internal_id.empty() && in->found
                                     ? in->found->href
                                     : in->resource->doc.internal_id;
-      if (href == seen->href) in->conditions = seen->conditions;
+      if (href == seen->href) in->conditions = json::value(seen->conditions);
     }
     TransitionPlan plan = PlanTransition(*in);
     if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit
       if (Status s = AppendBilling(pk, &plan); !s.ok()) {
-        ++counters_.errors;
-        logger_.Warn("billing record not read",
-                     {{"operation", std::string(op_id)}, {"error", s.error().ToString()}});
+        ++counters_->errors;
+        logger_->Warn("billing record not read",
+                      {{"operation", std::string(op_id)}, {"error", s.error().ToString()}});
         return Outcome::kError;
       }
     }
@@ -124,29 +123,29 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
       const Error& e = r.error();
       if (e.IsPreconditionFailed() && !store::FailedBatchIndex(e)) {
         ownership_->FenceRefused(*fence);
-        ++counters_.fence_refusals;
-        logger_.Warn("write refused: stale fence", {{"operation", std::string(op_id)}});
+        ++counters_->fence_refusals;
+        logger_->Warn("write refused: stale fence", {{"operation", std::string(op_id)}});
         return Outcome::kNotOwner;
       }
       if (e.IsPreconditionFailed() || e.IsNotFound()) {
-        ++counters_.write_conflicts;
+        ++counters_->write_conflicts;
         continue;  // something changed meanwhile: read again
       }
-      ++counters_.errors;
-      logger_.Warn("operation write failed", {{"operation", std::string(op_id)}, {"error", e.ToString()}});
+      ++counters_->errors;
+      logger_->Warn("operation write failed", {{"operation", std::string(op_id)}, {"error", e.ToString()}});
       return Outcome::kError;
     }
 
-    ++counters_.transitions;
-    if (in->found) ForgetFound(pk, op_id);
+    ++counters_->transitions;
+    if (in->found) memo_->ForgetFound(pk, op_id);
     if (conditions_committed != nullptr)
       *conditions_committed = plan.conditions || in->conditions.has_value();
     if (!plan.terminal) {
       op->status = t->status;
-      index_.Upsert(*op);
+      index_->Upsert(*op);
       return Outcome::kApplied;
     }
-    ++counters_.terminal;
+    ++counters_->terminal;
     std::vector<store::Document> ended_docs;
     for (size_t i : plan.ended) {
       if (i < r->documents.size()) ended_docs.push_back(r->documents[i]);
@@ -157,26 +156,22 @@ Controller::Outcome Controller::Transit(std::string_view pk, std::string_view op
   return Outcome::kError;
 }
 
-void Controller::AfterTerminal(const std::vector<store::Document>& ended_operations,
-                               const TransitionPlan& plan) {
+void OperationWriter::AfterTerminal(const std::vector<store::Document>& ended_operations,
+                                    const TransitionPlan& plan) {
   for (const store::Document& d : ended_operations) {
-    index_.Remove(d.partition_key, d.id);
-    ForgetFound(d.partition_key, d.id);  // a child's create ended with its parent before its record
-    {
-      MutexLock lock(state_mu_);
-      delete_issued_.erase({d.partition_key, d.id});
-    }
+    index_->Remove(d.partition_key, d.id);
+    memo_->ForgetEnded(d.partition_key, d.id);  // a child's create ended with its parent before its record
     auto ended = ParseOperation(d);
     if (ended && !ended->notification_uri.empty()) {
-      notifications_.Enqueue(ended->notification_uri, OperationStatusResource(d), d.partition_key,
-                             arm::PendingNotificationId(d.id));
-      WakeNotifierLoop();
+      notifications_->Enqueue(ended->notification_uri, OperationStatusResource(d), d.partition_key,
+                              arm::PendingNotificationId(d.id));
+      hooks_.notify();
     }
   }
-  counters_.resources_deleted += plan.deleted.size();
+  counters_->resources_deleted += plan.deleted.size();
 }
 
-Status Controller::AppendBilling(std::string_view pk, TransitionPlan* plan) {
+Status OperationWriter::AppendBilling(std::string_view pk, TransitionPlan* plan) {
   for (store::WriteOp& w : plan->billing) plan->writes.push_back(std::move(w));
   plan->billing.clear();
   const TimePoint now = clock_->Now();
@@ -191,7 +186,7 @@ Status Controller::AppendBilling(std::string_view pk, TransitionPlan* plan) {
   return Status::Ok();
 }
 
-void Controller::EnsureDeleteOperation(const store::Document& resource) {
+void OperationWriter::EnsureDeleteOperation(const store::Document& resource) {
   const std::string& pk = resource.partition_key;
   auto doc = arm::ResourceDocument::FromBody(resource.body);
   if (!doc.ok()) return;
@@ -202,7 +197,7 @@ void Controller::EnsureDeleteOperation(const store::Document& resource) {
       auto parsed = arm::OperationDocument::FromBody(d->id, d->body);
       if (parsed.ok() && !arm::IsTerminalState(parsed->status)) active = std::move(parsed).value();
       if (active && active->request == arm::OperationRequest::kDelete) {
-        if (auto record = ParseOperation(*d); record && index_.Upsert(*record)) EnqueueCheck(*record);
+        if (auto record = ParseOperation(*d); record && index_->Upsert(*record)) hooks_.check(*record);
         return;
       }
     }
@@ -216,26 +211,66 @@ void Controller::EnsureDeleteOperation(const store::Document& resource) {
   arm::ResourceAsRead read{resource.id, std::nullopt,
                            arm::Unchanged(resource.body, arm::kPathActiveOperationId)};
   arm::StartDeletePlan plan =
-      arm::PlanStartDelete(read, op, options_.operation_ttl_seconds, active ? &*active : nullptr, now);
+      arm::PlanStartDelete(read, op, options_->operation_ttl_seconds, active ? &*active : nullptr, now);
   auto r = store_->Batch(store::kResources, pk, std::move(plan.writes), &*fence);
   if (!r.ok()) {
     CountRefusal(r.error(), *fence);  // the next sweep looks again
     return;
   }
-  ++counters_.implicit_deletes;
+  ++counters_->implicit_deletes;
   if (plan.canceled_index) {
     const store::Document& canceled = r->documents[*plan.canceled_index];
-    index_.Remove(pk, canceled.id);
+    index_->Remove(pk, canceled.id);
     auto ended = ParseOperation(canceled);
     if (ended && !ended->notification_uri.empty()) {
-      notifications_.Enqueue(ended->notification_uri, OperationStatusResource(canceled), pk,
-                             arm::PendingNotificationId(canceled.id));
+      notifications_->Enqueue(ended->notification_uri, OperationStatusResource(canceled), pk,
+                              arm::PendingNotificationId(canceled.id));
     }
   }
   if (auto created = ParseOperation(r->documents[plan.created_index])) {
-    index_.Upsert(*created);
-    EnqueueCheck(*created);
+    index_->Upsert(*created);
+    hooks_.check(*created);
   }
+}
+
+bool OperationWriter::RecordObject(const OperationRecord& op, const store::Document& res,
+                                   const arm::ResourceDocument& doc, const std::string& href,
+                                   json::object observed) {
+  MutexLock lock(ApplyMutex(op.partition_key));
+  auto fence = ownership_->FenceFor(op.partition_key);
+  if (!fence) return false;
+  auto current = store_->Read(store::kResources, op.partition_key, op.id);
+  if (!current.ok()) return false;
+  auto cur = ParseOperation(*current);
+  if (!cur || arm::IsTerminalState(cur->status)) {
+    index_->Remove(op.partition_key, op.id);
+    return false;
+  }
+  std::vector<store::WriteOp> ops;
+  ops.push_back(store::WriteOp::Patch(op.id, {arm::SetAt(arm::kPathInternalId, json::value(href))},
+                                      {arm::Unchanged(current->body, arm::kPathStatus),
+                                       arm::Unchanged(current->body, arm::kPathInternalId)}));
+  if (doc.active_operation_id == op.id && doc.internal_id.empty()) {
+    std::vector<store::PatchOp> set = {arm::SetAt(arm::kPathInternalId, json::value(href))};
+    const json::value* recorded = FindPointer(res.body, arm::kPathObserved);
+    if (!observed.empty() &&
+        (recorded == nullptr || (recorded->is_object() && recorded->as_object().empty()))) {
+      set.push_back(arm::SetAt(arm::kPathObserved, json::value(std::move(observed))));
+    }
+    ops.push_back(store::WriteOp::Patch(res.id, std::move(set),
+                                        {arm::Unchanged(res.body, arm::kPathActiveOperationId),
+                                         arm::Unchanged(res.body, arm::kPathInternalId)}));
+  }
+  auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);
+  if (!r.ok()) {
+    CountRefusal(r.error(), *fence);
+    return false;
+  }
+  if (auto updated = ParseOperation(r->documents[0])) {
+    index_->Upsert(*updated);
+    hooks_.check(*updated);
+  }
+  return true;
 }
 
 }  // namespace hcprp::backend

@@ -1,0 +1,150 @@
+#include "backend/event_follower.h"
+
+#include <algorithm>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+
+namespace hcprp::backend {
+
+uint64_t EventFollower::After() const {
+  MutexLock lock(mu_);
+  return after_;
+}
+
+void EventFollower::Advance(uint64_t last) {
+  MutexLock lock(mu_);
+  after_ = std::max(after_, last);
+}
+
+Status EventFollower::Position() {
+  while (true) {
+    auto page = cs_->WatchEvents(After(), std::chrono::milliseconds(0));
+    if (!page.ok()) {
+      available_ = false;
+      interrupted_ = true;
+      return page.error();
+    }
+    uint64_t last = page->last_sequence;
+    for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
+    Advance(last);
+    if (page->events.empty()) break;
+  }
+  available_ = true;
+  interrupted_ = true;
+  return Status::Ok();
+}
+
+Result<size_t> EventFollower::PumpOnce(std::chrono::milliseconds wait) {
+  auto page = cs_->WatchEvents(After(), wait);
+  if (!page.ok()) {
+    if (page.error().Is(ErrorCode::kUnavailable)) available_ = false;
+    interrupted_ = true;
+    return page.error();
+  }
+  available_ = true;
+  uint64_t last = page->last_sequence;
+  ApplyEvents(page->events);
+  for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
+  Advance(last);
+  return page->events.size();
+}
+
+namespace {
+
+// The Cluster Service object tree an event belongs to: the cluster's href for the cluster, its node
+// pools and its credentials.
+std::string_view ClusterTreeOf(std::string_view href) {
+  for (std::string_view sub : {"/node_pools/", "/break_glass_credentials"}) {
+    if (size_t cut = href.find(sub); cut != std::string_view::npos) return href.substr(0, cut);
+  }
+  return href;
+}
+
+}  // namespace
+
+void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events) {
+  // Events of one cluster tree, in stream order.
+  std::vector<std::vector<const clusterservice::Event*>> groups;
+  std::unordered_map<std::string_view, size_t> group_of;
+  for (const clusterservice::Event& e : events) {
+    auto [it, added] = group_of.try_emplace(ClusterTreeOf(e.href), groups.size());
+    if (added) groups.emplace_back();
+    groups[it->second].push_back(&e);
+  }
+  const size_t threads = std::min(std::max<size_t>(1, options_->event_concurrency), groups.size());
+  if (threads <= 1) {
+    for (const auto& group : groups) {
+      for (const clusterservice::Event* e : group) ApplyEvent(*e);
+    }
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) {
+      for (const clusterservice::Event* e : groups[g]) ApplyEvent(*e);
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(threads - 1);
+  for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
+  work();
+  for (std::thread& t : helpers) t.join();
+}
+
+void EventFollower::ApplyEvent(const clusterservice::Event& event) {
+  const auto received = std::chrono::steady_clock::now();
+  ++counters_->events_received;
+  std::vector<OperationRecord> ops = index_->ByInternalId(event.href);
+  if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
+  if (ops.empty()) {
+    conditions_->SyncIdle(event);
+    return;
+  }
+  ++counters_->events_applied;
+  const std::optional<json::array>& conditions = event.object.status.conditions;
+  Observation obs = ObservationFrom(event.object.status);
+  obs.state = event.state;
+  obs.gone = event.Deleted();
+  // The object's conditions go to the resource of its first (non-credential) operation: one resource
+  // per Cluster Service object. With the transition they cause, in its batch; else on their own.
+  std::optional<SeenConditions> seen;
+  if (conditions && !obs.gone) seen = SeenConditions{event.href, *conditions};
+  const OperationRecord* conditions_owner = nullptr;
+  bool conditions_committed = false;
+  for (const OperationRecord& op : ops) {
+    if (op.request == Request::kRequestCredential || op.request == Request::kRevokeCredentials) {
+      checks_->Enqueue(op);
+      continue;
+    }
+    const bool owner = conditions_owner == nullptr;
+    if (owner) conditions_owner = &op;
+    ObjectKind kind = KindOfHref(event.href);
+    if (op.request == Request::kUpdate) {
+      // An update starts from a ready object, so a "ready" (or "error") still in the event stream
+      // from before the update would end it at once: an update ends only on a fresh status read.
+      auto t = Decide(op.request, kind, obs);
+      if (t && arm::IsTerminalState(t->status)) {
+        checks_->Enqueue(op);
+        continue;
+      }
+    }
+    Outcome o = writer_->Transit(
+        op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
+        owner && seen ? &*seen : nullptr, owner ? &conditions_committed : nullptr);
+    if (o == Outcome::kNoChange) checks_->RecordFound(op);  // a found object that no status change recorded
+    if (o == Outcome::kApplied && event_to_commit_ != nullptr) {
+      event_to_commit_->Observe(
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - received).count());
+    }
+    // The store refused (down or restarting): the event is consumed, so check the status again later.
+    if (o == Outcome::kError) checks_->Enqueue(op);
+    if (op.request == Request::kDelete && !obs.gone && obs.state != "uninstalling") checks_->Enqueue(op);
+  }
+  if (seen && conditions_owner != nullptr && !conditions_committed) {
+    conditions_->Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href,
+                      seen->conditions);
+  }
+}
+
+}  // namespace hcprp::backend

@@ -1,0 +1,76 @@
+// The backend's application of Cluster Service events (private to src/backend): where the stream was
+// read to, whether it works, and each event applied to the operations of its object (a transition
+// through the writer, a check when a status read must decide, the object's conditions). Thread-safe;
+// one PumpOnce() or Position() at a time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/condition_sync.h"
+#include "backend/counters.h"
+#include "backend/operation_index.h"
+#include "backend/operation_writer.h"
+#include "backend/status_checks.h"
+#include "clusterservice/client.h"
+#include "core/mutex.h"
+#include "metrics/registry.h"
+
+namespace hcprp::backend {
+
+class EventFollower {
+ public:
+  // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
+  EventFollower(const BackendOptions* options, clusterservice::Client* cs, OperationIndex* index,
+                StatusChecks* checks, OperationWriter* writer, ConditionSync* conditions, Counters* counters,
+                metrics::Histogram* event_to_commit)
+      : options_(options),
+        cs_(cs),
+        index_(index),
+        checks_(checks),
+        writer_(writer),
+        conditions_(conditions),
+        counters_(counters),
+        event_to_commit_(event_to_commit) {}
+
+  // Moves past the stream's history without applying it (a resync reads the current states);
+  // the stream's error when it cannot be read.
+  Status Position();
+  // Applies one page of events, waiting up to `wait` for it; the number of events.
+  Result<size_t> PumpOnce(std::chrono::milliseconds wait);
+
+  // The stream works (its last read succeeded, or it has not failed with kUnavailable since).
+  bool Available() const { return available_; }
+  // Whether events may have been missed since the last call (a failed read, a repositioned stream):
+  // the next resync then checks every operation. Clears it.
+  bool TakeInterrupted() { return interrupted_.exchange(false); }
+  // Marks events as possibly missed (a resync that should have checked everything failed).
+  void MarkInterrupted() { interrupted_ = true; }
+
+ private:
+  uint64_t After() const;
+  void Advance(uint64_t last);
+  // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
+  void ApplyEvents(const std::vector<clusterservice::Event>& events);
+  void ApplyEvent(const clusterservice::Event& event);
+
+  // Constant after construction.
+  const BackendOptions* const options_;
+  clusterservice::Client* const cs_;
+  OperationIndex* const index_;
+  StatusChecks* const checks_;
+  OperationWriter* const writer_;
+  ConditionSync* const conditions_;
+  Counters* const counters_;
+  metrics::Histogram* const event_to_commit_;
+
+  std::atomic<bool> available_{false};
+  std::atomic<bool> interrupted_{true};
+  mutable Mutex mu_;
+  uint64_t after_ HCPRP_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace hcprp::backend
