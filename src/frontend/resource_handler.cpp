@@ -383,20 +383,10 @@ Response Delete(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
     auto existing = LoadResource(env, id.subscription_id, ctx.path);
     if (!existing.ok()) return Fail(env, ctx, existing.error());
     if (auto stop = CheckPreconditions(ctx, id, *existing)) return std::move(*stop);
-    auto op = StartDelete(env, &ctx, **existing);
+    auto op = CommitDelete(env, ctx, **existing);
     if (!op.ok()) {
       if (op.error().IsPreconditionFailed() || op.error().IsAlreadyExists()) continue;
       return Fail(env, ctx, op.error());
-    }
-    if (!(*existing)->doc.internal_id.empty()) {
-      Status deleted = env.cs->Delete((*existing)->doc.internal_id);
-      if (!deleted.ok() && !deleted.error().IsNotFound()) {
-        // The Delete operation is durable; the backend repeats the Cluster Service delete.
-        env.logger.Warn("cluster service delete deferred to the backend",
-                        {{"request_id", ctx.request_id},
-                         {"operation_id", op->id},
-                         {"error", deleted.error().ToString()}});
-      }
     }
     Response res = EmptyReply(202);
     AddAsyncHeaders(env, ctx, *op, res, true);

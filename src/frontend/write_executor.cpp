@@ -123,4 +123,17 @@ CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& pla
   return Committed{std::move(written), std::nullopt};
 }
 
+Result<arm::OperationDocument> CommitDelete(Env& env, const RequestContext& ctx,
+                                            const LoadedResource& resource) {
+  HCPRP_ASSIGN_OR_RETURN(arm::OperationDocument op, StartDelete(env, &ctx, resource));
+  if (resource.doc.internal_id.empty()) return op;
+  Status deleted = env.cs->Delete(resource.doc.internal_id);
+  if (!deleted.ok() && !deleted.error().IsNotFound()) {
+    env.logger.Warn(
+        "cluster service delete deferred to the backend",
+        {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", deleted.error().ToString()}});
+  }
+  return op;
+}
+
 }  // namespace hcprp::frontend

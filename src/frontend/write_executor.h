@@ -1,6 +1,7 @@
 // The one place that carries out the frontend's write plans (write_plan.h): it commits a plan's
 // first batch, makes its Cluster Service request, runs its undo when the Cluster Service refuses and
-// commits what follows an accepted request. The order is the write-ahead order of
+// commits what follows an accepted request; and a DELETE, whose writes arm/operation_writes.h plans
+// (StartDelete), with its Cluster Service request. The order is the write-ahead order of
 // docs/architecture.md ("A create, end to end", "An update, end to end"): nothing is asked of the
 // Cluster Service before the operation that names the request is durable.
 #pragma once
@@ -50,5 +51,12 @@ CommitResult CommitCreate(Env& env, std::string_view request_id, CreatePlan& pla
 // while the document is still the version written. Consumes plan.writes, plan.doc and plan.call;
 // plan.op stays for the answer.
 CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& plan);
+
+// Carries out a DELETE of `resource`: StartDelete's batches (its children first, the operation
+// exposed to `ctx`'s caller), then the delete of its Cluster Service object when it has one. A failed
+// Cluster Service delete is logged and left to the backend, which repeats it for the durable Delete
+// operation. Returns the Delete operation; a store error of StartDelete as it is.
+Result<arm::OperationDocument> CommitDelete(Env& env, const RequestContext& ctx,
+                                            const LoadedResource& resource);
 
 }  // namespace hcprp::frontend
