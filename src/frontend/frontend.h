@@ -1,11 +1,12 @@
-// The ARM frontend of hcprp: a pure function from an HTTP request to an HTTP response that serves
-// the ARM RPC of Microsoft.RedHatOpenShift (clusters, node pools, external auths, their lists and
-// actions), the operation status and result endpoints, subscription lifecycle, metadata (versions,
-// role sets, operations list), deployment preflight and health probes.
+// The ARM frontend of hcprp: a function from an HTTP request to an HTTP response, with no sockets of
+// its own, that serves the ARM RPC of Microsoft.RedHatOpenShift (clusters, node pools, external
+// auths, their lists and actions), the operation status and result endpoints, subscription
+// lifecycle, metadata (versions, role sets, operations list), deployment preflight and health probes.
 //
 // The transport (src/http) owns sockets, timeouts and draining; it hands every parsed request to
 // Frontend::Handle. Handle never throws for any input and always returns an ARM-shaped response
-// carrying x-ms-request-id.
+// carrying x-ms-request-id. It is not pure: it reads and writes the store and calls the Cluster
+// Service through the interfaces Create was given.
 //
 // HEAD is served wherever GET is, as GET without the body (Content-Length is the GET body's).
 //

@@ -11,6 +11,8 @@
 #include "clusterservice/mapping.h"
 #include "frontend/internal.h"
 #include "frontend/request_decode.h"
+#include "frontend/write_executor.h"
+#include "frontend/write_plan.h"
 
 namespace hcprp::frontend {
 namespace {
@@ -128,15 +130,6 @@ std::optional<CloudError> ParentBlocks(const LoadedResource& parent, std::string
   return std::nullopt;
 }
 
-std::string BusyMessage(const arm::OperationDocument& op) {
-  return "The resource has an operation in progress (" + std::string(arm::OperationRequestName(op.request)) +
-         ", status " + op.status + "); retry when it has finished.";
-}
-
-store::WriteOp CreateOp(const Env& env, const arm::OperationDocument& op) {
-  return store::WriteOp::Create(op.id, op.ToBody(), env.options.operation_ttl_seconds);
-}
-
 // `decoded`: the canonical resource when the caller holds it (see RenderResource).
 Result<Response> RenderReply(const RequestContext& ctx, int status, const LoadedResource& r,
                              std::optional<api::Resource> decoded = std::nullopt) {
@@ -248,6 +241,14 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
   return std::move(parent).value();
 }
 
+// The answer to a write plan that was not carried out: decide again after a lost race, else the
+// refusal or failure.
+Outcome NotCommitted(const Env& env, const RequestContext& ctx, const CommitResult& result) {
+  if (std::holds_alternative<LostRace>(result)) return Outcome::Retry();
+  if (const auto* refusal = std::get_if<CloudError>(&result)) return Outcome::Done(ErrorReply(*refusal));
+  return Outcome::Done(Fail(env, ctx, std::get<Error>(result)));
+}
+
 // `speculative`: the resource was not read first (see PutOrPatch). A body refused by the create rules
 // then says nothing yet, since an update of an existing resource is judged by other rules; the caller
 // reads the resource and decides again.
@@ -256,92 +257,43 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
   // Every resource lives in the region this deployment serves (a node pool: its cluster's).
-  const std::string location = parent ? parent->doc.location : env.options.location;
+  std::string location = parent ? parent->doc.location : env.options.location;
   auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
                                    WithServiceValues(ctx, id, body, location, true), opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded)) {
     if (speculative) return Outcome::Retry();
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   }
-  api::Resource resource = std::get<api::Resource>(std::move(decoded));
 
   auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
   Expose(ctx, op);
-  arm::ResourceDocument doc;
-  doc.resource_type = std::string(arm::DocType(id.kind));
-  doc.resource_id = ctx.path;
-  doc.location = location;
-  doc.active_operation_id = op.id;
-  doc.provisioning_state = std::string(arm::kStateAccepted);
-  doc.identity = resource.identity;
-  doc.system_data =
-      CompleteSystemData(arm::MergeSystemData(std::nullopt, ctx.system_data, true), env.clock->Now());
-  doc.tags = resource.tags;
-  // The stored resource goes into the written body only (`doc` keeps none: the 201 is rendered from
-  // `resource`), which saves copying the whole property tree once more.
-  json::value written = doc.ToBody();
-  written.as_object()["properties"].as_object()["resource"] = api::ToStorage(resource);
-
-  const std::string pk = arm::PartitionKey(id.subscription_id);
-  const std::string doc_id = arm::ResourceDocumentId(ctx.path);
-  auto created = env.store->Batch(
-      store::kResources, pk, Writes(store::WriteOp::Create(doc_id, std::move(written)), CreateOp(env, op)));
-  if (!created.ok()) {
-    if (created.error().IsAlreadyExists()) return Outcome::Retry();  // a concurrent create won
-    return Outcome::Done(Fail(env, ctx, created.error()));
-  }
-  LoadedResource result{doc_id, created->documents.at(0).etag, std::move(doc),
-                        created->documents.at(0).timestamp_ms};
-
-  // Step 2: the Cluster Service, with the operation id as idempotency key.
-  auto cs_body = clusterservice::BuildClusterServiceCreateBody(id, resource, ctx.tenant_id);
-  if (!cs_body.ok()) return Outcome::Done(Fail(env, ctx, cs_body.error()));
-  auto cs =
-      env.cs->Create(clusterservice::ClusterServiceCollection(id.kind, parent ? parent->doc.internal_id : ""),
-                     *cs_body, op.id);
-  if (!cs.ok()) {
-    const Error& e = cs.error();
-    if (e.Is(ErrorCode::kInvalidArgument) || e.Is(ErrorCode::kConflict)) {
-      // Rejected synchronously: nothing was created; remove both documents.
-      store::WriteOp del_doc = store::WriteOp::Delete(doc_id);
-      del_doc.conditions.push_back({std::string(arm::kPathActiveOperationId), json::value(op.id)});
-      auto undone =
-          env.store->Batch(store::kResources, pk, Writes(std::move(del_doc), store::WriteOp::Delete(op.id)));
-      if (!undone.ok()) {
-        env.logger.Warn("could not remove documents of a rejected create",
-                        {{"request_id", ctx.request_id}, {"error", undone.error().ToString()}});
-      }
-      if (e.Is(ErrorCode::kConflict))
-        return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, e.message())));
-      return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(e.message())));
-    }
-    // Unreachable or failing Cluster Service: the Accepted operation is durable and the backend
-    // repeats the create with the same idempotency key, so the request is still accepted.
-    env.logger.Warn("cluster service create deferred to the backend",
-                    {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", e.ToString()}});
-  } else {
-    // The answer shows what the Cluster Service assigned (the values are real). The backend records
-    // them, with the internal ID, when it finds the object: with the create's first status change,
-    // in its batch, so that a create costs one write here and none of its own there.
-    resource.observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
-  }
-  auto res = RenderReply(ctx, 201, result, std::move(resource));
+  auto plan = PlanCreate(
+      id, std::get<api::Resource>(std::move(decoded)), std::move(op),
+      {.resource_id = ctx.path,
+       .location = std::move(location),
+       .parent_internal_id = parent ? std::string_view(parent->doc.internal_id) : std::string_view(),
+       .tenant_id = ctx.tenant_id,
+       .system_data =
+           CompleteSystemData(arm::MergeSystemData(std::nullopt, ctx.system_data, true), env.clock->Now()),
+       .operation_ttl_seconds = env.options.operation_ttl_seconds});
+  if (!plan.ok()) return Outcome::Done(Fail(env, ctx, plan.error()));
+  CommitResult result = CommitCreate(env, ctx.request_id, *plan);
+  auto* committed = std::get_if<Committed>(&result);
+  if (committed == nullptr) return NotCommitted(env, ctx, result);
+  if (committed->assigned) plan->resource.observed = std::move(*committed->assigned);
+  auto res = RenderReply(ctx, 201, committed->resource, std::move(plan->resource));
   if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));
-  AddAsyncHeaders(env, ctx, op, *res, false);
+  AddAsyncHeaders(env, ctx, plan->op, *res, false);
   return Outcome::Done(std::move(res).value());
 }
 
-// PUT on an existing resource (replace) or PATCH: validate, write resource + Update operation in one
-// batch, tell the Cluster Service, undo on a synchronous refusal.
+// PUT on an existing resource (replace) or PATCH: refuse while the resource is busy, decode by the
+// replace or patch rules, and carry out the update's plan.
 Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                const LoadedResource& existing, const std::optional<LoadedResource>& parent, bool is_patch) {
   auto active = ActiveOperation(env, existing);
   if (!active.ok()) return Outcome::Done(Fail(env, ctx, active.error()));
-  if (active->has_value())
-    return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, BusyMessage(**active))));
-  if (EqualsIgnoreCase(existing.doc.provisioning_state, arm::kStateDeleting)) {
-    return Outcome::Done(ErrorReply(CloudError::Conflict(ctx.path, "The resource is being deleted.")));
-  }
+  if (auto busy = UpdateRefusal(ctx.path, existing.doc, *active)) return Outcome::Done(ErrorReply(*busy));
   auto current = api::FromStorage(existing.doc.resource);
   if (!current.ok()) return Outcome::Done(Fail(env, ctx, current.error()));
   std::optional<json::object> parent_body;
@@ -354,103 +306,28 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
           : api::DecodeReplace(ctx.api_version, ToApiKind(id.kind), std::move(service_body), *current, opts);
   if (auto* errs = std::get_if<api::ValidationErrors>(&decoded))
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
-  api::Resource resource = std::get<api::Resource>(std::move(decoded));
-  if (id.kind == arm::ResourceKind::kNodePool && resource.location.empty())
-    resource.location = existing.doc.location;
-  if (existing.doc.internal_id.empty()) {
-    return Outcome::Done(ErrorReply(CloudError::Conflict(
-        ctx.path, "The resource is not yet known to the Cluster Service; retry later.")));
-  }
 
   auto op = NewOperation(env, arm::OperationRequest::kUpdate, existing.doc.resource_id,
                          existing.doc.internal_id, existing.doc.location);
-  op.awaiting_cluster_service = true;  // until the Cluster Service took the update (below)
   Expose(ctx, op);
-  arm::ResourceDocument doc = existing.doc;
-  doc.active_operation_id = op.id;
-  doc.provisioning_state = std::string(arm::kStateAccepted);
-  doc.identity = resource.identity;
-  doc.system_data = CompleteSystemData(arm::MergeSystemData(existing.doc.system_data, ctx.system_data, false),
-                                       env.clock->Now());
-  doc.tags = resource.tags;
-  doc.resource = api::ToStorage(resource);
-
-  const std::string pk = arm::PartitionKey(id.subscription_id);
-  auto written = env.store->Batch(
-      store::kResources, pk,
-      Writes(store::WriteOp::Replace(existing.doc_id, doc.ToBody(), existing.etag), CreateOp(env, op)));
-  if (!written.ok()) {
-    if (written.error().IsPreconditionFailed() || written.error().IsAlreadyExists()) return Outcome::Retry();
-    return Outcome::Done(Fail(env, ctx, written.error()));
-  }
-  LoadedResource result{existing.doc_id, written->documents.at(0).etag, doc,
-                        written->documents.at(0).timestamp_ms};
-
-  auto cs = env.cs->Update(existing.doc.internal_id, clusterservice::ClusterServiceUpdateBody(id, resource));
-  if (!cs.ok()) {
-    // Undo: the previous resource document comes back and the operation disappears.
-    auto undone =
-        env.store->Batch(store::kResources, pk,
-                         Writes(store::WriteOp::Replace(existing.doc_id, existing.doc.ToBody(), result.etag),
-                                store::WriteOp::Delete(op.id)));
-    if (!undone.ok()) {
-      if (undone.error().IsPreconditionFailed()) {
-        // A concurrent request (a DELETE) moved the resource on and superseded this update.
-        return Outcome::Done(ErrorReply(
-            CloudError::Conflict(ctx.path, "The resource was changed concurrently; retry the request.")));
-      }
-      env.logger.Error(
-          "could not undo a refused update",
-          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", undone.error().ToString()}});
-    }
-    if (cs.error().Is(ErrorCode::kInvalidArgument)) {
-      return Outcome::Done(ErrorReply(CloudError::InvalidRequestContent(cs.error().message())));
-    }
-    return Outcome::Done(Fail(env, ctx, cs.error()));
-  }
-  // The backend may judge the operation by the Cluster Service's state from now on.
-  {
-    auto confirmed = env.store->Batch(
-        store::kResources, pk,
-        {store::WriteOp::Patch(op.id,
-                               {{store::PatchOp::Kind::kRemove, std::string(arm::kPathAwaitingClusterService),
-                                 json::value(nullptr)}})});
-    if (!confirmed.ok() && !confirmed.error().IsNotFound()) {
-      // The backend judges it after its recovery grace instead.
-      env.logger.Warn(
-          "update confirmation not recorded",
-          {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", confirmed.error().ToString()}});
-    }
-  }
-  // Values the Cluster Service assigned that the document lacks (its create was finished by the
-  // backend, which records only the internal ID) are recorded now.
-  json::object observed = clusterservice::ObservedFromClusterService(id.kind, *cs);
-  bool news = false;
-  for (const auto& [key, value] : observed) {
-    const json::value* known = resource.observed.if_contains(key);
-    if (known == nullptr || *known != value) news = true;
-  }
-  if (news) {
-    json::object merged = resource.observed;
-    for (auto& [key, value] : observed) merged[key] = value;
-    store::WriteOp set_doc = store::WriteOp::Patch(
-        existing.doc_id, {{store::PatchOp::Kind::kSet, std::string(arm::kPathObserved), json::value(merged)}},
-        {}, result.etag);
-    auto patched = env.store->Batch(store::kResources, pk, Writes(std::move(set_doc)));
-    if (patched.ok()) {
-      result.etag = patched->documents.at(0).etag;
-      result.timestamp_ms = patched->documents.at(0).timestamp_ms;
-      result.doc.resource["observed"] = std::move(merged);
-    }
-  }
+  auto planned =
+      PlanUpdate(id, ctx.path, existing, std::get<api::Resource>(std::move(decoded)), std::move(op),
+                 CompleteSystemData(arm::MergeSystemData(existing.doc.system_data, ctx.system_data, false),
+                                    env.clock->Now()),
+                 env.options.operation_ttl_seconds);
+  if (auto* refusal = std::get_if<CloudError>(&planned)) return Outcome::Done(ErrorReply(*refusal));
+  UpdatePlan& plan = std::get<UpdatePlan>(planned);
+  CommitResult result = CommitUpdate(env, ctx.request_id, plan);
+  auto* committed = std::get_if<Committed>(&result);
+  if (committed == nullptr) return NotCommitted(env, ctx, result);
   if (is_patch) {
     Response res = EmptyReply(202);
-    AddAsyncHeaders(env, ctx, op, res, true);
+    AddAsyncHeaders(env, ctx, plan.op, res, true);
     return Outcome::Done(std::move(res));
   }
-  auto res = RenderReply(ctx, 200, result);
+  auto res = RenderReply(ctx, 200, committed->resource);
   if (!res.ok()) return Outcome::Done(Fail(env, ctx, res.error()));
-  AddAsyncHeaders(env, ctx, op, *res, false);
+  AddAsyncHeaders(env, ctx, plan.op, *res, false);
   return Outcome::Done(std::move(res).value());
 }
 
@@ -506,20 +383,10 @@ Response Delete(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
     auto existing = LoadResource(env, id.subscription_id, ctx.path);
     if (!existing.ok()) return Fail(env, ctx, existing.error());
     if (auto stop = CheckPreconditions(ctx, id, *existing)) return std::move(*stop);
-    auto op = StartDelete(env, &ctx, **existing);
+    auto op = CommitDelete(env, ctx, **existing);
     if (!op.ok()) {
       if (op.error().IsPreconditionFailed() || op.error().IsAlreadyExists()) continue;
       return Fail(env, ctx, op.error());
-    }
-    if (!(*existing)->doc.internal_id.empty()) {
-      Status deleted = env.cs->Delete((*existing)->doc.internal_id);
-      if (!deleted.ok() && !deleted.error().IsNotFound()) {
-        // The Delete operation is durable; the backend repeats the Cluster Service delete.
-        env.logger.Warn("cluster service delete deferred to the backend",
-                        {{"request_id", ctx.request_id},
-                         {"operation_id", op->id},
-                         {"error", deleted.error().ToString()}});
-      }
     }
     Response res = EmptyReply(202);
     AddAsyncHeaders(env, ctx, *op, res, true);

@@ -1,0 +1,139 @@
+#include "frontend/write_executor.h"
+
+#include <utility>
+#include <vector>
+
+#include "clusterservice/mapping.h"
+
+namespace hcprp::frontend {
+namespace {
+
+using arm::CloudError;
+
+// Commits a plan's first batch: the resource document as written, or LostRace when a concurrent
+// write won (`race` says which store errors mean that).
+template <typename IsRace>
+std::variant<store::Document, LostRace, Error> CommitFirst(Env& env, std::string_view partition_key,
+                                                           std::vector<store::WriteOp> writes, IsRace race) {
+  auto written = env.store->Batch(store::kResources, partition_key, std::move(writes));
+  if (!written.ok()) {
+    if (race(written.error())) return LostRace{};
+    return written.error();
+  }
+  return std::move(written->documents.at(0));
+}
+
+// A create the Cluster Service refused: it made nothing, so the create's documents go.
+CloudError UndoRefusedCreate(Env& env, std::string_view request_id, const CreatePlan& plan, const Error& e) {
+  auto undone = env.store->Batch(store::kResources, plan.partition_key, PlanCreateUndo(plan));
+  if (!undone.ok()) {
+    env.logger.Warn("could not remove documents of a rejected create",
+                    {{"request_id", request_id}, {"error", undone.error().ToString()}});
+  }
+  if (e.Is(ErrorCode::kConflict)) return CloudError::Conflict(plan.doc.resource_id, e.message());
+  return CloudError::InvalidRequestContent(e.message());
+}
+
+// An update the Cluster Service refused: the previous document comes back and the operation goes.
+std::variant<CloudError, Error> UndoRefusedUpdate(Env& env, std::string_view request_id,
+                                                  const UpdatePlan& plan, std::string_view written_etag,
+                                                  const Error& e) {
+  auto undone = env.store->Batch(store::kResources, plan.partition_key, PlanUpdateUndo(plan, written_etag));
+  if (!undone.ok()) {
+    if (undone.error().IsPreconditionFailed()) {
+      // A concurrent request (a DELETE) moved the resource on and superseded this update.
+      return CloudError::Conflict(plan.path, "The resource was changed concurrently; retry the request.");
+    }
+    env.logger.Error(
+        "could not undo a refused update",
+        {{"request_id", request_id}, {"operation_id", plan.op.id}, {"error", undone.error().ToString()}});
+  }
+  if (e.Is(ErrorCode::kInvalidArgument)) return CloudError::InvalidRequestContent(e.message());
+  return e;
+}
+
+// What follows an update the Cluster Service took: the operation's confirmation, then the assigned
+// values the document lacks (`written` becomes the document's version after their record).
+void RecordAccepted(Env& env, std::string_view request_id, const UpdatePlan& plan, const json::object& answer,
+                    LoadedResource& written) {
+  auto confirmed = env.store->Batch(store::kResources, plan.partition_key, {PlanUpdateConfirmed(plan)});
+  if (!confirmed.ok() && !confirmed.error().IsNotFound()) {
+    env.logger.Warn(
+        "update confirmation not recorded",
+        {{"request_id", request_id}, {"operation_id", plan.op.id}, {"error", confirmed.error().ToString()}});
+  }
+  // Values the Cluster Service assigned that the document lacks (its create was finished by the
+  // backend, which records only the internal ID).
+  auto record =
+      PlanRecordObserved(written.doc_id, plan.known_observed,
+                         clusterservice::ObservedFromClusterService(plan.kind, answer), written.etag);
+  if (!record) return;
+  auto patched = env.store->Batch(store::kResources, plan.partition_key, Writes(std::move(record->write)));
+  if (!patched.ok()) return;
+  written.etag = patched->documents.at(0).etag;
+  written.timestamp_ms = patched->documents.at(0).timestamp_ms;
+  written.doc.resource["observed"] = std::move(record->merged);
+}
+
+}  // namespace
+
+CommitResult CommitCreate(Env& env, std::string_view request_id, CreatePlan& plan) {
+  auto first = CommitFirst(env, plan.partition_key, std::move(plan.writes),
+                           [](const Error& e) { return e.IsAlreadyExists(); });
+  if (auto* lost = std::get_if<LostRace>(&first)) return *lost;
+  if (auto* e = std::get_if<Error>(&first)) return std::move(*e);
+  store::Document& doc = std::get<store::Document>(first);
+
+  // The operation ID is the idempotency key: the backend's create recovery repeats this request.
+  auto cs = env.cs->Create(plan.call.collection, plan.call.body, plan.call.idempotency_key);
+  std::optional<json::object> assigned;
+  if (!cs.ok()) {
+    const Error& e = cs.error();
+    if (e.Is(ErrorCode::kInvalidArgument) || e.Is(ErrorCode::kConflict)) {
+      return UndoRefusedCreate(env, request_id, plan, e);
+    }
+    // Unreachable or failing: the Accepted operation is durable and the backend repeats the create.
+    env.logger.Warn("cluster service create deferred to the backend",
+                    {{"request_id", request_id}, {"operation_id", plan.op.id}, {"error", e.ToString()}});
+  } else {
+    // The answer shows what the Cluster Service assigned. The backend records it, with the internal
+    // ID, when it finds the object (in the batch of the create's first status change), so a create
+    // costs one write here.
+    assigned = clusterservice::ObservedFromClusterService(plan.kind, *cs);
+  }
+  return Committed{LoadedResource{plan.doc_id, std::move(doc.etag), std::move(plan.doc), doc.timestamp_ms},
+                   std::move(assigned)};
+}
+
+CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& plan) {
+  auto first = CommitFirst(env, plan.partition_key, std::move(plan.writes),
+                           [](const Error& e) { return e.IsPreconditionFailed() || e.IsAlreadyExists(); });
+  if (auto* lost = std::get_if<LostRace>(&first)) return *lost;
+  if (auto* e = std::get_if<Error>(&first)) return std::move(*e);
+  store::Document& doc = std::get<store::Document>(first);
+  LoadedResource written{plan.previous->doc_id, std::move(doc.etag), std::move(plan.doc), doc.timestamp_ms};
+
+  auto cs = env.cs->Update(plan.call.href, plan.call.patch);
+  if (!cs.ok()) {
+    auto refused = UndoRefusedUpdate(env, request_id, plan, written.etag, cs.error());
+    if (auto* e = std::get_if<Error>(&refused)) return std::move(*e);
+    return std::get<CloudError>(std::move(refused));
+  }
+  RecordAccepted(env, request_id, plan, *cs, written);
+  return Committed{std::move(written), std::nullopt};
+}
+
+Result<arm::OperationDocument> CommitDelete(Env& env, const RequestContext& ctx,
+                                            const LoadedResource& resource) {
+  HCPRP_ASSIGN_OR_RETURN(arm::OperationDocument op, StartDelete(env, &ctx, resource));
+  if (resource.doc.internal_id.empty()) return op;
+  Status deleted = env.cs->Delete(resource.doc.internal_id);
+  if (!deleted.ok() && !deleted.error().IsNotFound()) {
+    env.logger.Warn(
+        "cluster service delete deferred to the backend",
+        {{"request_id", ctx.request_id}, {"operation_id", op.id}, {"error", deleted.error().ToString()}});
+  }
+  return op;
+}
+
+}  // namespace hcprp::frontend
