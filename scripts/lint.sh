@@ -36,17 +36,11 @@ for f in "${all[@]}"; do
     *) production+=("$f") ;;
   esac
 done
-tidy_all() {
-  local checks=$1
-  shift
-  printf '%s\n' "$@" |
-    xargs -P "$jobs" -n 8 clang-tidy -p "$db" --quiet --checks="$checks" --warnings-as-errors='*' --header-filter='src/.*' \
-      --config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: 120}]}" \
-      --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wthread-safety \
-      2> >(grep -v -e '^Suppressed' -e 'Use -header-filter' -e 'warnings generated' >&2)
-}
-tidy_all '-*,clang-diagnostic-thread-safety*,readability-function-size' "${production[@]}"
-tidy_all '-*,clang-diagnostic-thread-safety*' "${tests[@]}"
+tidy=(scripts/tidy_cached.py --db "$db" --jobs "$jobs" --header-filter='src/.*'
+      --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wthread-safety)
+"${tidy[@]}" --checks='-*,clang-diagnostic-thread-safety*,readability-function-size' \
+  --config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: 120}]}" "${production[@]}"
+"${tidy[@]}" --checks='-*,clang-diagnostic-thread-safety*' "${tests[@]}"
 echo "   ${#production[@]} sources and ${#tests[@]} test sources in $((SECONDS - start)) s"
 
 base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse -q --verify HEAD~1 || true)}
@@ -74,7 +68,6 @@ done < <(git diff --name-only --diff-filter=AMR "$base" -- '*.cpp' '*.h')
 
 echo "== clang-tidy: ${#sources[@]} changed sources since $(git rev-parse --short "$base")"
 [ "${#sources[@]}" -eq 0 ] && exit 0
-# GCC-only warning flags in the compile commands are not clang-tidy's business.
-printf '%s\n' "${sources[@]}" |
-  xargs -P "$jobs" -n 4 clang-tidy -p "$db" --quiet --extra-arg=-Wno-unknown-warning-option \
-    --extra-arg=-Wthread-safety 2> >(grep -v -e '^Suppressed' -e 'Use -header-filter' -e 'warnings generated' >&2)
+# .clang-tidy's checks; GCC-only warning flags in the compile commands are not clang-tidy's business.
+scripts/tidy_cached.py --db "$db" --jobs "$jobs" --extra-arg=-Wno-unknown-warning-option \
+  --extra-arg=-Wthread-safety "${sources[@]}"

@@ -28,11 +28,20 @@ scripts/install-deps.sh
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/hcprp-ccache}
 export CCACHE_BASEDIR=$PWD CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G} CCACHE_NOHASHDIR=1
+# What ccache needs to cache compiles that use a precompiled header (its manual, "Precompiled headers").
+export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
 ccache --zero-stats >/dev/null
 
 step "build (release)"
 cmake --preset release >/dev/null
 cmake --build --preset release -j"$jobs"
+
+# Every test must carry a label a pass runs (unit or e2e); one without would silently never run.
+if ctest --preset release -N -LE '^(unit|e2e)$' | grep -q 'Test *#'; then
+  echo "tests without the label unit or e2e, which no pass of this script runs:"
+  ctest --preset release -N -LE '^(unit|e2e)$' | grep 'Test *#'
+  exit 1
+fi
 
 step "lint"
 scripts/lint.sh build/release
