@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "arm/store_indexes.h"
 #include "core/json.h"
 #include "store/document_logic.h"
 #include "store/sqlite/sql.h"
@@ -347,7 +348,9 @@ int main(int argc, char** argv) {
   }
 
   SystemClock clock;
-  auto opened = OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock});
+  const IndexSpec indexes = arm::StoreIndexes();
+  auto opened =
+      OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock, .indexes = indexes});
   Check(opened, "open store");
   Store& store = **opened;
   Raw raw(raw_path);
@@ -366,14 +369,16 @@ int main(int argc, char** argv) {
     setup.push_back(WriteOp::Create(read_ids.back(), body));
   }
   Check(store.Batch(kContainer, kPk, std::move(setup)), "setup");
-  auto fields = internal::ExtractIndexedFields(body);
+  auto indexer = internal::DocumentIndexer::Make(indexes);
+  Check(indexer, "index spec");
+  auto fields = indexer->Extract(body);
   auto raw_doc = [&](std::string id) {
     return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
                     *fields.resource_id};
   };
   // As raw_doc, doing the JSON work itself.
   auto raw_json_doc = [&](std::string id) {
-    auto f = internal::ExtractIndexedFields(body);
+    auto f = indexer->Extract(body);
     return Raw::Doc{std::move(id), json::serialize(body), internal::NewEtag(), std::move(*f.resource_type),
                     std::move(*f.resource_id)};
   };

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "arm/store_indexes.h"
 #include "core/json.h"
 #include "store/document_logic.h"
 #include "store/postgres/pg_sql.h"
@@ -314,15 +315,16 @@ int main(int argc, char** argv) {
 
   SystemClock clock;
   const std::string store_schema = "bench_store", raw_schema = "bench_raw";
+  const IndexSpec indexes = arm::StoreIndexes();
   // Fresh schemas, created by the engine's migrations on both sides.
   for (const auto& schema : {store_schema, raw_schema}) {
     PGconn* c = PQconnectdb(url.c_str());
     if (PQstatus(c) != CONNECTION_OK) Die(std::string("connect: ") + PQerrorMessage(c));
     PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + schema + " CASCADE").c_str()));
     PQfinish(c);
-    Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock}), "migrate");
+    Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock, .indexes = indexes}), "migrate");
   }
-  auto opened = OpenStore(SchemaUrl(url, store_schema), {.clock = &clock});
+  auto opened = OpenStore(SchemaUrl(url, store_schema), {.clock = &clock, .indexes = indexes});
   Check(opened, "open store");
   Store& store = **opened;
   Raw raw(url, raw_schema);
@@ -339,7 +341,9 @@ int main(int argc, char** argv) {
     setup.push_back(WriteOp::Create(read_ids.back(), body));
   }
   Check(store.Batch(kContainer, kPk, std::move(setup)), "setup");
-  auto fields = internal::ExtractIndexedFields(body);
+  auto indexer = internal::DocumentIndexer::Make(indexes);
+  Check(indexer, "index spec");
+  auto fields = indexer->Extract(body);
   auto raw_doc = [&](std::string id) {
     return Raw::Doc{std::move(id), body_text, internal::NewEtag(), *fields.resource_type,
                     *fields.resource_id};
