@@ -72,13 +72,13 @@ class SqliteStateDb final : public StateDb {
   Result<std::vector<std::pair<std::string, std::string>>> Load(std::string_view space) override {
     MutexLock lock(mu_);
     std::vector<std::pair<std::string, std::string>> out;
-    const std::string what = "simulator state: reading " + std::string(space);
     HCPRP_ASSIGN_OR_RETURN(auto prepared, db_->Prepare(kLoadSql));
     Stmt st(db_->db(), prepared);
     st.BindText(1, space);
     int rc;
     while ((rc = st.Step()) == SQLITE_ROW) out.emplace_back(st.Text(0), st.Text(1));
-    if (rc != SQLITE_DONE) return SqliteError(db_->db(), rc, what);
+    if (rc != SQLITE_DONE)
+      return SqliteError(db_->db(), rc, "simulator state: reading " + std::string(space));
     return out;
   }
 
