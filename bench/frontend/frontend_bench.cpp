@@ -44,6 +44,7 @@
 #include <thread>
 #include <vector>
 
+#include "arm/store_indexes.h"
 #include "clusterservice/testing/fake_cluster_service.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -329,7 +330,7 @@ struct Fixture {
 std::unique_ptr<Fixture> OpenFixture(const std::string& url, const Clock& clock, const Logger& logger,
                                      metrics::Registry* registry = nullptr) {
   auto f = std::make_unique<Fixture>();
-  auto opened = store::OpenStore(url, {.clock = &clock});
+  auto opened = store::OpenStore(url, {.clock = &clock, .indexes = arm::StoreIndexes()});
   if (!opened.ok()) Die("store " + url + ": " + opened.error().ToString());
   f->store = std::move(opened).value();
   store::Store* used = f->store.get();

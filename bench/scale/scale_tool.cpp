@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "arm/documents.h"
+#include "arm/store_indexes.h"
 #include "backend/backend.h"
 #include "clusterservice/http_client.h"
 #include "core/clock.h"
@@ -201,7 +202,7 @@ std::string SubscriptionId(size_t i) {
 
 int Load(const std::map<std::string, std::string>& flags) {
   hcprp::SystemClock clock;
-  auto opened = store::OpenStore(Need(flags, "store"), {.clock = &clock});
+  auto opened = store::OpenStore(Need(flags, "store"), {.clock = &clock, .indexes = arm::StoreIndexes()});
   if (!opened.ok()) Die("opening the store: " + opened.error().ToString());
   store::Store& s = **opened;
   Template t = ReadTemplate(s, flags);
@@ -254,7 +255,7 @@ int Load(const std::map<std::string, std::string>& flags) {
 
 int Resync(const std::map<std::string, std::string>& flags) {
   hcprp::SystemClock clock;
-  auto opened = store::OpenStore(Need(flags, "store"), {.clock = &clock});
+  auto opened = store::OpenStore(Need(flags, "store"), {.clock = &clock, .indexes = arm::StoreIndexes()});
   if (!opened.ok()) Die("opening the store: " + opened.error().ToString());
   hcprp::clusterservice::HttpClientOptions co;
   co.base_url = Need(flags, "clusters-service");

@@ -32,6 +32,7 @@
 #include <string>
 #include <vector>
 
+#include "arm/store_indexes.h"
 #include "core/json.h"
 #include "store/document_logic.h"
 #include "store/sqlite/sql.h"
@@ -342,6 +343,7 @@ struct Fixture {
   const SystemClock& clock;
   const json::value& body;
   const std::string& body_text;
+  const internal::DocumentIndexer& indexer;
   internal::IndexedFields fields;
   std::vector<std::string> read_ids;
   std::string store_etag, raw_etag;
@@ -364,7 +366,7 @@ struct Fixture {
   }
   // As RawDoc, doing the JSON work itself.
   Raw::Doc RawJsonDoc(std::string id) const {
-    auto f = internal::ExtractIndexedFields(body);
+    auto f = indexer.Extract(body);
     return Raw::Doc{std::move(id), json::serialize(body), internal::NewEtag(), std::move(*f.resource_type),
                     std::move(*f.resource_id)};
   }
@@ -542,7 +544,9 @@ int main(int argc, char** argv) {
   }
 
   SystemClock clock;
-  auto opened = OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock});
+  const IndexSpec indexes = arm::StoreIndexes();
+  auto opened =
+      OpenStore("sqlite://" + store_path + "?vfs=" + vfs.name(), {.clock = &clock, .indexes = indexes});
   Check(opened, "open store");
   Raw raw(raw_path);
 
@@ -551,7 +555,9 @@ int main(int argc, char** argv) {
   std::printf("store_bench: files in %s, document body %zu bytes, %d rounds x %.1f s per side\n",
               o.dir.c_str(), body_text.size(), o.rounds, o.seconds);
 
-  Fixture f{**opened, raw, clock, body, body_text, internal::ExtractIndexedFields(body)};
+  auto indexer = internal::DocumentIndexer::Make(indexes);
+  Check(indexer, "index spec");
+  Fixture f{**opened, raw, clock, body, body_text, *indexer, indexer->Extract(body)};
   Seed(f);
   std::vector<Bench> benches = MakeBenches(f);
   PrintRows(RunBenches(benches, o));

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "arm/store_indexes.h"
 #include "core/json.h"
 #include "store/document_logic.h"
 #include "store/postgres/pg_sql.h"
@@ -312,13 +313,14 @@ Options ParseOptions(int argc, char** argv) {
 }
 
 // Fresh schemas, created by the engine's migrations on both sides.
-void CreateSchemas(const std::string& url, const Clock& clock, std::initializer_list<std::string> schemas) {
+void CreateSchemas(const std::string& url, const Clock& clock, const IndexSpec& indexes,
+                   std::initializer_list<std::string> schemas) {
   for (const auto& schema : schemas) {
     PGconn* c = PQconnectdb(url.c_str());
     if (PQstatus(c) != CONNECTION_OK) Die(std::string("connect: ") + PQerrorMessage(c));
     PQclear(PQexec(c, ("DROP SCHEMA IF EXISTS " + schema + " CASCADE").c_str()));
     PQfinish(c);
-    Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock}), "migrate");
+    Check(OpenStore(SchemaUrl(url, schema), {.clock = &clock, .indexes = indexes}), "migrate");
   }
 }
 
@@ -330,6 +332,7 @@ struct Fixture {
   const SystemClock& clock;
   const json::value& body;
   const std::string& body_text;
+  const internal::DocumentIndexer& indexer;
   internal::IndexedFields fields;
   std::vector<std::string> read_ids;
   std::string store_etag, raw_etag;
@@ -481,8 +484,9 @@ int main(int argc, char** argv) {
 
   SystemClock clock;
   const std::string store_schema = "bench_store", raw_schema = "bench_raw";
-  CreateSchemas(o.url, clock, {store_schema, raw_schema});
-  auto opened = OpenStore(SchemaUrl(o.url, store_schema), {.clock = &clock});
+  const IndexSpec indexes = arm::StoreIndexes();
+  CreateSchemas(o.url, clock, indexes, {store_schema, raw_schema});
+  auto opened = OpenStore(SchemaUrl(o.url, store_schema), {.clock = &clock, .indexes = indexes});
   Check(opened, "open store");
   Raw raw(o.url, raw_schema);
 
@@ -492,7 +496,9 @@ int main(int argc, char** argv) {
               g_server ? "throwaway server (fsync on)" : o.url.c_str(), body_text.size(), o.rounds,
               o.seconds);
 
-  Fixture f{**opened, raw, clock, body, body_text, internal::ExtractIndexedFields(body)};
+  auto indexer = internal::DocumentIndexer::Make(indexes);
+  Check(indexer, "index spec");
+  Fixture f{**opened, raw, clock, body, body_text, *indexer, indexer->Extract(body)};
   Seed(f);
   PrintRows(RunBenches(MakeBenches(f), o));
   opened->reset();

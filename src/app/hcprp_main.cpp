@@ -15,6 +15,7 @@
 #include "admin/simulator_metrics.h"
 #include "app/config.h"
 #include "arm/cloud_error.h"
+#include "arm/store_indexes.h"
 #include "backend/backend.h"
 #include "backend/http_notifier.h"
 #include "check/check.h"
@@ -176,6 +177,7 @@ class Runner {
     HCPRP_ASSIGN_OR_RETURN(auto url, DefaultStoreUrl(config_));
     store::OpenOptions o;
     o.clock = &clock_;
+    o.indexes = arm::StoreIndexes();
     o.purge_interval = std::chrono::seconds(60);
     o.change_retention =
         std::chrono::seconds(static_cast<int64_t>(std::max(config_.change_retention_hours, 0.0) * 3600));

@@ -1,5 +1,6 @@
 #include "arm/documents.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <unordered_map>
@@ -64,8 +65,8 @@ std::string ResourceDocumentId(std::string_view resource_id) {
 std::string PartitionKey(std::string_view subscription_id) { return ToLower(subscription_id); }
 
 bool IsTerminalState(std::string_view state) {
-  return EqualsIgnoreCase(state, kStateSucceeded) || EqualsIgnoreCase(state, kStateFailed) ||
-         EqualsIgnoreCase(state, kStateCanceled);
+  return std::any_of(kTerminalStates.begin(), kTerminalStates.end(),
+                     [&](std::string_view t) { return EqualsIgnoreCase(state, t); });
 }
 
 json::object OperationError::ToJson() const {

@@ -13,6 +13,7 @@
 // All types are plain values; FromBody never throws and rejects bodies of another resourceType.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -52,7 +53,10 @@ inline constexpr std::string_view kStateSucceeded = "Succeeded";
 inline constexpr std::string_view kStateFailed = "Failed";
 inline constexpr std::string_view kStateCanceled = "Canceled";
 
-// Succeeded, Failed and Canceled (case-insensitive).
+// The states that end an operation or a provisioning: the one list of them.
+inline constexpr std::array<std::string_view, 3> kTerminalStates = {kStateSucceeded, kStateFailed,
+                                                                    kStateCanceled};
+// One of kTerminalStates (case-insensitive).
 bool IsTerminalState(std::string_view state);
 
 // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 
 #include "api/api.h"
 #include "arm/documents.h"
+#include "arm/store_indexes.h"
 #include "clusterservice/mapping.h"
 #include "clusterservice/testing/fake_cluster_service.h"
 #include "core/time.h"
@@ -68,7 +69,7 @@ struct Flow {
 class BackendTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_});
+    auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_, .indexes = arm::StoreIndexes()});
     ASSERT_TRUE(s.ok()) << s.error().ToString();
     store_ = std::move(s).value();
     PutSubscription(sub_, "Registered");
@@ -1169,7 +1170,8 @@ TEST_F(BackendTest, EventsOfOnePageApplyConcurrentlyEachClusterInOrder) {
 }
 
 TEST_F(BackendTest, FeedPositionRemovedByRetentionResynchronises) {
-  auto s = store::OpenStore("sqlite::memory:", {.clock = &clock_, .change_retention = 10min});
+  auto s = store::OpenStore("sqlite::memory:",
+                            {.clock = &clock_, .indexes = arm::StoreIndexes(), .change_retention = 10min});
   ASSERT_TRUE(s.ok()) << s.error().ToString();
   store_ = std::move(s).value();
   PutSubscription(sub_, "Registered");

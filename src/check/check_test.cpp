@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "arm/documents.h"
+#include "arm/store_indexes.h"
 #include "core/time.h"
 
 namespace hcprp::check {
@@ -63,6 +64,7 @@ class CheckTest : public ::testing::Test {
   void SetUp() override {
     store::OpenOptions o;
     o.clock = &clock_;
+    o.indexes = arm::StoreIndexes();
     auto s = store::OpenStore("sqlite::memory:", o);
     ASSERT_TRUE(s.ok()) << s.error().ToString();
     store_ = std::move(s).value();

@@ -7,13 +7,27 @@
 #include <thread>
 
 #include "core/mutex.h"
+#include "store/sqlite/connection.h"
 
 namespace hcprp::simulator {
 namespace {
 
+using store::sqlite::Connection;
+using store::sqlite::SqliteError;
+using store::sqlite::Stmt;
+
+constexpr std::chrono::milliseconds kBusyTimeout{5000};
+
+constexpr const char* kPutSql =
+    "INSERT INTO docs(space, key, doc) VALUES(?1, ?2, ?3) ON CONFLICT(space, key) DO UPDATE SET doc = "
+    "excluded.doc";
+constexpr const char* kDeleteSql = "DELETE FROM docs WHERE space = ?1 AND key = ?2";
+constexpr const char* kLoadSql = "SELECT key, doc FROM docs WHERE space = ?1 ORDER BY key";
+
 class SqliteStateDb final : public StateDb {
  public:
-  SqliteStateDb(std::string dir, sqlite3* db) : StateDb(std::move(dir)), db_(db) {}
+  SqliteStateDb(std::string dir, std::unique_ptr<Connection> db)
+      : StateDb(std::move(dir)), db_(std::move(db)) {}
   ~SqliteStateDb() override {
     {
       MutexLock lock(ckpt_mu_);
@@ -21,24 +35,17 @@ class SqliteStateDb final : public StateDb {
     }
     ckpt_cv_.NotifyAll();
     if (checkpointer_.joinable()) checkpointer_.join();
-    sqlite3_close(ckpt_db_);
-    sqlite3_finalize(put_);
-    sqlite3_finalize(del_);
-    sqlite3_close(db_);
+    ckpt_db_.reset();
+    db_.reset();
   }
 
   // Checkpoints run on their own thread and connection, so that a commit never pays for copying the
   // WAL back into the database (SQLite's automatic checkpoint runs inside the commit that crosses its
   // threshold). The writer checkpoints itself only when the WAL grows far beyond the threshold.
   Status StartCheckpointer(const std::string& path) {
-    if (sqlite3_open_v2(path.c_str(), &ckpt_db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-        SQLITE_OK) {
-      return Error::IoError("cannot open " + path +
-                            " for checkpoints: " + (ckpt_db_ ? sqlite3_errmsg(ckpt_db_) : "out of memory"));
-    }
-    sqlite3_busy_timeout(ckpt_db_, 5000);
+    HCPRP_ASSIGN_OR_RETURN(ckpt_db_, Connection::Open(path, "", SQLITE_OPEN_READWRITE, kBusyTimeout));
     HCPRP_RETURN_IF_ERROR(Exec("PRAGMA wal_autocheckpoint=0"));
-    sqlite3_wal_hook(db_, &SqliteStateDb::WalHook, this);
+    sqlite3_wal_hook(db_->db(), &SqliteStateDb::WalHook, this);
     checkpointer_ = std::thread([this] { CheckpointLoop(); });
     return Status::Ok();
   }
@@ -56,27 +63,22 @@ class SqliteStateDb final : public StateDb {
         Exec("CREATE TABLE IF NOT EXISTS docs(space TEXT NOT NULL, key TEXT NOT NULL, doc TEXT NOT NULL, "
              "PRIMARY KEY(space, key))"));
     HCPRP_RETURN_IF_ERROR(ConvertOldTables());
-    HCPRP_RETURN_IF_ERROR(
-        Prepare("INSERT INTO docs(space, key, doc) VALUES(?1, ?2, ?3) "
-                "ON CONFLICT(space, key) DO UPDATE SET doc = excluded.doc",
-                &put_));
-    HCPRP_RETURN_IF_ERROR(Prepare("DELETE FROM docs WHERE space = ?1 AND key = ?2", &del_));
+    // Prepared once here, so that a commit never pays for it.
+    HCPRP_RETURN_IF_ERROR(db_->Prepare(kPutSql));
+    HCPRP_RETURN_IF_ERROR(db_->Prepare(kDeleteSql));
     return Status::Ok();
   }
 
   Result<std::vector<std::pair<std::string, std::string>>> Load(std::string_view space) override {
     MutexLock lock(mu_);
     std::vector<std::pair<std::string, std::string>> out;
-    sqlite3_stmt* st = nullptr;
-    HCPRP_RETURN_IF_ERROR(Prepare("SELECT key, doc FROM docs WHERE space = ?1 ORDER BY key", &st));
-    sqlite3_bind_text(st, 1, space.data(), static_cast<int>(space.size()), SQLITE_TRANSIENT);
+    HCPRP_ASSIGN_OR_RETURN(auto prepared, db_->Prepare(kLoadSql));
+    Stmt st(db_->db(), prepared);
+    st.BindText(1, space);
     int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-      out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)),
-                       reinterpret_cast<const char*>(sqlite3_column_text(st, 1)));
-    }
-    sqlite3_finalize(st);
-    if (rc != SQLITE_DONE) return Err("reading " + std::string(space));
+    while ((rc = st.Step()) == SQLITE_ROW) out.emplace_back(st.Text(0), st.Text(1));
+    if (rc != SQLITE_DONE)
+      return SqliteError(db_->db(), rc, "simulator state: reading " + std::string(space));
     return out;
   }
 
@@ -122,35 +124,35 @@ class SqliteStateDb final : public StateDb {
   Status WriteGroup(const std::vector<Waiter*>& group) {
     MutexLock lock(mu_);
     HCPRP_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-    auto fail = [&](const char* what) {
-      Error e = Err(what);
-      sqlite3_clear_bindings(put_);
-      sqlite3_clear_bindings(del_);
-      (void)Exec("ROLLBACK");
-      return e;
-    };
-    for (const Waiter* w : group) {
-      for (const auto& c : w->batch->changes()) {
-        // The batch outlives the statement's use of its strings: bound without copies, cleared below.
-        sqlite3_stmt* st = c.doc ? put_ : del_;
-        sqlite3_reset(st);
-        sqlite3_bind_text(st, 1, c.space.data(), static_cast<int>(c.space.size()), SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, c.key.data(), static_cast<int>(c.key.size()), SQLITE_STATIC);
-        if (c.doc) sqlite3_bind_text(st, 3, c.doc->data(), static_cast<int>(c.doc->size()), SQLITE_STATIC);
-        if (sqlite3_step(st) != SQLITE_DONE)
-          return fail(c.doc ? "writing a document" : "deleting a document");
-      }
-    }
-    sqlite3_reset(put_);
-    sqlite3_reset(del_);
-    sqlite3_clear_bindings(put_);
-    sqlite3_clear_bindings(del_);
-    Status st = Exec("COMMIT");
+    Status st = WriteChanges(group);
+    if (st.ok()) st = Exec("COMMIT");
     if (!st.ok()) {
       (void)Exec("ROLLBACK");
       return st;
     }
     commits_.fetch_add(1, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  // The changes of every batch of `group`, inside the transaction WriteGroup began.
+  Status WriteChanges(const std::vector<Waiter*>& group) HCPRP_REQUIRES(mu_) {
+    HCPRP_ASSIGN_OR_RETURN(auto put, db_->Prepare(kPutSql));
+    HCPRP_ASSIGN_OR_RETURN(auto del, db_->Prepare(kDeleteSql));
+    for (const Waiter* w : group) {
+      for (const auto& c : w->batch->changes()) {
+        // The batch outlives the statement's use of its strings: bound without copies.
+        Stmt st(db_->db(), c.doc ? put : del);
+        st.BindText(1, c.space);
+        st.BindText(2, c.key);
+        if (c.doc) st.BindText(3, *c.doc);
+        int rc = st.Step();
+        if (rc != SQLITE_DONE) {
+          return SqliteError(
+              db_->db(), rc,
+              c.doc ? "simulator state: writing a document" : "simulator state: deleting a document");
+        }
+      }
+    }
     return Status::Ok();
   }
 
@@ -182,7 +184,7 @@ class SqliteStateDb final : public StateDb {
       lock.unlock();
       // PASSIVE: copies what it can without blocking the writer; the next commit after a complete
       // checkpoint starts the WAL from its beginning again.
-      (void)sqlite3_wal_checkpoint_v2(ckpt_db_, "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+      (void)sqlite3_wal_checkpoint_v2(ckpt_db_->db(), "main", SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
       lock.lock();
     }
   }
@@ -190,11 +192,11 @@ class SqliteStateDb final : public StateDb {
   // The simulator's objects and event sequence were kept in tables of their own before; they move to
   // the spaces "object" and "meta" once.
   Status ConvertOldTables() {
-    sqlite3_stmt* st = nullptr;
-    HCPRP_RETURN_IF_ERROR(Prepare(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('objects', 'meta')", &st));
-    int64_t n = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_finalize(st);
+    HCPRP_ASSIGN_OR_RETURN(
+        int64_t n,
+        db_->QueryInt(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('objects', 'meta')",
+            "simulator state: looking for old tables"));
     if (n == 0) return Status::Ok();
     HCPRP_RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
     Status s = Exec(
@@ -210,36 +212,16 @@ class SqliteStateDb final : public StateDb {
     return Exec("COMMIT");
   }
 
-  Error Err(const std::string& what) const {
-    return Error::IoError("simulator state: " + what + ": " + sqlite3_errmsg(db_));
-  }
+  Status Exec(const char* sql) { return db_->Exec(sql, std::string("simulator state: ") + sql); }
 
-  Status Exec(const char* sql) {
-    char* msg = nullptr;
-    if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-      std::string m = msg ? msg : "unknown error";
-      sqlite3_free(msg);
-      return Error::IoError(std::string("simulator state: ") + sql + ": " + m);
-    }
-    return Status::Ok();
-  }
-
-  Status Prepare(const char* sql, sqlite3_stmt** st) {
-    if (sqlite3_prepare_v2(db_, sql, -1, st, nullptr) != SQLITE_OK)
-      return Err(std::string("preparing ") + sql);
-    return Status::Ok();
-  }
-
-  Mutex mu_;
-  sqlite3* db_;
-  sqlite3_stmt* put_ = nullptr;
-  sqlite3_stmt* del_ = nullptr;
+  Mutex mu_;                        // serialises the use of db_ once open
+  std::unique_ptr<Connection> db_;  // the writer: every read and write
   std::atomic<uint64_t> commits_{0};
   Mutex queue_mu_;  // before mu_
   CondVar queue_cv_;
   std::vector<Waiter*> queue_ HCPRP_GUARDED_BY(queue_mu_);  // batches waiting for the next transaction
   bool writing_ HCPRP_GUARDED_BY(queue_mu_) = false;        // a transaction is being written
-  sqlite3* ckpt_db_ = nullptr;                              // the checkpointer's own connection
+  std::unique_ptr<Connection> ckpt_db_;                     // the checkpointer's own connection
   std::thread checkpointer_;
   Mutex ckpt_mu_;
   CondVar ckpt_cv_;
@@ -254,15 +236,9 @@ Result<std::unique_ptr<StateDb>> StateDb::Open(const std::string& dir) {
   std::filesystem::create_directories(dir, ec);
   if (ec) return Error::IoError("cannot create data dir " + dir + ": " + ec.message());
   std::string path = (std::filesystem::path(dir) / "simulator.db").string();
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
-    std::string m = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return Error::IoError("cannot open " + path + ": " + m);
-  }
-  sqlite3_busy_timeout(db, 5000);
-  auto state = std::make_unique<SqliteStateDb>(dir, db);
+  HCPRP_ASSIGN_OR_RETURN(
+      auto db, Connection::Open(path, "", SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, kBusyTimeout));
+  auto state = std::make_unique<SqliteStateDb>(dir, std::move(db));
   HCPRP_RETURN_IF_ERROR(state->Init());
   HCPRP_RETURN_IF_ERROR(state->StartCheckpointer(path));
   return std::unique_ptr<StateDb>(std::move(state));

@@ -1,5 +1,6 @@
 #include "store/document_logic.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -237,24 +238,56 @@ Status ValidateTtl(const std::optional<int64_t>& ttl_seconds) {
   return Status::Ok();
 }
 
-bool IsTerminalStatus(std::string_view status) {
-  return EqualsIgnoreCase(status, "Succeeded") || EqualsIgnoreCase(status, "Failed") ||
-         EqualsIgnoreCase(status, "Canceled");
+Result<DocumentIndexer> DocumentIndexer::Make(const IndexSpec& spec) {
+  DocumentIndexer ix;
+  auto parse = [](std::string_view member, const std::string& pointer,
+                  std::optional<std::vector<std::string>>& tokens) -> Status {
+    if (pointer.empty()) return Status::Ok();
+    auto parsed = ParseJsonPointer(pointer);
+    if (!parsed.ok())
+      return Error::InvalidArgument("IndexSpec::" + std::string(member) + ": " + parsed.error().message());
+    tokens = std::move(*parsed);
+    return Status::Ok();
+  };
+  HCPRP_RETURN_IF_ERROR(parse("resource_type", spec.resource_type, ix.resource_type_));
+  HCPRP_RETURN_IF_ERROR(parse("resource_id", spec.resource_id, ix.resource_id_));
+  HCPRP_RETURN_IF_ERROR(parse("status", spec.status, ix.status_));
+  ix.terminal_statuses_ = spec.terminal_statuses;
+  return ix;
 }
 
-IndexedFields ExtractIndexedFields(const json::value& body) {
+namespace {
+
+// The string at `tokens` in `body`; nullopt when absent or not a string.
+std::optional<std::string_view> IndexedString(const json::value& body,
+                                              const std::optional<std::vector<std::string>>& tokens) {
+  if (!tokens) return std::nullopt;
+  const json::value* v = Navigate(body, *tokens, tokens->size());
+  if (v == nullptr || !v->is_string()) return std::nullopt;
+  return std::string_view(v->get_string());
+}
+
+}  // namespace
+
+IndexedFields DocumentIndexer::Extract(const json::value& body) const {
   IndexedFields f;
-  const auto* o = body.if_object();
-  if (o == nullptr) return f;
-  if (auto t = GetString(*o, "resourceType")) f.resource_type = ToLower(*t);
-  if (const auto* props = GetObject(*o, "properties")) {
-    if (auto rid = GetString(*props, "resourceId")) f.resource_id = ToLower(*rid);
-    if (auto st = GetString(*props, "status")) {
-      f.status = std::string(*st);
-      f.non_terminal = !IsTerminalStatus(*st);
-    }
+  if (auto t = IndexedString(body, resource_type_)) f.resource_type = ToLower(*t);
+  if (auto rid = IndexedString(body, resource_id_)) f.resource_id = ToLower(*rid);
+  if (auto st = IndexedString(body, status_)) {
+    f.status = std::string(*st);
+    f.non_terminal = std::none_of(terminal_statuses_.begin(), terminal_statuses_.end(),
+                                  [&](const std::string& t) { return EqualsIgnoreCase(*st, t); });
   }
   return f;
+}
+
+Status DocumentIndexer::CheckQuery(const QueryOptions& o) const {
+  if (o.resource_type && !resource_type_) return Error::InvalidArgument("the store indexes no resource type");
+  if ((o.resource_id || o.resource_id_prefix) && !resource_id_) {
+    return Error::InvalidArgument("the store indexes no resource id");
+  }
+  if (o.non_terminal_only && !status_) return Error::InvalidArgument("the store indexes no status");
+  return Status::Ok();
 }
 
 Status CheckContainer(std::string_view container) {
@@ -298,13 +331,14 @@ Status ValidateQuery(const QueryOptions& o) {
   return Status::Ok();
 }
 
-Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now) {
+Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now,
+                    const DocumentIndexer& indexer) {
   Version v;
   v.body = json::serialize(body);
   v.etag = NewEtag();
   v.ts = now;
   v.ttl = ttl;
-  v.fields = ExtractIndexedFields(body);
+  v.fields = indexer.Extract(body);
   return v;
 }
 

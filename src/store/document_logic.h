@@ -47,15 +47,31 @@ Status ValidateOp(const WriteOp& op);               // bodies, ttls, what a crea
 Status ValidateBatch(std::string_view container, const std::vector<WriteOp>& ops);
 Status ValidateQuery(const QueryOptions& options);  // container, partition or type, max_items
 
-// The well-known fields the store indexes (see store.h), extracted from a body on write.
+// The members an IndexSpec names, extracted from a body on write.
 struct IndexedFields {
-  std::optional<std::string> resource_type;  // lower-cased /resourceType
-  std::optional<std::string> resource_id;    // lower-cased /properties/resourceId
-  std::optional<std::string> status;         // /properties/status as stored
-  bool non_terminal = false;                 // status present and not Succeeded/Failed/Canceled
+  std::optional<std::string> resource_type;  // lower-cased
+  std::optional<std::string> resource_id;    // lower-cased
+  std::optional<std::string> status;         // as stored
+  bool non_terminal = false;                 // status present and none of the terminal statuses
 };
-IndexedFields ExtractIndexedFields(const json::value& body);
-bool IsTerminalStatus(std::string_view status);  // case-insensitive
+
+// An IndexSpec ready for the write path: its pointers parsed once, when the store opens. Immutable
+// after Make, so safe to share between threads.
+class DocumentIndexer {
+ public:
+  DocumentIndexer() = default;  // indexes nothing
+  // kInvalidArgument naming the member whose pointer is malformed.
+  static Result<DocumentIndexer> Make(const IndexSpec& spec);
+
+  IndexedFields Extract(const json::value& body) const;
+  // kInvalidArgument when `options` filters on a member this indexer does not index.
+  Status CheckQuery(const QueryOptions& options) const;
+
+ private:
+  // The reference tokens of each member's pointer; nullopt when the spec leaves it empty.
+  std::optional<std::vector<std::string>> resource_type_, resource_id_, status_;
+  std::vector<std::string> terminal_statuses_;
+};
 
 // The stored row of a document, live or expired (timestamps in milliseconds).
 struct StoredRow {
@@ -78,7 +94,8 @@ struct Version {
     return ttl ? std::optional<int64_t>(ts + *ttl * 1000) : std::nullopt;
   }
 };
-Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now);
+Version MakeVersion(const json::value& body, std::optional<int64_t> ttl, int64_t now,
+                    const DocumentIndexer& indexer);
 // The Document a write returns: `body` with the version's etag, timestamp and ttl.
 Document MakeDocument(std::string_view pk, std::string_view id, json::value body, const Version& v);
 

@@ -96,8 +96,12 @@ TEST(IfMatch, Rules) {
 }
 
 TEST(IndexedFields, Extraction) {
-  auto f = ExtractIndexedFields(
-      J(R"({"resourceType":"A/B","properties":{"resourceId":"/X/Y","status":"Accepted"}})"));
+  auto ix = DocumentIndexer::Make({.resource_type = "/resourceType",
+                                   .resource_id = "/properties/resourceId",
+                                   .status = "/properties/status",
+                                   .terminal_statuses = {"Succeeded", "Failed", "Canceled"}});
+  ASSERT_TRUE(ix.ok());
+  auto f = ix->Extract(J(R"({"resourceType":"A/B","properties":{"resourceId":"/X/Y","status":"Accepted"}})"));
   EXPECT_EQ(f.resource_type, "a/b");
   EXPECT_EQ(f.resource_id, "/x/y");
   EXPECT_EQ(f.status, "Accepted");
@@ -105,12 +109,34 @@ TEST(IndexedFields, Extraction) {
   for (const char* s : {"Succeeded", "failed", "CANCELED"}) {
     json::object o;
     o["properties"] = json::object{{"status", s}};
-    EXPECT_FALSE(ExtractIndexedFields(o).non_terminal) << s;
+    EXPECT_FALSE(ix->Extract(o).non_terminal) << s;
   }
-  auto none = ExtractIndexedFields(J(R"({"resourceType":1,"properties":"x"})"));
+  auto none = ix->Extract(J(R"({"resourceType":1,"properties":"x"})"));
   EXPECT_FALSE(none.resource_type);
   EXPECT_FALSE(none.resource_id);
   EXPECT_FALSE(none.non_terminal);
+}
+
+TEST(IndexedFields, OnlyTheNamedMembers) {
+  auto ix = DocumentIndexer::Make({.resource_id = "/a~1b/0", .status = "/s", .terminal_statuses = {"end"}});
+  ASSERT_TRUE(ix.ok());
+  auto f = ix->Extract(J(R"({"resourceType":"t","a/b":["K"],"s":"End"})"));
+  EXPECT_FALSE(f.resource_type);
+  EXPECT_EQ(f.resource_id, "k");
+  EXPECT_EQ(f.status, "End");
+  EXPECT_FALSE(f.non_terminal);
+  EXPECT_TRUE(ix->Extract(J(R"({"s":"going"})")).non_terminal);
+  EXPECT_TRUE(DocumentIndexer().Extract(J(R"({"resourceType":"t"})")).resource_type == std::nullopt);
+
+  QueryOptions q{.container = "c", .partition_key = "p"};
+  q.resource_id_prefix = "k";
+  EXPECT_TRUE(ix->CheckQuery(q).ok());
+  q.resource_type = "t";
+  EXPECT_EQ(ix->CheckQuery(q).error().code(), ErrorCode::kInvalidArgument);
+
+  EXPECT_EQ(DocumentIndexer::Make({.resource_type = "resourceType"}).error().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(DocumentIndexer::Make({.status = "/bad~2"}).error().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST(Tokens, RoundTrip) {

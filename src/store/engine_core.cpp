@@ -94,8 +94,9 @@ Document Written(std::string_view pk, WriteOp& op, bool consume, const Version& 
 // The version an operation with a body writes: its prepared parts (moved out when the engine never
 // reruns, copied otherwise; made here when the caller prepared none) stamped with the transaction's
 // time.
-Version StampVersion(RowTx& tx, const WriteOp& op, std::optional<Version>& prepared, bool consume) {
-  Version v = !prepared ? MakeVersion(op.body, op.ttl_seconds, 0)
+Version StampVersion(RowTx& tx, const WriteOp& op, std::optional<Version>& prepared, bool consume,
+                     const DocumentIndexer& indexer) {
+  Version v = !prepared ? MakeVersion(op.body, op.ttl_seconds, 0, indexer)
               : consume ? std::move(*prepared)
                         : *prepared;
   v.ts = tx.Now();
@@ -103,18 +104,19 @@ Version StampVersion(RowTx& tx, const WriteOp& op, std::optional<Version>& prepa
 }
 
 Result<Document> ApplyCreate(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             std::optional<Version>& prepared, bool consume) {
-  Version v = StampVersion(tx, op, prepared, consume);
+                             std::optional<Version>& prepared, bool consume, const DocumentIndexer& indexer) {
+  Version v = StampVersion(tx, op, prepared, consume, indexer);
   HCPRP_ASSIGN_OR_RETURN(auto created, TryCreate(tx, container, pk, op.id, v));
   if (!created) return Error::AlreadyExists(DocName(container, pk, op.id) + " already exists");
   return Written(pk, op, consume, v);
 }
 
 Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                              std::optional<Version>& prepared, bool consume) {
+                              std::optional<Version>& prepared, bool consume,
+                              const DocumentIndexer& indexer) {
   std::string checked_etag;
   HCPRP_ASSIGN_OR_RETURN(auto required, RequiredFor(tx, container, pk, op, checked_etag));
-  Version v = StampVersion(tx, op, prepared, consume);
+  Version v = StampVersion(tx, op, prepared, consume, indexer);
   HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, required));
   if (!updated) return Diagnose(tx, container, pk, op.id, op.if_match);
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
@@ -122,8 +124,8 @@ Result<Document> ApplyReplace(RowTx& tx, std::string_view container, std::string
 }
 
 Result<Document> ApplyUpsert(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                             std::optional<Version>& prepared, bool consume) {
-  Version v = StampVersion(tx, op, prepared, consume);
+                             std::optional<Version>& prepared, bool consume, const DocumentIndexer& indexer) {
+  Version v = StampVersion(tx, op, prepared, consume, indexer);
   for (int round = 0; round < kRaceRounds; ++round) {
     if (op.conditions.empty() && !op.if_match) {
       HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, nullptr));
@@ -166,13 +168,14 @@ Result<Document> ApplyDelete(RowTx& tx, std::string_view container, std::string_
   return d;
 }
 
-Result<Document> ApplyPatch(RowTx& tx, std::string_view container, std::string_view pk, const WriteOp& op) {
+Result<Document> ApplyPatch(RowTx& tx, std::string_view container, std::string_view pk, const WriteOp& op,
+                            const DocumentIndexer& indexer) {
   HCPRP_ASSIGN_OR_RETURN(auto row, LoadLive(tx, container, pk, op.id));
   HCPRP_RETURN_IF_ERROR(CheckIfMatch(op.if_match, &row.etag));
   HCPRP_ASSIGN_OR_RETURN(auto body, ParseStoredBody(row.body));
   HCPRP_RETURN_IF_ERROR(CheckConditions(&body, op.conditions));
   HCPRP_RETURN_IF_ERROR(internal::ApplyPatch(body, op.patch));
-  Version v = MakeVersion(body, row.ttl, tx.Now());
+  Version v = MakeVersion(body, row.ttl, tx.Now(), indexer);
   HCPRP_ASSIGN_OR_RETURN(auto updated, tx.UpdateRow(container, pk, op.id, v, &row.etag));
   if (!updated) return Error::Internal("patch of " + DocName(container, pk, op.id) + " lost its row");
   HCPRP_RETURN_IF_ERROR(RecordVersion(tx, container, kKindReplace, pk, op.id, v));
@@ -189,12 +192,12 @@ Result<Document> ApplyRead(RowTx& tx, std::string_view container, std::string_vi
 
 }  // namespace
 
-std::optional<Version> PrepareVersion(const WriteOp& op) {
+std::optional<Version> PrepareVersion(const WriteOp& op, const DocumentIndexer& indexer) {
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
     case WriteOp::Kind::kReplace:
     case WriteOp::Kind::kUpsert:
-      return MakeVersion(op.body, op.ttl_seconds, /*now=*/0);
+      return MakeVersion(op.body, op.ttl_seconds, /*now=*/0, indexer);
     case WriteOp::Kind::kDelete:
     case WriteOp::Kind::kPatch:
     case WriteOp::Kind::kRead:
@@ -204,20 +207,20 @@ std::optional<Version> PrepareVersion(const WriteOp& op) {
 }
 
 Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                            std::optional<Version>& prepared, bool consume) {
+                            std::optional<Version>& prepared, bool consume, const DocumentIndexer& indexer) {
   // An operation naming another container writes there, in the same partition and transaction.
   const std::string_view where = op.container.empty() ? container : std::string_view(op.container);
   switch (op.kind) {
     case WriteOp::Kind::kCreate:
-      return ApplyCreate(tx, where, pk, op, prepared, consume);
+      return ApplyCreate(tx, where, pk, op, prepared, consume, indexer);
     case WriteOp::Kind::kReplace:
-      return ApplyReplace(tx, where, pk, op, prepared, consume);
+      return ApplyReplace(tx, where, pk, op, prepared, consume, indexer);
     case WriteOp::Kind::kUpsert:
-      return ApplyUpsert(tx, where, pk, op, prepared, consume);
+      return ApplyUpsert(tx, where, pk, op, prepared, consume, indexer);
     case WriteOp::Kind::kDelete:
       return ApplyDelete(tx, where, pk, op);
     case WriteOp::Kind::kPatch:
-      return ApplyPatch(tx, where, pk, op);
+      return ApplyPatch(tx, where, pk, op, indexer);
     case WriteOp::Kind::kRead:
       return ApplyRead(tx, where, pk, op);
   }

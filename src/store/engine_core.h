@@ -53,18 +53,19 @@ class RowTx {
 };
 
 // The parts of the version a create, replace or upsert writes that do not depend on what is stored
-// (the serialised body, a fresh etag, the indexed fields); nullopt for the other kinds. Made before
-// the transaction: a group commit applies its members one after another on one connection, and this
+// (the serialised body, a fresh etag, the fields `indexer` extracts); nullopt for the other kinds. Made
+// before the transaction: a group commit applies its members one after another on one connection, and this
 // work need not wait in that line.
-std::optional<Version> PrepareVersion(const WriteOp& op);
+std::optional<Version> PrepareVersion(const WriteOp& op, const DocumentIndexer& indexer);
 
 // Applies one operation of a batch addressed to `container` and partition `pk` (an operation that
 // names another container writes there). REQUIRES: `op` passed ValidateOp. `prepared` is
-// PrepareVersion(op), or nullopt to make the version inside the transaction. With `consume`, the operation's
-// body is moved into the returned Document and the prepared version into the row (an engine that never reruns
-// a transaction); without, both are copied so that the engine may apply `op` again after a retryable failure.
+// PrepareVersion(op, indexer), or nullopt to make the version inside the transaction. With `consume`, the
+// operation's body is moved into the returned Document and the prepared version into the row (an engine that
+// never reruns a transaction); without, both are copied so that the engine may apply `op` again after a
+// retryable failure.
 Result<Document> ApplyWrite(RowTx& tx, std::string_view container, std::string_view pk, WriteOp& op,
-                            std::optional<Version>& prepared, bool consume);
+                            std::optional<Version>& prepared, bool consume, const DocumentIndexer& indexer);
 
 // The document of a stored row as a read returns it (kCorruption when the body is not JSON).
 Result<Document> DocumentFromRow(std::string_view pk, std::string_view id, std::string_view body,

@@ -27,9 +27,9 @@ Result<Document> EngineStore::ReadDocument(std::string_view container, std::stri
 Result<Document> EngineStore::WriteOne(std::string_view container, std::string_view pk, WriteOp op) {
   HCPRP_RETURN_IF_ERROR(CheckContainer(container));
   HCPRP_RETURN_IF_ERROR(ValidateOp(op));
-  std::optional<Version> prepared = PrepareVersion(op);
+  std::optional<Version> prepared = PrepareVersion(op, indexer_);
   return Transact<Document>("write", [&](EngineTx& tx) {
-    return ApplyWrite(tx, container, pk, op, prepared, /*consume=*/!reruns_);
+    return ApplyWrite(tx, container, pk, op, prepared, /*consume=*/!reruns_, indexer_);
   });
 }
 
@@ -38,7 +38,7 @@ Result<BatchResult> EngineStore::Batch(std::string_view container, std::string_v
   HCPRP_RETURN_IF_ERROR(ValidateBatch(container, ops));
   std::vector<std::optional<Version>> prepared;
   prepared.reserve(ops.size());
-  for (const WriteOp& op : ops) prepared.push_back(PrepareVersion(op));
+  for (const WriteOp& op : ops) prepared.push_back(PrepareVersion(op, indexer_));
   return Transact<BatchResult>("batch", [&](EngineTx& tx) -> Result<BatchResult> {
     if (fence != nullptr) {
       HCPRP_ASSIGN_OR_RETURN(auto state, tx.LoadLease(fence->container, fence->partition_key, fence->name));
@@ -47,7 +47,7 @@ Result<BatchResult> EngineStore::Batch(std::string_view container, std::string_v
     BatchResult out;
     out.documents.reserve(ops.size());
     for (size_t i = 0; i < ops.size(); ++i) {
-      auto d = ApplyWrite(tx, container, pk, ops[i], prepared[i], /*consume=*/!reruns_);
+      auto d = ApplyWrite(tx, container, pk, ops[i], prepared[i], /*consume=*/!reruns_, indexer_);
       if (!d.ok()) return BatchOperationError(i, d.error());
       out.documents.push_back(std::move(*d));
     }
@@ -57,6 +57,7 @@ Result<BatchResult> EngineStore::Batch(std::string_view container, std::string_v
 
 Result<QueryPage> EngineStore::Query(const QueryOptions& options) {
   HCPRP_RETURN_IF_ERROR(ValidateQuery(options));
+  HCPRP_RETURN_IF_ERROR(indexer_.CheckQuery(options));
   HCPRP_ASSIGN_OR_RETURN(auto plan, PlanQuery(options, clock_->NowMillis()));
   PageBuilder page(options.max_items);
   HCPRP_RETURN_IF_ERROR(RunQuery(options, plan, page));

@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/clock.h"
@@ -72,8 +73,10 @@ class EngineStore : public PointWritesAsBatches {
 
  protected:
   // `reruns`: the engine may run a write transaction's body again after a retryable failure, so the
-  // operations it applies are copied, not consumed.
-  EngineStore(const Clock* clock, bool reruns) : clock_(clock), reruns_(reruns) {}
+  // operations it applies are copied, not consumed. `indexer` fills the indexed fields of every
+  // version written and decides which query filters are allowed.
+  EngineStore(const Clock* clock, DocumentIndexer indexer, bool reruns)
+      : clock_(clock), indexer_(std::move(indexer)), reruns_(reruns) {}
 
   // Runs `body` in one write transaction of the engine, which commits when it returns OK (and the
   // commit is durable before this returns) and rolls back otherwise; returns the body's error or
@@ -109,6 +112,7 @@ class EngineStore : public PointWritesAsBatches {
 
   // Constant after construction.
   const Clock* const clock_;
+  const DocumentIndexer indexer_;
 
  private:
   void SweepLoop(std::chrono::milliseconds interval);

@@ -42,10 +42,8 @@
 // is checked against the current body; a write whose document does not exist fails with kNotFound
 // before conditions are looked at, except Upsert, where an absent document has every path absent.
 //
-// Well-known body fields the store indexes (documents need not have them):
-//   /resourceType             compared lower-cased (QueryOptions::resource_type)
-//   /properties/resourceId    compared case-insensitively (QueryOptions::resource_id, ..._prefix)
-//   /properties/status        operation status (QueryOptions::non_terminal_only)
+// Indexed fields: the store knows no document format. Whoever opens it says which body members it
+// indexes (IndexSpec in OpenOptions); the QueryOptions filters match those members.
 //
 // Thread-safety: a Store is safe to use from many threads at once. Several Store objects, in one
 // process or in several, may open the same SQLite file; each sees the others' commits.
@@ -192,16 +190,31 @@ std::optional<size_t> FailedBatchIndex(const Error& e);
 // Builds that error; engines use it so that FailedBatchIndex() works for all of them.
 Error BatchOperationError(size_t index, const Error& cause);
 
-// All filters given must hold (AND). Only live (unexpired) documents are returned.
+// The body members a store indexes, named by the caller as JSON pointers (RFC 6901) into the body;
+// an empty pointer indexes nothing in that place. Only a string value is indexed: a body without the
+// member, or with another kind of value there, has no value in that index. The engines keep one column
+// per member, so the set of places is fixed; what fills them is the caller's. The values are taken
+// when a document is written: a database must be opened with the same IndexSpec every time (a
+// changed one applies to documents written after the change only).
+struct IndexSpec {
+  std::string resource_type;  // kept lower-cased; QueryOptions::resource_type
+  std::string resource_id;    // kept lower-cased; QueryOptions::resource_id and resource_id_prefix
+  std::string status;         // kept as written; QueryOptions::non_terminal_only
+  // The status values that end a document's activity (compared case-insensitively): a document whose
+  // status is present and none of these is active.
+  std::vector<std::string> terminal_statuses;
+};
+
+// All filters given must hold (AND). Only live (unexpired) documents are returned. A filter on a
+// member that the store's IndexSpec leaves empty is kInvalidArgument.
 struct QueryOptions {
   std::string container;
   std::optional<std::string> partition_key;       // nullopt: across partitions (needs resource_type)
   std::optional<std::string> resource_type;       // case-insensitive equality
   std::optional<std::string> resource_id;         // case-insensitive equality
   std::optional<std::string> resource_id_prefix;  // case-insensitive prefix
-  // /properties/status present and not Succeeded, Failed or Canceled (compared case-insensitively)
-  bool non_terminal_only = false;
-  size_t max_items = 100;    // > 0; a page may hold fewer even when more follow
+  bool non_terminal_only = false;                 // active documents only (IndexSpec::status)
+  size_t max_items = 100;                         // > 0; a page may hold fewer even when more follow
   std::string continuation;  // from a previous page of the same query; empty starts at the beginning
   // Return each body as its stored text (Document::body_text, `body` null) instead of parsed: for a
   // reader that often needs only the id and etag (a cache keyed by them) and parses the rest only
@@ -331,6 +344,8 @@ Status ForEachDocument(Store& store, QueryOptions options, const std::function<v
 
 struct OpenOptions {
   const Clock* clock = nullptr;  // required; not owned, outlives the store
+  // What the store indexes (empty: nothing). kInvalidArgument at open for a malformed pointer.
+  IndexSpec indexes;
   // How long a write waits for a lock held by another process before kUnavailable.
   std::chrono::milliseconds busy_timeout{5000};
   // A background sweeper that calls PurgeExpired() at this interval; zero disables it.
@@ -349,8 +364,8 @@ struct OpenOptions {
 //                                    "?vfs=NAME" selects a registered SQLite VFS (tests, benchmarks).
 //   sqlite::memory:                  private in-memory SQLite database (tests); one connection
 //   postgresql://user@host:port/db   PostgreSQL
-// Errors: kInvalidArgument for a malformed URL or a missing clock; kCorruption for a file that is
-// not an SQLite database or not an hcprp store; kIoError for a path that cannot be opened (a
+// Errors: kInvalidArgument for a malformed URL, a missing clock or a malformed IndexSpec; kCorruption for a
+// file that is not an SQLite database or not an hcprp store; kIoError for a path that cannot be opened (a
 // directory, a missing parent directory, no permission); kUnavailable when the file stays locked by
 // another connection past busy_timeout.
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const OpenOptions& options);

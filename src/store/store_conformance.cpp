@@ -16,6 +16,13 @@
 
 namespace hcprp::store::testing {
 
+IndexSpec TestIndexes() {
+  return IndexSpec{.resource_type = "/resourceType",
+                   .resource_id = "/properties/resourceId",
+                   .status = "/properties/status",
+                   .terminal_statuses = {"Succeeded", "Failed", "Canceled"}};
+}
+
 void StoreConformanceTest::SetUp() {
   env_ = GetParam().make();
   ASSERT_NE(env_, nullptr);
@@ -30,6 +37,9 @@ void StoreConformanceTest::TearDown() {
 
 std::unique_ptr<Store> StoreConformanceTest::OpenAnother(OpenOptions options) {
   if (options.clock == nullptr) options.clock = &clock_;
+  const IndexSpec& ix = options.indexes;
+  if (ix.resource_type.empty() && ix.resource_id.empty() && ix.status.empty())
+    options.indexes = TestIndexes();
   auto s = env_->Open(options);
   EXPECT_TRUE(s.ok()) << s.error().ToString();
   return s.ok() ? std::move(*s) : nullptr;
@@ -667,6 +677,57 @@ TEST_P(StoreConformanceTest, QueryAcrossPartitionsByType) {
   // Other containers are separate.
   q.container = std::string(kBilling);
   EXPECT_EQ(QueryAll(*store_, q), V{});
+}
+
+// The store indexes the members its caller names, whatever the body's shape, and only those.
+TEST_P(StoreConformanceTest, IndexesTheMembersTheCallerNames) {
+  store_.reset();
+  store_ = OpenAnother({.indexes = {.resource_type = "/kind",
+                                    .resource_id = "/meta/name",
+                                    .status = "/meta/phase",
+                                    .terminal_statuses = {"Done"}}});
+  ASSERT_NE(store_, nullptr);
+  auto doc = [](std::string_view kind, std::string_view name, std::string_view phase) {
+    json::object meta;
+    meta["name"] = name;
+    meta["phase"] = phase;
+    return json::value(json::object{{"kind", kind}, {"meta", std::move(meta)}});
+  };
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "a", doc("Job", "Alpha/1", "Running"))));
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "b", doc("job", "alpha/2", "done"))));
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "c", doc("Task", "beta", "Running"))));
+  // The members of the suite's usual documents are not indexed by this store.
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "d", Res(kClusterType, "alpha/3", "Accepted"))));
+  QueryOptions q{.container = std::string(kC), .partition_key = "p"};
+  q.resource_type = "JOB";
+  EXPECT_EQ(QueryAll(*store_, q), (V{"a", "b"}));
+  q.resource_type.reset();
+  q.resource_id_prefix = "ALPHA/";
+  EXPECT_EQ(QueryAll(*store_, q), (V{"a", "b"}));
+  q.resource_id_prefix.reset();
+  q.non_terminal_only = true;
+  EXPECT_EQ(QueryAll(*store_, q), (V{"a", "c"}));
+  QueryOptions across{.container = std::string(kC)};
+  across.resource_type = std::string(kClusterType);
+  EXPECT_EQ(QueryAll(*store_, across), V{});
+}
+
+TEST_P(StoreConformanceTest, FiltersOnMembersNotIndexedAreInvalid) {
+  store_.reset();
+  store_ = OpenAnother({.indexes = {.resource_id = "/id"}});
+  ASSERT_NE(store_, nullptr);
+  ASSERT_TRUE(IsOk(store_->Create(kC, "p", "a", J(R"({"id":"X"})"))));
+  QueryOptions q{.container = std::string(kC), .partition_key = "p"};
+  q.resource_id = "x";
+  EXPECT_EQ(QueryAll(*store_, q), V{"a"});
+  QueryOptions by_type = q;
+  by_type.resource_type = "t";
+  EXPECT_TRUE(HasCode(store_->Query(by_type), ErrorCode::kInvalidArgument));
+  QueryOptions active = q;
+  active.non_terminal_only = true;
+  EXPECT_TRUE(HasCode(store_->Query(active), ErrorCode::kInvalidArgument));
+  EXPECT_TRUE(HasCode(env_->Open({.clock = &clock_, .indexes = {.status = "status"}}),
+                      ErrorCode::kInvalidArgument));  // not a JSON pointer
 }
 
 TEST_P(StoreConformanceTest, QueryPagingIsStableUnderWrites) {

@@ -43,12 +43,17 @@ inline std::string EngineFactoryName(const ::testing::TestParamInfo<EngineFactor
   return info.param.name;
 }
 
+// What the suite's stores index: /resourceType, /properties/resourceId and /properties/status, with
+// Succeeded, Failed and Canceled as the terminal statuses (the shape of the documents the tests write).
+IndexSpec TestIndexes();
+
 class StoreConformanceTest : public ::testing::TestWithParam<EngineFactory> {
  protected:
   void SetUp() override;
   void TearDown() override;
 
-  // Opens another store on the same environment (options default to the fixture's clock).
+  // Opens another store on the same environment (options default to the fixture's clock and, when
+  // they index nothing, to TestIndexes()).
   std::unique_ptr<Store> OpenAnother(OpenOptions options = {});
 
   FakeClock clock_;

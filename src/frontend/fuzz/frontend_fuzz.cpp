@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "arm/store_indexes.h"
 #include "clusterservice/testing/fake_cluster_service.h"
 #include "frontend/frontend.h"
 
@@ -22,7 +23,8 @@ struct World {
   std::unique_ptr<frontend::Frontend> fe;
 
   World() {
-    store = std::move(store::OpenStore("sqlite::memory:", {.clock = &clock})).value();
+    store = std::move(store::OpenStore("sqlite::memory:", {.clock = &clock, .indexes = arm::StoreIndexes()}))
+                .value();
     auto sink = std::make_shared<MemoryLogSink>();
     fe = std::move(
              frontend::Frontend::Create({}, store.get(), &cs, &clock, Logger(sink, &clock, LogLevel::kError)))

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "arm/resource_id.h"
+#include "arm/store_indexes.h"
 #include "clusterservice/mapping.h"
 #include "core/time.h"
 
@@ -56,7 +57,7 @@ std::string ExternalAuthBody() {
 
 Scenario::Scenario(FrontendOptions options, clusterservice::Client* cluster_service)
     : frontend_cs_(cluster_service != nullptr ? cluster_service : &cs) {
-  auto opened = store::OpenStore("sqlite::memory:", {.clock = &clock});
+  auto opened = store::OpenStore("sqlite::memory:", {.clock = &clock, .indexes = arm::StoreIndexes()});
   if (!opened.ok()) throw std::runtime_error(opened.error().ToString());
   store = std::move(opened).value();
   auto fe = Frontend::Create(options, store.get(), frontend_cs_, &clock,

@@ -27,8 +27,8 @@ int64_t MigrationLockKey(std::string_view schema) {
 
 }  // namespace
 
-PgStore::PgStore(PgTarget target, const OpenOptions& options)
-    : EngineStore(options.clock, /*reruns=*/true),
+PgStore::PgStore(PgTarget target, const OpenOptions& options, internal::DocumentIndexer indexer)
+    : EngineStore(options.clock, std::move(indexer), /*reruns=*/true),
       target_(std::move(target)),
       options_(options),
       conn_options_("-c search_path=" + target_.schema +
@@ -42,7 +42,8 @@ Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {
 }
 
 Result<std::unique_ptr<Store>> PgStore::Open(PgTarget target, const OpenOptions& options) {
-  std::unique_ptr<PgStore> s(new PgStore(std::move(target), options));
+  HCPRP_ASSIGN_OR_RETURN(auto indexer, internal::DocumentIndexer::Make(options.indexes));
+  std::unique_ptr<PgStore> s(new PgStore(std::move(target), options, std::move(indexer)));
   HCPRP_ASSIGN_OR_RETURN(auto c, s->Connect());
   c->set_query_timeout(std::chrono::milliseconds(0));  // a migration may rewrite a large table
   HCPRP_RETURN_IF_ERROR(Migrate(*c, s->target_, options));

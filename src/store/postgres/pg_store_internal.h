@@ -104,7 +104,7 @@ class PgStore final : public internal::EngineStore {
                          std::chrono::steady_clock::time_point deadline) override;
 
  private:
-  PgStore(PgTarget target, const OpenOptions& options);
+  PgStore(PgTarget target, const OpenOptions& options, internal::DocumentIndexer indexer);
 
   Result<std::unique_ptr<PgConnection>> Connect() const;
   static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);

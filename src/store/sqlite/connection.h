@@ -1,5 +1,8 @@
-// One SQLite connection with its cache of prepared statements. Not thread-safe: the engine hands a
-// connection to one thread at a time (SQLite runs in multi-thread mode, SQLITE_OPEN_NOMUTEX).
+// The one wrapper of sqlite3 in hcprp (library hcprp_sqlite): a connection with its cache of prepared
+// statements, a statement in use, and the mapping of SQLite's result codes to Errors. The store's SQLite
+// engine and the simulator's state database (simulator/state_db.cpp) both use it; it knows neither.
+// Not thread-safe: a user hands a connection to one thread at a time (SQLite runs in multi-thread
+// mode, SQLITE_OPEN_NOMUTEX).
 #pragma once
 
 #include <sqlite3.h>

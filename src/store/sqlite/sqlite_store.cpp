@@ -75,6 +75,7 @@ Result<Target> ParseUrl(std::string_view url) {
 }  // namespace
 
 Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOptions& options) {
+  HCPRP_ASSIGN_OR_RETURN(auto indexer, internal::DocumentIndexer::Make(options.indexes));
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   if (target.memory) flags |= SQLITE_OPEN_MEMORY;
   HCPRP_ASSIGN_OR_RETURN(auto writer, Connection::Open(target.path, target.vfs, flags, options.busy_timeout));
@@ -92,7 +93,8 @@ Result<std::unique_ptr<Store>> SqliteStore::Open(Target target, const OpenOption
                               " (still locked by another connection after the busy timeout of " +
                               std::to_string(options.busy_timeout.count()) + " ms)");
   }
-  std::unique_ptr<SqliteStore> s(new SqliteStore(std::move(target), options, std::move(writer)));
+  std::unique_ptr<SqliteStore> s(
+      new SqliteStore(std::move(target), options, std::move(indexer), std::move(writer)));
   if (!s->target_.memory) HCPRP_RETURN_IF_ERROR(s->StartCheckpointer());
   if (options.purge_interval.count() > 0) s->StartSweeper(options.purge_interval);
   return std::unique_ptr<Store>(std::move(s));

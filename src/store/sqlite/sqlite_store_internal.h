@@ -102,8 +102,9 @@ class SqliteStore final : public internal::EngineStore {
                          std::chrono::steady_clock::time_point deadline) override;
 
  private:
-  SqliteStore(Target target, const OpenOptions& options, std::unique_ptr<Connection> writer)
-      : EngineStore(options.clock, /*reruns=*/false),
+  SqliteStore(Target target, const OpenOptions& options, internal::DocumentIndexer indexer,
+              std::unique_ptr<Connection> writer)
+      : EngineStore(options.clock, std::move(indexer), /*reruns=*/false),
         target_(std::move(target)),
         options_(options),
         writer_(std::move(writer)) {}
