@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/base64.h"
 #include "core/json.h"
 #include "core/time.h"
 #include "pki/x509.h"
@@ -86,7 +87,7 @@ Result<std::vector<TrustedCertificate>> ParseTrustedSet(std::string_view json_te
     if (o == nullptr) return Error::InvalidArgument("a clientCertificates entry is not an object");
     TrustedCertificate t;
     if (auto der64 = GetString(*o, "certificate"); der64 && !der64->empty()) {
-      auto der = pki::Base64Decode(*der64);
+      auto der = Base64Decode(*der64);
       if (!der.ok()) return Error::InvalidArgument("a certificate is not base64: " + der.error().message());
       t.thumbprint = pki::ThumbprintOfDer(*der);
       if (auto tp = GetString(*o, "thumbprint"); tp && Upper(*tp) != t.thumbprint) {
@@ -117,7 +118,7 @@ Result<std::string> TrustedSetDocument(const std::vector<std::string>& cert_pems
     certs.push_back(json::object{{"thumbprint", pki::ThumbprintOfDer(der)},
                                  {"notBefore", FormatRfc3339(info.not_before)},
                                  {"notAfter", FormatRfc3339(info.not_after)},
-                                 {"certificate", pki::Base64(der)}});
+                                 {"certificate", Base64Encode(der)}});
   }
   return json::serialize(json::object{{"clientCertificates", std::move(certs)}}) + "\n";
 }
