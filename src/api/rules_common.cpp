@@ -1,8 +1,9 @@
 #include "api/rules_common.h"
 
 #include <algorithm>
-#include <boost/container/small_vector.hpp>
 #include <cctype>
+
+#include "core/azure_resource_id.h"
 
 namespace hcprp::api::rules {
 namespace {
@@ -170,64 +171,38 @@ const json::value* Member(const json::object* o, std::string_view key) {
 
 AzureIdParse ParseAzureId(std::string_view text) {
   AzureIdParse result;
-  if (text.empty() || text.front() != '/') {
-    result.error = "invalid resource ID: resource id '" + std::string(text) + "' must start with '/'";
-    return result;
-  }
-  // Every create checks several IDs: the segments are views into `text`, kept without allocating for
-  // IDs of usual length.
-  boost::container::small_vector<std::string_view, 16> parts;
-  for (size_t pos = 1;;) {
-    size_t next = text.find('/', pos);
-    parts.push_back(text.substr(pos, next == std::string_view::npos ? next : next - pos));
-    if (next == std::string_view::npos) break;
-    pos = next + 1;
-  }
-  if (!parts.empty() && parts.back().empty()) parts.pop_back();
-  if (parts.size() < 2 || !EqualsIgnoreCase(parts[0], "subscriptions") || parts[1].empty()) {
-    result.error =
-        "invalid resource ID: resource id '" + std::string(text) + "' must start with '/subscriptions/'";
-    return result;
-  }
-  if (std::any_of(parts.begin(), parts.end(), [](std::string_view p) { return p.empty(); })) {
-    result.error = "invalid resource ID: resource id '" + std::string(text) + "' has an empty segment";
+  AzureResourceId parts;
+  if (Status parsed = ParseAzureResourceId(text, parts); !parsed.ok()) {
+    result.error = "invalid resource ID: " + parsed.error().message();
     return result;
   }
   AzureId& id = result.id.emplace();
-  id.subscription = std::string(parts[1]);
-  size_t i = 2;
-  if (i + 1 < parts.size() && EqualsIgnoreCase(parts[i], "resourceGroups")) {
-    id.resource_group = std::string(parts[i + 1]);
-    i += 2;
-  }
-  if (i == parts.size()) {
+  id.subscription = std::string(parts.subscription);
+  id.resource_group = std::string(parts.resource_group);
+  if (parts.resources.empty()) {
     id.name = id.resource_group.empty() ? id.subscription : id.resource_group;
-    return result;
-  }
-  if (!EqualsIgnoreCase(parts[i], "providers") || i + 3 > parts.size() || (parts.size() - i - 2) % 2 != 0) {
-    result.id.reset();
-    result.error =
-        "invalid resource ID: resource id '" + std::string(text) + "' is not a provider resource ID";
     return result;
   }
   // type: the namespace and every type segment; name: the last name; parent: the ID up to the last
   // type/name pair, "resourceGroups" and "providers" spelled so (empty for one pair).
-  const size_t first_pair = i + 2;
-  const size_t last_pair = parts.size() - 2;
-  id.type = std::string(parts[i + 1]);
-  for (size_t k = first_pair; k <= last_pair; k += 2) {
+  id.type = std::string(parts.provider_namespace);
+  for (const auto& r : parts.resources) {
     id.type += '/';
-    id.type += parts[k];
+    id.type += r.type;
   }
-  id.name = std::string(parts[last_pair + 1]);
-  if (last_pair > first_pair) {
-    id.parent = "/" + std::string(parts[0]) + "/" + id.subscription;
+  id.name = std::string(parts.resources.back().name);
+  if (parts.resources.size() > 1) {
+    // The "subscriptions" keyword as written: the parse matched it right after the leading '/'.
+    id.parent =
+        "/" + std::string(text.substr(1, std::string_view("subscriptions").size())) + "/" + id.subscription;
     if (!id.resource_group.empty()) id.parent += "/resourceGroups/" + id.resource_group;
     id.parent += "/providers/";
-    id.parent += parts[i + 1];
-    for (size_t k = first_pair; k < last_pair; ++k) {
+    id.parent += parts.provider_namespace;
+    for (size_t k = 0; k + 1 < parts.resources.size(); ++k) {
       id.parent += '/';
-      id.parent += parts[k];
+      id.parent += parts.resources[k].type;
+      id.parent += '/';
+      id.parent += parts.resources[k].name;
     }
   }
   return result;

@@ -284,12 +284,16 @@ class Runner {
     HCPRP_ASSIGN_OR_RETURN(auto auth, tls::ArmAuthenticator::Load(config_.arm_trusted_certs, &clock_));
     parts_.arm_auth = std::move(auth);
     auto* a = parts_.arm_auth.get();
-    t.authenticate = [a](const tls::PeerCertificate* peer) { return a->Check(peer); };
+    t.authenticate = [a](const tls::PeerCertificate* peer) -> std::optional<http::Refusal> {
+      if (auto refusal = a->Check(peer)) return http::Refusal{std::string(tls::RefusalName(*refusal))};
+      return std::nullopt;
+    };
     auto& refusals =
         registry_.AddCounter("hcprp_auth_refusals_total",
                              "Requests refused because the caller did not authenticate as ARM", {"reason"});
-    t.on_refused = [this, &refusals](const http::Request& req, tls::Refusal r, const http::Peer& peer) {
-      const std::string reason(tls::RefusalName(r));
+    t.on_refused = [this, &refusals](const http::Request& req, const http::Refusal& r,
+                                     const http::Peer& peer) {
+      const std::string& reason = r.reason;
       refusals.With({reason})->Inc();
       logger_.Warn("request refused: caller not authenticated as ARM",
                    {{"reason", reason},

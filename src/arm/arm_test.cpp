@@ -40,6 +40,21 @@ TEST(ResourceIdTest, ParsesClusterAndChildrenCaseInsensitively) {
   EXPECT_FALSE(ParseResourceId(c->ToString() + "/nodePools").ok());
   EXPECT_FALSE(ParseResourceId("subscriptions/x").ok());
   EXPECT_FALSE(ParseResourceId("").ok());
+  EXPECT_FALSE(ParseResourceId(c->ToString() + "/").ok());
+  EXPECT_FALSE(ParseResourceId(np->ToString() + "/").ok());
+  EXPECT_FALSE(ParseResourceId(c->ToString() + "/nodePools/np1/x/y").ok());
+  EXPECT_FALSE(
+      ParseResourceId("/subscriptions/s/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c").ok());
+  EXPECT_FALSE(
+      ParseResourceId("/subscriptions/s/resourceGroups/g/providers/Microsoft.Other/hcpOpenShiftClusters/c")
+          .ok());
+  EXPECT_FALSE(
+      ParseResourceId("/subscriptions/s/resourceGroups/g/providers/Microsoft.RedHatOpenShift/widgets/c")
+          .ok());
+  EXPECT_FALSE(
+      ParseResourceId(
+          "/subscriptions/s/resourceGroups//providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/c")
+          .ok());
 }
 
 TEST(ResourceIdTest, NameRules) {

@@ -21,7 +21,4 @@ Result<std::string> DecodeSkipToken(std::string_view token);
 std::string NextLink(std::string_view base_url, std::string_view path, std::string_view api_version,
                      std::optional<size_t> top, std::string_view skip_token);
 
-// Percent-encodes everything but RFC 3986 unreserved characters.
-std::string PercentEncode(std::string_view s);
-
 }  // namespace hcprp::arm

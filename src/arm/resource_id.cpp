@@ -1,25 +1,12 @@
 #include "arm/resource_id.h"
 
-#include <vector>
-
 #include "arm/documents.h"
+#include "core/azure_resource_id.h"
 #include "core/json.h"
 #include "core/uuid.h"
 
 namespace hcprp::arm {
 namespace {
-
-std::vector<std::string_view> Split(std::string_view path) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i <= path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string_view::npos) j = path.size();
-    out.push_back(path.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 bool IsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -97,32 +84,30 @@ Result<ResourceId> ParseResourceId(std::string_view id) {
   auto bad = [&] {
     return Error::InvalidArgument("'" + std::string(id) + "' is not a supported resource ID");
   };
-  if (id.empty() || id.front() != '/') return bad();
-  auto seg = Split(id.substr(1));
-  if (seg.size() != 8 && seg.size() != 10) return bad();
-  if (!EqualsIgnoreCase(seg[0], "subscriptions") || !EqualsIgnoreCase(seg[2], "resourceGroups") ||
-      !EqualsIgnoreCase(seg[4], "providers") || !EqualsIgnoreCase(seg[5], kProviderNamespace) ||
-      !EqualsIgnoreCase(seg[6], "hcpOpenShiftClusters")) {
+  // The general parse ignores a trailing '/'; an ID of ours never has one.
+  if (id.empty() || id.back() == '/') return bad();
+  AzureResourceId parts;
+  if (!ParseAzureResourceId(id, parts).ok()) return bad();
+  if (parts.resource_group.empty() || !EqualsIgnoreCase(parts.provider_namespace, kProviderNamespace) ||
+      parts.resources.empty() || parts.resources.size() > 2 ||
+      !EqualsIgnoreCase(parts.resources[0].type, "hcpOpenShiftClusters")) {
     return bad();
   }
   ResourceId r;
-  r.subscription_id = std::string(seg[1]);
-  r.resource_group = std::string(seg[3]);
-  r.cluster_name = std::string(seg[7]);
-  if (seg.size() == 10) {
-    if (EqualsIgnoreCase(seg[8], "nodePools")) {
+  if (parts.resources.size() == 2) {
+    const std::string_view child = parts.resources[1].type;
+    if (EqualsIgnoreCase(child, "nodePools")) {
       r.kind = ResourceKind::kNodePool;
-    } else if (EqualsIgnoreCase(seg[8], "externalAuths")) {
+    } else if (EqualsIgnoreCase(child, "externalAuths")) {
       r.kind = ResourceKind::kExternalAuth;
     } else {
       return bad();
     }
-    r.child_name = std::string(seg[9]);
+    r.child_name = std::string(parts.resources[1].name);
   }
-  if (r.subscription_id.empty() || r.resource_group.empty() || r.cluster_name.empty() ||
-      (r.kind != ResourceKind::kCluster && r.child_name.empty())) {
-    return bad();
-  }
+  r.subscription_id = std::string(parts.subscription);
+  r.resource_group = std::string(parts.resource_group);
+  r.cluster_name = std::string(parts.resources[0].name);
   return r;
 }
 

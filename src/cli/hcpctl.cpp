@@ -13,6 +13,7 @@
 #include "api/api_version.h"
 #include "cli/arm_client.h"
 #include "cli/table.h"
+#include "core/base64.h"
 #include "core/time.h"
 #include "pki/x509.h"
 
@@ -404,7 +405,7 @@ int Program::Finish(ArmClient& client, const Result<ArmResponse>& started,
           const auto line_end = kubeconfig.find('\n', at);
           kubeconfig.insert(line_end == std::string::npos ? kubeconfig.size() : line_end + 1,
                             kubeconfig.substr(line_start, at - line_start) +
-                                "client-key-data: " + pki::Base64(credential_key_pem_) + "\n");
+                                "client-key-data: " + Base64Encode(credential_key_pem_) + "\n");
         }
         out_ << "# expires " << GetString(o, "expirationTimestamp").value_or("?") << "\n"
              << kubeconfig << "\n";

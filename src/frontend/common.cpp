@@ -10,6 +10,7 @@
 #include "arm/paging.h"
 #include "clusterservice/mapping.h"
 #include "core/time.h"
+#include "core/url_encoding.h"
 #include "core/uuid.h"
 #include "frontend/internal.h"
 
@@ -53,14 +54,14 @@ std::string StatusUrl(const RequestContext& ctx, const arm::OperationDocument& o
   auto id = arm::ParseResourceId(op.external_id);
   std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
   return ctx.base_url + arm::OperationStatusPath(sub, op.location, op.id) +
-         "?api-version=" + arm::PercentEncode(ctx.api_version);
+         "?api-version=" + EncodeQueryComponent(ctx.api_version);
 }
 
 std::string ResultUrl(const RequestContext& ctx, const arm::OperationDocument& op) {
   auto id = arm::ParseResourceId(op.external_id);
   std::string sub = id.ok() ? id->subscription_id : ctx.route.subscription_id;
   return ctx.base_url + arm::OperationResultPath(sub, op.location, op.id) +
-         "?api-version=" + arm::PercentEncode(ctx.api_version);
+         "?api-version=" + EncodeQueryComponent(ctx.api_version);
 }
 
 void AddAsyncHeaders(const Env& env, const RequestContext& ctx, const arm::OperationDocument& op,

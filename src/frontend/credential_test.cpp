@@ -9,6 +9,7 @@
 
 #include "api/api.h"
 #include "clusterservice/http_client.h"
+#include "core/base64.h"
 #include "core/time.h"
 #include "frontend/testing/scenario.h"
 #include "pki/x509.h"
@@ -275,7 +276,7 @@ std::string KubeconfigData(const std::string& kubeconfig, const std::string& key
   auto at = kubeconfig.find(key + ": ");
   if (at == std::string::npos) return "";
   at += key.size() + 2;
-  return pki::Base64Decode(kubeconfig.substr(at, kubeconfig.find('\n', at) - at)).value_or("");
+  return Base64Decode(kubeconfig.substr(at, kubeconfig.find('\n', at) - at)).value_or("");
 }
 
 TEST_F(SimulatedCredentialTest, CsrToSignedCertificateToRevocation) {

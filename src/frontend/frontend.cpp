@@ -10,6 +10,7 @@
 
 #include "arm/headers.h"
 #include "arm/system_data.h"
+#include "core/url_encoding.h"
 #include "core/uuid.h"
 #include "frontend/internal.h"
 
@@ -70,40 +71,12 @@ bool SafeToEcho(std::string_view v) {
   return true;
 }
 
-int Hex(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string DecodeComponent(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && Hex(s[i + 1]) >= 0 && Hex(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(Hex(s[i + 1]) * 16 + Hex(s[i + 2])));
-      i += 2;
-    } else {
-      out.push_back(s[i]);
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> ParseQuery(std::string_view q) {
+// The query's parameters by lower-cased name; the first occurrence of a name wins.
+std::map<std::string, std::string> ParamsByName(std::string_view q) {
   std::map<std::string, std::string> out;
-  size_t i = 0;
-  while (i < q.size()) {
-    size_t j = q.find('&', i);
-    if (j == std::string_view::npos) j = q.size();
-    std::string_view pair = q.substr(i, j - i);
-    size_t eq = pair.find('=');
-    std::string key = ToLower(DecodeComponent(pair.substr(0, eq)));
-    std::string value = eq == std::string_view::npos ? "" : DecodeComponent(pair.substr(eq + 1));
-    if (!key.empty()) out.emplace(std::move(key), std::move(value));  // the first occurrence wins
-    i = j + 1;
+  for (auto& p : ParseQuery(q)) {
+    std::string key = ToLower(p.name);
+    if (!key.empty()) out.emplace(std::move(key), std::move(p.value));
   }
   return out;
 }
@@ -228,7 +201,7 @@ Response Frontend::Impl::Dispatch(RequestContext& ctx) {
   if (auto* e = std::get_if<CloudError>(&matched)) return ErrorReply(*e);
   ctx.route = std::get<Route>(std::move(matched));
   ctx.route_template = RouteTemplate(ctx.route);
-  ctx.query = ParseQuery(raw_query);
+  ctx.query = ParamsByName(raw_query);
 
   if (ctx.route.NeedsApiVersion()) {
     auto it = ctx.query.find("api-version");

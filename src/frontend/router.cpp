@@ -1,6 +1,7 @@
 #include "frontend/router.h"
 
 #include "core/json.h"
+#include "core/url_encoding.h"
 
 namespace hcprp::frontend {
 namespace {
@@ -8,13 +9,6 @@ namespace {
 using boost::beast::http::verb;
 
 bool Is(const std::string& seg, std::string_view word) { return EqualsIgnoreCase(seg, word); }
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
 
 arm::CloudError NotFound(std::string_view what) {
   return {404, arm::codes::kNotFound, "The requested path '" + std::string(what) + "' was not found."};
@@ -156,21 +150,12 @@ Result<std::vector<std::string>> SplitPath(std::string_view raw_path) {
       start = end + 1;
       continue;
     }
-    std::string decoded;
-    for (size_t k = 0; k < seg.size(); ++k) {
-      if (seg[k] == '%') {
-        int hi = k + 1 < seg.size() ? HexValue(seg[k + 1]) : -1;
-        int lo = k + 2 < seg.size() ? HexValue(seg[k + 2]) : -1;
-        if (hi < 0 || lo < 0) return Error::InvalidArgument("bad percent escape in path");
-        char c = static_cast<char>(hi * 16 + lo);
-        if (c == '/' || c == '\0') return Error::InvalidArgument("encoded separator in path");
-        decoded.push_back(c);
-        k += 2;
-      } else {
-        decoded.push_back(seg[k]);
-      }
+    auto decoded = PercentDecode(seg);
+    if (!decoded.ok()) return Error::InvalidArgument("bad percent escape in path");
+    if (decoded->find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+      return Error::InvalidArgument("encoded separator in path");
     }
-    out.push_back(std::move(decoded));
+    out.push_back(std::move(*decoded));
     if (end == std::string_view::npos) break;
     start = end + 1;
   }

@@ -92,15 +92,15 @@ struct Connection {
   std::optional<tls::PeerCertificate> peer_certificate;
   // The last verdict of ServerTls::authenticate on it, and when it was reached.
   bool judged = false;
-  std::optional<tls::Refusal> verdict;
+  std::optional<Refusal> verdict;
   std::chrono::steady_clock::time_point judged_at{};
 };
 
 using TlsStream = asio::ssl::stream<beast::tcp_stream&>;
 
-Response DefaultRefused(const Request&, tls::Refusal r, const Peer&) {
-  return MakeResponse(StatusCode::unauthorized,
-                      "client certificate refused: " + std::string(tls::RefusalName(r)) + "\n", "text/plain");
+Response DefaultRefused(const Request&, const Refusal& r, const Peer&) {
+  return MakeResponse(StatusCode::unauthorized, "client certificate refused: " + r.reason + "\n",
+                      "text/plain");
 }
 
 class ServerImpl final : public Server {
@@ -110,7 +110,7 @@ class ServerImpl final : public Server {
         handler_(std::move(handler)),
         on_too_large_(options.on_too_large ? options.on_too_large : TooLargeHandler(DefaultTooLarge)),
         on_overloaded_(options.on_overloaded ? options.on_overloaded : OverloadHandler(DefaultOverloaded)),
-        on_refused_(options.tls.on_refused ? options.tls.on_refused : DefaultRefused),
+        on_refused_(options.tls.on_refused ? options.tls.on_refused : RefusedHandler(DefaultRefused)),
         acceptor_strand_(asio::make_strand(ioc_)),
         acceptor_(acceptor_strand_),
         work_(asio::make_work_guard(ioc_)),
@@ -465,7 +465,7 @@ class ServerImpl final : public Server {
       if (closed) co_return;
       // Judged again at least every recheck_interval, so that a connection opened before a rotation of
       // the trusted set (or before its certificate expired) does not outlive the trust.
-      std::optional<tls::Refusal> refusal;
+      const Refusal* refusal = nullptr;
       if (c.tls_done && options_.tls.authenticate && !IsOpenPath(parser.get())) {
         const auto now = std::chrono::steady_clock::now();
         if (!c.judged || now - c.judged_at >= options_.tls.recheck_interval) {
@@ -473,7 +473,7 @@ class ServerImpl final : public Server {
           c.judged = true;
           c.judged_at = now;
         }
-        refusal = c.verdict;
+        if (c.verdict) refusal = &*c.verdict;
       }
       if (refusal) {
         // An untrusted caller: answered before any handler runs, and the connection ends.
@@ -507,7 +507,7 @@ class ServerImpl final : public Server {
   const PeerHandler handler_;
   const TooLargeHandler on_too_large_;
   const OverloadHandler on_overloaded_;
-  const std::function<Response(const Request&, tls::Refusal, const Peer&)> on_refused_;
+  const RefusedHandler on_refused_;
 
   asio::io_context ioc_;
   asio::strand<asio::io_context::executor_type> acceptor_strand_;

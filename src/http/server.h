@@ -25,8 +25,8 @@
 #include "core/result.h"
 #include "http/message.h"
 #include "http/url.h"
-#include "tls/arm_trust.h"
 #include "tls/context.h"
+#include "tls/peer_certificate.h"
 
 namespace hcprp::http {
 
@@ -43,18 +43,29 @@ using TooLargeHandler = std::function<Response(const Request& header_only)>;
 // Builds the answer sent, without reading a request, on a connection over ServerOptions::max_connections.
 using OverloadHandler = std::function<Response()>;
 
+// Why a caller was refused: a short stable name chosen by the authenticator (such as
+// "unknown_certificate"), fit for the refusal answer and for a metrics label.
+struct Refusal {
+  std::string reason;
+};
+// Decides whether the client of a TLS connection may send requests, from the certificate it presented
+// (null: none); nullopt trusts it. The transport holds no trust policy of its own: the composition root
+// supplies one. Called on I/O threads, concurrently: must be thread-safe and must not block for long.
+using Authenticator = std::function<std::optional<Refusal>(const tls::PeerCertificate* peer)>;
+// The answer to a request of a refused caller.
+using RefusedHandler = std::function<Response(const Request&, const Refusal&, const Peer&)>;
+
 // TLS on a listener, and who may use it.
 struct ServerTls {
   std::shared_ptr<tls::ServerContext> context;  // null: plain HTTP
-  // Judges the client's certificate (null: the client sent none) before the first request outside
-  // open_paths and again before the first one after each recheck_interval; nullopt trusts the caller.
-  // Unset: every client that completes the handshake is trusted.
-  std::function<std::optional<tls::Refusal>(const tls::PeerCertificate*)> authenticate;
+  // Judges the client before the first request outside open_paths and again before the first one
+  // after each recheck_interval. Unset: every client that completes the handshake is trusted.
+  Authenticator authenticate;
   // Paths (without query) an untrusted caller may still request: health probes.
   std::vector<std::string> open_paths = {"/healthz", "/readyz"};
   // The answer to each request of an untrusted caller outside open_paths; the handler never sees the
   // request and the connection is closed after the answer. Default: 401, text body.
-  std::function<Response(const Request&, tls::Refusal, const Peer&)> on_refused;
+  RefusedHandler on_refused;
   // How long a connection's verdict stands before a request has it judged again (a rotated trusted set
   // reaches keep-alive connections within it). Zero: before every request.
   std::chrono::milliseconds recheck_interval{1'000};

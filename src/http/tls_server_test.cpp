@@ -98,11 +98,13 @@ class TlsServerTest : public ::testing::Test {
     ASSERT_TRUE(auth.ok()) << auth.error().message();
     auth_ = std::move(*auth);
     o.tls.context = std::move(*ctx);
-    o.tls.authenticate = [this](const tls::PeerCertificate* p) { return auth_->Check(p); };
-    o.tls.on_refused = [this](const Request&, tls::Refusal r, const Peer&) {
-      refusals_.emplace_back(tls::RefusalName(r));
-      return MakeResponse(StatusCode::unauthorized, "refused " + std::string(tls::RefusalName(r)),
-                          "text/plain");
+    o.tls.authenticate = [this](const tls::PeerCertificate* p) -> std::optional<Refusal> {
+      if (auto r = auth_->Check(p)) return Refusal{std::string(tls::RefusalName(*r))};
+      return std::nullopt;
+    };
+    o.tls.on_refused = [this](const Request&, const Refusal& r, const Peer&) {
+      refusals_.push_back(r.reason);
+      return MakeResponse(StatusCode::unauthorized, "refused " + r.reason, "text/plain");
     };
     StartWith(std::move(o));
   }

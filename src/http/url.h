@@ -2,12 +2,11 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "core/result.h"
+#include "core/url_encoding.h"
 
 namespace hcprp::http {
 
@@ -43,18 +42,12 @@ struct Target {
 };
 Target SplitTarget(std::string_view target);
 
-// Percent-decodes a query component ('+' becomes a space). Invalid escapes are kept as they are.
-std::string DecodeQueryComponent(std::string_view s);
-// Percent-encodes everything except RFC 3986 unreserved characters.
-std::string EncodeQueryComponent(std::string_view s);
-
-struct QueryParam {
-  std::string name;
-  std::string value;
-};
-// All parameters of a query string in order, decoded.
-std::vector<QueryParam> ParseQuery(std::string_view query);
-// The first value of query parameter `name` (decoded), or nullopt.
-std::optional<std::string> FindQueryParam(std::string_view query, std::string_view name);
+// Query strings are decoded and encoded by core/url_encoding.h, which modules without an HTTP transport
+// (the frontend's router) share; they are part of this module's vocabulary too.
+using hcprp::DecodeQueryComponent;
+using hcprp::EncodeQueryComponent;
+using hcprp::FindQueryParam;
+using hcprp::ParseQuery;
+using hcprp::QueryParam;
 
 }  // namespace hcprp::http

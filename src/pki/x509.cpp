@@ -384,25 +384,4 @@ Result<std::string> Thumbprint(std::string_view cert_pem) {
   return ThumbprintOfDer(der);
 }
 
-std::string Base64(std::string_view data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
-Result<std::string> Base64Decode(std::string_view text) {
-  if (text.size() % 4 != 0) return Error::InvalidArgument("base64 text of a length not a multiple of 4");
-  std::string out(text.size() / 4 * 3, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(text.size()));
-  if (n < 0) return Error::InvalidArgument("not base64");
-  // EVP_DecodeBlock counts the padding as zero bytes.
-  size_t padding =
-      text.empty() ? 0 : (text.back() == '=') + (text.size() > 1 && text[text.size() - 2] == '=');
-  out.resize(static_cast<size_t>(n) - padding);
-  return out;
-}
-
 }  // namespace hcprp::pki

@@ -91,9 +91,4 @@ std::string ThumbprintOfDer(std::string_view der);
 // The DER bytes of the first certificate of `cert_pem`.
 Result<std::string> CertificateDer(std::string_view cert_pem);
 
-// Standard base64 (with padding), for kubeconfig *-data fields.
-std::string Base64(std::string_view data);
-// The bytes of standard, padded base64; InvalidArgument for anything else.
-Result<std::string> Base64Decode(std::string_view text);
-
 }  // namespace hcprp::pki

@@ -93,19 +93,5 @@ TEST(Pki, SignsAndVerifiesAgainstItsCaOnly) {
   EXPECT_FALSE(VerifyCertificate(*ca, "junk", kNow).ok());
 }
 
-TEST(Pki, Base64) {
-  EXPECT_EQ(Base64(""), "");
-  EXPECT_EQ(Base64("f"), "Zg==");
-  EXPECT_EQ(Base64("foob"), "Zm9vYg==");
-  for (const std::string& s :
-       std::vector<std::string>{"", "f", "fo", "foo", "foob", std::string("\0\xff\x10", 3)}) {
-    auto back = Base64Decode(Base64(s));
-    ASSERT_TRUE(back.ok()) << s;
-    EXPECT_EQ(*back, s);
-  }
-  EXPECT_FALSE(Base64Decode("Zm9").ok());
-  EXPECT_FALSE(Base64Decode("Z!==").ok());
-}
-
 }  // namespace
 }  // namespace hcprp::pki

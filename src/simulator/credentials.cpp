@@ -4,6 +4,7 @@
 // with its first credential and persisted with the cluster.
 #include <algorithm>
 
+#include "core/base64.h"
 #include "core/time.h"
 #include "pki/x509.h"
 #include "simulator/service_internal.h"
@@ -23,12 +24,12 @@ std::string Kubeconfig(const std::string& name, const std::string& api, const st
                        const std::string& cert_pem, const std::string& key_pem) {
   std::string out = "apiVersion: v1\nkind: Config\nclusters:\n- name: " + name +
                     "\n  cluster:\n    server: " + api +
-                    "\n    certificate-authority-data: " + pki::Base64(ca_pem) +
+                    "\n    certificate-authority-data: " + Base64Encode(ca_pem) +
                     "\ncontexts:\n- name: admin\n  context:\n    cluster: " + name +
                     "\n    user: admin\ncurrent-context: admin\nusers:\n- name: admin\n  user:\n"
                     "    client-certificate-data: " +
-                    pki::Base64(cert_pem) + "\n";
-  if (!key_pem.empty()) out += "    client-key-data: " + pki::Base64(key_pem) + "\n";
+                    Base64Encode(cert_pem) + "\n";
+  if (!key_pem.empty()) out += "    client-key-data: " + Base64Encode(key_pem) + "\n";
   return out;
 }
 

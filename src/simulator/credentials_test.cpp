@@ -2,6 +2,7 @@
 // issued certificates, revocation, the check endpoint, and all of it across a restart.
 #include <gtest/gtest.h>
 
+#include "core/base64.h"
 #include "pki/x509.h"
 #include "simulator/test_util.h"
 
@@ -17,7 +18,7 @@ std::string KubeconfigData(const std::string& kubeconfig, const std::string& key
   auto at = kubeconfig.find(key + ": ");
   if (at == std::string::npos) return "";
   at += key.size() + 2;
-  return pki::Base64Decode(kubeconfig.substr(at, kubeconfig.find('\n', at) - at)).value_or("");
+  return Base64Decode(kubeconfig.substr(at, kubeconfig.find('\n', at) - at)).value_or("");
 }
 
 // The PEM of the certificate a credential answer carries.

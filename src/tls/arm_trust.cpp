@@ -1,12 +1,10 @@
 #include "tls/arm_trust.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
-
-#include <ctime>
+#include <cctype>
 #include <fstream>
 #include <sstream>
 
+#include "core/base64.h"
 #include "core/json.h"
 #include "core/time.h"
 #include "pki/x509.h"
@@ -31,35 +29,7 @@ Result<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
-std::string NameText(const X509_NAME* name) {
-  char buf[512];
-  X509_NAME_oneline(name, buf, sizeof(buf));
-  return buf;
-}
-
-TimePoint FromAsn1(const ASN1_TIME* t) {
-  std::tm tm{};
-  if (t == nullptr || ASN1_TIME_to_tm(t, &tm) != 1) return TimePoint{};
-  return std::chrono::system_clock::from_time_t(timegm(&tm));
-}
-
 }  // namespace
-
-std::optional<PeerCertificate> PeerCertificateOf(void* ssl) {
-  X509* cert = SSL_get0_peer_certificate(static_cast<SSL*>(ssl));
-  if (cert == nullptr) return std::nullopt;
-  unsigned char* der = nullptr;
-  int n = i2d_X509(cert, &der);
-  if (n <= 0) return std::nullopt;
-  PeerCertificate p;
-  p.thumbprint = pki::ThumbprintOfDer(std::string_view(reinterpret_cast<char*>(der), static_cast<size_t>(n)));
-  OPENSSL_free(der);
-  p.subject = NameText(X509_get_subject_name(cert));
-  p.issuer = NameText(X509_get_issuer_name(cert));
-  p.not_before = FromAsn1(X509_get0_notBefore(cert));
-  p.not_after = FromAsn1(X509_get0_notAfter(cert));
-  return p;
-}
 
 std::string_view RefusalName(Refusal r) {
   switch (r) {
@@ -86,7 +56,7 @@ Result<std::vector<TrustedCertificate>> ParseTrustedSet(std::string_view json_te
     if (o == nullptr) return Error::InvalidArgument("a clientCertificates entry is not an object");
     TrustedCertificate t;
     if (auto der64 = GetString(*o, "certificate"); der64 && !der64->empty()) {
-      auto der = pki::Base64Decode(*der64);
+      auto der = Base64Decode(*der64);
       if (!der.ok()) return Error::InvalidArgument("a certificate is not base64: " + der.error().message());
       t.thumbprint = pki::ThumbprintOfDer(*der);
       if (auto tp = GetString(*o, "thumbprint"); tp && Upper(*tp) != t.thumbprint) {
@@ -117,7 +87,7 @@ Result<std::string> TrustedSetDocument(const std::vector<std::string>& cert_pems
     certs.push_back(json::object{{"thumbprint", pki::ThumbprintOfDer(der)},
                                  {"notBefore", FormatRfc3339(info.not_before)},
                                  {"notAfter", FormatRfc3339(info.not_after)},
-                                 {"certificate", pki::Base64(der)}});
+                                 {"certificate", Base64Encode(der)}});
   }
   return json::serialize(json::object{{"clientCertificates", std::move(certs)}}) + "\n";
 }

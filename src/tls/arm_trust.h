@@ -21,21 +21,9 @@
 #include "core/mutex.h"
 #include "core/result.h"
 #include "tls/context.h"
+#include "tls/peer_certificate.h"
 
 namespace hcprp::tls {
-
-// What the server learnt of a client's certificate after the handshake.
-struct PeerCertificate {
-  std::string thumbprint;  // SHA-1 of the DER, upper-case hex
-  std::string subject;     // "/CN=..." as pki::CertificateInfo prints it
-  std::string issuer;
-  TimePoint not_before{};
-  TimePoint not_after{};
-};
-
-// The certificate a TLS peer presented; nullopt when it presented none. `ssl` is an OpenSSL SSL*
-// after its handshake.
-std::optional<PeerCertificate> PeerCertificateOf(void* ssl);
 
 // Why a caller was refused. The names are the `reason` label of hcprp_auth_refusals_total.
 enum class Refusal { kNoCertificate, kUnknownCertificate, kExpired, kNotYetValid };

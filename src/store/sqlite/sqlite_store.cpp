@@ -1,34 +1,11 @@
 // Opening an SQLite store: the URL, the schema, the reader connections.
 #include "store/sqlite/sqlite_store.h"
 
+#include "core/url_encoding.h"
 #include "store/sqlite/sqlite_store_internal.h"
 
 namespace hcprp::store::sqlite {
 namespace {
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-Result<std::string> PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '%') {
-      out += s[i];
-      continue;
-    }
-    if (i + 2 >= s.size()) return Error::InvalidArgument("bad percent-escape in URL");
-    int hi = HexDigit(s[i + 1]), lo = HexDigit(s[i + 2]);
-    if (hi < 0 || lo < 0) return Error::InvalidArgument("bad percent-escape in URL");
-    out += static_cast<char>(hi << 4 | lo);
-    i += 2;
-  }
-  return out;
-}
 
 Result<Target> ParseUrl(std::string_view url) {
   Target t;
