@@ -508,7 +508,10 @@ int RunHttps(const Options& o, Fixture& f, const std::filesystem::path& dir, con
   http::ServerOptions tso = ServerOptionsFor(o);
   tso.tls.context = *server_ctx;
   tls::ArmAuthenticator* a = auth->get();
-  tso.tls.authenticate = [a](const tls::PeerCertificate* p) { return a->Check(p); };
+  tso.tls.authenticate = [a](const tls::PeerCertificate* p) -> std::optional<http::Refusal> {
+    if (auto refusal = a->Check(p)) return http::Refusal{std::string(tls::RefusalName(*refusal))};
+    return std::nullopt;
+  };
   auto secure = http::Server::Start(tso, handler);
   if (!plain.ok() || !secure.ok()) Die("cannot start the servers");
   http::ClientOptions plain_co;

@@ -6,7 +6,9 @@
 #include <sstream>
 
 #include "arm/documents.h"
+#include "core/azure_resource_id.h"
 #include "core/time.h"
+#include "core/url_encoding.h"
 #include "http/url.h"
 
 namespace hcprp::admin {
@@ -111,16 +113,19 @@ std::vector<std::string> Segments(std::string_view path) {
     }
     size_t end = path.find('/', i);
     if (end == std::string_view::npos) end = path.size();
-    out.push_back(http::DecodeQueryComponent(path.substr(i, end - i)));
+    // A segment with a malformed escape is kept as written: it names nothing the admin API knows.
+    std::string_view segment = path.substr(i, end - i);
+    auto decoded = PercentDecode(segment);
+    out.push_back(decoded.ok() ? std::move(*decoded) : std::string(segment));
     i = end;
   }
   return out;
 }
 
 std::string SubscriptionOf(std::string_view resource_id) {
-  auto s = Segments(resource_id);
-  if (s.size() >= 2 && EqualsIgnoreCase(s[0], "subscriptions")) return s[1];
-  return "";
+  AzureResourceId id;
+  if (!ParseAzureResourceId(resource_id, id).ok()) return "";
+  return std::string(id.subscription);
 }
 
 json::object DocumentJson(const store::Document& d) {

@@ -180,7 +180,8 @@ def test_postgres_restarted_under_load(ctx):
     # A PUT that answered 503 may have committed before the connection broke: if its resource exists,
     # its operation must end too. Such a create never reached the Cluster Service, so until the backend
     # finishes it (after the recovery grace, RECOVERY_SECONDS) the cluster has no API or issuer URL,
-    # which the published document requires of every cluster body (README, "What is not done yet"):
+    # which the published document requires of every cluster body (docs/validation.md, "Where hcprp and
+    # the real service differ, not by choice"):
     # read it once the grace has passed.
     time.sleep(max(0.0, load.last_unavailable_put + RECOVERY_SECONDS + 8 - time.monotonic()))
     for name in load.unavailable_puts:
