@@ -100,7 +100,7 @@ TEST_F(CredentialTest, ACsrGoesToTheClusterServiceAndTheResultConforms) {
 TEST_F(CredentialTest, TheCsrIsRequiredFrom20260901Preview) {
   const std::string before = s.DumpStore();
   for (const std::string& version : CsrApiVersions()) {
-    for (std::string body : {std::string(), std::string("{}"), CsrBody("")}) {
+    for (const std::string& body : {std::string(), std::string("{}"), CsrBody("")}) {
       auto r = s.Post(Action() + V(version), body);
       ASSERT_EQ(r.result_int(), 400u) << version << " " << body << ": " << r.body();
       EXPECT_EQ(
@@ -176,7 +176,7 @@ TEST_F(CredentialTest, AMalformedOrForeignCsrIsRefusedBeforeAnythingIsStored) {
 
 TEST_F(CredentialTest, OlderApiVersionsTakeNoCsrAndIgnoreABody) {
   for (const std::string& version : BodylessApiVersions()) {
-    for (std::string body : {std::string(), CsrBody(GoodCsr()), std::string("not json")}) {
+    for (const std::string& body : {std::string(), CsrBody(GoodCsr()), std::string("not json")}) {
       auto r = s.Post(Action() + V(version), body);
       ASSERT_EQ(r.result_int(), 202u) << body << ": " << r.body();
       auto op = s.Operation(OperationIdOf(Header(r, "Location")));
