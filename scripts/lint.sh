@@ -38,7 +38,7 @@ for f in "${all[@]}"; do
   esac
 done
 cache=${HCPRP_LINT_CACHE:-$HOME/.cache/hcprp-lint}
-tidy=(scripts/tidy_cached.py --db "$db" --cache "$cache" --jobs "$jobs" --header-filter='src/.*'
+tidy=(scripts/tidy_cached.py --db "$db" --build "$build" --cache "$cache" --jobs "$jobs" --header-filter='src/.*'
       --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wthread-safety)
 "${tidy[@]}" --checks='-*,clang-diagnostic-thread-safety*,readability-function-size' \
   --config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: 120}]}" "${production[@]}"
@@ -73,5 +73,5 @@ done < <(git diff --name-only --diff-filter=AMR "$base" -- '*.cpp' '*.h')
 echo "== clang-tidy: ${#sources[@]} changed sources since $(git rev-parse --short "$base")"
 [ "${#sources[@]}" -eq 0 ] && exit 0
 # .clang-tidy's checks; GCC-only warning flags in the compile commands are not clang-tidy's business.
-scripts/tidy_cached.py --db "$db" --cache "$cache" --jobs "$jobs" --extra-arg=-Wno-unknown-warning-option \
+scripts/tidy_cached.py --db "$db" --build "$build" --cache "$cache" --jobs "$jobs" --extra-arg=-Wno-unknown-warning-option \
   --extra-arg=-Wthread-safety "${sources[@]}"

@@ -3,11 +3,13 @@
 
 A source is checked again only when what clang-tidy would read differs from an earlier clean run: its
 compile command, the checks and their options, the .clang-tidy file, clang-tidy's version, and the
-source as the preprocessor sees it (every included file, comments and line numbers kept, with the
-checkout's own path left out so that clones in other folders share the record). A source with findings
-is never recorded, so it is checked, and fails, every time.
+bytes of the source and of every file it includes. The included files are the ones the build recorded
+for the source's object (ninja's dependency log, next to the compile commands); for a source the build
+has not compiled, the preprocessor's output stands in for them. The checkout's own path is left out, so
+that clones in other folders share the record. A source with findings is never recorded, so it is
+checked, and fails, every time.
 
-Usage: tidy_cached.py --db DIR [--cache DIR] [--jobs N] [--checks C] [--config Y] [--header-filter R]
+Usage: tidy_cached.py --db DIR [--build DIR] [--cache DIR] [--jobs N] [--checks C] [--config Y] [--header-filter R]
                       [--extra-arg A ...] FILE...
 Exit status: 0 when every source is clean, 1 otherwise (clang-tidy's findings on standard error).
 """
@@ -44,14 +46,54 @@ def preprocess_args(args):
     return out + ["-E", "-C", "-Wno-unknown-warning-option", "-o", "-"]
 
 
-def key_of(entry, common, root):
+def build_deps(build_dir):
+    """{object path relative to the build directory: [the files its compile read]} from ninja's log."""
+    r = subprocess.run(["ninja", "-C", build_dir, "-t", "deps"], capture_output=True, text=True)
+    deps, current = {}, None
+    for line in r.stdout.splitlines():
+        if not line.strip():
+            current = None
+        elif not line.startswith(" "):
+            current = line.split(":", 1)[0] if "(VALID)" in line else None
+            if current:
+                deps[current] = []
+        elif current:
+            deps[current].append(line.strip())
+    return deps
+
+
+class Digests:
+    """The SHA-256 of each file's bytes, read once however many sources include it."""
+
+    def __init__(self):
+        self.known = {}
+
+    def of(self, path):
+        if path not in self.known:
+            try:
+                with open(path, "rb") as f:
+                    self.known[path] = hashlib.sha256(f.read()).digest()
+            except OSError:
+                self.known[path] = b"missing"
+        return self.known[path]
+
+
+def key_of(entry, common, root, deps, digests):
     args = compile_args(entry)
-    pre = subprocess.run(preprocess_args(args), cwd=entry["directory"], capture_output=True)
-    if pre.returncode != 0:
-        return None  # clang-tidy will say why
     h = hashlib.sha256()
     h.update(common)
     h.update(" ".join(args).replace(root, "").encode())
+    obj = args[args.index("-o") + 1] if "-o" in args else None
+    inputs = deps.get(obj) if obj else None
+    if inputs:
+        h.update(digests.of(entry["file"]))
+        for dep in inputs:
+            h.update(os.path.normpath(os.path.join(entry["directory"], dep)).replace(root, "").encode())
+            h.update(digests.of(os.path.join(entry["directory"], dep)))
+        return h.hexdigest()
+    pre = subprocess.run(preprocess_args(args), cwd=entry["directory"], capture_output=True)
+    if pre.returncode != 0:
+        return None  # clang-tidy will say why
     h.update(pre.stdout.replace(root.encode(), b""))
     return h.hexdigest()
 
@@ -59,6 +101,7 @@ def key_of(entry, common, root):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--db", required=True)
+    p.add_argument("--build", help="the build directory whose ninja log names each source's includes")
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/hcprp-lint"))
     p.add_argument("--jobs", type=int, default=os.cpu_count())
     p.add_argument("--checks")
@@ -83,12 +126,14 @@ def main():
     dot_tidy = open(".clang-tidy", "rb").read() if os.path.exists(".clang-tidy") else b""
     common = version + dot_tidy + " ".join(tidy[3:]).encode() + b"\0"
     os.makedirs(o.cache, exist_ok=True)
+    deps = build_deps(o.build) if o.build else {}
+    digests = Digests()
 
     def run(path):
         entry = entries.get(os.path.abspath(path))
         if entry is None:
             return path, False, "not in the compile commands\n", False
-        key = key_of(entry, common, root)
+        key = key_of(entry, common, root, deps, digests)
         record = os.path.join(o.cache, key) if key else None
         if record and os.path.exists(record):
             return path, True, "", True
