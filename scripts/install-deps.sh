@@ -3,7 +3,8 @@
 # Safe to run repeatedly; installs only what is missing.
 set -euo pipefail
 pkgs=(
-  build-essential cmake ninja-build ccache pkg-config git clang clang-format clang-tidy libclang-rt-14-dev python3
+  build-essential cmake ninja-build ccache pkg-config git clang lld clang-format clang-tidy libclang-rt-14-dev
+  universal-ctags python3
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-15-auto-failover libssl-dev openssl
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev

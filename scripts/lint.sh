@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The style checks CI runs: clang-format (.clang-format) on every C++ file of the repository; Clang's
-# thread-safety analysis (-Wthread-safety) and a limit of 120 lines a function (outside the tests) on
-# every source under src/ and bench/; then
+# The style checks CI runs: clang-format (.clang-format) on every C++ file of the repository; a limit of
+# 120 lines a function on every production source under src/ and bench/ (scripts/function_size.py); then
 # clang-tidy (.clang-tidy, every warning an error, Clang's thread-safety analysis included) on the C++
 # sources a change touches: the files that differ from the merge base with main, or on main from the
-# last commit's first parent (HCPRP_LINT_BASE overrides the base; a changed header brings the source of the same name). Needs the build's
-# compile_commands.json.
+# last commit's first parent (HCPRP_LINT_BASE overrides the base; a changed header brings the source of
+# the same name). Needs the build's compile_commands.json. Clang's thread-safety analysis of every source
+# is part of the Clang builds (the asan and tsan presets; scripts/test.sh builds both).
 # Usage: scripts/lint.sh [build-dir]   (default build/release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,32 +21,10 @@ sed -e 's| -Winvalid-pch -include [^ ]*cmake_pch\.hxx||' "$build/compile_command
 echo "== clang-format"
 git ls-files '*.cpp' '*.h' | xargs clang-format --dry-run -Werror
 
-# Over every source under src/ and bench/ (the fuzz targets aside), one clang-tidy pass with two checks:
-# Clang's thread-safety analysis (the GCC builds ignore the HCPRP_GUARDED_BY / HCPRP_REQUIRES
-# annotations of core/mutex.h, so this is where they are checked) and, outside the tests, the function
-# size limit: no function body longer than 120 lines. Sources that passed before with the same
-# preprocessed text are not checked again (scripts/tidy_cached.py; the record lives outside the clone).
-echo "== clang-tidy on every source: -Wthread-safety, functions of at most 120 lines"
-start=$SECONDS
-mapfile -t all < <(git ls-files 'src/*.cpp' 'bench/*.cpp' | grep -v '/fuzz/' |
-                   while read -r f; do grep -q "\"file\": \"$PWD/$f\"" "$build/compile_commands.json" && echo "$f"; done)
-tests=() production=()
-for f in "${all[@]}"; do
-  case "$f" in
-    *_test.cpp | */testing/* | src/store/store_conformance.cpp) tests+=("$f") ;;
-    *) production+=("$f") ;;
-  esac
-done
-cache=${HCPRP_LINT_CACHE:-$HOME/.cache/hcprp-lint}
-tidy=(scripts/tidy_cached.py --db "$db" --build "$build" --cache "$cache" --jobs "$jobs" --header-filter='src/.*'
-      --extra-arg=-Wno-unknown-warning-option --extra-arg=-Wthread-safety)
-"${tidy[@]}" --checks='-*,clang-diagnostic-thread-safety*,readability-function-size' \
-  --config="{CheckOptions: [{key: readability-function-size.LineThreshold, value: 120}]}" "${production[@]}"
-# The tests keep clang-tidy's default size limit only (800 statements a function); clang-tidy insists on
-# at least one check besides the compiler's warnings.
-"${tidy[@]}" --checks='-*,clang-diagnostic-thread-safety*,readability-function-size' "${tests[@]}"
-echo "   ${#production[@]} sources and ${#tests[@]} test sources in $((SECONDS - start)) s"
+echo "== function size: at most 120 lines a function outside the tests"
+scripts/function_size.py --limit 120
 
+cache=${HCPRP_LINT_CACHE:-$HOME/.cache/hcprp-lint}
 base=${HCPRP_LINT_BASE:-$(git merge-base HEAD main 2>/dev/null || git rev-parse -q --verify HEAD~1 || true)}
 # On main itself (as in CI's clone) the change is what the last commit brought: for a merge, everything
 # since its first parent.

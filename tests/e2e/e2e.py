@@ -539,6 +539,8 @@ def run_tests(tests, known_failures=()):
     ap.add_argument("--hcpctl", required=True)
     ap.add_argument("--keep", action="store_true", help="keep the temporary directories")
     ap.add_argument("-k", dest="only", help="run only tests whose name contains this")
+    ap.add_argument("--shard", default="1/1", metavar="K/N",
+                    help="run the K-th of N interleaved parts of the tests (CTest runs the parts side by side)")
     ap.add_argument("--known-failures", action="store_true",
                     help="run the tests left out of the suite because of known bugs")
     ap.add_argument("--traffic-dir", default=os.environ.get("HCPRP_E2E_TRAFFIC_DIR"),
@@ -555,6 +557,10 @@ def run_tests(tests, known_failures=()):
         tests = list(known_failures)
     ARGS.hcprp = os.path.abspath(ARGS.hcprp)
     ARGS.hcpctl = os.path.abspath(ARGS.hcpctl)
+    shard, shards = (int(x) for x in ARGS.shard.split("/"))
+    if not 1 <= shard <= shards:
+        ap.error(f"--shard {ARGS.shard}: K must be between 1 and N")
+    tests = tests[shard - 1::shards]
     passed = failed = 0
     for t in tests:
         if ARGS.only and ARGS.only not in t.__name__:
