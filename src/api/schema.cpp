@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "api/embedded_specs.h"
+#include "core/azure_resource_id.h"
 #include "core/time.h"
 
 namespace hcprp::api {
@@ -176,31 +177,6 @@ std::vector<std::string_view> SplitSegments(std::string_view s) {
 
 // Checks an Azure resource ID; on success returns its resource type ("Microsoft.Network/
 // virtualNetworks/subnets"), or "" when it names no provider resource (a subscription, a group).
-std::optional<std::string> ArmResourceType(std::string_view id) {
-  if (id.size() < 2 || id[0] != '/') return std::nullopt;
-  auto segs = SplitSegments(id.substr(1));
-  for (auto s : segs) {
-    if (s.empty()) return std::nullopt;
-  }
-  size_t providers = segs.size();
-  for (size_t i = 0; i < segs.size(); ++i) {
-    if (EqualsIgnoreCase(segs[i], "providers")) providers = i;
-  }
-  if (providers == segs.size()) {
-    if (!EqualsIgnoreCase(segs[0], "subscriptions") || segs.size() % 2 != 0) return std::nullopt;
-    return std::string();
-  }
-  if (providers + 1 >= segs.size()) return std::nullopt;
-  size_t rest = segs.size() - providers - 2;
-  if (rest == 0 || rest % 2 != 0) return std::nullopt;
-  std::string type(segs[providers + 1]);
-  for (size_t i = providers + 2; i < segs.size(); i += 2) {
-    type += '/';
-    type += segs[i];
-  }
-  return type;
-}
-
 bool IsUuid(std::string_view s) {
   if (s.size() != 36) return false;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -555,16 +531,17 @@ void CheckLength(const Node& node, int64_t length, const PathRef& at, std::vecto
 }
 
 void CheckArmId(const Node& node, std::string_view s, const PathRef& at, std::vector<FieldError>& out) {
-  std::optional<std::string> type = ArmResourceType(s);
-  if (!type) {
+  AzureResourceId id;
+  if (!ParseAzureResourceId(s, id, ResourceIdScope::kAny).ok()) {
     out.push_back(Problem(
         kInvalidRequestContent,
         "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an Azure resource ID", at.Str()));
     return;
   }
   if (node.allowed_resource_types.empty()) return;
+  const std::string type = ResourceTypeOf(id);
   bool allowed = false;
-  for (const auto& t : node.allowed_resource_types) allowed = allowed || EqualsIgnoreCase(t, *type);
+  for (const auto& t : node.allowed_resource_types) allowed = allowed || EqualsIgnoreCase(t, type);
   if (!allowed) {
     out.push_back(Problem(kInvalidRequestContent,
                           "the value " + Quote(s) + " of " + Describe(at.Str()) + " must be the ID of a " +

@@ -14,7 +14,7 @@ Error NotAnId(std::string_view text, std::string_view reason) {
 
 }  // namespace
 
-Status ParseAzureResourceId(std::string_view text, AzureResourceId& id) {
+Status ParseAzureResourceId(std::string_view text, AzureResourceId& id, ResourceIdScope scope) {
   id.subscription = {};
   id.resource_group = {};
   id.provider_namespace = {};
@@ -28,15 +28,21 @@ Status ParseAzureResourceId(std::string_view text, AzureResourceId& id) {
     pos = next + 1;
   }
   if (!parts.empty() && parts.back().empty()) parts.pop_back();
-  if (parts.size() < 2 || !EqualsIgnoreCase(parts[0], "subscriptions") || parts[1].empty()) {
-    return NotAnId(text, "must start with '/subscriptions/'");
+  const bool tenant =
+      scope == ResourceIdScope::kAny && !parts.empty() && EqualsIgnoreCase(parts[0], "providers");
+  if (!tenant && (parts.size() < 2 || !EqualsIgnoreCase(parts[0], "subscriptions") || parts[1].empty())) {
+    return NotAnId(text, scope == ResourceIdScope::kAny ? "must start with '/subscriptions/' or '/providers/'"
+                                                        : "must start with '/subscriptions/'");
   }
   if (std::any_of(parts.begin(), parts.end(), [](std::string_view p) { return p.empty(); })) {
     return NotAnId(text, "has an empty segment");
   }
-  id.subscription = parts[1];
-  size_t i = 2;
-  if (i + 1 < parts.size() && EqualsIgnoreCase(parts[i], "resourceGroups")) {
+  size_t i = 0;
+  if (!tenant) {
+    id.subscription = parts[1];
+    i = 2;
+  }
+  if (!tenant && i + 1 < parts.size() && EqualsIgnoreCase(parts[i], "resourceGroups")) {
     id.resource_group = parts[i + 1];
     i += 2;
   }
@@ -48,6 +54,16 @@ Status ParseAzureResourceId(std::string_view text, AzureResourceId& id) {
   id.provider_namespace = parts[i + 1];
   for (size_t k = i + 2; k < parts.size(); k += 2) id.resources.push_back({parts[k], parts[k + 1]});
   return Status::Ok();
+}
+
+std::string ResourceTypeOf(const AzureResourceId& id) {
+  if (id.provider_namespace.empty()) return {};
+  std::string type(id.provider_namespace);
+  for (const auto& r : id.resources) {
+    type += '/';
+    type += r.type;
+  }
+  return type;
 }
 
 }  // namespace hcprp

@@ -1,5 +1,6 @@
 #include "core/azure_resource_id.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -7,6 +8,8 @@
 
 namespace hcprp {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(AzureResourceId, SplitsIntoViews) {
   const std::string text =
@@ -68,6 +71,34 @@ TEST(AzureResourceId, MalformedIdsSayWhy) {
     EXPECT_NE(parsed.error().message().find(why), std::string::npos)
         << text << ": " << parsed.error().message();
   }
+}
+
+TEST(AzureResourceId, TenantLevelIdsOnlyWhereAnyScopeIsAllowed) {
+  AzureResourceId id;
+  const std::string_view text = "/providers/Microsoft.Management/managementGroups/M";
+  Status strict = ParseAzureResourceId(text, id);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_THAT(strict.error().message(), HasSubstr("must start with '/subscriptions/'"));
+  ASSERT_TRUE(ParseAzureResourceId(text, id, ResourceIdScope::kAny).ok());
+  EXPECT_EQ(id.subscription, "");
+  EXPECT_EQ(id.provider_namespace, "Microsoft.Management");
+  EXPECT_EQ(ResourceTypeOf(id), "Microsoft.Management/managementGroups");
+  Status loose = ParseAzureResourceId("/tenants/T", id, ResourceIdScope::kAny);
+  ASSERT_FALSE(loose.ok());
+  EXPECT_THAT(loose.error().message(), HasSubstr("must start with '/subscriptions/' or '/providers/'"));
+  EXPECT_FALSE(ParseAzureResourceId("/providers", id, ResourceIdScope::kAny).ok());
+  EXPECT_FALSE(ParseAzureResourceId("/providers/Microsoft.Management", id, ResourceIdScope::kAny).ok());
+}
+
+TEST(AzureResourceId, TypeOfNestedResources) {
+  AzureResourceId id;
+  ASSERT_TRUE(
+      ParseAzureResourceId(
+          "/subscriptions/S/resourceGroups/G/providers/Microsoft.Network/virtualNetworks/V/subnets/N", id)
+          .ok());
+  EXPECT_EQ(ResourceTypeOf(id), "Microsoft.Network/virtualNetworks/subnets");
+  ASSERT_TRUE(ParseAzureResourceId("/subscriptions/S/resourceGroups/G", id).ok());
+  EXPECT_EQ(ResourceTypeOf(id), "");
 }
 
 }  // namespace
