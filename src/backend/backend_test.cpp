@@ -1222,8 +1222,14 @@ TEST_F(BackendTest, PollsWhenTheClusterServiceHasNoEventStream) {
   o.event_retry = 50ms;
   auto b = MakeBackend(o);
   ASSERT_TRUE(b->Start().ok());
+  // The start's full resync checks everything once: it must be over before the create, or its check
+  // could be the one that sees the next state.
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().active && b->Stats().full_resyncs > 0; }));
   Flow f = StartCreate("c1");
-  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  ASSERT_TRUE(WaitUntil([&] {
+    BackendStats s = b->Stats();
+    return s.in_flight == 1 && s.checks >= 1 && s.checks_queued == 0 && s.checks_running == 0;
+  }));
   cs_.SetState(f.href, "installing");
   std::this_thread::sleep_for(100ms);
   EXPECT_EQ(Op(f.op).status, arm::kStateAccepted);  // not before the poll interval
