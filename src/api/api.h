@@ -93,6 +93,9 @@ struct DecodeOptions {
   std::string resource_group;
   // Node pools: the canonical body of the parent cluster (version skew, subnet VNet), or nullptr.
   const json::object* parent_cluster = nullptr;
+  // External auths: the parent cluster holds another external auth (any, deleting included). A create
+  // is then refused: the real service allows one external auth a cluster.
+  bool other_external_auths = false;
 };
 
 // A decode runs these phases in order, each appending its problems (so the errors come in this

@@ -869,6 +869,37 @@ TEST(BadInput, ProvisioningStateOnCreateIsRefused) {
   EXPECT_EQ(errors[0].code, kInvalidRequestContent);
 }
 
+// One external auth a cluster: with another one on the cluster a create is refused at "name" after
+// the body's own problems; a replace and a patch are not.
+TEST(BadInput, OtherExternalAuthRefusesOnlyACreate) {
+  DecodeOptions others;
+  others.other_external_auths = true;
+  auto alone = DecodeCreate(kStableVersion, Kind::kExternalAuth, ValidExternalAuth());
+  ASSERT_TRUE(std::holds_alternative<Resource>(alone)) << Dump(alone);
+  auto refused = DecodeCreate(kStableVersion, Kind::kExternalAuth, ValidExternalAuth(), others);
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(refused)) << Dump(refused);
+  const auto& errors = std::get<ValidationErrors>(refused).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(refused);
+  EXPECT_EQ(errors[0].code, kInvalidRequestContent);
+  EXPECT_EQ(errors[0].target, "name");
+  EXPECT_EQ(errors[0].message,
+            "Forbidden: There are other external auths on the cluster. Only one external auth is allowed per "
+            "cluster.");
+  json::value bad = ValidExternalAuth();
+  Set(bad, "/properties/issuer/url", "http://issuer.example.com");
+  auto both = DecodeCreate(kStableVersion, Kind::kExternalAuth, bad, others);
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(both)) << Dump(both);
+  ASSERT_EQ(std::get<ValidationErrors>(both).errors.size(), 2u) << Dump(both);
+  EXPECT_EQ(std::get<ValidationErrors>(both).errors.back().target, "name");
+  const Resource& existing = std::get<Resource>(alone);
+  auto replaced = DecodeReplace(kStableVersion, Kind::kExternalAuth, ValidExternalAuth(), existing, others);
+  EXPECT_TRUE(std::holds_alternative<Resource>(replaced)) << Dump(replaced);
+  auto patched =
+      DecodePatch(kStableVersion, Kind::kExternalAuth,
+                  Parse(R"({"properties":{"issuer":{"audiences":["app-1","app-3"]}}})"), existing, others);
+  EXPECT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
+}
+
 TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
   json::value body = ValidCluster();
   Set(body, "/properties/network/podCidr", "10.132.0.0/14");

@@ -15,7 +15,8 @@ void CheckCluster(const json::object& body, const json::object* existing, const 
                   std::vector<FieldError>& out);
 void CheckNodePool(const json::object& body, const json::object* existing, const DecodeOptions& options,
                    std::vector<FieldError>& out);
-void CheckExternalAuth(const json::object& body, const json::object* existing, std::vector<FieldError>& out);
+void CheckExternalAuth(const json::object& body, const json::object* existing, const DecodeOptions& options,
+                       std::vector<FieldError>& out);
 
 // Shared by clusters and node pools.
 // identity: a type is given, and every identity.userAssignedIdentities key is a user-assigned

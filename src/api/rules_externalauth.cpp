@@ -156,12 +156,19 @@ void CheckClaim(const json::object* props, std::vector<FieldError>& out) {
 
 }  // namespace
 
-void CheckExternalAuth(const json::object& body, const json::object* /*existing*/,
+void CheckExternalAuth(const json::object& body, const json::object* existing, const DecodeOptions& options,
                        std::vector<FieldError>& out) {
   const json::object* props = GetObject(body, "properties");
   CheckIssuer(props, out);
   CheckClients(props, out);
   CheckClaim(props, out);
+  // Checked after the body's own rules, and only on a create: a replace or patch of the one external
+  // auth the cluster has is allowed.
+  if (existing == nullptr && options.other_external_auths) {
+    Forbidden(
+        out, "name",
+        "There are other external auths on the cluster. Only one external auth is allowed per cluster.");
+  }
 }
 
 }  // namespace hcprp::api::rules

@@ -100,7 +100,7 @@ void CheckSemantics(Kind kind, const json::object& body, const json::object* exi
       rules::CheckNodePool(body, existing, options, out);
       break;
     case Kind::kExternalAuth:
-      rules::CheckExternalAuth(body, existing, out);
+      rules::CheckExternalAuth(body, existing, options, out);
       break;
   }
   auto from_rules = out.begin() + static_cast<std::ptrdiff_t>(first_rule_error);

@@ -63,6 +63,8 @@
 //   - claim: mappings.username.claim required (<= 256); prefix given exactly when prefixPolicy is
 //     Prefix; groups.claim required (<= 256); a validation rule has requiredClaim exactly when its
 //     type is RequiredClaim, with claim and requiredValue.
+//   - one external auth a cluster: a create is refused (target "name") when the cluster holds another
+//     (DecodeOptions::other_external_auths).
 #pragma once
 
 #include <string_view>

@@ -249,6 +249,28 @@ Outcome NotCommitted(const Env& env, const RequestContext& ctx, const CommitResu
   return Outcome::Done(Fail(env, ctx, std::get<Error>(result)));
 }
 
+// Whether `cluster` holds an external auth other than the one at `path` (`id`), whatever its state: one
+// being deleted counts too, as the real service counts every external auth stored for the cluster.
+Result<bool> HoldsOtherExternalAuth(const Env& env, const arm::ResourceId& id, const LoadedResource& cluster,
+                                    std::string_view path) {
+  const std::string own = arm::ResourceDocumentId(path);
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = arm::PartitionKey(id.subscription_id);
+  q.resource_type = std::string(arm::DocType(id.kind));
+  q.resource_id_prefix = cluster.doc.resource_id + "/" + std::string(arm::ChildSegment(id.kind)) + "/";
+  q.max_items = 2;     // the one at `path` and another are enough to tell
+  q.body_text = true;  // only the ids are looked at
+  do {
+    HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, env.store->Query(q));
+    for (const auto& d : page.documents) {
+      if (d.id != own) return true;
+    }
+    q.continuation = std::move(page.continuation);
+  } while (!q.continuation.empty());
+  return false;
+}
+
 // `speculative`: the resource was not read first (see PutOrPatch). A body refused by the create rules
 // then says nothing yet, since an update of an existing resource is judged by other rules; the caller
 // reads the resource and decides again.
@@ -256,6 +278,13 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
                   const std::optional<LoadedResource>& parent, bool speculative) {
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
+  if (id.kind == arm::ResourceKind::kExternalAuth && parent) {
+    // One external auth a cluster: a create is refused while the cluster holds another. A speculative
+    // create refused for it is decided again once the resource was read (a replace is allowed).
+    auto others = HoldsOtherExternalAuth(env, id, *parent, ctx.path);
+    if (!others.ok()) return Outcome::Done(Fail(env, ctx, others.error()));
+    opts.other_external_auths = *others;
+  }
   // Every resource lives in the region this deployment serves (a node pool: its cluster's).
   std::string location = parent ? parent->doc.location : env.options.location;
   auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),

@@ -1,4 +1,8 @@
 // Rule scenarios of node pools and external auths (see rules_scenario_test.cpp).
+#include <map>
+#include <set>
+#include <string>
+
 #include "frontend/testing/rules_scenario.h"
 
 namespace hcprp::frontend::testing::rules {
@@ -401,6 +405,110 @@ TEST(NodePoolVersionSkew, FollowsTheControlPlane) {
   EXPECT_EQ(BodyOf(skipping).at("error").at("target"), "properties.version.id");
   auto next = change("4.22.1");
   EXPECT_EQ(next.result_int(), 200u) << next.body();
+}
+
+// One external auth a cluster: the real service refuses the create of a second one (any other
+// external auth stored for the cluster counts, one being deleted too) and stores nothing; the one it
+// has may still be replaced and patched.
+class OneExternalAuthPerCluster : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    s.RegisterSubscription();
+    ASSERT_EQ(s.Put(cluster + v, json::serialize(ValidCluster())).result_int(), 201u);
+    s.FinishAll();
+  }
+
+  Response PutAuth(std::string_view name, const json::value& body = ValidExternalAuth(),
+                   std::map<std::string, std::string> headers = {}) {
+    return s.Put(cluster + "/externalAuths/" + std::string(name) + v, json::serialize(body),
+                 std::move(headers));
+  }
+
+  // A PUT of `name` refused for the other external auth, nothing stored.
+  void ExpectRefused(std::string_view name, std::map<std::string, std::string> headers = {}) {
+    const std::string before = s.DumpStore();
+    auto r = PutAuth(name, ValidExternalAuth(), std::move(headers));
+    ASSERT_EQ(r.result_int(), 400u) << r.body();
+    const json::value reply = BodyOf(r);
+    EXPECT_EQ(reply.at("error").at("code"), "InvalidRequestContent") << r.body();
+    EXPECT_EQ(reply.at("error").at("message"), json::value(std::string(kMessage))) << r.body();
+    EXPECT_EQ(reply.at("error").at("target"), "name") << r.body();
+    EXPECT_EQ(s.DumpStore(), before) << "a refused request stores nothing";
+    EXPECT_EQ(s.Get(cluster + "/externalAuths/" + std::string(name) + v).result_int(), 404u);
+  }
+
+  static constexpr std::string_view kMessage =
+      "Forbidden: There are other external auths on the cluster. Only one external auth is allowed per "
+      "cluster.";
+  const std::string cluster = ClusterPath("one-auth");
+  const std::string v = "?api-version=" + std::string(kStable);
+  Scenario s;
+};
+
+TEST_F(OneExternalAuthPerCluster, SecondCreateIsRefused) {
+  ASSERT_EQ(PutAuth("default").result_int(), 201u);
+  ExpectRefused("second");  // the first one's create is still under way
+  s.FinishAll();
+  ExpectRefused("second");
+  ExpectRefused("second", {{"If-None-Match", "*"}});  // decided after reading the resource
+  auto list = s.Get(cluster + "/externalAuths" + v);
+  ASSERT_EQ(list.result_int(), 200u);
+  EXPECT_EQ(BodyOf(list).at("value").as_array().size(), 1u);
+}
+
+TEST_F(OneExternalAuthPerCluster, TheOneMayBeReplacedAndPatched) {
+  ASSERT_EQ(PutAuth("default").result_int(), 201u);
+  s.FinishAll();
+  json::value body = ValidExternalAuth();
+  At(body, {"properties", "issuer"})["audiences"] = json::array{"audience1", "audience3"};
+  auto replaced = PutAuth("default", body);
+  ASSERT_EQ(replaced.result_int(), 200u) << replaced.body();
+  s.FinishAll();
+  auto other_case = PutAuth("DEFAULT");  // resource names ignore case
+  ASSERT_EQ(other_case.result_int(), 200u) << other_case.body();
+  s.FinishAll();
+  auto matched = PutAuth("default", ValidExternalAuth(), {{"If-Match", "*"}});
+  ASSERT_EQ(matched.result_int(), 200u) << matched.body();
+  s.FinishAll();
+  auto patched = s.Patch(cluster + "/externalAuths/default" + v,
+                         R"({"properties":{"issuer":{"audiences":["audience1","audience4"]}}})");
+  EXPECT_EQ(patched.result_int(), 202u) << patched.body();
+}
+
+TEST_F(OneExternalAuthPerCluster, OneBeingDeletedCountsUntilItIsGone) {
+  ASSERT_EQ(PutAuth("default").result_int(), 201u);
+  s.FinishAll();
+  ASSERT_EQ(s.Delete(cluster + "/externalAuths/default" + v).result_int(), 202u);
+  ExpectRefused("second");
+  s.FinishAll();
+  auto r = PutAuth("second");
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
+}
+
+TEST_F(OneExternalAuthPerCluster, RefusedWithTheBodysOwnProblems) {
+  ASSERT_EQ(PutAuth("default").result_int(), 201u);
+  json::value body = ValidExternalAuth();
+  At(body, {"properties", "issuer"})["url"] = "http://issuer.example.com";
+  auto r = PutAuth("second", body);
+  ASSERT_EQ(r.result_int(), 400u) << r.body();
+  const json::value reply = BodyOf(r);
+  const json::object& error = reply.at("error").as_object();
+  EXPECT_EQ(error.at("code"), "MultipleErrorsOccurred") << r.body();
+  std::multiset<std::string> targets;
+  for (const auto& d : error.at("details").as_array())
+    targets.insert(std::string(d.at("target").as_string()));
+  EXPECT_EQ(targets, (std::multiset<std::string>{"name", "properties.issuer.url"})) << r.body();
+}
+
+TEST_F(OneExternalAuthPerCluster, OtherClustersDoNotCount) {
+  ASSERT_EQ(PutAuth("default").result_int(), 201u);
+  const std::string neighbour = ClusterPath("one-auth2");
+  json::value neighbour_body = ValidCluster();
+  Platform(neighbour_body)["managedResourceGroup"] = "managed-rg2";
+  ASSERT_EQ(s.Put(neighbour + v, json::serialize(neighbour_body)).result_int(), 201u);
+  s.FinishAll();
+  auto r = s.Put(neighbour + "/externalAuths/default" + v, json::serialize(ValidExternalAuth()));
+  EXPECT_EQ(r.result_int(), 201u) << r.body();
 }
 
 // Subscription registration (PUT /subscriptions/{id}), as the real service validates it.
