@@ -249,6 +249,11 @@ Outcome NotCommitted(const Env& env, const RequestContext& ctx, const CommitResu
   return Outcome::Done(Fail(env, ctx, std::get<Error>(result)));
 }
 
+// The resource-ID prefix of `parent`'s children of `kind` in the store ("{cluster id}/nodepools/").
+std::string ChildIdPrefix(const LoadedResource& parent, arm::ResourceKind kind) {
+  return parent.doc.resource_id + "/" + std::string(arm::ChildSegment(kind)) + "/";
+}
+
 // Whether `cluster` holds an external auth other than the one at `path` (`id`), whatever its state: one
 // being deleted counts too, as the real service counts every external auth stored for the cluster.
 Result<bool> HoldsOtherExternalAuth(const Env& env, const arm::ResourceId& id, const LoadedResource& cluster,
@@ -258,7 +263,7 @@ Result<bool> HoldsOtherExternalAuth(const Env& env, const arm::ResourceId& id, c
   q.container = std::string(store::kResources);
   q.partition_key = arm::PartitionKey(id.subscription_id);
   q.resource_type = std::string(arm::DocType(id.kind));
-  q.resource_id_prefix = cluster.doc.resource_id + "/" + std::string(arm::ChildSegment(id.kind)) + "/";
+  q.resource_id_prefix = ChildIdPrefix(cluster, id.kind);
   q.max_items = 2;     // the one at `path` and another are enough to tell
   q.body_text = true;  // only the ids are looked at
   do {
@@ -499,8 +504,7 @@ Response HandleResourceList(Env& env, RequestContext& ctx) {
       if (!parent.ok()) return Fail(env, ctx, parent.error());
       if (!parent->has_value()) return ErrorReply(NotFoundError(cluster, cluster_path));
       q.resource_type = std::string(arm::DocType(r.resource_kind));
-      q.resource_id_prefix =
-          (*parent)->doc.resource_id + "/" + std::string(arm::ChildSegment(r.resource_kind)) + "/";
+      q.resource_id_prefix = ChildIdPrefix(**parent, r.resource_kind);
       break;
     }
   }
