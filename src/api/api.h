@@ -93,6 +93,9 @@ struct DecodeOptions {
   std::string resource_group;
   // Node pools: the canonical body of the parent cluster (version skew, subnet VNet), or nullptr.
   const json::object* parent_cluster = nullptr;
+  // Node pools: the versions the parent cluster's control plane runs (its status.activeVersions, any
+  // order); empty when not known, and the skew is then judged against its version.id.
+  std::vector<std::string> control_plane_versions;
   // External auths: the parent cluster holds another external auth (any, deleting included). A create
   // is then refused: the real service allows one external auth a cluster.
   bool other_external_auths = false;

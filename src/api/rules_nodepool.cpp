@@ -54,21 +54,32 @@ void CheckVersion(const json::object* props, const json::object* old_props, cons
   // A changed version stays within what the control plane runs: not above its minor, at most two
   // minors below it, and at most two minors above the node pool's current version.
   if (!parsed || old_props == nullptr || options.parent_cluster == nullptr) return;
-  auto cluster_id = Str(Obj(GetObject(*options.parent_cluster, "properties"), "version"), "id");
-  SemverParse cluster = cluster_id ? ParseSemverTolerant(*cluster_id) : SemverParse{};
   const Semver& want = *parsed;
-  if (cluster.version) {
-    const Semver& cp = *cluster.version;
-    if (want.major > cp.major || (want.major == cp.major && want.minor > cp.minor)) {
+  // The control plane's lowest and highest running versions; its version.id when they are unknown.
+  std::optional<std::pair<Semver, std::string>> lowest;
+  std::optional<std::pair<Semver, std::string>> highest;
+  auto consider = [&](std::string_view text) {
+    SemverParse v = ParseSemverTolerant(text);
+    if (!v.version) return;
+    if (!lowest || Compare(*v.version, lowest->first) < 0) lowest.emplace(*v.version, std::string(text));
+    if (!highest || Compare(*v.version, highest->first) > 0) highest.emplace(*v.version, std::string(text));
+  };
+  for (const std::string& v : options.control_plane_versions) consider(v);
+  if (!lowest) {
+    if (auto cluster_id = Str(Obj(GetObject(*options.parent_cluster, "properties"), "version"), "id"))
+      consider(*cluster_id);
+  }
+  if (lowest) {
+    const Semver& low = lowest->first;
+    const Semver& high = highest->first;
+    if (want.major > low.major || (want.major == low.major && want.minor > low.minor)) {
       Invalid(out, target, json::value(*id),
               "invalid node pool version " + std::string(*id) + ": cannot exceed control plane version " +
-                  std::string(*cluster_id));
-    } else if (want.major == cp.major && cp.minor > want.minor + 2) {
+                  lowest->second);
+    } else if (want.major == high.major && high.minor > want.minor + 2) {
       Invalid(out, target, json::value(*id),
               "invalid node pool version " + std::string(*id) +
-                  ": must be within 2 minor versions of control plane "
-                  "version " +
-                  std::string(*cluster_id));
+                  ": must be within 2 minor versions of control plane version " + highest->second);
     }
   }
   SemverParse before = old_id ? ParseSemverTolerant(*old_id) : SemverParse{};

@@ -123,6 +123,10 @@ void AddBackendFlags(CLI::App* s, Config& c) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
   s->add_option("--resync-seconds", c.resync_seconds, "Safety-net resync interval")->capture_default_str();
+  s->add_option("--version-resync-seconds", c.version_resync_seconds,
+                "Safety-net interval of the version controller's pass (releases announced on the Cluster "
+                "Service's event stream start one at once)")
+      ->capture_default_str();
   s->add_option("--check-concurrency", c.check_concurrency,
                 "Operations a backend checks against the Cluster Service at once")
       ->capture_default_str()

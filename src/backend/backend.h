@@ -82,6 +82,10 @@ struct BackendOptions {
   // repositioned event stream, a lease change or a request, checks every operation in flight. 1:
   // every resync checks everything.
   uint32_t full_check_every = 8;
+  // The version controller's safety-net pass (real time): every cluster's desired z-stream is
+  // compared with the update service's graph at least this often; releases announced on the event
+  // stream start a pass at once.
+  std::chrono::milliseconds version_resync{std::chrono::minutes(5)};
   // Status polling of in-flight operations when the Cluster Service has no event stream, and of
   // credential operations always (Clock time).
   Duration poll_interval = std::chrono::seconds(10);

@@ -5,12 +5,13 @@
 #include "arm/resource_id.h"
 #include "backend/documents.h"
 #include "backend/state_mapping.h"
+#include "backend/transition_planner.h"
 
 namespace hcprp::backend {
 
 void ConditionSync::SyncIdle(const clusterservice::Event& event) {
-  const std::optional<json::array>& conditions = event.object.status.conditions;
-  if (event.Deleted() || !conditions) return;
+  json::object fields = clusterservice::SyncedStatusFields(event.object.status);
+  if (event.Deleted() || fields.empty()) return;
   std::optional<arm::ResourceId> id;
   switch (KindOfHref(event.href)) {
     case ObjectKind::kCluster:
@@ -36,11 +37,11 @@ void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   std::string pk = arm::PartitionKey(id->subscription_id);
   if (!ownership_->FenceFor(pk)) return;
   ++counters_->idle_condition_syncs;
-  Sync(pk, id->ToString(), event.href, *conditions);
+  Sync(pk, id->ToString(), event.href, fields);
 }
 
 void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
-                         const json::array& conditions) {
+                         const json::object& fields) {
   auto fence = ownership_->FenceFor(pk);
   if (!fence) return;
   auto resource = FindResource(*store_, pk, resource_id);
@@ -49,10 +50,7 @@ void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, 
   auto doc = arm::ResourceDocument::FromBody(res.body);
   if (!doc.ok() || doc->internal_id != href) return;
   json::object service_status = doc->service_status;
-  if (auto c = service_status.find("conditions"); c != service_status.end()) {
-    if (const json::array* stored = c->value().if_array(); stored != nullptr && *stored == conditions) return;
-  }
-  service_status["conditions"] = conditions;
+  if (!MergeStatusFields(fields, &service_status)) return;
   auto r =
       store_->Batch(store::kResources, pk,
                     {store::WriteOp::Patch(

@@ -1,4 +1,5 @@
-// Copies a Cluster Service object's status.conditions into the resource document that points at it
+// Copies a Cluster Service object's synced status fields (clusterservice::SyncedStatusFields:
+// status.conditions and status.version_history) into the resource document that points at it
 // (arm::kPathServiceStatus), for the frontend to render (private to src/backend). Best effort: a
 // refused or failed write is left to the next event or status read. Never changes an operation.
 // Thread-safe (stateless apart from its collaborators).
@@ -22,10 +23,10 @@ class ConditionSync {
                 const Logger* logger)
       : store_(store), cs_(cs), ownership_(ownership), counters_(counters), logger_(logger) {}
 
-  // Syncs `conditions` (the object `href`'s status.conditions) into the resource `resource_id` of
-  // partition `pk` when the resource still points at `href` and its conditions differ.
+  // Syncs `fields` (the object `href`'s SyncedStatusFields) into the resource `resource_id` of
+  // partition `pk` when the resource still points at `href` and a field differs.
   void Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
-            const json::array& conditions);
+            const json::object& fields);
   // An event of a cluster or node pool with no operation in flight (an identity deleted while the
   // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
   // and syncs its conditions the same way.

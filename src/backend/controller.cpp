@@ -49,6 +49,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       logger_(std::move(logger)),
       owned_ownership_(MakeOwnership(options_, store_, clock_, logger_)),
       ownership_(options_.ownership != nullptr ? options_.ownership : owned_ownership_.get()),
+      versions_(cs, ownership_, &counters_, &logger_, options_.version_resync),
       notifications_(
           options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier"),
           [this](const std::string& pk, const std::string& id) {
@@ -62,7 +63,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       conditions_(store_, cs, ownership_, &counters_, &logger_),
       checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
               &counters_, [this] { WakeTimerLoop(); }),
-      events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &counters_,
+      events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
               EventToCommitHistogram(options_.metrics)),
       orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, clock_, &logger_,
                &counters_),
@@ -120,6 +121,7 @@ Status Controller::Start() {
   threads_.emplace_back([this] { LeaseLoop(); });
   threads_.emplace_back([this] { NotifierLoop(); });
   if (options_.gc_enabled) threads_.emplace_back([this] { GcLoop(); });
+  threads_.emplace_back([this] { versions_.Run(); });
   return Status::Ok();
 }
 
@@ -131,6 +133,7 @@ void Controller::Stop() {
     threads.swap(threads_);
   }
   run_cv_.NotifyAll();
+  versions_.Stop();
   for (auto& t : threads) t.join();
   ownership_->Release();
 }

@@ -31,6 +31,7 @@
 #include "backend/status_checks.h"
 #include "backend/steering.h"
 #include "backend/subscription_sweeper.h"
+#include "backend/version_controller.h"
 #include "core/mutex.h"
 
 namespace hcprp::backend {
@@ -51,6 +52,7 @@ class Controller {
   Status ReconcileOnce();
   Result<size_t> PumpChangesOnce();
   Result<size_t> PumpEventsOnce(std::chrono::milliseconds wait) { return events_.PumpOnce(wait); }
+  Result<VersionPassResult> VersionPassOnce() { return versions_.Pass(); }
   size_t DeliverNotificationsOnce() { return notifications_.Deliver(); }
   BackendStats Stats() const;
   Steering& steering() { return steering_; }
@@ -102,6 +104,7 @@ class Controller {
   // The parts, in the order they are built (each uses only those before it).
   Counters counters_;
   OperationIndex index_;
+  VersionController versions_;
   NotificationQueue notifications_;
   ObjectMemo memo_;
   OperationWriter writer_;

@@ -95,6 +95,11 @@ void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events
 void EventFollower::ApplyEvent(const clusterservice::Event& event) {
   const auto received = std::chrono::steady_clock::now();
   ++counters_->events_received;
+  if (event.kind == clusterservice::kVersionEventKind ||
+      event.kind == clusterservice::kUpgradeEdgeEventKind) {
+    versions_->Request();  // the update service changed: every cluster's desired version may rise
+    return;
+  }
   std::vector<OperationRecord> ops = index_->ByInternalId(event.href);
   if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
   if (ops.empty()) {
@@ -102,14 +107,14 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
     return;
   }
   ++counters_->events_applied;
-  const std::optional<json::array>& conditions = event.object.status.conditions;
+  json::object fields = clusterservice::SyncedStatusFields(event.object.status);
   Observation obs = ObservationFrom(event.object.status);
   obs.state = event.state;
   obs.gone = event.Deleted();
   // The object's conditions go to the resource of its first (non-credential) operation: one resource
   // per Cluster Service object. With the transition they cause, in its batch; else on their own.
   std::optional<SeenConditions> seen;
-  if (conditions && !obs.gone) seen = SeenConditions{event.href, *conditions};
+  if (!fields.empty() && !obs.gone) seen = SeenConditions{event.href, std::move(fields)};
   const OperationRecord* conditions_owner = nullptr;
   bool conditions_committed = false;
   for (const OperationRecord& op : ops) {
@@ -143,7 +148,7 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
   }
   if (seen && conditions_owner != nullptr && !conditions_committed) {
     conditions_->Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href,
-                      seen->conditions);
+                      seen->fields);
   }
 }
 

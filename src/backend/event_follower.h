@@ -15,6 +15,7 @@
 #include "backend/operation_index.h"
 #include "backend/operation_writer.h"
 #include "backend/status_checks.h"
+#include "backend/version_controller.h"
 #include "clusterservice/client.h"
 #include "core/mutex.h"
 #include "metrics/registry.h"
@@ -25,14 +26,15 @@ class EventFollower {
  public:
   // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
   EventFollower(const BackendOptions* options, clusterservice::Client* cs, OperationIndex* index,
-                StatusChecks* checks, OperationWriter* writer, ConditionSync* conditions, Counters* counters,
-                metrics::Histogram* event_to_commit)
+                StatusChecks* checks, OperationWriter* writer, ConditionSync* conditions,
+                VersionController* versions, Counters* counters, metrics::Histogram* event_to_commit)
       : options_(options),
         cs_(cs),
         index_(index),
         checks_(checks),
         writer_(writer),
         conditions_(conditions),
+        versions_(versions),
         counters_(counters),
         event_to_commit_(event_to_commit) {}
 
@@ -64,6 +66,7 @@ class EventFollower {
   StatusChecks* const checks_;
   OperationWriter* const writer_;
   ConditionSync* const conditions_;
+  VersionController* const versions_;
   Counters* const counters_;
   metrics::Histogram* const event_to_commit_;
 

@@ -107,7 +107,7 @@ Outcome OperationWriter::Transit(std::string_view pk, std::string_view op_id, co
       const std::string& href = in->resource->doc.internal_id.empty() && in->found
                                     ? in->found->href
                                     : in->resource->doc.internal_id;
-      if (href == seen->href) in->conditions = json::value(seen->conditions);
+      if (href == seen->href) in->conditions = seen->fields;
     }
     TransitionPlan plan = PlanTransition(*in);
     if (plan.terminal) {  // the billing records commit with the operation's end: one durable commit

@@ -30,10 +30,11 @@ enum class Outcome { kApplied, kNoChange, kGone, kNotOwner, kError };
 // Decides an operation's transition from its current record; nullopt for none.
 using Decider = std::function<std::optional<Transition>(const OperationRecord&)>;
 
-// Cluster Service conditions of the object `href`, seen with the status that decides a transition.
+// The synced status fields (clusterservice::SyncedStatusFields: conditions, version history) of the
+// object `href`, seen with the status that decides a transition.
 struct SeenConditions {
   std::string href;
-  json::array conditions;
+  json::object fields;
 };
 
 class OperationWriter {

@@ -170,8 +170,7 @@ bool StatusChecks::Check(const OperationRecord& op, std::atomic<size_t>* cs_dele
       op.partition_key, op.id, [&](const OperationRecord& cur) { return Decide(cur.request, kind, obs); },
       seen ? &*seen : nullptr, &conditions_committed);
   if (o == Outcome::kNoChange) RecordFound(op);  // a found object that no status change recorded
-  if (seen && !conditions_committed)
-    conditions_->Sync(op.partition_key, op.external_id, href, seen->conditions);
+  if (seen && !conditions_committed) conditions_->Sync(op.partition_key, op.external_id, href, seen->fields);
   if (o == Outcome::kGone || (o == Outcome::kNoChange && !index_->Find(op.partition_key, op.id))) {
     memo_->MarkDeleteIssued(op.partition_key, op.id, false);
   }
@@ -229,11 +228,11 @@ StatusChecks::Read StatusChecks::Observe(const OperationRecord& op, const std::s
   if (read.ok()) {
     clusterservice::CsStatus status = clusterservice::ParseCsStatus(*read);
     *obs = ObservationFrom(status);
-    if (status.conditions && op.request == Request::kDelete) {
-      conditions_->Sync(op.partition_key, op.external_id, href,
-                        *status.conditions);  // before the delete's steps
-    } else if (status.conditions) {
-      *seen = SeenConditions{href, std::move(*status.conditions)};  // with the transition, if there is one
+    json::object fields = clusterservice::SyncedStatusFields(status);
+    if (!fields.empty() && op.request == Request::kDelete) {
+      conditions_->Sync(op.partition_key, op.external_id, href, fields);  // before the delete's steps
+    } else if (!fields.empty()) {
+      *seen = SeenConditions{href, std::move(fields)};  // with the transition, if there is one
     }
   } else if (read.error().IsNotFound()) {
     obs->gone = true;

@@ -2,15 +2,25 @@
 
 namespace hcprp::backend {
 
+bool MergeStatusFields(const json::object& fields, json::object* status) {
+  bool changed = false;
+  for (const auto& [key, value] : fields) {
+    auto it = status->find(key);
+    if (it != status->end() && it->value() == value) continue;
+    (*status)[key] = value;
+    changed = true;
+  }
+  return changed;
+}
+
 namespace {
 
-// Adds the conditions to the resource's patch of the batch (or a patch of its own), conditioned on
-// the stored clusterServiceStatus being the one read. False when they are what is stored.
-bool PlanConditions(const ReadResource& res, const json::value& conditions,
+// Adds the synced status fields to the resource's patch of the batch (or a patch of its own),
+// conditioned on the stored clusterServiceStatus being the one read. False when they are what is stored.
+bool PlanConditions(const ReadResource& res, const json::object& fields,
                     std::vector<store::WriteOp>* writes) {
   json::object status = res.doc.service_status;
-  if (auto c = status.find("conditions"); c != status.end() && c->value() == conditions) return false;
-  status["conditions"] = conditions;
+  if (!MergeStatusFields(fields, &status)) return false;
   store::PatchOp set = arm::SetAt(arm::kPathServiceStatus, json::value(std::move(status)));
   for (store::WriteOp& w : *writes) {
     if (w.kind == store::WriteOp::Kind::kPatch && w.id == res.doc_id && w.container.empty()) {

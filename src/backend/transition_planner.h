@@ -15,6 +15,10 @@
 
 namespace hcprp::backend {
 
+// Sets each of `fields` (synced Cluster Service status fields) in `status`; false when every one
+// already had that value.
+bool MergeStatusFields(const json::object& fields, json::object* status);
+
 // A resource document as read: its store id, etag and activeOperationId condition (arm::Unchanged of
 // the stored body), and the typed body.
 struct ReadResource {
@@ -48,10 +52,10 @@ struct TransitionInput {
   // A Delete that Succeeded removes the resource and these (its children) with it.
   std::vector<ReadChild> children;
   TimePoint now{};
-  // The Cluster Service conditions seen with the change (an array), when they belong to the resource:
-  // written into its clusterServiceStatus in the same batch if they differ from the stored ones, so
-  // that the status change and the conditions that came with it are one durable commit.
-  std::optional<json::value> conditions;
+  // The Cluster Service status fields seen with the change (conditions, version history), when they belong to
+  // the resource: written into its clusterServiceStatus in the same batch if they differ from the stored
+  // ones, so that the status change and the conditions that came with it are one durable commit.
+  std::optional<json::object> conditions;
   // A create's object not recorded yet: its internal ID goes into the operation and, when the
   // resource has none, into the resource with what the Cluster Service assigned (where the resource
   // holds nothing yet), in the transition's batch. A create's record costs no write of its own.

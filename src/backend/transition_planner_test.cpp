@@ -120,7 +120,7 @@ TEST(TransitionPlanner, ConditionsSeenWithTheChangeGoIntoTheResourceWrite) {
                                                  json::value(json::object{{"state", "installing"}})};
   in.now = kNow;
   const json::value conditions = json::array{json::object{{"type", "Available"}, {"status", "False"}}};
-  in.conditions = conditions;
+  in.conditions = json::object{{"conditions", conditions}};
   TransitionPlan plan = PlanTransition(in);
   EXPECT_TRUE(plan.conditions);
   ASSERT_EQ(plan.writes.size(), 2u);  // operation, resource: no write of its own
@@ -145,7 +145,7 @@ TEST(TransitionPlanner, ConditionsSeenWithTheChangeGoIntoTheResourceWrite) {
   in.operation = Operation("del", arm::OperationRequest::kDelete, "Deleting");
   in.change = {std::string(arm::kStateSucceeded), std::nullopt};
   in.resource = Resource(kCluster, "doc1", "del");
-  in.conditions = conditions;
+  in.conditions = json::object{{"conditions", conditions}};
   plan = PlanTransition(in);
   EXPECT_FALSE(plan.conditions);
   for (const store::WriteOp& w : plan.writes) EXPECT_EQ(FindPatch(w, arm::kPathServiceStatus), nullptr);

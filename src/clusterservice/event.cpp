@@ -40,6 +40,27 @@ CsStatus ParseCsStatus(const json::object& status) {
   out.provision_error_message = StringOf(status, "provision_error_message");
   if (out.provision_error_message.empty()) out.provision_error_message = StringOf(status, "message");
   if (const json::array* conditions = GetArray(status, "conditions")) out.conditions = *conditions;
+  if (const json::array* history = GetArray(status, "version_history")) out.version_history = *history;
+  return out;
+}
+
+json::array ActiveVersions(const json::array& version_history) {
+  json::array out;
+  for (const json::value& v : version_history) {
+    const json::object* entry = v.if_object();
+    if (entry == nullptr) continue;
+    auto version = GetString(*entry, "version");
+    if (!version || version->empty()) continue;
+    out.push_back(json::object{{"version", *version}});
+    if (GetString(*entry, "state").value_or("") == "Completed") break;
+  }
+  return out;
+}
+
+json::object SyncedStatusFields(const CsStatus& status) {
+  json::object out;
+  if (status.conditions) out["conditions"] = *status.conditions;
+  if (status.version_history) out["version_history"] = *status.version_history;
   return out;
 }
 

@@ -22,7 +22,17 @@ struct CsStatus {
   std::string provision_error_message;
   // status.conditions when it is an array: copied as they are into the resource (never read here).
   std::optional<json::array> conditions;
+  // status.version_history when it is an array: the versions the object ran and runs, newest first,
+  // each {"version": "4.20.12", "state": "Completed" | "Partial", ...}; copied into the resource.
+  std::optional<json::array> version_history;
 };
+// status.activeVersions from a status.version_history: [{"version": V}] newest first, down to and
+// including the first "Completed" entry; entries without a version are skipped.
+json::array ActiveVersions(const json::array& version_history);
+
+// The status fields the resource provider keeps in a resource document for rendering (conditions,
+// version_history), as an object of those present; empty when none is.
+json::object SyncedStatusFields(const CsStatus& status);
 // Accepts {"state": "ready", ...} and the real service's node pool shape
 // {"state": {"node_pool_state_value": "ready"}, "message": ...}.
 CsStatus ParseCsStatus(const json::object& status);
@@ -49,6 +59,10 @@ struct ServiceObject {
 ServiceObject ParseServiceObject(const json::object& object);
 
 inline constexpr std::string_view kDeletedState = "deleted";
+// Events of the update service rather than of an object: a release published ("Version") and an
+// upgrade edge withdrawn or restored ("UpgradeEdge").
+inline constexpr std::string_view kVersionEventKind = "Version";
+inline constexpr std::string_view kUpgradeEdgeEventKind = "UpgradeEdge";
 
 // One state change of a Cluster Service object, from its event stream.
 struct Event {

@@ -8,6 +8,7 @@
 #include "arm/operation_status.h"
 #include "arm/operation_writes.h"
 #include "arm/paging.h"
+#include "clusterservice/event.h"
 #include "clusterservice/mapping.h"
 #include "core/time.h"
 #include "core/url_encoding.h"
@@ -286,14 +287,16 @@ json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std
   return out;
 }
 
-// status.activeVersions of a cluster or node pool: the version it runs once an operation on it has
-// succeeded (the stored version.id, in the form the client gave it); none while it is being created,
-// changed or has failed, when which version runs is not known.
+// status.activeVersions of a cluster or node pool: what runs, from the Cluster Service's version
+// history (newest first, down to the newest version whose rollout completed: two entries while an
+// upgrade runs, one otherwise). Without a history (a Cluster Service that keeps none), the stored
+// version.id once an operation on the resource has succeeded; none while it is being created.
 json::array ActiveVersionsOf(const LoadedResource& r, arm::ResourceKind kind) {
-  if (kind == arm::ResourceKind::kExternalAuth ||
-      !EqualsIgnoreCase(r.doc.provisioning_state, arm::kStateSucceeded)) {
-    return {};
+  if (kind == arm::ResourceKind::kExternalAuth) return {};
+  if (const json::array* history = GetArray(r.doc.service_status, "version_history")) {
+    return clusterservice::ActiveVersions(*history);
   }
+  if (!EqualsIgnoreCase(r.doc.provisioning_state, arm::kStateSucceeded)) return {};
   const json::object* props = GetObject(r.doc.resource, "properties");
   const json::object* version = props != nullptr ? GetObject(*props, "version") : nullptr;
   auto id = version != nullptr ? GetString(*version, "id") : std::nullopt;

@@ -31,6 +31,12 @@ api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::option
       parent_body = json::object{{"properties", stored->properties}};
       opts.parent_cluster = &*parent_body;
     }
+    if (const json::array* history = GetArray(parent->doc.service_status, "version_history")) {
+      for (const json::value& v : clusterservice::ActiveVersions(*history)) {
+        if (auto version = GetString(v.as_object(), "version"))
+          opts.control_plane_versions.emplace_back(*version);
+      }
+    }
   }
   return opts;
 }
