@@ -7,10 +7,12 @@
 #include <iomanip>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "api/api.h"
 #include "api/api_version.h"
+#include "api/rules_common.h"
 #include "cli/arm_client.h"
 #include "cli/table.h"
 #include "core/base64.h"
@@ -61,8 +63,10 @@ struct Target {
   std::string audience = "hcpctl";
   std::string state = "Registered";
   std::string operation_id;
-  std::string csr_file;  // request-credential: a PEM certificate signing request
-  bool all = false;      // cluster list: of the whole subscription
+  std::string csr_file;   // request-credential: a PEM certificate signing request
+  bool all = false;       // cluster list: of the whole subscription
+  bool no_watch = false;  // upgrade: end when the service accepted the version, not when it runs
+  int watch_seconds = 7200;
 };
 
 class Program {
@@ -128,6 +132,7 @@ class Program {
   // The command line, one group of commands each; a command's callback chooses the action Run runs.
   void AddGlobalFlags(CLI::App& app);
   void AddResourceFlags(CLI::App* c, bool create);
+  void AddWatchFlags(CLI::App* c);
   void OnRun(CLI::App* c, std::function<int()> run);
   void AddSubscriptionCommands(CLI::App& app);
   void AddClusterCommands(CLI::App& app);
@@ -149,6 +154,12 @@ class Program {
   int List(const std::string& path);
   int Action(const std::string& path, const std::string& action);
   int RequestCredential(const std::string& path);
+  // PATCHes version.id and, unless --no-watch, prints the resource's status.activeVersions as they
+  // change until `done` holds for them (the rollout finished).
+  int Upgrade(const std::string& path, const std::function<bool(const std::vector<std::string>&)>& done);
+  // The releases a cluster can move to: newer z-streams of its minor and the next minor's, in its
+  // channel group, from the location's hcpOpenShiftVersions.
+  int ClusterVersions(const std::string& path);
   int SubscriptionRegister();
   int SubscriptionShow();
   int OperationShow();
@@ -453,6 +464,121 @@ int Program::List(const std::string& path) {
   return PrintList(*r);
 }
 
+void Program::AddWatchFlags(CLI::App* c) {
+  c->add_flag("--no-watch", t_.no_watch, "Return once the service accepted the version");
+  c->add_option("--watch-seconds", t_.watch_seconds, "How long to watch the rollout")->capture_default_str();
+}
+
+namespace {
+
+// status.activeVersions of a resource body (api-version 2026-10-01), newest first.
+std::vector<std::string> ActiveVersionsOf(const json::value& body) {
+  std::vector<std::string> out;
+  const json::object* o = body.if_object();
+  const json::object* props = o != nullptr ? GetObject(*o, "properties") : nullptr;
+  const json::object* status = props != nullptr ? GetObject(*props, "status") : nullptr;
+  const json::array* active = status != nullptr ? GetArray(*status, "activeVersions") : nullptr;
+  if (active == nullptr) return out;
+  for (const json::value& v : *active) {
+    if (const json::object* e = v.if_object()) out.emplace_back(GetString(*e, "version").value_or(""));
+  }
+  return out;
+}
+
+std::string Joined(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& s : v) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? "(none reported)" : out;
+}
+
+// "4.20" of "4.20.12", and the minor after it ("4.21"); empty when `v` is not a version.
+std::string MinorOf(std::string_view v, int add = 0) {
+  auto parsed = api::rules::ParseSemverTolerant(v).version;
+  if (!parsed) return {};
+  return std::to_string(parsed->major) + "." + std::to_string(parsed->minor + add);
+}
+
+bool Newer(std::string_view a, std::string_view b) {
+  auto va = api::rules::ParseSemverTolerant(a).version;
+  auto vb = api::rules::ParseSemverTolerant(b).version;
+  return va && vb && api::rules::Compare(*va, *vb) > 0;
+}
+
+// The api-version that reports status.activeVersions.
+constexpr std::string_view kVersionsApi = "2026-10-01";
+
+}  // namespace
+
+int Program::Upgrade(const std::string& path,
+                     const std::function<bool(const std::vector<std::string>&)>& done) {
+  json::object body{{"properties", json::object{{"version", json::object{{"id", t_.version}}}}}};
+  if (int rc = Patch(path, std::move(body)); rc != 0 || t_.no_watch) return rc;
+  auto client = MakeClient();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t_.watch_seconds);
+  std::vector<std::string> shown;
+  while (true) {
+    auto r = client.Call(http::Verb::get, path, nullptr, std::string(kVersionsApi));
+    if (int rc = Report(r, "reading the resource"); rc != 0) return rc;
+    std::vector<std::string> active = ActiveVersionsOf(r->body);
+    if (active != shown) {
+      out_ << "active versions: " << Joined(active) << (active.size() > 1 ? "  (upgrade in progress)" : "")
+           << "\n"
+           << std::flush;
+      shown = active;
+    }
+    if (done(active)) {
+      out_ << "upgrade complete: " << active[0] << "\n";
+      return 0;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      err_ << "error: the rollout did not finish within " << t_.watch_seconds
+           << " s (still running: " << Joined(active) << ")\n";
+      return 4;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
+int Program::ClusterVersions(const std::string& path) {
+  auto client = MakeClient();
+  auto cluster = client.Call(http::Verb::get, path, nullptr, std::string(kVersionsApi));
+  if (int rc = Report(cluster, "reading the cluster"); rc != 0) return rc;
+  const json::object& c = cluster->body.as_object();
+  std::string location(GetString(c, "location").value_or(t_.location));
+  const json::object* cprops = GetObject(c, "properties");
+  const json::object* version = cprops != nullptr ? GetObject(*cprops, "version") : nullptr;
+  std::string group(version != nullptr ? GetString(*version, "channelGroup").value_or("stable") : "stable");
+  std::vector<std::string> active = ActiveVersionsOf(cluster->body);
+  std::string running = active.empty()
+                            ? std::string(version != nullptr ? GetString(*version, "id").value_or("") : "")
+                            : active.back();
+  auto versions = client.Call(http::Verb::get, "/subscriptions/" + g_.subscription + kProvider +
+                                                   "/locations/" + location + "/hcpOpenShiftVersions");
+  if (int rc = Report(versions, "listing versions"); rc != 0) return rc;
+  const std::string minor = MinorOf(running);
+  const std::string next = MinorOf(running, 1);
+  Table table({"VERSION", "KIND", "END OF LIFE"});
+  const json::array* items = GetArray(versions->body.as_object(), "value");
+  for (const json::value& v : items != nullptr ? *items : json::array{}) {
+    const json::object& o = v.as_object();
+    static const json::object kNone;
+    const json::object* pp = GetObject(o, "properties");
+    const json::object& p = pp != nullptr ? *pp : kNone;
+    std::string name(GetString(o, "name").value_or(""));
+    if (GetString(p, "channelGroup").value_or("") != group || !GetBool(p, "enabled").value_or(false))
+      continue;
+    std::string m = MinorOf(name);
+    if (m == minor && Newer(name, running)) {
+      table.AddRow({name, "z-stream", std::string(GetString(p, "endOfLifeTimestamp").value_or(""))});
+    } else if (m == next) {
+      table.AddRow({name, "next minor", std::string(GetString(p, "endOfLifeTimestamp").value_or(""))});
+    }
+  }
+  out_ << "running " << Joined(active) << " in channel group " << group << "\n";
+  table.Print(out_);
+  return 0;
+}
+
 int Program::Action(const std::string& path, const std::string& action) {
   auto client = MakeClient();
   return Finish(client, client.Call(http::Verb::post, path + "/" + action), "");
@@ -615,6 +741,19 @@ void Program::AddClusterCommands(CLI::App& app) {
     if (!t_.version.empty()) (*body)["properties"] = {{"version", {{"id", t_.version}}}};
     return Patch(ClusterPath(t_.name), std::move(*body));
   });
+  auto* cup =
+      cl->add_subcommand("upgrade", "Upgrade a cluster to another minor (PATCH version.id) and watch it");
+  cup->add_option("name", t_.name)->required();
+  cup->add_option("--version", t_.version, "OpenShift X.Y version")->required();
+  AddWatchFlags(cup);
+  OnRun(cup, [this] {
+    return Upgrade(ClusterPath(t_.name), [this](const std::vector<std::string>& active) {
+      return active.size() == 1 && active[0].rfind(t_.version + ".", 0) == 0;
+    });
+  });
+  auto* cv = cl->add_subcommand("versions", "Releases a cluster can upgrade to, from the update service");
+  cv->add_option("name", t_.name)->required();
+  OnRun(cv, [this] { return ClusterVersions(ClusterPath(t_.name)); });
   auto* cd = cl->add_subcommand("delete", "Delete a cluster and its node pools");
   cd->add_option("name", t_.name)->required();
   OnRun(cd, [this] { return Delete(ClusterPath(t_.name)); });
@@ -672,6 +811,19 @@ void Program::AddChildCommands(CLI::App& app, const char* cmd, const char* help,
     if (t_.replicas >= 0) (*body)["properties"] = {{"replicas", t_.replicas}};
     return Patch(ChildPath(collection), std::move(*body));
   });
+  if (node_pool) {
+    auto* up =
+        c->add_subcommand("upgrade", "Upgrade the node pool (PATCH version.id) and watch its machines roll");
+    up->add_option("name", t_.name)->required();
+    with_cluster(up);
+    up->add_option("--version", t_.version, "OpenShift X.Y.Z version")->required();
+    AddWatchFlags(up);
+    OnRun(up, [this, collection] {
+      return Upgrade(ChildPath(collection), [this](const std::vector<std::string>& active) {
+        return active.size() == 1 && active[0] == t_.version;
+      });
+    });
+  }
   auto* del = c->add_subcommand("delete", "Delete");
   del->add_option("name", t_.name)->required();
   with_cluster(del);
