@@ -7,6 +7,8 @@
 #include <set>
 
 #include "arm/documents.h"
+#include "clusterservice/event.h"
+#include "clusterservice/update_graph.h"
 #include "core/time.h"
 
 namespace hcprp::check {
@@ -346,6 +348,7 @@ class Checker {
           if (pool.is_object()) objects.push_back(pool.as_object());
         }
       }
+      CheckVersions(objects);
       for (const auto& o : objects) {
         ++report_.service_objects;
         const std::string h(GetString(o, "href").value_or(""));
@@ -353,6 +356,42 @@ class Checker {
         auto created = ParseRfc3339(GetString(o, "creation_timestamp").value_or(""));
         if (created.ok() && clock_.Now() - *created < options_.gc_window) continue;
         Add(Invariant::kServiceObjectsMatchDocuments, h, "Cluster Service object has no resource document");
+      }
+    }
+  }
+
+  // Invariant 10 over a cluster (objects[0]) and its node pools.
+  void CheckVersions(const std::vector<json::object>& objects) {
+    auto running = [](const json::object& o) {
+      const json::object* status = GetObject(o, "status");
+      const json::array* history = status != nullptr ? GetArray(*status, "version_history") : nullptr;
+      std::vector<std::string> out;
+      if (history == nullptr) return out;
+      for (const json::value& v : clusterservice::ActiveVersions(*history))
+        out.emplace_back(GetString(v.as_object(), "version").value_or(""));
+      return out;
+    };
+    std::string newest_cp_minor;
+    for (const std::string& v : running(objects[0])) {
+      if (newest_cp_minor.empty() || clusterservice::NewerThan(clusterservice::MinorOf(v), newest_cp_minor))
+        newest_cp_minor = clusterservice::MinorOf(v);
+    }
+    for (size_t i = 0; i < objects.size(); ++i) {
+      const json::object& o = objects[i];
+      const std::string href(GetString(o, "href").value_or(""));
+      const json::object* version = GetObject(o, "version");
+      const std::string desired =
+          clusterservice::RawVersionOf(version != nullptr ? GetString(*version, "id").value_or("") : "");
+      for (const std::string& v : running(o)) {
+        if (clusterservice::NewerThan(v, desired)) {
+          Add(Invariant::kVersionsConsistent, href,
+              "desired version " + desired + " is below running version " + v);
+        }
+        if (i > 0 && !newest_cp_minor.empty() &&
+            clusterservice::NewerThan(clusterservice::MinorOf(v), newest_cp_minor)) {
+          Add(Invariant::kVersionsConsistent, href,
+              "node pool runs " + v + ", a newer minor than its control plane (" + newest_cp_minor + ")");
+        }
       }
     }
   }
@@ -382,6 +421,9 @@ constexpr InvariantInfo kInvariants[] = {
     {Invariant::kNothingLeftInAzure, "nothing-left-in-azure",
      "Every Azure resource the service created lies in the managed resource group of a live cluster and "
      "belongs to a node pool the Cluster Service has, or was orphaned."},
+    {Invariant::kVersionsConsistent, "versions-consistent",
+     "No node pool runs a newer minor than its control plane, and no object's desired version is below a "
+     "version it runs."},
 };
 
 const InvariantInfo& Info(Invariant invariant) {

@@ -1,4 +1,4 @@
-// `hcprp check`: verifies the invariants of docs/architecture.md ("Invariants", 1-6 and 9) against a
+// `hcprp check`: verifies the invariants of docs/architecture.md ("Invariants", 1-6, 9 and 10) against a
 // store and a Cluster Service, for operators and for the end of every test that kills, faults or races
 // something.
 #pragma once
@@ -26,6 +26,7 @@ enum class Invariant {
   kDeletedResourcesGo = 5,
   kServiceObjectsMatchDocuments = 6,
   kNothingLeftInAzure = 9,
+  kVersionsConsistent = 10,
 };
 
 struct InvariantInfo {
@@ -52,7 +53,7 @@ struct CheckOptions {
   // A non-terminal operation whose status and resource conditions have not changed for this long is
   // reported as stuck (kOperationsEnd) long before its deadline. Zero turns the report off.
   std::chrono::seconds stuck_after{600};
-  // When false, skips the invariants that need the Cluster Service (6 and 9).
+  // When false, skips the invariants that need the Cluster Service (6, 9 and 10).
   bool check_cluster_service = true;
 };
 

@@ -200,6 +200,52 @@ TEST_F(CheckTest, MachinesOfADeletedNodePoolNotOrphanedAreALeak) {
 }
 
 // Every invariant has its documented number, a name and a description, once.
+json::object Versioned(std::string href, std::string desired, std::string history) {
+  auto h = ParseJson(history);
+  EXPECT_TRUE(h.ok());
+  return {{"href", std::move(href)},
+          {"version", json::object{{"id", "openshift-v" + desired}}},
+          {"status", json::object{{"state", "ready"}, {"version_history", *h}}}};
+}
+
+TEST_F(CheckTest, VersionsAreConsistent) {
+  FixedClusterService cs;
+  const std::string pools = std::string(kHref) + "/node_pools";
+  PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
+  // An upgrade of the control plane in progress, a node pool behind it: consistent.
+  cs.clusters.push_back(
+      Versioned(std::string(kHref), "4.21.3",
+                R"([{"version":"4.21.3","state":"Partial"},{"version":"4.20.14","state":"Completed"}])"));
+  cs.lists[pools] =
+      json::array{Versioned(pools + "/np1", "4.20.14", R"([{"version":"4.20.14","state":"Completed"}])")};
+  CheckOptions o;
+  o.gc_window = std::chrono::seconds(0);
+  auto only_versions = [&] {
+    std::vector<Violation> out;
+    for (Violation& v : Run(&cs, o)) {
+      if (v.invariant == Invariant::kVersionsConsistent) out.push_back(std::move(v));
+    }
+    return out;
+  };
+  EXPECT_TRUE(only_versions().empty());
+
+  // A node pool on a newer minor than anything its control plane runs.
+  cs.lists[pools] =
+      json::array{Versioned(pools + "/np1", "4.22.1", R"([{"version":"4.22.1","state":"Completed"}])")};
+  auto v = only_versions();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].subject, pools + "/np1");
+  EXPECT_NE(v[0].message.find("newer minor than its control plane (4.21)"), std::string::npos)
+      << v[0].message;
+
+  // A desired version below what runs.
+  cs.lists[pools] = json::array{};
+  cs.clusters[0] = Versioned(std::string(kHref), "4.20.10", R"([{"version":"4.20.14","state":"Completed"}])");
+  v = only_versions();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].message, "desired version 4.20.10 is below running version 4.20.14");
+}
+
 TEST(InvariantTest, TheTableNamesEachInvariantOnceInNumberOrder) {
   std::set<std::string_view> names;
   int last = 0;
@@ -210,7 +256,7 @@ TEST(InvariantTest, TheTableNamesEachInvariantOnceInNumberOrder) {
     EXPECT_EQ(InvariantName(i.invariant), i.name);
     EXPECT_FALSE(InvariantDescription(i.invariant).empty()) << i.name;
   }
-  EXPECT_EQ(names.size(), 7u);
+  EXPECT_EQ(names.size(), 8u);
   EXPECT_EQ(InvariantNumber(Invariant::kOneActiveOperation), 1);
   EXPECT_EQ(InvariantNumber(Invariant::kOperationsEnd), 4);
   EXPECT_EQ(InvariantNumber(Invariant::kServiceObjectsMatchDocuments), 6);
