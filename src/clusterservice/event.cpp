@@ -41,6 +41,7 @@ CsStatus ParseCsStatus(const json::object& status) {
   if (out.provision_error_message.empty()) out.provision_error_message = StringOf(status, "message");
   if (const json::array* conditions = GetArray(status, "conditions")) out.conditions = *conditions;
   if (const json::array* history = GetArray(status, "version_history")) out.version_history = *history;
+  if (const json::object* ids = GetObject(status, "managed_identities")) out.managed_identities = *ids;
   return out;
 }
 
@@ -61,6 +62,7 @@ json::object SyncedStatusFields(const CsStatus& status) {
   json::object out;
   if (status.conditions) out["conditions"] = *status.conditions;
   if (status.version_history) out["version_history"] = *status.version_history;
+  if (status.managed_identities) out["managed_identities"] = *status.managed_identities;
   return out;
 }
 

@@ -25,13 +25,16 @@ struct CsStatus {
   // status.version_history when it is an array: the versions the object ran and runs, newest first,
   // each {"version": "4.20.12", "state": "Completed" | "Partial", ...}; copied into the resource.
   std::optional<json::array> version_history;
+  // status.managed_identities when it is an object: {lower-cased identity resource ID: {client_id,
+  // principal_id}} for the identities the managed-identity service could read; copied into the resource.
+  std::optional<json::object> managed_identities;
 };
 // status.activeVersions from a status.version_history: [{"version": V}] newest first, down to and
 // including the first "Completed" entry; entries without a version are skipped.
 json::array ActiveVersions(const json::array& version_history);
 
 // The status fields the resource provider keeps in a resource document for rendering (conditions,
-// version_history), as an object of those present; empty when none is.
+// version_history, managed_identities), as an object of those present; empty when none is.
 json::object SyncedStatusFields(const CsStatus& status);
 // Accepts {"state": "ready", ...} and the real service's node pool shape
 // {"state": {"node_pool_state_value": "ready"}, "message": ...}.

@@ -304,6 +304,25 @@ json::array ActiveVersionsOf(const LoadedResource& r, arm::ResourceKind kind) {
   return json::array{json::object{{"version", *id}}};
 }
 
+// identity.userAssignedIdentities as ARM shows them: each entry carries the principalId and clientId the
+// managed-identity service holds for it (status.managed_identities of the Cluster Service object, by
+// lower-cased resource ID), and is {} for one it cannot read (deleted, or not read yet), as the real
+// service shows it. What a client sent in an entry is never shown back.
+void FillIdentityIds(const json::object& service_status, json::object& identity) {
+  auto it = identity.find("userAssignedIdentities");
+  if (it == identity.end() || !it->value().is_object()) return;
+  const json::object* known = GetObject(service_status, "managed_identities");
+  for (auto& member : it->value().as_object()) {
+    json::object ids;
+    const json::object* found = known != nullptr ? GetObject(*known, ToLower(member.key())) : nullptr;
+    if (found != nullptr) {
+      if (auto principal = GetString(*found, "principal_id")) ids["principalId"] = *principal;
+      if (auto client = GetString(*found, "client_id")) ids["clientId"] = *client;
+    }
+    member.value() = std::move(ids);
+  }
+}
+
 }  // namespace
 
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
@@ -339,6 +358,7 @@ Result<json::object> RenderResource(const RequestContext& ctx, const LoadedResou
     resource.location = r.doc.location;
   }
   resource.observed = ObservedValues(r, id->kind, std::move(resource.observed));
+  if (resource.identity) FillIdentityIds(r.doc.service_status, *resource.identity);
   api::Envelope envelope;
   envelope.id = r.doc.resource_id;
   envelope.name = id->Name();

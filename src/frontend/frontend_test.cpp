@@ -877,6 +877,84 @@ TEST_F(FrontendTest, ServiceSetValuesAppearInEveryResponse) {
   ExpectValidResource(result, kStable, "HcpOpenShiftCluster");
 }
 
+// The backend copies the Cluster Service's version history and the identities the managed-identity service
+// read into clusterServiceStatus: GET shows what runs (two versions while an upgrade runs) and each
+// identity's principalId and clientId ({} for one that could not be read), and a node pool version change
+// is judged against the versions the control plane runs.
+TEST_F(FrontendTest, ActiveVersionsAndIdentitiesComeFromTheClusterService) {
+  const std::string path = ClusterPath("versions");
+  auto created = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  s.FinishOperation(OperationIdOf(Header(created, "Azure-AsyncOperation")));
+  const std::string pool = path + "/nodePools/np1";
+  auto pool_created = s.Put(pool + V(), NodePoolBody());
+  ASSERT_EQ(pool_created.result_int(), 201u) << pool_created.body();
+  s.FinishOperation(OperationIdOf(Header(pool_created, "Azure-AsyncOperation")));
+
+  json::value before = BodyOf(s.Get(path + V()));
+  const json::object* assigned = FindPointer(before, "/identity/userAssignedIdentities")->if_object();
+  ASSERT_NE(assigned, nullptr);
+  ASSERT_FALSE(assigned->empty());
+  const std::string readable(assigned->begin()->key());
+  for (const auto& member : *assigned) EXPECT_TRUE(member.value().as_object().empty()) << member.key();
+
+  auto set_status = [&](const std::string& history, bool identity_readable = true) {
+    json::object ids;
+    if (identity_readable) {
+      ids[ToLower(readable)] = json::object{{"client_id", "11111111-0000-4000-8000-000000000001"},
+                                            {"principal_id", "22222222-0000-4000-8000-000000000002"}};
+    }
+    ASSERT_TRUE(s.store
+                    ->Patch(store::kResources, arm::PartitionKey(kSub), arm::ResourceDocumentId(path),
+                            {{store::PatchOp::Kind::kSet, std::string(arm::kPathServiceStatus),
+                              json::object{{"version_history", ParseJson(history).value()},
+                                           {"managed_identities", std::move(ids)}}}})
+                    .ok());
+  };
+  set_status(R"([{"version":"4.21.3","state":"Partial"},{"version":"4.20.14","state":"Completed"},
+                 {"version":"4.20.12","state":"Completed"}])");
+  auto upgrading = s.Get(path + V());
+  ExpectValidResource(upgrading, kStable, "HcpOpenShiftCluster");
+  json::value c = BodyOf(upgrading);
+  const json::array* active = FindPointer(c, "/properties/status/activeVersions")->if_array();
+  ASSERT_NE(active, nullptr);
+  ASSERT_EQ(active->size(), 2u);
+  EXPECT_EQ(GetString((*active)[0].as_object(), "version"), "4.21.3");
+  EXPECT_EQ(GetString((*active)[1].as_object(), "version"), "4.20.14");
+  const json::object& ids = FindPointer(c, "/identity/userAssignedIdentities")->as_object();
+  for (const auto& member : ids) {
+    const json::object& entry = member.value().as_object();
+    if (member.key() == readable) {
+      EXPECT_EQ(GetString(entry, "clientId"), "11111111-0000-4000-8000-000000000001");
+      EXPECT_EQ(GetString(entry, "principalId"), "22222222-0000-4000-8000-000000000002");
+    } else {
+      EXPECT_TRUE(entry.empty()) << member.key();
+    }
+  }
+
+  // While the control plane still runs 4.20.14, a node pool may not move to 4.21.
+  auto ahead = s.Patch(pool + V(), R"({"properties":{"version":{"id":"4.21.3"}}})");
+  EXPECT_EQ(ahead.result_int(), 400u) << ahead.body();
+  EXPECT_NE(
+      ahead.body().find("invalid node pool version 4.21.3: cannot exceed control plane version 4.20.14"),
+      std::string::npos)
+      << ahead.body();
+  set_status(R"([{"version":"4.21.3","state":"Completed"},{"version":"4.20.14","state":"Completed"}])",
+             false);
+  json::value settled = BodyOf(s.Get(path + V()));
+  active = FindPointer(settled, "/properties/status/activeVersions")->if_array();
+  ASSERT_NE(active, nullptr);
+  EXPECT_EQ(active->size(), 1u);
+  // An identity the managed-identity service can no longer read (deleted) shows as {}.
+  EXPECT_TRUE(FindPointer(BodyOf(s.Get(path + V())), "/identity/userAssignedIdentities")
+                  ->as_object()
+                  .at(readable)
+                  .as_object()
+                  .empty());
+  auto follows = s.Patch(pool + V(), R"({"properties":{"version":{"id":"4.21.3"}}})");
+  EXPECT_EQ(follows.result_int(), 202u) << follows.body();
+}
+
 // The backend copies the provisioning engine's conditions into clusterServiceStatus; GET renders them
 // as the API's Available/Progressing/Degraded conditions, for every api-version that has the field.
 TEST_F(FrontendTest, EngineConditionsAppearInGet) {
