@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "simulator/scheduler.h"
+#include "simulator/service.h"
+#include "simulator/state_store.h"
 #include "simulator/test_util.h"
 
 namespace hcprp::simulator {
@@ -226,6 +229,7 @@ TEST_F(UpdateServiceTest, TheGraphEndpointAnswersAsTheUpdateServiceDoes) {
   EXPECT_EQ(ToJson(*ParseJson(res.body())), ToJson(CincinnatiGraph(Cat(), "stable-4.21")));
   EXPECT_EQ(Call(*sim_, Verb::get, "/api/upgrades_info/v1/graph?channel=stable-4.21").status, 200u);
 
+  EXPECT_EQ(sim_->updates().Tip("4.20", "stable"), "4.20.15");
   auto unknown = Graph("?channel=stable-9.9");
   EXPECT_EQ(unknown.status, 200u);
   EXPECT_EQ(ToJson(unknown.body), R"({"nodes":[],"edges":[],"conditionalEdges":[]})");
@@ -372,6 +376,45 @@ TEST_F(UpdateServiceTest, PublicationsAndWithdrawnEdgesSurviveARestart) {
             1);
   EXPECT_EQ(*GetInt(Call(*sim_, Verb::get, kBase + "/events?after=latest").obj(), "last_sequence"),
             static_cast<int64_t>(seq));
+}
+
+// A store whose commits fail while `fail` is set.
+class FlakyStore final : public StateStore {
+ public:
+  Result<Snapshot> Load() override { return Snapshot{}; }
+  Status Commit(const Documents&, const std::vector<std::string>&, uint64_t, const Documents&) override {
+    return fail ? Status(Error::IoError("disk full")) : Status::Ok();
+  }
+  bool fail = false;
+};
+
+TEST(UpdateServiceCommit, APublicationThatCannotBePersistedIsNeitherMadeNorAnnounced) {
+  FakeClock clock;
+  TimedProvisioner prov(Timing{Profile::kInstant, 1.0}, 1);
+  FlakyStore store;
+  Scheduler scheduler(&clock);
+  ServiceOptions o;
+  o.clock = &clock;
+  o.provisioner = &prov;
+  o.store = &store;
+  o.scheduler = &scheduler;
+  auto svc = Service::Open(o);
+  ASSERT_TRUE(svc.ok());
+  const Release r = MakeRelease("4.20.16", {"candidate"});
+  store.fail = true;
+  EXPECT_FALSE((*svc)->PublishRelease(r).ok());
+  EXPECT_FALSE((*svc)->SetEdgeWithdrawn("4.20.14", "4.20.15", true).ok());
+  EXPECT_EQ((*svc)->updates().catalogue()->Find("openshift-v4.20.16-candidate"), nullptr);
+  EXPECT_TRUE((*svc)->updates().HasEdge("4.20.14", "4.20.15"));
+  EXPECT_EQ((*svc)->last_sequence(), 0u);
+  store.fail = false;
+  auto ids = (*svc)->PublishRelease(r);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, Strings{"openshift-v4.20.16-candidate"});
+  EXPECT_EQ((*svc)->updates().Tip("4.20", "candidate"), "4.20.16");
+  EXPECT_EQ((*svc)->updates().UpgradesFrom("4.20.15", "candidate").front(), "4.20.16");
+  EXPECT_EQ((*svc)->last_sequence(), 1u);
+  (*svc)->Shutdown();
 }
 
 }  // namespace
