@@ -55,6 +55,7 @@ TEST(VersionEdges, FollowTheRulesOfTheCatalogue) {
   EXPECT_FALSE(Cat().HasEdge("4.18.0", "4.18.1"));    // never to one
   EXPECT_FALSE(Cat().HasEdge("4.20.15", "4.20.16"));  // not released
   EXPECT_FALSE(Cat().HasEdge("4.20", "4.21.0"));
+  EXPECT_FALSE(Cat().HasEdge("4.20.08", "4.20.15"));  // raw IDs are written one way only
 }
 
 TEST(VersionEdges, UpgradesTipsAndChannels) {
@@ -147,6 +148,8 @@ TEST(VersionPublication, ReleaseBodiesAreChecked) {
   };
   EXPECT_EQ(parse(R"({"version":"4.20.16","channel_groups":["candidate","candidate"]})"), "ok");
   EXPECT_EQ(parse(R"({"version":"4.20","channel_groups":["candidate"]})"),
+            "version must be a release number X.Y.Z");
+  EXPECT_EQ(parse(R"({"version":"4.20.016","channel_groups":["candidate"]})"),
             "version must be a release number X.Y.Z");
   EXPECT_EQ(parse(R"({"version":"4.20.16"})"), "channel_groups must list candidate, fast or stable");
   EXPECT_EQ(parse(R"({"version":"4.20.16","channel_groups":["nightly"]})"),

@@ -19,7 +19,9 @@ constexpr int kMaxZ = 1000;
 // A published minor without an end of life reaches it this long after the minor before it.
 constexpr auto kDefaultMinorLifetime = std::chrono::hours(24 * 183);
 
+// A number as the catalogue writes it: decimal digits without a leading zero.
 std::optional<int> ParseNumber(std::string_view s) {
+  if (s.size() > 1 && s[0] == '0') return std::nullopt;
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (s.empty() || ec != std::errc() || p != s.data() + s.size() || v < 0) return std::nullopt;
