@@ -65,6 +65,9 @@ Result<std::unique_ptr<Service>> Service::Open(const ServiceOptions& options) {
 
 Status Service::Load() {
   HCPRP_ASSIGN_OR_RETURN(auto snap, options_.store->Load());
+  HCPRP_ASSIGN_OR_RETURN(
+      updates_, UpdateService::Open(options_.versions ? *options_.versions : VersionCatalogue::BuiltIn(),
+                                    snap.update_service, options_.logger));
   MutexLock lock(mu_);
   for (const auto& doc : snap.documents) {
     auto v = ParseJson(doc);
@@ -159,7 +162,7 @@ Status Service::CommitLocked(Txn& txn) {
     puts.emplace_back(href, RecordDocument(r.object, sim));
   }
   const uint64_t new_last = last_sequence_ + txn.events.size();
-  Status st = options_.store->Commit(puts, deletes, new_last);
+  Status st = options_.store->Commit(puts, deletes, new_last, txn.update_service);
   if (!st.ok()) {
     // Roll the in-memory state back to what is on disk.
     for (auto& [href, before] : txn.before) {

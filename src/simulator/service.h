@@ -24,11 +24,15 @@
 #include "simulator/provisioner.h"
 #include "simulator/scheduler.h"
 #include "simulator/state_store.h"
+#include "simulator/update_service.h"
 #include "simulator/versions.h"
 
 namespace hcprp::simulator {
 
 inline constexpr std::string_view kApiPrefix = "/api/aro_hcp/v1alpha1";
+// The update service's Cincinnati graph (and the path of the public service, served the same).
+inline constexpr std::string_view kGraphPath = "/api/upgrades_info/graph";
+inline constexpr std::string_view kGraphPathV1 = "/api/upgrades_info/v1/graph";
 
 struct ServiceOptions {
   const Clock* clock = nullptr;                 // required; not owned
@@ -41,7 +45,7 @@ struct ServiceOptions {
   std::chrono::milliseconds max_watch{60'000};  // cap on an events long-poll
   std::chrono::milliseconds max_hang{300'000};  // cap on an injected hang
   uint64_t seed = 0;                            // fault randomness; 0 = random
-  const VersionCatalogue* versions = nullptr;   // the versions offered; null: the built-in catalogue
+  const VersionCatalogue* versions = nullptr;   // the versions it starts with; null: the built-in catalogue
 };
 
 // Thread-safe. Every object change is persisted through the StateStore before it is answered or
@@ -68,6 +72,16 @@ class Service {
   // simulator owns ("state", "provision_error_code", ...) cannot be set. No event when nothing changes.
   // NotFound for an unknown object; InvalidArgument for a credential or a simulator-owned field.
   Status SetStatusFields(const std::string& href, const json::object& fields);
+
+  // The update service: the version catalogue now, its upgrade edges and tips. Thread-safe.
+  const UpdateService& updates() const { return *updates_; }
+  // Publishes a release (README.md, "Versions"), persisted with an event for each new Version in one
+  // commit. Returns the new Version IDs (none when the release was already in those groups);
+  // InvalidArgument with the reason when the catalogue refuses it.
+  Result<std::vector<std::string>> PublishRelease(const Release& release);
+  // Withdraws (or restores) the upgrade edge, persisted with an "UpgradeEdge" event when it changes;
+  // InvalidArgument when no rule of the catalogue gives that edge.
+  Status SetEdgeWithdrawn(const std::string& from_raw, const std::string& to_raw, bool withdrawn);
 
   size_t object_count() const;
   uint64_t last_sequence() const;
@@ -129,6 +143,10 @@ class Service {
   http::Response CheckCertificate(const http::Request& req, const std::string& cluster_href);
   http::Response ListVersions(std::string_view query);
   http::Response GetVersion(std::string_view id);
+  http::Response UpgradeGraph(const http::Request& req, std::string_view query);
+  // Persists `change` with the events of `txn` in one commit, then makes it the update service's
+  // state; nothing (no event either) when it changes nothing.
+  Status CommitUpdateLocked(Txn& txn, UpdateChange change) HCPRP_REQUIRES(mu_);
   http::Response WatchEvents(std::string_view query);
 
   // Under mu_.
@@ -161,11 +179,11 @@ class Service {
   http::Response OcmError(http::StatusCode status, const std::string& reason) const;
   static http::Response ControlJson(http::StatusCode status, const json::value& body);
 
-  const VersionCatalogue& versions() const {
-    return options_.versions ? *options_.versions : VersionCatalogue::BuiltIn();
-  }
+  // The catalogue now (held: it stays valid while the update service moves on).
+  std::shared_ptr<const VersionCatalogue> versions() const { return updates_->catalogue(); }
 
   const ServiceOptions options_;
+  std::unique_ptr<UpdateService> updates_;  // set by Load(), then constant; changed under mu_ only
 
   mutable Mutex mu_;
   CondVar events_cv_;

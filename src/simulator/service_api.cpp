@@ -166,7 +166,8 @@ http::Response Service::TooLarge(const http::Request&) {
 http::Response Service::Handle(http::Request&& req) {
   auto [path, query] = http::SplitTarget(req.target());
   if (path.rfind("/control", 0) == 0) return HandleControl(req, path);
-  if (path.rfind(kApiPrefix, 0) != 0)
+  const bool graph = path == kGraphPath || path == kGraphPathV1;
+  if (path.rfind(kApiPrefix, 0) != 0 && !graph)
     return OcmError(StatusCode::not_found, "Unknown path '" + std::string(path) + "'");
 
   int fault_status = 503;
@@ -177,7 +178,7 @@ http::Response Service::Handle(http::Request&& req) {
   if (hang) return OcmError(StatusCode::gateway_timeout, "Injected fault: the request hung");
   auto status = static_cast<StatusCode>(fault_status);
   if (fault == HttpFault::kErrorBefore) return OcmError(status, "Injected fault: service unavailable");
-  http::Response res = HandleApi(req, path, query);
+  http::Response res = graph ? UpgradeGraph(req, query) : HandleApi(req, path, query);
   if (fault == HttpFault::kErrorAfter) return OcmError(status, "Injected fault: the answer was lost");
   return res;
 }
@@ -336,7 +337,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   auto client_body = ClientBody(req);
   if (!client_body.ok()) return OcmError(StatusCode::bad_request, client_body.error().message());
   json::object body = std::move(*client_body);
-  if (auto problem = Validate(kind, body, versions())) return OcmError(StatusCode::bad_request, *problem);
+  if (auto problem = Validate(kind, body, *versions())) return OcmError(StatusCode::bad_request, *problem);
   const std::string key(req["X-Idempotency-Key"]);
 
   MutexLock lock(mu_);
@@ -388,7 +389,8 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   if (kind == kCluster || kind == kNodePool) {
     json::object* ver = hcprp::GetObject(obj, "version") ? &obj["version"].as_object() : nullptr;
     if (!ver || !GetString(*ver, "id")) {
-      const CatalogueVersion& dv = versions().default_version();
+      const std::shared_ptr<const VersionCatalogue> catalogue = versions();
+      const CatalogueVersion& dv = catalogue->default_version();
       json::object v{{"id", dv.id()}, {"channel_group", dv.channel_group}};
       if (ver) {
         for (auto& [k, x] : *ver) v[k] = x;
@@ -475,7 +477,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   if (kind == kCluster && ClusterKey(m) != ClusterKey(rec->object)) {
     return OcmError(StatusCode::bad_request, "The Azure identity of a cluster cannot change");
   }
-  if (auto problem = Validate(kind, m, versions())) return OcmError(StatusCode::bad_request, *problem);
+  if (auto problem = Validate(kind, m, *versions())) return OcmError(StatusCode::bad_request, *problem);
   if (m == rec->object) return Ocm(StatusCode::ok, rec->object);
 
   Txn txn;
@@ -522,8 +524,9 @@ http::Response Service::ListVersions(std::string_view query) {
     search = std::move(*e);
   }
   json::array items;
-  for (const auto& v : versions().versions()) {
-    json::object o = v.ToOcm();
+  const std::shared_ptr<const VersionCatalogue> catalogue = versions();
+  for (const auto& v : catalogue->versions()) {
+    json::object o = catalogue->ToOcm(v);
     if (Matches(search, o)) items.push_back(std::move(o));
   }
   int64_t n = static_cast<int64_t>(items.size());
@@ -534,7 +537,8 @@ http::Response Service::ListVersions(std::string_view query) {
 }
 
 http::Response Service::GetVersion(std::string_view id) {
-  if (const CatalogueVersion* v = versions().Find(id)) return Ocm(StatusCode::ok, v->ToOcm());
+  const std::shared_ptr<const VersionCatalogue> catalogue = versions();
+  if (const CatalogueVersion* v = catalogue->Find(id)) return Ocm(StatusCode::ok, catalogue->ToOcm(*v));
   return OcmError(StatusCode::not_found, "Version '" + std::string(id) + "' not found");
 }
 

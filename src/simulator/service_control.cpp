@@ -1,5 +1,6 @@
-// The control API (/control): faults and timing. Never subject to faults. A route table maps a method
-// and a path to its handler; a path known with another method answers 405 naming the methods it takes.
+// The control API (/control): faults, timing and the update service's releases and edges. Never subject to
+// faults. A route table maps a method and a path to its handler; a path known with another method answers 405
+// naming the methods it takes.
 #include <algorithm>
 #include <span>
 
@@ -37,6 +38,9 @@ struct Service::ControlApi {
   static http::Response ClearHttpFaults(Service& s, const http::Request& req);
   static http::Response GetTiming(Service& s, const http::Request& req);
   static http::Response SetTiming(Service& s, const http::Request& req);
+  static http::Response GetVersions(Service& s, const http::Request& req);
+  static http::Response PublishVersion(Service& s, const http::Request& req);
+  static http::Response SetEdge(Service& s, const http::Request& req);
 
   static Result<ProvisioningFault> ParseProvisioningFault(const json::object& body);
   static Result<HttpFaults> ParseHttpFaults(const json::object& body);
@@ -79,6 +83,9 @@ http::Response Service::ControlApi::Dispatch(Service& s, const http::Request& re
       {Verb::get, "/control/timing", &GetTiming},
       {Verb::put, "/control/timing", &SetTiming},
       {Verb::post, "/control/timing", &SetTiming},
+      {Verb::get, "/control/versions", &GetVersions},
+      {Verb::post, "/control/versions", &PublishVersion},
+      {Verb::post, "/control/versions/edges", &SetEdge},
   };
   bool path_known = false;
   for (const auto& r : kRoutes) {
@@ -287,6 +294,44 @@ http::Response Service::ControlApi::SetTiming(Service& s, const http::Request& r
   if (!st.ok())
     return ControlJson(StatusCode::internal_server_error, json::object{{"error", st.error().message()}});
   return ControlJson(StatusCode::ok, TimingJson(s));
+}
+
+http::Response Service::ControlApi::GetVersions(Service& s, const http::Request& /*req*/) {
+  return ControlJson(StatusCode::ok, s.updates().PublishedJson());
+}
+
+http::Response Service::ControlApi::PublishVersion(Service& s, const http::Request& req) {
+  auto body = BodyObject(req);
+  if (!body.ok()) return BadRequest(body.error().message());
+  auto release = Release::FromJson(*body);
+  if (!release.ok()) return BadRequest(release.error().message());
+  auto ids = s.PublishRelease(*release);
+  if (!ids.ok() && ids.error().code() == ErrorCode::kInvalidArgument)
+    return BadRequest(ids.error().message());
+  if (!ids.ok()) {
+    return ControlJson(StatusCode::internal_server_error, json::object{{"error", ids.error().message()}});
+  }
+  return ControlJson(
+      ids->empty() ? StatusCode::ok : StatusCode::created,
+      json::object{{"version", release->version}, {"published", json::array(ids->begin(), ids->end())}});
+}
+
+http::Response Service::ControlApi::SetEdge(Service& s, const http::Request& req) {
+  auto body = BodyObject(req);
+  if (!body.ok()) return BadRequest(body.error().message());
+  auto from = GetString(*body, "from");
+  auto to = GetString(*body, "to");
+  if (!from || !to) return BadRequest("from and to must name releases (X.Y.Z)");
+  bool withdrawn = true;
+  if (const auto* w = body->if_contains("withdrawn")) {
+    if (!w->is_bool()) return BadRequest("withdrawn must be true or false");
+    withdrawn = w->as_bool();
+  }
+  Status st = s.SetEdgeWithdrawn(std::string(*from), std::string(*to), withdrawn);
+  if (!st.ok() && st.error().code() == ErrorCode::kInvalidArgument) return BadRequest(st.error().message());
+  if (!st.ok())
+    return ControlJson(StatusCode::internal_server_error, json::object{{"error", st.error().message()}});
+  return ControlJson(StatusCode::ok, json::object{{"from", *from}, {"to", *to}, {"withdrawn", withdrawn}});
 }
 
 Status Service::ControlApi::ReplanSteps(Service& s) {

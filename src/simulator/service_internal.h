@@ -59,6 +59,7 @@ struct Service::Record {
 struct Service::Txn {
   std::map<std::string, std::optional<Record>> before;  // first-touch copies, for rollback
   std::vector<json::object> events;                     // without sequence numbers yet
+  UpdateDocuments update_service;                       // the update service's documents to write
 };
 
 }  // namespace hcprp::simulator

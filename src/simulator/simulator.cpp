@@ -217,6 +217,8 @@ http::Response Simulator::Handle(http::Request&& request) {
   return parts_->service->Handle(std::move(request));
 }
 
+const UpdateService& Simulator::updates() const { return parts_->service->updates(); }
+
 void Simulator::Stop() {
   if (!parts_) return;
   MutexLock lock(parts_->stop_mu);

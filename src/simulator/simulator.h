@@ -34,6 +34,7 @@
 namespace hcprp::simulator {
 
 class StateDb;
+class UpdateService;
 
 // What the simulator offers a plugged-in provisioning engine. Thread-safe; must not be called with a lock
 // held that Provisioner::Next() takes.
@@ -126,6 +127,9 @@ class Simulator {
 
   // The request handler without a socket.
   http::Response Handle(http::Request&& request);
+  // The update service (update_service.h): the version catalogue now, its edges and tips. Valid as
+  // long as the simulator.
+  const UpdateService& updates() const;
 
   // Stops serving: long-polls answer at once, in-flight requests finish, timers stop. Objects and
   // their transitions in progress stay in the data dir and resume at the next Start. Idempotent.

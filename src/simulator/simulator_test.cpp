@@ -626,8 +626,7 @@ namespace {
 class FailingStore final : public StateStore {
  public:
   Result<Snapshot> Load() override { return Snapshot{}; }
-  Status Commit(const std::vector<std::pair<std::string, std::string>>&, const std::vector<std::string>&,
-                uint64_t) override {
+  Status Commit(const Documents&, const std::vector<std::string>&, uint64_t, const Documents&) override {
     if (fail) return Error::IoError("disk full");
     ++commits;
     return Status::Ok();

@@ -10,12 +10,12 @@ namespace {
 constexpr std::string_view kObjectSpace = "object";
 constexpr std::string_view kMetaSpace = "meta";
 constexpr std::string_view kLastSequence = "last_sequence";
+constexpr std::string_view kUpdateServiceSpace = "update_service";
 
 class MemoryStateStore final : public StateStore {
  public:
   Result<Snapshot> Load() override { return Snapshot{}; }
-  Status Commit(const std::vector<std::pair<std::string, std::string>>&, const std::vector<std::string>&,
-                uint64_t) override {
+  Status Commit(const Documents&, const std::vector<std::string>&, uint64_t, const Documents&) override {
     return Status::Ok();
   }
 };
@@ -32,14 +32,16 @@ class DbStateStore final : public StateStore {
     for (const auto& [key, value] : meta) {
       if (key == kLastSequence) snap.last_sequence = std::stoull(value);
     }
+    HCPRP_ASSIGN_OR_RETURN(snap.update_service, db_->Load(kUpdateServiceSpace));
     return snap;
   }
 
-  Status Commit(const std::vector<std::pair<std::string, std::string>>& puts,
-                const std::vector<std::string>& deletes, uint64_t last_sequence) override {
+  Status Commit(const Documents& puts, const std::vector<std::string>& deletes, uint64_t last_sequence,
+                const Documents& update_service) override {
     StateBatch batch;
     for (const auto& [key, doc] : puts) batch.Put(std::string(kObjectSpace), key, doc);
     for (const auto& key : deletes) batch.Delete(std::string(kObjectSpace), key);
+    for (const auto& [key, doc] : update_service) batch.Put(std::string(kUpdateServiceSpace), key, doc);
     batch.Put(std::string(kMetaSpace), std::string(kLastSequence), std::to_string(last_sequence));
     return db_->Commit(batch);
   }

@@ -20,7 +20,8 @@ TEST(VersionCatalogue, TheBuiltInCatalogueHasEveryZStream) {
     const char* minor;
     int last;
   };
-  for (Minor m : {Minor{"4.18", 30}, Minor{"4.19", 25}, Minor{"4.20", 15}, Minor{"4.21", 5}}) {
+  for (Minor m :
+       {Minor{"4.18", 30}, Minor{"4.19", 25}, Minor{"4.20", 15}, Minor{"4.21", 5}, Minor{"4.22", 4}}) {
     for (int z = 0; z <= m.last; ++z) {
       const std::string id = "openshift-v" + std::string(m.minor) + "." + std::to_string(z) + "-fast";
       EXPECT_NE(cat.Find(id), nullptr) << id;
@@ -92,7 +93,7 @@ TEST_F(SimulatorVersionsTest, VersionsEndpointServesTheCatalogue) {
   EXPECT_EQ(one.str("end_of_life_timestamp"), "2027-05-21T00:00:00Z");
   EXPECT_EQ(*GetBool(one.obj(), "enabled"), true);
   auto search = Call(*sim_, Verb::get, kBase + "/versions?search=channel_group%20%3D%20%27stable%27");
-  EXPECT_EQ(*GetInt(search.obj(), "total"), 31 + 26 + 16 + 4);
+  EXPECT_EQ(*GetInt(search.obj(), "total"), 31 + 26 + 16 + 4 + 3);
   EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/versions/openshift-v4.99.0").status, 404u);
 }
 
