@@ -51,6 +51,13 @@
     }).join("");
   }
 
+  // What runs, newest first ("4.21.3 ← 4.20.14" while an upgrade rolls out), else the version asked for.
+  function versionText(x) {
+    const active = x.activeVersions || [];
+    if (!active.length) return esc(x.desiredVersion || "");
+    return esc(active.join(" ← ")) + (active.length > 1 ? ' <span class="upgrading">upgrading</span>' : "");
+  }
+
   function conditionsText(conds) {
     if (!conds || !conds.length) return "";
     if (conds.every((c) => c.status === "True")) return `all ${conds.length} True`;
@@ -66,7 +73,7 @@
     if (state.tab === "resources") {
       if (state.type) q.set("type", state.type);
       data = await api("/admin/console/resources?" + q);
-      $("thead").innerHTML = "<tr><th>Name</th><th>Type</th><th>Resource group</th><th>State</th><th>Conditions</th><th>Updated</th></tr>";
+      $("thead").innerHTML = "<tr><th>Name</th><th>Type</th><th>Resource group</th><th>State</th><th>Version</th><th>Conditions</th><th>Updated</th></tr>";
     } else {
       q.set("inflight", "1");
       data = await api("/admin/console/operations?" + q);
@@ -79,11 +86,11 @@
     rows.innerHTML = data.items.map((x, i) => state.tab === "resources"
       ? `<tr tabindex="0" data-i="${i}" data-id="${esc(x.id)}"><td>${esc(x.type === "cluster" ? x.name : x.cluster + "/" + x.name)}</td><td>${esc(x.type)}</td>` +
         `<td>${esc(x.resourceGroup)}</td><td class="state ${esc(x.provisioningState)}">${esc(x.provisioningState)}</td>` +
-        `<td class="cond">${conditionsText(x.conditions)}</td><td class="when" title="${esc(fmtTime(x.updated))}">${esc(fmtTime(x.updated).slice(11))}</td></tr>`
+        `<td class="version">${versionText(x)}</td><td class="cond">${conditionsText(x.conditions)}</td><td class="when" title="${esc(fmtTime(x.updated))}">${esc(fmtTime(x.updated).slice(11))}</td></tr>`
       : `<tr tabindex="0" data-i="${i}" data-id="${esc(x.id)}"><td>${esc(x.id.slice(0, 8))}</td><td>${esc(x.request)}</td>` +
         `<td>${esc(x.resourceId.split("/").slice(-1)[0])}</td><td class="state ${esc(x.status)}">${esc(x.status)}</td>` +
         `<td>${fmtAge(x.ageSeconds || 0)}</td></tr>`).join("") ||
-      `<tr><td colspan="6">Nothing here${state.search ? " matches “" + esc(state.search) + "”" : ""}.</td></tr>`;
+      `<tr><td colspan="7">Nothing here${state.search ? " matches “" + esc(state.search) + "”" : ""}.</td></tr>`;
     const last = Math.min(state.offset + PAGE, state.total);
     $("page-info").textContent = state.total ? `${state.offset + 1}–${last} of ${state.total}` : "0 of 0";
     $("prev").disabled = state.offset === 0;
@@ -121,6 +128,8 @@
       if (!x) { html = `<h2>${esc(d.id)}</h2><p>Deleted.</p>`; } else {
         const conds = (x.conditions || []).map((c) => `<li>${esc(c.type)} = ${esc(c.status)} ${c.reason ? "(" + esc(c.reason) + ")" : ""}<br><small>${esc(c.message)}</small></li>`).join("");
         html = `<h2>${esc(x.name)}</h2><dl><dt>Type</dt><dd>${esc(x.type)}</dd><dt>State</dt><dd class="state ${esc(x.provisioningState)}">${esc(x.provisioningState)}</dd>` +
+          (x.desiredVersion ? `<dt>Desired version</dt><dd>${esc(x.desiredVersion)}</dd>` : "") +
+          ((x.activeVersions || []).length ? `<dt>Active versions</dt><dd>${versionText(x)}</dd>` : "") +
           `<dt>ID</dt><dd>${esc(x.id)}</dd><dt>Location</dt><dd>${esc(x.location)}</dd><dt>Updated</dt><dd>${esc(fmtTime(x.updated))}</dd></dl>` +
           (conds ? `<h3>Conditions</h3><ul>${conds}</ul>` : "") +
           (x.activeOperationId || x.lastOperationId

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "arm/documents.h"
+#include "clusterservice/event.h"
 #include "core/time.h"
 
 namespace hcprp::admin {
@@ -57,6 +58,26 @@ json::array Conditions(const json::object& props) {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+// What a cluster or node pool runs (status.activeVersions: two entries while an upgrade runs) and the
+// version its owner asked for (version.id).
+json::array ActiveVersions(const json::object& props) {
+  const json::object* status = GetObject(props, "clusterServiceStatus");
+  const json::array* history = status != nullptr ? GetArray(*status, "version_history") : nullptr;
+  json::array out;
+  if (history == nullptr) return out;
+  for (const json::value& v : clusterservice::ActiveVersions(*history)) {
+    out.push_back(json::value(GetString(v.as_object(), "version").value_or("")));
+  }
+  return out;
+}
+
+std::string DesiredVersion(const json::object& props) {
+  const json::object* resource = GetObject(props, "resource");
+  const json::object* inner = resource != nullptr ? GetObject(*resource, "properties") : nullptr;
+  const json::object* version = inner != nullptr ? GetObject(*inner, "version") : nullptr;
+  return version != nullptr ? std::string(GetString(*version, "id").value_or("")) : std::string();
 }
 
 bool Matches(const json::object& view, const ListQuery& q) {
@@ -275,6 +296,8 @@ void LiveView::Apply(const store::Document& doc, bool deleted, bool is_new, bool
                    {"provisioningState", Prop(props, "provisioningState")},
                    {"activeOperationId", Prop(props, "activeOperationId")},
                    {"conditions", Conditions(props)},
+                   {"desiredVersion", DesiredVersion(props)},
+                   {"activeVersions", ActiveVersions(props)},
                    {"updated", FormatRfc3339(committed, true)}};
     resource_docs_[key] = ToLower(id);
     if (auto old = resources_.find(ToLower(id)); old != resources_.end()) {
