@@ -271,27 +271,34 @@ bool Engine::UpgradePhaseOverLocked(Obj& obj) {
   return false;
 }
 
+void Engine::AddMachineLocked(Obj& pool, const Obj& cluster) {
+  Unit u = MakeMachineLocked(pool, cluster, pool.next_index++);
+  const std::string k = u.key;
+  units_[k] = std::move(u);
+  TouchUnitLocked(k);
+  pool.machines.push_back(k);
+  EnqueueLocked("u:" + k, options_.clock->Now());
+}
+
+void Engine::RetireMachineLocked(const std::string& key) {
+  Unit& u = units_.at(key);
+  u.deleting = true;
+  TouchUnitLocked(key);
+  EnqueueLocked("u:" + key, options_.clock->Now());
+}
+
 bool Engine::ScaleLocked(Obj& pool, const Obj& cluster) {
-  const TimePoint now = options_.clock->Now();
   std::vector<size_t> active;  // indexes into pool.machines
   for (size_t i = 0; i < pool.machines.size(); ++i) {
     if (!units_.at(pool.machines[i]).deleting) active.push_back(i);
   }
   while (static_cast<int64_t>(active.size()) < pool.desired) {
-    Unit u = MakeMachineLocked(pool, cluster, pool.next_index++);
-    const std::string k = u.key;
-    units_[k] = std::move(u);
-    TouchUnitLocked(k);
-    pool.machines.push_back(k);
+    AddMachineLocked(pool, cluster);
     active.push_back(pool.machines.size() - 1);
-    EnqueueLocked("u:" + k, now);
     if (pool.cs_state == "updating") AfterCommit("scale.up");
   }
   while (static_cast<int64_t>(active.size()) > pool.desired) {
-    Unit& u = units_.at(pool.machines[active.back()]);
-    u.deleting = true;
-    TouchUnitLocked(u.key);
-    EnqueueLocked("u:" + u.key, now);
+    RetireMachineLocked(pool.machines[active.back()]);
     active.pop_back();
     AfterCommit("scale.down");
   }
@@ -305,30 +312,19 @@ bool Engine::RollLocked(Obj& pool, const Obj& cluster) {
     machines.push_back(RollMachine{u.version, u.deleting, u.Done()});
   }
   const RollStep step = PlanRoll(machines, pool.desired, pool.version);
-  const TimePoint now = options_.clock->Now();
   switch (step.action) {
     case RollAction::kDone:
       return true;
     case RollAction::kWait:
       return false;
-    case RollAction::kSurge: {
-      Unit u = MakeMachineLocked(pool, cluster, pool.next_index++);
-      const std::string k = u.key;
-      units_[k] = std::move(u);
-      TouchUnitLocked(k);
-      pool.machines.push_back(k);
-      EnqueueLocked("u:" + k, now);
+    case RollAction::kSurge:
+      AddMachineLocked(pool, cluster);
       AfterCommit("upgrade.surge");
       return false;
-    }
-    case RollAction::kRetire: {
-      Unit& u = units_.at(pool.machines[step.retire]);
-      u.deleting = true;
-      TouchUnitLocked(u.key);
-      EnqueueLocked("u:" + u.key, now);
+    case RollAction::kRetire:
+      RetireMachineLocked(pool.machines[step.retire]);
       AfterCommit("upgrade.retire");
       return false;
-    }
   }
   return false;
 }

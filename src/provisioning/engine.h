@@ -224,6 +224,9 @@ class Engine final : public simulator::Provisioner {
   // Whether obj's upgrade phase (EngineOptions::control_plane_upgrade_time) is over; starts it the first
   // time, and queues obj for its end.
   bool UpgradePhaseOverLocked(Obj& obj) HCPRP_REQUIRES(mu_);
+  // A new machine of `pool` at its version, queued; or one of its machines marked for deletion, queued.
+  void AddMachineLocked(Obj& pool, const Obj& cluster) HCPRP_REQUIRES(mu_);
+  void RetireMachineLocked(const std::string& key) HCPRP_REQUIRES(mu_);
   // Creates or marks for deletion the machines that make `pool` have `desired` of them; true when none is
   // left being deleted.
   bool ScaleLocked(Obj& pool, const Obj& cluster) HCPRP_REQUIRES(mu_);
