@@ -93,6 +93,11 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
   o.op = info.operation;
   o.cs_state = std::string(info.state);
   o.failure_state = std::string(info.failure_state);
+  o.version = std::string(info.version);
+  if (info.operation == Operation::kUpgrade && info.operation_id != o.upgrade_op) {
+    o.upgrade_op = info.operation_id;  // a new upgrade, not the same one announced again after a restart
+    o.upgrade_due = TimePoint{};
+  }
   const json::object& obj = *info.object;
   o.name = std::string(GetString(obj, "name").value_or(LastSegment(href)));
   if (info.kind == simulator::kCluster) {
@@ -145,10 +150,7 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
     if (o.caller.empty() || info.operation == Operation::kCreate)
       o.caller = capz.empty() ? std::string(kFirstParty) : capz;
   } else if (info.kind == simulator::kNodePool) {
-    int64_t replicas = GetInt(obj, "replicas").value_or(0);
-    if (const json::object* as = GetObject(obj, "autoscaling"))
-      replicas = GetInt(*as, "min_replica").value_or(replicas);
-    o.desired = std::max<int64_t>(replicas, 0);
+    o.desired = simulator::NodePoolReplicas(obj);
   }
   EnqueueLocked("o:" + href, options_.clock->Now());
   return std::nullopt;
@@ -214,6 +216,7 @@ Unit Engine::MakeMachineLocked(const Obj& pool, const Obj& cluster, int64_t inde
   u.owner = pool.href;
   u.cluster = cluster.href;
   u.index = index;
+  u.version = pool.version;
   const std::string p = cluster.mrg_id + "/providers/";
   const std::string vm = p + "Microsoft.Compute/virtualMachines/" + u.name;
   for (ResourceType t : kMachineServices) {
@@ -254,6 +257,81 @@ bool Engine::ValidatingLocked(Obj& obj) {
   if (now >= obj.validated_at) return false;
   EnqueueLocked("o:" + obj.href, obj.validated_at);
   return true;
+}
+
+bool Engine::UpgradePhaseOverLocked(Obj& obj) {
+  const TimePoint now = options_.clock->Now();
+  if (obj.upgrade_due == TimePoint{}) {
+    obj.upgrade_due = now + (options_.control_plane_upgrade_time ? options_.control_plane_upgrade_time()
+                                                                 : Duration::zero());
+    AfterCommit("upgrade.start");
+  }
+  if (now >= obj.upgrade_due) return true;
+  EnqueueLocked("o:" + obj.href, obj.upgrade_due);
+  return false;
+}
+
+void Engine::AddMachineLocked(Obj& pool, const Obj& cluster) {
+  Unit u = MakeMachineLocked(pool, cluster, pool.next_index++);
+  const std::string k = u.key;
+  units_[k] = std::move(u);
+  TouchUnitLocked(k);
+  pool.machines.push_back(k);
+  EnqueueLocked("u:" + k, options_.clock->Now());
+}
+
+void Engine::RetireMachineLocked(const std::string& key) {
+  Unit& u = units_.at(key);
+  u.deleting = true;
+  TouchUnitLocked(key);
+  EnqueueLocked("u:" + key, options_.clock->Now());
+}
+
+bool Engine::ScaleLocked(Obj& pool, const Obj& cluster) {
+  std::vector<size_t> active;  // indexes into pool.machines
+  for (size_t i = 0; i < pool.machines.size(); ++i) {
+    if (!units_.at(pool.machines[i]).deleting) active.push_back(i);
+  }
+  while (static_cast<int64_t>(active.size()) < pool.desired) {
+    AddMachineLocked(pool, cluster);
+    active.push_back(pool.machines.size() - 1);
+    if (pool.cs_state == "updating") AfterCommit("scale.up");
+  }
+  while (static_cast<int64_t>(active.size()) > pool.desired) {
+    RetireMachineLocked(pool.machines[active.back()]);
+    active.pop_back();
+    AfterCommit("scale.down");
+  }
+  return active.size() == pool.machines.size();
+}
+
+bool Engine::RollLocked(Obj& pool, const Obj& cluster) {
+  std::vector<RollMachine> machines;
+  for (const auto& k : pool.machines) {
+    const Unit& u = units_.at(k);
+    machines.push_back(RollMachine{u.version, u.deleting, u.Done()});
+  }
+  const RollStep step = PlanRoll(machines, pool.desired, pool.version);
+  switch (step.action) {
+    case RollAction::kDone:
+      return true;
+    case RollAction::kWait:
+      return false;
+    case RollAction::kSurge:
+      AddMachineLocked(pool, cluster);
+      AfterCommit("upgrade.surge");
+      return false;
+    case RollAction::kRetire:
+      RetireMachineLocked(pool.machines[step.retire]);
+      AfterCommit("upgrade.retire");
+      return false;
+  }
+  return false;
+}
+
+void Engine::FailUpgradeLocked(Obj& pool, std::vector<Pending>& out) {
+  if (UpgradePhaseOverLocked(pool)) MoveLocked(pool, pool.failure_state, out);
+  RollUpLocked(pool, out);
 }
 
 void Engine::ReconcileObjectLocked(Obj& obj, std::vector<Pending>& out) {
@@ -312,8 +390,10 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
   const Unit& u = units_.at(obj.cp_unit);
   std::string code, message;
   if (u.Done()) {
+    if (obj.op == Operation::kUpgrade && !UpgradePhaseOverLocked(obj)) return;
     const std::string target = obj.failure_state.empty() ? "ready" : obj.failure_state;
     MoveLocked(obj, target, out);
+    if (obj.op == Operation::kUpgrade) RollUpLocked(obj, out);  // Progressing ends
     // The node pools that waited for the control plane go on once the cluster has moved.
     const std::string prefix = obj.href + "/";
     for (auto it = objs_.lower_bound(prefix); it != objs_.end() && it->first.rfind(prefix, 0) == 0; ++it) {
@@ -324,7 +404,7 @@ void Engine::ReconcileClusterLocked(Obj& obj, std::vector<Pending>& out) {
   } else if (u.AnyFailed(&code, &message)) {
     MoveLocked(obj, "error", out, code, message);
   } else if (obj.cs_state == "error") {
-    MoveLocked(obj, obj.op == Operation::kUpdate ? "updating" : "installing", out);
+    MoveLocked(obj, obj.op == Operation::kCreate ? "installing" : "updating", out);
   }
 }
 
@@ -377,31 +457,14 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   const Obj& cluster = c->second;
   if (obj.cs_state == "pending") MoveLocked(obj, "installing", out);
   if (obj.cs_state == "pending_update") MoveLocked(obj, "updating", out);
+  const bool upgrade = obj.op == Operation::kUpgrade;
+  if (upgrade && !obj.failure_state.empty()) return FailUpgradeLocked(obj, out);
   remove_finished();
-  std::vector<size_t> active;  // indexes into obj.machines
-  for (size_t i = 0; i < obj.machines.size(); ++i) {
-    if (!units_.at(obj.machines[i]).deleting) active.push_back(i);
-  }
-  while (static_cast<int64_t>(active.size()) < obj.desired) {
-    Unit u = MakeMachineLocked(obj, cluster, obj.next_index++);
-    const std::string k = u.key;
-    units_[k] = std::move(u);
-    TouchUnitLocked(k);
-    obj.machines.push_back(k);
-    active.push_back(obj.machines.size() - 1);
-    EnqueueLocked("u:" + k, now);
-    if (obj.cs_state == "updating") AfterCommit("scale.up");
-  }
-  while (static_cast<int64_t>(active.size()) > obj.desired) {
-    Unit& u = units_.at(obj.machines[active.back()]);
-    u.deleting = true;
-    TouchUnitLocked(u.key);
-    EnqueueLocked("u:" + u.key, now);
-    active.pop_back();
-    AfterCommit("scale.down");
-  }
+  // An upgrade replaces the machines at other versions first; then the pool scales as usual.
+  const bool rolling = upgrade && !RollLocked(obj, cluster);
+  const bool scaled = !rolling && ScaleLocked(obj, cluster);
   RollUpLocked(obj, out);
-  bool all_ready = active.size() == obj.machines.size();
+  bool all_ready = scaled;
   std::string code, message;
   bool failed = false;
   for (const auto& k : obj.machines) {
@@ -416,6 +479,7 @@ void Engine::ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) {
   } else if (obj.cs_state == "error" || obj.cs_state == "ready") {
     MoveLocked(obj, create && obj.cs_state == "error" ? "installing" : "updating", out);
   }
+  if (upgrade) RollUpLocked(obj, out);  // Progressing follows the state
 }
 
 json::array Engine::Conditions(const std::string& href) const {
@@ -442,6 +506,7 @@ json::object Engine::UnitJsonLocked(const Unit& u) const {
     }
   }
   return json::object{{"name", u.name},
+                      {"version", u.version},
                       {"deleting", u.deleting},
                       {"orphaned", u.orphaned},
                       {"services", std::move(svcs)},

@@ -99,6 +99,10 @@ struct EngineOptions {
   // Credential issue / revocation times answered to the simulator.
   Duration credential_issue_time = std::chrono::seconds(10);
   Duration revocation_time = std::chrono::seconds(60);
+  // How long a control plane upgrade takes (nothing in Azure: HyperShift rolls the control plane's pods),
+  // drawn once per upgrade, already scaled; also how long an upgrade made to fail runs before it fails.
+  // Null: no time. Called with the engine's lock held.
+  std::function<Duration()> control_plane_upgrade_time;
 };
 
 struct EngineMetrics {
@@ -217,6 +221,19 @@ class Engine final : public simulator::Provisioner {
   void ReconcilePoolLocked(Obj& obj, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   // True while obj is still being validated (it is queued again for when validation ends).
   bool ValidatingLocked(Obj& obj) HCPRP_REQUIRES(mu_);
+  // Whether obj's upgrade phase (EngineOptions::control_plane_upgrade_time) is over; starts it the first
+  // time, and queues obj for its end.
+  bool UpgradePhaseOverLocked(Obj& obj) HCPRP_REQUIRES(mu_);
+  // A new machine of `pool` at its version, queued; or one of its machines marked for deletion, queued.
+  void AddMachineLocked(Obj& pool, const Obj& cluster) HCPRP_REQUIRES(mu_);
+  void RetireMachineLocked(const std::string& key) HCPRP_REQUIRES(mu_);
+  // Creates or marks for deletion the machines that make `pool` have `desired` of them; true when none is
+  // left being deleted.
+  bool ScaleLocked(Obj& pool, const Obj& cluster) HCPRP_REQUIRES(mu_);
+  // One step of a node pool's rolling upgrade (PlanRoll); true when no machine is left to replace.
+  bool RollLocked(Obj& pool, const Obj& cluster) HCPRP_REQUIRES(mu_);
+  // A node pool's upgrade made to fail: its phase, then the failure; no machine changes.
+  void FailUpgradeLocked(Obj& pool, std::vector<Pending>& out) HCPRP_REQUIRES(mu_);
   void MoveLocked(Obj& obj, const std::string& state, std::vector<Pending>& out, const std::string& code = "",
                   const std::string& message = "") HCPRP_REQUIRES(mu_);
   void Apply(std::vector<Pending>& out);

@@ -60,6 +60,13 @@ struct Engine::Obj {
   std::string cs_state;
   std::string failure_state;
   int64_t desired = 0;
+  // Clusters and node pools: the raw version the current create or upgrade installs, or the one the
+  // object runs (simulator::ObjectInfo::version).
+  std::string version;
+  // The upgrade the phase below belongs to (ObjectInfo::operation_id), and when that phase ends: a
+  // cluster's control plane upgrade, or an upgrade made to fail (nothing is replaced before it does).
+  uint64_t upgrade_op = 0;
+  TimePoint upgrade_due{};
   // Clusters.
   std::string sub, mrg_id, caller;
   std::string cp_unit;

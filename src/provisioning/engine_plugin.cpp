@@ -96,6 +96,11 @@ simulator::ProvisionerFactory EngineFactory(EnginePluginOptions options) {
         break;
     }
     eo.concurrency = options.concurrency;
+    // Control plane upgrades take what the timed provisioner's profile says (the one place of those
+    // durations); the sampler lives as long as the engine's options.
+    auto timing = std::make_shared<simulator::TimedProvisioner>(
+        simulator::Timing{ctx.profile, ctx.time_scale}, ctx.seed);
+    eo.control_plane_upgrade_time = [timing] { return timing->ControlPlaneUpgradeTime(); };
     HCPRP_ASSIGN_OR_RETURN(auto engine, Engine::Open(eo));
     return std::unique_ptr<simulator::PluggedProvisioner>(
         std::make_unique<EnginePlugin>(std::move(azure), std::move(engine), ctx.logger));

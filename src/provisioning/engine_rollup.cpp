@@ -61,7 +61,11 @@ void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
     Cond c{"MachinesReady",
            ready == obj.desired && units.size() == static_cast<size_t>(obj.desired) ? "True" : "False", "",
            std::to_string(ready) + " of " + std::to_string(obj.desired) + " machines ready"};
-    if (c.status == "False") c.reason = obj.op == Operation::kDelete ? "Deleting" : "Creating";
+    if (c.status == "False") {
+      c.reason = obj.op == Operation::kDelete    ? "Deleting"
+                 : obj.op == Operation::kUpgrade ? "Upgrading"
+                                                 : "Creating";
+    }
     if (obj.orphaned) c.message += "; " + std::to_string(obj.orphaned) + " orphaned (invalid Azure identity)";
     conds.push_back(std::move(c));
   }
@@ -70,6 +74,26 @@ void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
                                     : Cond{"AzureIdentityValid", "False", obj.creds_reason,
                                            "The cluster's managed identity credentials are invalid: " +
                                                obj.creds_message});
+  }
+  if (obj.op == Operation::kUpgrade && !obj.version.empty()) {
+    const bool ended =
+        obj.cs_state == "ready" || obj.cs_state == "error" || obj.cs_state == "recoverable_error";
+    std::string message;
+    if (obj.kind == simulator::kNodePool) {
+      int64_t at_version = 0;
+      for (const Unit* u : units)
+        at_version += (!u->deleting && u->Done() && u->version == obj.version) ? 1 : 0;
+      message =
+          std::to_string(at_version) + " of " + std::to_string(obj.desired) + " machines at " + obj.version;
+    } else {
+      message = (ended ? "control plane at " : "control plane upgrading to ") + obj.version;
+    }
+    if (ended && obj.cs_state != "ready") message = "upgrade to " + obj.version + " failed";
+    conds.push_back(Cond{"Progressing", ended ? "False" : "True",
+                         !ended                    ? "Upgrading"
+                         : obj.cs_state == "ready" ? "UpgradeCompleted"
+                                                   : "UpgradeFailed",
+                         message});
   }
   json::array arr;
   for (auto& c : conds) {

@@ -56,6 +56,9 @@ std::string Engine::EncodeObj(const Obj& o) {
   str("cs_state", o.cs_state);
   str("failure_state", o.failure_state);
   if (o.desired != 0) w.Member("desired", o.desired);
+  str("version", o.version);
+  if (o.upgrade_op != 0) w.Member("upgrade_op", static_cast<int64_t>(o.upgrade_op));
+  if (o.upgrade_due != TimePoint{}) w.Member("upgrade_due_ms", ToUnixMillis(o.upgrade_due));
   str("sub", o.sub);
   str("mrg_id", o.mrg_id);
   str("caller", o.caller);
@@ -113,6 +116,7 @@ std::string Engine::EncodeUnit(const Unit& u) {
   if (u.control_plane) w.Member("control_plane", true);
   if (u.deleting) w.Member("deleting", true);
   if (u.orphaned) w.Member("orphaned", true);
+  if (!u.version.empty()) w.Member("version", u.version);
   if (one_caller) w.Member("caller", u.svcs.front().caller);
   if (!base.empty()) w.Member("base", base);
   w.Key("svcs").BeginArray();
@@ -372,6 +376,9 @@ Status Engine::LoadDocs(const json::object& root) {
       o.cs_state = str(j, "cs_state");
       o.failure_state = str(j, "failure_state");
       o.desired = GetInt(j, "desired").value_or(0);
+      o.version = str(j, "version");
+      o.upgrade_op = static_cast<uint64_t>(GetInt(j, "upgrade_op").value_or(0));
+      if (auto due = GetInt(j, "upgrade_due_ms")) o.upgrade_due = FromUnixMillis(*due);
       o.sub = str(j, "sub");
       o.mrg_id = str(j, "mrg_id");
       o.caller = str(j, "caller");
@@ -423,6 +430,7 @@ Status Engine::LoadDocs(const json::object& root) {
       u.control_plane = GetBool(j, "control_plane").value_or(false);
       u.deleting = GetBool(j, "deleting").value_or(false);
       u.orphaned = GetBool(j, "orphaned").value_or(false);
+      u.version = str(j, "version");
       if (const json::array* svcs = GetArray(j, "svcs")) {
         for (const auto& sv : *svcs) {
           if (!sv.is_object()) continue;

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/uuid.h"
 #include "provisioning/handler.h"
+#include "provisioning/unit.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
 #include "simulator/state_db.h"
@@ -80,6 +83,7 @@ class EngineTest : public ::testing::Test {
     eo.azure = azure_.get();
     eo.state = state_.get();
     eo.validation_time = validation_time;
+    eo.control_plane_upgrade_time = control_plane_upgrade_time_;
     auto e = Engine::Open(eo);
     ASSERT_TRUE(e.ok()) << e.error().ToString();
     engine_ = std::move(*e);
@@ -166,7 +170,35 @@ class EngineTest : public ::testing::Test {
     return n;
   }
 
+  // status.version_history of an object: "version state" per entry, newest first.
+  std::vector<std::string> History(const std::string& href) {
+    std::vector<std::string> out;
+    const json::object obj = Call(Verb::get, href);
+    const json::object* st = GetObject(obj, "status");
+    const json::array* h = st ? GetArray(*st, "version_history") : nullptr;
+    if (!h) return out;
+    for (const auto& e : *h) {
+      out.push_back(std::string(GetString(e.as_object(), "version").value_or("")) + " " +
+                    std::string(GetString(e.as_object(), "state").value_or("")));
+    }
+    return out;
+  }
+  // The machines of the cluster's first node pool, as the engine's view shows them.
+  json::array Machines(const std::string& cluster) {
+    auto view = engine_->ClusterView(cluster);
+    if (!view.ok() || GetArray(*view, "node_pools")->empty()) return {};
+    return *GetArray(GetArray(*view, "node_pools")->at(0).as_object(), "machines");
+  }
+  static bool MachineReady(const json::value& m) {
+    if (GetBool(m.as_object(), "deleting").value_or(true)) return false;
+    for (const auto& s : *GetArray(m.as_object(), "services")) {
+      if (GetString(s.as_object(), "state") != "Ready") return false;
+    }
+    return true;
+  }
+
   FakeClock clock_;
+  std::function<Duration()> control_plane_upgrade_time_;
   LatencyProfile profile_ = LatencyProfile::kRealistic;
   std::string data_dir_;
   std::unique_ptr<simulator::StateDb> state_;
@@ -557,6 +589,147 @@ TEST_F(EngineTest, AReconcileThatChangesNothingWritesNothing) {
   }
   EXPECT_GT(ran, 0u) << "no reconcile polled a running operation";
   EXPECT_LT(committed, ran) << "reconciles that changed no unit were committed anyway";
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RollTest, APoolSurgesOneNewMachineBeforeRetiringAnOldOne) {
+  using V = std::vector<RollMachine>;
+  auto plan = [](const V& machines, int64_t desired) { return PlanRoll(machines, desired, "4.21.3"); };
+  const RollMachine old_ready{"4.20.1", false, true}, new_ready{"4.21.3", false, true};
+  EXPECT_EQ(plan(V{old_ready, old_ready, old_ready}, 3).action, RollAction::kSurge);
+  EXPECT_EQ(plan(V{old_ready, old_ready, old_ready, {"4.21.3", false, false}}, 3).action, RollAction::kWait);
+  RollStep retire = plan(V{new_ready, old_ready, old_ready, new_ready}, 3);
+  EXPECT_EQ(retire.action, RollAction::kRetire);
+  EXPECT_EQ(retire.retire, 1u);  // the first machine at another version
+  EXPECT_EQ(plan(V{new_ready, {"4.20.1", true, false}, old_ready, new_ready}, 3).action, RollAction::kWait);
+  EXPECT_EQ(plan(V{new_ready, new_ready, new_ready}, 3).action, RollAction::kDone);
+  EXPECT_EQ(plan(V{}, 0).action, RollAction::kDone);
+  // Scaled to fewer machines with the same change: old machines go without a replacement first.
+  EXPECT_EQ(plan(V{old_ready, old_ready}, 1).action, RollAction::kRetire);
+  // A machine that does not become ready holds the roll.
+  EXPECT_EQ(plan(V{{"4.20.1", false, false}, old_ready}, 2).action, RollAction::kWait);
+}
+
+TEST_F(EngineTest, ANodePoolUpgradeReplacesItsMachinesKeepingItsReplicasReady) {
+  Open(LatencyProfile::kDemo);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 3);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.15 Completed"}));
+  Call(Verb::patch, np, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_EQ(last_status_, 200u);
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.3 Partial", "4.20.15 Completed"}));
+  size_t fewest_ready = 3, most_machines = 0;
+  std::set<std::string> progress;
+  ASSERT_TRUE(RunUntil(
+      [&] {
+        const json::array machines = Machines(c);
+        const auto ready = static_cast<size_t>(std::count_if(machines.begin(), machines.end(), MachineReady));
+        fewest_ready = std::min(fewest_ready, ready);
+        most_machines = std::max(most_machines, machines.size());
+        auto p = Condition(np, "Progressing");
+        if (GetString(p, "status") == "True")
+          progress.insert(std::string(GetString(p, "message").value_or("")));
+        return State(np) == "ready";
+      },
+      2h));
+  EXPECT_EQ(fewest_ready, 3u);   // max unavailable 0
+  EXPECT_EQ(most_machines, 4u);  // max surge 1
+  EXPECT_TRUE(progress.count("1 of 3 machines at 4.20.3")) << ToJson(json::value_from(progress));
+  EXPECT_TRUE(progress.count("2 of 3 machines at 4.20.3"));
+  const json::array machines = Machines(c);
+  ASSERT_EQ(machines.size(), 3u);
+  for (const auto& m : machines) {
+    EXPECT_EQ(GetString(m.as_object(), "version"), "4.20.3") << ToJson(m);
+    EXPECT_NE(GetString(m.as_object(), "name"), "np1-0");
+  }
+  EXPECT_EQ(GetString(Condition(np, "Progressing"), "reason"), "UpgradeCompleted");
+  EXPECT_EQ(GetString(Condition(np, "Progressing"), "message"), "3 of 3 machines at 4.20.3");
+  EXPECT_EQ(GetString(Condition(np, "MachinesReady"), "status"), "True");
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.3 Completed", "4.20.15 Completed"}));
+  EXPECT_EQ(sink_.states[np].back(), "ready");
+  EXPECT_EQ(EngineResources(), 4u + 3u * 6u);  // the old machines are gone
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1);
+}
+
+TEST_F(EngineTest, AFailedUpgradeReplacesNothingAndKeepsTheOldVersion) {
+  Open(LatencyProfile::kDemo);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 2);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  Call(
+      Verb::post, "/control/faults/provisioning",
+      R"({"count":1,"kinds":["NodePool"],"operations":["upgrade"],"code":"OCM4242","message":"payload unavailable"})");
+  ASSERT_EQ(last_status_, 201u);
+  const std::string before = ToJson(Machines(c));
+  Call(Verb::patch, np, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "error"; }, 1h));
+  auto status = Call(Verb::get, np + "/status");
+  EXPECT_EQ(GetString(status, "provision_error_code"), "OCM4242");
+  EXPECT_EQ(GetString(status, "provision_error_message"), "payload unavailable");
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.15 Completed"}));
+  EXPECT_EQ(ToJson(Machines(c)), before);  // the old machines keep running
+  EXPECT_EQ(GetString(Condition(np, "Progressing"), "reason"), "UpgradeFailed");
+  // The same version again retries, and succeeds.
+  Call(Verb::patch, np, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 1h));
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.3 Completed", "4.20.15 Completed"}));
+  for (const auto& m : Machines(c)) EXPECT_EQ(GetString(m.as_object(), "version"), "4.20.3");
+}
+
+TEST_F(EngineTest, AControlPlaneUpgradeTakesItsTimeAndResumesAfterARestart) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  control_plane_upgrade_time_ = [] { return Duration(std::chrono::minutes(25)); };
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  const TimePoint t0 = clock_.Now();
+  Call(Verb::patch, c, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_EQ(last_status_, 200u);
+  engine_->RunDueForTest();
+  EXPECT_EQ(State(c), "updating");
+  EXPECT_EQ(GetString(Condition(c, "Progressing"), "message"), "control plane upgrading to 4.20.3");
+  clock_.Advance(std::chrono::minutes(10));
+  engine_->RunDueForTest();
+  EXPECT_EQ(State(c), "updating");
+  Restart();
+  EXPECT_EQ(State(c), "updating");
+  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Partial", "4.19.25 Completed"}));
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
+  // The due time persists in milliseconds.
+  EXPECT_GE(clock_.Now() - t0, std::chrono::minutes(25) - std::chrono::milliseconds(1));
+  EXPECT_LT(clock_.Now() - t0, std::chrono::minutes(26));  // not started again by the restart
+  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Completed", "4.19.25 Completed"}));
+  EXPECT_EQ(GetString(Condition(c, "Progressing"), "message"), "control plane at 4.20.3");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(EngineTest, ARollingUpgradeResumesAfterACrash) {
+  const std::string dir = "/tmp/hcprp-prov-" + NewUuidV4();
+  std::filesystem::create_directories(dir);
+  Open(LatencyProfile::kRealistic, dir);
+  const std::string c = CreateCluster("c1");
+  const std::string np = CreatePool(c, "np1", 2);
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  Call(Verb::patch, np, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_TRUE(RunUntil(
+      [&] { return GetString(Condition(np, "Progressing"), "message") == "1 of 2 machines at 4.20.3"; }, 2h));
+  // Down without stopping, and up again.
+  handler_.reset();
+  service_.reset();
+  engine_.reset();
+  azure_.reset();
+  state_.reset();
+  Open(profile_, data_dir_);
+  EXPECT_EQ(State(np), "updating");
+  ASSERT_TRUE(RunUntil([&] { return State(np) == "ready"; }, 2h));
+  const json::array machines = Machines(c);
+  ASSERT_EQ(machines.size(), 2u);
+  for (const auto& m : machines) EXPECT_EQ(GetString(m.as_object(), "version"), "4.20.3");
+  EXPECT_EQ(History(np), (std::vector<std::string>{"4.20.3 Completed", "4.20.15 Completed"}));
+  EXPECT_EQ(EngineResources(), 4u + 2u * 6u);
+  EXPECT_EQ(azure_->MaxCreateStarts(), 1) << "an operation was started twice";
   std::filesystem::remove_all(dir);
 }
 

@@ -101,7 +101,7 @@ void Engine::StoreUnitLocked(const std::string& key, Unit& u, std::string doc, U
   // The document encoded outside the lock holds unless another step changed the unit meanwhile.
   if (options_.state && stored.deleting == u.deleting && stored.orphaned == u.orphaned &&
       stored.owner == u.owner && stored.cluster == u.cluster && stored.name == u.name &&
-      stored.index == u.index && stored.control_plane == u.control_plane) {
+      stored.index == u.index && stored.control_plane == u.control_plane && stored.version == u.version) {
     dirty_units_[key] = std::move(doc);
   } else {
     TouchUnitLocked(key);

@@ -66,4 +66,21 @@ bool Unit::AnyFailed(std::string* code, std::string* message) const {
   return false;
 }
 
+RollStep PlanRoll(const std::vector<RollMachine>& machines, int64_t desired, std::string_view version) {
+  std::optional<size_t> old;
+  int64_t active = 0;
+  bool busy = false;
+  for (size_t i = 0; i < machines.size(); ++i) {
+    const RollMachine& m = machines[i];
+    busy = busy || m.deleting || !m.done;
+    if (m.deleting) continue;
+    ++active;
+    if (m.version != version && !old) old = i;
+  }
+  if (!old) return RollStep{RollAction::kDone, 0};
+  if (busy) return RollStep{RollAction::kWait, 0};
+  if (active > desired) return RollStep{RollAction::kRetire, *old};
+  return RollStep{RollAction::kSurge, 0};
+}
+
 }  // namespace hcprp::provisioning

@@ -63,6 +63,7 @@ struct Unit {
   bool control_plane = false;
   bool deleting = false;
   bool orphaned = false;
+  std::string version;            // machines: the raw OpenShift version it runs ("4.21.3"); "" when unknown
   std::vector<UnitService> svcs;  // in creation order
 
   // Every service is ready (created) or deleted (deleting); an orphaned deletion is done.
@@ -70,5 +71,25 @@ struct Unit {
   // The first failed service's code and "<Service> <id>: <message>".
   bool AnyFailed(std::string* code, std::string* message) const;
 };
+
+// A node pool's rolling upgrade (CAPI MachineDeployment, max surge 1, max unavailable 0): one machine at
+// the new version is created and ready before one at another version is deleted, one at a time, so
+// that at least `desired` machines stay ready and at most desired + 1 exist.
+struct RollMachine {
+  std::string_view version;
+  bool deleting = false;
+  bool done = false;  // Unit::Done()
+};
+enum class RollAction {
+  kDone,    // no machine left at another version: scale as usual
+  kWait,    // a machine is being created or deleted
+  kSurge,   // create one machine at the new version
+  kRetire,  // delete machines[retire], one at another version
+};
+struct RollStep {
+  RollAction action = RollAction::kDone;
+  size_t retire = 0;
+};
+RollStep PlanRoll(const std::vector<RollMachine>& machines, int64_t desired, std::string_view version);
 
 }  // namespace hcprp::provisioning

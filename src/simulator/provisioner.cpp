@@ -1,5 +1,6 @@
 #include "simulator/provisioner.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace hcprp::simulator {
@@ -12,6 +13,8 @@ std::string_view OperationName(Operation op) {
       return "update";
     case Operation::kDelete:
       return "delete";
+    case Operation::kUpgrade:
+      return "upgrade";
   }
   return "create";
 }
@@ -20,7 +23,16 @@ Result<Operation> ParseOperation(std::string_view name) {
   if (name == "create") return Operation::kCreate;
   if (name == "update") return Operation::kUpdate;
   if (name == "delete") return Operation::kDelete;
-  return Error::InvalidArgument("unknown operation '" + std::string(name) + "' (create, update, delete)");
+  if (name == "upgrade") return Operation::kUpgrade;
+  return Error::InvalidArgument("unknown operation '" + std::string(name) +
+                                "' (create, update, delete, upgrade)");
+}
+
+int64_t NodePoolReplicas(const json::object& node_pool) {
+  int64_t replicas = GetInt(node_pool, "replicas").value_or(0);
+  if (const json::object* as = GetObject(node_pool, "autoscaling"))
+    replicas = GetInt(*as, "min_replica").value_or(replicas);
+  return std::max<int64_t>(replicas, 0);
 }
 
 std::string_view ProfileName(Profile p) {
@@ -80,6 +92,18 @@ Duration TimedProvisioner::CredentialIssueTime() { return Sample(1, 10, 30); }
 
 Duration TimedProvisioner::RevocationTime() { return Sample(2, 60, 180); }
 
+Duration TimedProvisioner::ControlPlaneUpgradeTime() { return Sample(4, 1500, 2700); }
+
+Duration TimedProvisioner::NodePoolUpgradeTime(int64_t replicas) {
+  // A sum of per-machine draws; beyond kDrawn machines the drawn ones stand for the rest.
+  constexpr int64_t kDrawn = 100;
+  replicas = std::min<int64_t>(replicas, 100'000);  // keeps the product of durations in range
+  const int64_t drawn = std::min(replicas, kDrawn);
+  Duration total = Duration::zero();
+  for (int64_t i = 0; i < drawn; ++i) total += Sample(2, 360, 720);
+  return drawn == 0 ? total : total / drawn * replicas;
+}
+
 std::optional<Step> TimedProvisioner::Next(const ObjectInfo& o) {
   const std::string_view s = o.state;
   const bool cluster = o.kind == kCluster;
@@ -101,8 +125,13 @@ std::optional<Step> TimedProvisioner::Next(const ObjectInfo& o) {
       }
       return std::nullopt;
     case Operation::kUpdate:
+    case Operation::kUpgrade:
       if (s == "validating_update") return Step{"pending_update", Sample(1, 10, 30)};
       if (s == "pending_update") return Step{"updating", Sample(1, 20, 60)};
+      if (s == "updating" && o.operation == Operation::kUpgrade) {
+        if (node_pool) return Step{finish("ready"), NodePoolUpgradeTime(NodePoolReplicas(*o.object))};
+        return Step{finish("ready"), ControlPlaneUpgradeTime()};
+      }
       if (s == "updating") {
         if (node_pool) return Step{finish("ready"), Sample(3, 360, 720)};
         if (cluster) return Step{finish("ready"), Sample(3, 240, 600)};

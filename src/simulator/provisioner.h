@@ -23,9 +23,11 @@
 
 namespace hcprp::simulator {
 
-// The operation an object is going through.
-enum class Operation { kCreate, kUpdate, kDelete };
-std::string_view OperationName(Operation op);  // "create", "update", "delete"
+// The operation an object is going through. An upgrade is an update of a cluster or node pool that
+// changes the version it runs (status.version_history): a control plane upgrade, or a node pool's
+// rolling replacement of its machines.
+enum class Operation { kCreate, kUpdate, kDelete, kUpgrade };
+std::string_view OperationName(Operation op);  // "create", "update", "delete", "upgrade"
 Result<Operation> ParseOperation(std::string_view name);
 
 // Object kinds, as they appear in "kind".
@@ -49,7 +51,15 @@ struct ObjectInfo {
   // "recoverable_error") instead of succeeding; empty otherwise.
   std::string_view failure_state;
   const json::object* object;  // the full object
+  // Clusters and node pools: the raw version ("4.21.3") a create or an upgrade installs, or the one the
+  // object runs during other operations; empty when unknown.
+  std::string_view version = {};
+  // Identifies the operation: every operation of an object has another one (increasing).
+  uint64_t operation_id = 0;
 };
+
+// A node pool's replica count: autoscaling.min_replica when it autoscales, else replicas (never below 0).
+int64_t NodePoolReplicas(const json::object& node_pool);
 
 struct Step {
   std::string state;  // the next state, or kGone
@@ -71,8 +81,9 @@ class Provisioner {
 // instant: every step as fast as possible (each state still observable as an event);
 // demo: a few seconds per step; realistic: the durations of docs/architecture.md ("Cluster Service
 // object states") drawn from log-normal distributions (cluster create median ~12.5 min, p99 ~20 min; node
-// pool create ~10 min; deletes median ~11.5 min, p99 ~25 min). Every duration is multiplied by time_scale
-// (0.01 turns the realistic 12 minutes into 7 seconds).
+// pool create ~10 min; deletes median ~11.5 min, p99 ~25 min; control plane upgrade median ~25 min, p99
+// ~45 min; a node pool upgrade ~6 min per machine). Every duration is multiplied by time_scale (0.01
+// turns the realistic 12 minutes into 7 seconds).
 enum class Profile { kInstant, kDemo, kRealistic };
 std::string_view ProfileName(Profile p);
 Result<Profile> ParseProfile(std::string_view name);
@@ -90,6 +101,11 @@ class TimedProvisioner final : public Provisioner {
   std::optional<Step> Next(const ObjectInfo& object) override;
   Duration CredentialIssueTime() override;
   Duration RevocationTime() override;
+  // A control plane upgrade: instant 0, demo 4 s, realistic median ~25 min (p99 ~45 min); scaled.
+  Duration ControlPlaneUpgradeTime();
+  // A node pool's rolling upgrade of `replicas` machines, one after the other (surge 1, unavailable 0):
+  // per machine demo 2 s, realistic median ~6 min (p99 ~12 min); scaled.
+  Duration NodePoolUpgradeTime(int64_t replicas);
 
   Timing timing() const;
   void set_timing(Timing timing);

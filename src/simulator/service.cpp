@@ -16,10 +16,21 @@ using http::StatusCode;
 
 namespace {
 
-// Status fields EnterStateLocked rebuilds on every state change.
+// Status fields EnterStateLocked rebuilds (or, for the version history, advances) on every state change.
 bool IsSimulatorStatusField(std::string_view name) {
   return name == "state" || name == "provision_error_code" || name == "provision_error_message" ||
-         name == "description" || name == "last_transition_timestamp";
+         name == "description" || name == "last_transition_timestamp" || name == "version_history";
+}
+
+constexpr std::string_view kVersionPrefix = "openshift-v";
+
+json::object HistoryEntry(const std::string& version, std::string_view state, const std::string& started) {
+  return json::object{{"version", version}, {"state", state}, {"started_time", started}};
+}
+
+bool IsEntry(const json::value& entry, const std::string& version, std::string_view state) {
+  return entry.is_object() && GetString(entry.as_object(), "version") == version &&
+         GetString(entry.as_object(), "state") == state;
 }
 
 }  // namespace
@@ -30,6 +41,54 @@ std::string NewObjectId() {
   return u;
 }
 
+const CatalogueVersion* ResolveVersion(const VersionCatalogue& catalogue, std::string_view id,
+                                       std::string_view channel_group) {
+  std::string_view rest = id;
+  if (rest.starts_with(kVersionPrefix)) rest.remove_prefix(kVersionPrefix.size());
+  std::string_view group = channel_group;
+  if (auto dash = rest.find('-'); dash != std::string_view::npos) {
+    if (group.empty()) group = rest.substr(dash + 1);
+    rest = rest.substr(0, dash);
+  }
+  if (group.empty()) group = "stable";
+  const CatalogueVersion* best = nullptr;
+  for (const auto& v : catalogue.versions()) {
+    if (v.channel_group != group || !v.enabled) continue;
+    if (v.raw_id == rest) return &v;
+    if (v.minor == rest && (!best || v.z > best->z)) best = &v;
+  }
+  return best;
+}
+
+std::string RunningVersion(const json::object& object) {
+  const json::object* status = hcprp::GetObject(object, "status");
+  const json::array* history = status ? GetArray(*status, "version_history") : nullptr;
+  if (!history) return "";
+  for (const auto& e : *history) {
+    if (e.is_object() && GetString(e.as_object(), "state") == "Completed")
+      return std::string(GetString(e.as_object(), "version").value_or(""));
+  }
+  return "";
+}
+
+void AdvanceVersionHistory(json::array& history, const std::string& version, std::string_view state,
+                           const std::string& at) {
+  const bool partial_on_top = !history.empty() && IsEntry(history.front(), version, "Partial");
+  if (state == "error" || state == "recoverable_error") {
+    if (partial_on_top) history.erase(history.begin());
+    return;
+  }
+  if (state == "ready") {
+    if (!partial_on_top) history.insert(history.begin(), HistoryEntry(version, "Partial", at));
+    json::object& top = history.front().as_object();
+    top["state"] = "Completed";
+    top["completion_time"] = at;
+  } else if (!partial_on_top) {
+    history.insert(history.begin(), HistoryEntry(version, "Partial", at));
+  }
+  if (history.size() > kMaxVersionHistory) history.resize(kMaxVersionHistory);
+}
+
 namespace {
 
 std::string_view InitialState(std::string_view kind, Operation op) {
@@ -37,6 +96,7 @@ std::string_view InitialState(std::string_view kind, Operation op) {
     case Operation::kCreate:
       return "validating";
     case Operation::kUpdate:
+    case Operation::kUpgrade:
       return kind == kNodePool ? "validating_update" : "updating";
     case Operation::kDelete:
       return "uninstalling";
@@ -83,6 +143,8 @@ Status Service::Load() {
     r.parent = std::string(GetString(*sim, "parent").value_or(""));
     auto op = ParseOperation(GetString(*sim, "operation").value_or("create"));
     r.op = op.ok() ? *op : Operation::kCreate;
+    r.op_id = static_cast<uint64_t>(GetInt(*sim, "op_id").value_or(0));
+    r.target_version = std::string(GetString(*sim, "target_version").value_or(""));
     r.state_since = FromUnixMillis(GetInt(*sim, "state_since_ms").value_or(0));
     r.fail_state = std::string(GetString(*sim, "fail_state").value_or(""));
     r.fail_code = std::string(GetString(*sim, "fail_code").value_or(""));
@@ -139,6 +201,8 @@ Status Service::CommitLocked(Txn& txn) {
     const Record& r = it->second;
     json::object sim{{"parent", r.parent},
                      {"operation", OperationName(r.op)},
+                     {"op_id", r.op_id},
+                     {"target_version", r.target_version},
                      {"state_since_ms", ToUnixMillis(r.state_since)},
                      {"fail_state", r.fail_state},
                      {"fail_code", r.fail_code},
@@ -274,6 +338,7 @@ void Service::AddEventLocked(Txn& txn, const std::string& href, std::string_view
 
 void Service::BeginOperationLocked(Txn& txn, Record& rec, Operation op, bool allow_fault) {
   rec.op = op;
+  rec.op_id = last_sequence_ + txn.events.size() + 1;  // the sequence of the event EnterStateLocked adds
   rec.fail_state.clear();
   rec.fail_code.clear();
   rec.fail_message.clear();
@@ -295,13 +360,21 @@ void Service::EnterStateLocked(Txn& txn, Record& rec, std::string state, TimePoi
   txn.before.try_emplace(rec.href, rec);  // no-op when already touched
   // Fields an engine set through SetStatusFields (conditions) outlive the state they were set in.
   json::object kept;
+  json::array history;
   if (const json::object* old = hcprp::GetObject(rec.object, "status")) {
     for (const auto& [k, v] : *old) {
       if (!IsSimulatorStatusField(k)) kept[k] = v;
     }
+    if (const json::array* h = GetArray(*old, "version_history")) history = *h;
+  }
+  const bool versioned = rec.kind == kCluster || rec.kind == kNodePool;
+  if (versioned && (rec.op == Operation::kCreate || rec.op == Operation::kUpgrade) &&
+      !rec.target_version.empty()) {
+    AdvanceVersionHistory(history, rec.target_version, state, FormatRfc3339(now));
   }
   json::object& status = rec.object["status"].emplace_object();
   status = std::move(kept);
+  if (versioned) status["version_history"] = std::move(history);
   status["state"] = state;
   if (state == "error" || state == "recoverable_error") {
     status["provision_error_code"] = rec.fail_code.empty() ? "OCM3999" : rec.fail_code;
@@ -322,7 +395,12 @@ void Service::EnterStateLocked(Txn& txn, Record& rec, std::string state, TimePoi
 
 void Service::PlanLocked(Record& rec) {
   std::string state = rec.state();
-  ObjectInfo info{rec.kind, rec.href, state, rec.op, rec.fail_state, &rec.object};
+  // What a create or upgrade installs; what runs during other operations.
+  std::string version = rec.target_version;
+  if (rec.op == Operation::kUpdate || rec.op == Operation::kDelete) {
+    if (std::string running = RunningVersion(rec.object); !running.empty()) version = std::move(running);
+  }
+  ObjectInfo info{rec.kind, rec.href, state, rec.op, rec.fail_state, &rec.object, version, rec.op_id};
   auto step = options_.provisioner->Next(info);
   rec.has_next = step.has_value();
   if (step) {
@@ -332,6 +410,33 @@ void Service::PlanLocked(Record& rec) {
     rec.next_state.clear();
     rec.next_at = TimePoint{};
   }
+}
+
+std::string Service::PinVersion(json::object& object) const {
+  if (GetString(object, "kind") != kCluster && GetString(object, "kind") != kNodePool) return "";
+  json::value* v = object.if_contains("version");
+  if (!v || !v->is_object()) return "";
+  json::object& version = v->as_object();
+  const std::string id(GetString(version, "id").value_or(""));
+  const CatalogueVersion* resolved =
+      ResolveVersion(versions(), id, GetString(version, "channel_group").value_or(""));
+  if (!resolved) return "";
+  if (id.find('.') == id.rfind('.')) version["id"] = resolved->id();  // "openshift-v4.20": a minor only
+  if (!version.contains("channel_group")) version["channel_group"] = resolved->channel_group;
+  return resolved->raw_id;
+}
+
+std::string Service::UpgradeTarget(std::string_view kind, const json::object& patch,
+                                   const json::object& merged) const {
+  if (kind != kCluster && kind != kNodePool) return "";
+  const json::object* asked = hcprp::GetObject(patch, "version");
+  if (!asked || !GetString(*asked, "id")) return "";
+  const json::object* version = hcprp::GetObject(merged, "version");
+  if (!version) return "";
+  const CatalogueVersion* resolved = ResolveVersion(versions(), GetString(*version, "id").value_or(""),
+                                                    GetString(*version, "channel_group").value_or(""));
+  if (!resolved || resolved->raw_id == RunningVersion(merged)) return "";
+  return resolved->raw_id;
 }
 
 void Service::OnStepDue(const std::string& href) {

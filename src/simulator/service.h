@@ -160,6 +160,15 @@ class Service {
   void EnterStateLocked(Txn& txn, Record& rec, std::string state,
                         TimePoint at) HCPRP_REQUIRES(mu_);  // by value: callers pass rec.next_state
   void PlanLocked(Record& rec) HCPRP_REQUIRES(mu_);
+  // Clusters and node pools being created: a minor-only version.id becomes the exact ID of that minor's
+  // newest enabled z-stream in its channel group. Returns the raw version the object installs ("" for
+  // other kinds, or a version the catalogue does not resolve).
+  std::string PinVersion(json::object& object) const;
+  // The raw version a PATCH (`patch`, which makes `merged`) upgrades a cluster or node pool to: the one
+  // its version.id resolves to, when the PATCH sets version.id and that is not the newest Completed
+  // version (also the same version.id again after a failed upgrade: a retry). "" when it starts none.
+  std::string UpgradeTarget(std::string_view kind, const json::object& patch,
+                            const json::object& merged) const;
   void AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,
                       json::object object) HCPRP_REQUIRES(mu_);
   Status CommitLocked(Txn& txn) HCPRP_REQUIRES(mu_);

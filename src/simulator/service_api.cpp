@@ -398,6 +398,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
       obj["version"] = std::move(v);
     }
   }
+  std::string installs = PinVersion(obj);
   if (kind == kCluster) {
     std::string region = "eastus";
     if (const json::object* r = hcprp::GetObject(obj, "region"))
@@ -421,6 +422,7 @@ http::Response Service::CreateObject(const http::Request& req, std::string_view 
   rec.parent = parent;
   rec.object = std::move(obj);
   rec.created = next_created_++;
+  rec.target_version = std::move(installs);
   if (!key.empty()) {
     rec.idem_collection = collection;
     rec.idem_key = key;
@@ -478,12 +480,15 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
     return OcmError(StatusCode::bad_request, "The Azure identity of a cluster cannot change");
   }
   if (auto problem = Validate(kind, m, *versions())) return OcmError(StatusCode::bad_request, *problem);
-  if (m == rec->object) return Ocm(StatusCode::ok, rec->object);
+  std::string upgrade_to = UpgradeTarget(kind, patch, m);
+  if (upgrade_to.empty() && m == rec->object) return Ocm(StatusCode::ok, rec->object);
 
   Txn txn;
   Record& r = TouchLocked(txn, href);
   r.object = std::move(m);
-  BeginOperationLocked(txn, r, Operation::kUpdate, true);
+  const Operation op = upgrade_to.empty() ? Operation::kUpdate : Operation::kUpgrade;
+  if (op == Operation::kUpgrade) r.target_version = std::move(upgrade_to);
+  BeginOperationLocked(txn, r, op, true);
   Status st = CommitLocked(txn);
   if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the update");
   return Ocm(StatusCode::ok, records_.at(href).object);

@@ -196,7 +196,7 @@ Result<Service::ProvisioningFault> Service::ControlApi::ParseProvisioningFault(c
   if (const json::array* ops = GetArray(b, "operations")) {
     for (const auto& o : *ops) {
       if (!o.is_string() || !ParseOperation(o.as_string()).ok())
-        return Error::InvalidArgument("operations: create, update, delete");
+        return Error::InvalidArgument("operations: create, update, delete, upgrade");
       f.operations.emplace_back(o.as_string());
     }
   } else {

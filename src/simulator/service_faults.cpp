@@ -14,7 +14,11 @@ std::optional<Service::ProvisioningFault> Service::DrawProvisioningFaultLocked(s
   for (auto it = provisioning_faults_.begin(); it != provisioning_faults_.end(); ++it) {
     auto& f = *it;
     if (!f.kinds.empty() && std::find(f.kinds.begin(), f.kinds.end(), kind) == f.kinds.end()) continue;
-    if (std::find(f.operations.begin(), f.operations.end(), OperationName(op)) == f.operations.end())
+    // An upgrade is an update too: "update" rules fail it as well, "upgrade" rules fail only upgrades.
+    auto names = [&](std::string_view name) {
+      return std::find(f.operations.begin(), f.operations.end(), name) != f.operations.end();
+    };
+    if (!names(OperationName(op)) && !(op == Operation::kUpgrade && names(OperationName(Operation::kUpdate))))
       continue;
     if (f.remaining == 0) continue;
     if (f.fraction < 1.0 && std::uniform_real_distribution<double>(0, 1)(rng_) >= f.fraction) continue;

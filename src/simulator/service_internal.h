@@ -20,6 +20,26 @@ std::optional<int64_t> ParseInt(std::string_view s);
 // The collections under a cluster whose objects are deleted before it (and with it).
 inline constexpr const char* kChildCollections[] = {"/node_pools/", "/external_auth_configs/"};
 
+// status.version_history keeps at most this many entries, newest first.
+inline constexpr size_t kMaxVersionHistory = 10;
+
+// The catalogue version a cluster or node pool asking for `id` in `channel_group` gets (the forms
+// VersionCatalogue::Refusal accepts): for a minor ("openshift-v4.20", "4.20") the newest enabled z-stream
+// of that minor in the group, else the version named. nullptr when there is none.
+const CatalogueVersion* ResolveVersion(const VersionCatalogue& catalogue, std::string_view id,
+                                       std::string_view channel_group);
+
+// The raw version of the newest Completed entry of `object`'s status.version_history; "" when none.
+std::string RunningVersion(const json::object& object);
+
+// status.version_history after an object that installs `version` (a create or an upgrade) entered
+// `state` at `at` (RFC 3339): "ready" completes the version's Partial entry on top (or puts a Completed
+// one there); "error" and "recoverable_error" remove the Partial entry (what ran before keeps running);
+// any other state puts a Partial entry on top unless there is one already. Newest first, at most
+// kMaxVersionHistory entries.
+void AdvanceVersionHistory(json::array& history, const std::string& version, std::string_view state,
+                           const std::string& at);
+
 // One object with what the simulator needs to drive it. Persisted as {"object": ..., "sim": ...}.
 struct Service::Record {
   std::string kind;
@@ -27,6 +47,10 @@ struct Service::Record {
   std::string parent;   // the cluster's href, for node pools and external auths
   json::object object;  // what GET returns
   Operation op = Operation::kCreate;
+  // The current operation's ID (ObjectInfo::operation_id): the sequence its first event got.
+  uint64_t op_id = 0;
+  // Clusters and node pools: the raw version the last create or upgrade installs ("4.21.3").
+  std::string target_version;
   TimePoint state_since{};
   // The fault injected into the current operation, if any.
   std::string fail_state, fail_code, fail_message;

@@ -8,6 +8,7 @@
 #include "http/client.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
+#include "simulator/service_internal.h"
 #include "simulator/simulator.h"
 #include "simulator/state_store.h"
 #include "simulator/test_util.h"
@@ -71,6 +72,8 @@ TEST_F(SimulatorTest, UpdateGoesThroughUpdating) {
   EXPECT_EQ(p.state(), "updating");
   EXPECT_EQ(*GetString(*GetObject(p.obj(), "version"), "id"), "openshift-v4.20");
   Advance(3s);
+  EXPECT_EQ(State(href), "updating");  // a version change is an upgrade: 4 s under demo
+  Advance(1s);
   EXPECT_EQ(State(href), "ready");
 }
 
@@ -569,6 +572,222 @@ TEST_F(SimulatorTest, InFlightTransitionsResumeWithoutTimePassing) {
   EXPECT_EQ(State(href), "installing");
   Advance(6s);
   EXPECT_EQ(State(href), "ready");
+}
+
+// status.version_history of an object: [[version, state], ...], newest first.
+std::vector<std::pair<std::string, std::string>> History(const json::object& object) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const json::object* st = GetObject(object, "status");
+  const json::array* h = st ? GetArray(*st, "version_history") : nullptr;
+  if (!h) h = GetArray(object, "version_history");  // a .../status answer
+  if (!h) return out;
+  for (const auto& e : *h) {
+    out.emplace_back(GetString(e.as_object(), "version").value_or(""),
+                     GetString(e.as_object(), "state").value_or(""));
+  }
+  return out;
+}
+
+using Entries = std::vector<std::pair<std::string, std::string>>;
+
+TEST_F(SimulatorTest, CreateAtAMinorResolvesToItsNewestZStream) {
+  StartSim(Profile::kDemo);
+  auto c = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"));  // openshift-v4.19
+  ASSERT_EQ(c.status, 201u);
+  const std::string href = c.str("href");
+  EXPECT_EQ(*GetString(*GetObject(c.obj(), "version"), "id"), "openshift-v4.19.25");
+  EXPECT_EQ(*GetString(*GetObject(c.obj(), "version"), "channel_group"), "stable");
+  EXPECT_EQ(History(c.obj()), (Entries{{"4.19.25", "Partial"}}));  // installing
+  auto np = Call(*sim_, Verb::post, href + "/node_pools",
+                 R"({"name":"np1","replicas":1,"version":{"id":"openshift-v4.21","channel_group":"fast"}})");
+  ASSERT_EQ(np.status, 201u) << ToJson(np.body);
+  EXPECT_EQ(*GetString(*GetObject(np.obj(), "version"), "id"), "openshift-v4.21.5-fast");
+  auto exact = Call(*sim_, Verb::post, href + "/node_pools",
+                    R"({"name":"np2","version":{"id":"openshift-v4.20.3","channel_group":"stable"}})");
+  EXPECT_EQ(*GetString(*GetObject(exact.obj(), "version"), "id"), "openshift-v4.20.3");
+  Advance(10s);
+  ASSERT_EQ(State(href), "ready");
+  auto st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.25", "Completed"}}));
+  const json::object& entry = GetArray(st.obj(), "version_history")->at(0).as_object();
+  EXPECT_EQ(GetString(entry, "started_time"), GetString(c.obj(), "creation_timestamp"));
+  EXPECT_TRUE(GetString(entry, "completion_time").has_value());
+  EXPECT_EQ(History(Call(*sim_, Verb::get, np.str("href")).obj()), (Entries{{"4.21.5", "Completed"}}));
+  // Events carry the object with its history.
+  auto events = Events(0);
+  EXPECT_EQ(History(*GetObject(events.back().as_object(), "object")).size(), 1u);
+}
+
+TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
+  StartSim(Profile::kDemo);
+  const std::string href = CreateCluster("c1");
+  auto np = Call(*sim_, Verb::post, href + "/node_pools",
+                 R"({"name":"np1","replicas":3,"version":{"id":"openshift-v4.19"}})");
+  Advance(10s);
+  ASSERT_EQ(State(href), "ready");
+  auto p = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})");
+  ASSERT_EQ(p.status, 200u);
+  EXPECT_EQ(p.state(), "updating");
+  EXPECT_EQ(History(p.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+  EXPECT_FALSE(GetObject(GetArray(*GetObject(p.obj(), "status"), "version_history")->at(0).as_object(),
+                         "completion_time"));
+  Advance(3s);
+  EXPECT_EQ(State(href), "updating");
+  Advance(1s);
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(History(Call(*sim_, Verb::get, href + "/status").obj()),
+            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+  // A change of other fields is an update as before; the history stays.
+  auto other = Call(*sim_, Verb::patch, href, R"({"region":{"id":"eastus"}})");
+  EXPECT_EQ(other.state(), "updating");
+  Advance(3s);
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(History(Call(*sim_, Verb::get, href).obj()).size(), 2u);
+  // The same version again changes nothing.
+  EXPECT_EQ(Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})").state(), "ready");
+
+  // A node pool rolls its 3 machines one after the other: 2 s each under demo.
+  const std::string pool = np.str("href");
+  auto pp = Call(*sim_, Verb::patch, pool, R"({"version":{"id":"openshift-v4.20.3"}})");
+  EXPECT_EQ(pp.state(), "validating_update");
+  EXPECT_EQ(History(pp.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+  Advance(2s);
+  ASSERT_EQ(State(pool), "updating");
+  Advance(5s);
+  EXPECT_EQ(State(pool), "updating");
+  Advance(1s);
+  EXPECT_EQ(State(pool), "ready");
+  EXPECT_EQ(History(Call(*sim_, Verb::get, pool).obj()),
+            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+}
+
+TEST_F(SimulatorTest, FailedUpgradeKeepsTheOldVersionAndCanBeRetried) {
+  StartSim(Profile::kInstant);
+  const std::string href = CreateCluster("c1");
+  auto rule =
+      Call(*sim_, Verb::post, "/control/faults/provisioning",
+           R"({"count":1,"operations":["upgrade"],"code":"OCM4242","message":"payload unavailable"})");
+  ASSERT_EQ(rule.status, 201u) << ToJson(rule.body);
+  sim_->RunDueForTest();
+  ASSERT_EQ(State(href), "ready");  // an upgrade rule fails no create
+  auto np = Call(*sim_, Verb::post, href + "/node_pools", R"({"name":"np1","replicas":1})");
+  sim_->RunDueForTest();
+  Call(*sim_, Verb::patch, np.str("href"), R"({"replicas":2})");
+  sim_->RunDueForTest();
+  ASSERT_EQ(State(np.str("href")), "ready");  // nor an update
+  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
+  sim_->RunDueForTest();
+  auto st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(st.state(), "error");
+  EXPECT_EQ(st.str("provision_error_code"), "OCM4242");
+  EXPECT_EQ(st.str("provision_error_message"), "payload unavailable");
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.25", "Completed"}}));
+  auto obj = Call(*sim_, Verb::get, href);
+  EXPECT_EQ(*GetString(*GetObject(obj.obj(), "version"), "id"), "openshift-v4.20");  // still desired
+  EXPECT_EQ(StatesOf(Events(0), href),
+            (std::vector<std::string>{"validating", "pending", "installing", "ready", "updating", "error"}));
+  // The same version again is a retry.
+  auto retry = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
+  EXPECT_EQ(retry.state(), "updating");
+  sim_->RunDueForTest();
+  st = Call(*sim_, Verb::get, href + "/status");
+  EXPECT_EQ(st.state(), "ready");
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.20.15", "Completed"}, {"4.19.25", "Completed"}}));
+  EXPECT_EQ(Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"operations":["upgrayedd"]})").status,
+            400u);
+}
+
+TEST_F(SimulatorTest, AnUpgradeInProgressResumesAfterARestart) {
+  TempDir dir;
+  StartSim(Profile::kDemo, dir.str());
+  const std::string href = CreateCluster("c1");
+  Advance(10s);
+  ASSERT_EQ(State(href), "ready");
+  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})");
+  Advance(2s);
+  sim_.reset();
+  StartSim(Profile::kDemo, dir.str());
+  EXPECT_EQ(State(href), "updating");
+  EXPECT_EQ(History(Call(*sim_, Verb::get, href).obj()),
+            (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+  Advance(2s);
+  EXPECT_EQ(State(href), "ready");
+  EXPECT_EQ(History(Call(*sim_, Verb::get, href).obj()),
+            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+}
+
+TEST(VersionHistoryTest, AdvancesPartialCompletedAndFailedEntries) {
+  json::array h;
+  AdvanceVersionHistory(h, "4.19.2", "validating", "t0");
+  AdvanceVersionHistory(h, "4.19.2", "installing", "t1");  // still the same Partial entry
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].as_object(),
+            (json::object{{"version", "4.19.2"}, {"state", "Partial"}, {"started_time", "t0"}}));
+  AdvanceVersionHistory(h, "4.19.2", "ready", "t2");
+  EXPECT_EQ(
+      h[0].as_object(),
+      (json::object{
+          {"version", "4.19.2"}, {"state", "Completed"}, {"started_time", "t0"}, {"completion_time", "t2"}}));
+  AdvanceVersionHistory(h, "4.20.1", "updating", "t3");
+  ASSERT_EQ(h.size(), 2u);
+  AdvanceVersionHistory(h, "4.20.1", "error", "t4");  // the old version keeps running
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(GetString(h[0].as_object(), "version"), "4.19.2");
+  AdvanceVersionHistory(h, "4.20.1", "error", "t5");  // nothing Partial left to remove
+  EXPECT_EQ(h.size(), 1u);
+  AdvanceVersionHistory(h, "4.20.1", "ready", "t6");  // ready without a Partial entry: Completed at once
+  EXPECT_EQ(
+      h[0].as_object(),
+      (json::object{
+          {"version", "4.20.1"}, {"state", "Completed"}, {"started_time", "t6"}, {"completion_time", "t6"}}));
+  for (int z = 2; z < 20; ++z) AdvanceVersionHistory(h, "4.20." + std::to_string(z), "ready", "t");
+  EXPECT_EQ(h.size(), kMaxVersionHistory);
+  EXPECT_EQ(GetString(h[0].as_object(), "version"), "4.20.19");
+}
+
+TEST(VersionHistoryTest, ResolvesMinorsToTheirNewestEnabledZStreamInTheGroup) {
+  const VersionCatalogue& cat = VersionCatalogue::BuiltIn();
+  auto id = [&](std::string_view v, std::string_view g) {
+    const CatalogueVersion* r = ResolveVersion(cat, v, g);
+    return r ? r->id() : std::string("none");
+  };
+  EXPECT_EQ(id("openshift-v4.21", ""), "openshift-v4.21.3");
+  EXPECT_EQ(id("openshift-v4.21", "fast"), "openshift-v4.21.5-fast");
+  EXPECT_EQ(id("4.21", "candidate"), "openshift-v4.21.5-candidate");
+  EXPECT_EQ(id("openshift-v4.20.8-fast", ""), "openshift-v4.20.8-fast");
+  EXPECT_EQ(id("openshift-v4.20.8", "stable"), "openshift-v4.20.8");
+  EXPECT_EQ(id("openshift-v4.18.1", ""), "none");  // disabled
+  EXPECT_EQ(id("openshift-v4.17", ""), "none");
+  json::object o{
+      {"status", json::object{{"version_history",
+                               json::array{json::object{{"version", "4.20.1"}, {"state", "Partial"}},
+                                           json::object{{"version", "4.19.2"}, {"state", "Completed"}}}}}}};
+  EXPECT_EQ(RunningVersion(o), "4.19.2");
+  EXPECT_EQ(RunningVersion(json::object{}), "");
+}
+
+TEST(TimedProvisionerTest, UpgradeTimesFollowTheProfileAndGrowWithReplicas) {
+  TimedProvisioner instant(Timing{Profile::kInstant, 1.0}, 1);
+  EXPECT_EQ(instant.ControlPlaneUpgradeTime(), Duration::zero());
+  TimedProvisioner demo(Timing{Profile::kDemo, 1.0}, 1);
+  EXPECT_EQ(demo.ControlPlaneUpgradeTime(), std::chrono::seconds(4));
+  EXPECT_EQ(demo.NodePoolUpgradeTime(3), std::chrono::seconds(6));
+  EXPECT_EQ(demo.NodePoolUpgradeTime(0), Duration::zero());
+  TimedProvisioner real(Timing{Profile::kRealistic, 1.0}, 1);
+  std::vector<Duration> cp;
+  for (int i = 0; i < 200; ++i) cp.push_back(real.ControlPlaneUpgradeTime());
+  std::sort(cp.begin(), cp.end());
+  EXPECT_GT(cp[100], std::chrono::minutes(20));
+  EXPECT_LT(cp[100], std::chrono::minutes(30));
+  EXPECT_LT(cp[190], std::chrono::minutes(60));
+  EXPECT_GT(real.NodePoolUpgradeTime(10), std::chrono::minutes(40));
+  EXPECT_LT(real.NodePoolUpgradeTime(10), std::chrono::minutes(90));
+  TimedProvisioner scaled(Timing{Profile::kDemo, 0.5}, 1);
+  EXPECT_EQ(scaled.NodePoolUpgradeTime(2), std::chrono::seconds(2));
+  EXPECT_EQ(NodePoolReplicas(json::object{{"replicas", 3}}), 3);
+  EXPECT_EQ(
+      NodePoolReplicas(json::object{{"replicas", 3}, {"autoscaling", json::object{{"min_replica", 5}}}}), 5);
+  EXPECT_EQ(NodePoolReplicas(json::object{{"replicas", -2}}), 0);
 }
 
 // Through a real socket, with the system clock.
