@@ -93,6 +93,12 @@ std::optional<Transition> Decide(Request request, ObjectKind kind, const Observa
       return std::nullopt;
     case Request::kCreate:
     case Request::kUpdate:
+      // An update that changes the version ends once the Cluster Service accepted the new version and
+      // its rollout began, as the real service ends it, not when the rollout finishes.
+      if (request == Request::kUpdate && o.upgrading && !o.gone && o.state != "error" &&
+          o.state != "recoverable_error") {
+        return To(kStateSucceeded);
+      }
       if (o.gone) {
         return FailedWith(std::string(kInternalServerError),
                           "The resource no longer exists in the Cluster Service");
@@ -108,6 +114,10 @@ Observation ObservationFrom(const clusterservice::CsStatus& status) {
   o.state = status.state;
   o.error_code = status.provision_error_code;
   o.error_message = status.provision_error_message;
+  if (status.version_history && !status.version_history->empty()) {
+    const json::object* newest = status.version_history->front().if_object();
+    o.upgrading = newest != nullptr && GetString(*newest, "state").value_or("") == "Partial";
+  }
   return o;
 }
 

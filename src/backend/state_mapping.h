@@ -32,6 +32,9 @@ struct Observation {
   std::string state;          // Cluster Service state when !gone
   std::string error_code;     // provision_error_code, when reported
   std::string error_message;  // provision_error_message, when reported
+  // The newest entry of the version history is "Partial": an upgrade to a new version was accepted and
+  // rolls out.
+  bool upgrading = false;
 };
 
 // An observation from a Cluster Service status.

@@ -34,7 +34,7 @@ TEST(StateMapping, Cluster) {
 }
 
 TEST(StateMapping, ClusterErrorCarriesTheProvisionError) {
-  Observation o{false, "error", "OCM1", "bad"};
+  Observation o{false, "error", "OCM1", "bad", false};
   auto t = Decide(Request::kCreate, ObjectKind::kCluster, o);
   ASSERT_TRUE(t && t->error);
   EXPECT_EQ(t->error->code, "OCM1");
@@ -55,10 +55,33 @@ TEST(StateMapping, NodePool) {
   EXPECT_EQ(Next(R::kDelete, kPool, "uninstalling"), "Deleting");
   EXPECT_EQ(Next(R::kCreate, kPool, "recoverable_error"), "Failed");
   EXPECT_EQ(Next(R::kCreate, kPool, "error"), "Failed");
-  Observation o{false, "error", "OCM1", "nodes"};
+  Observation o{false, "error", "OCM1", "nodes", false};
   auto t = Decide(Request::kCreate, ObjectKind::kNodePool, o);
   EXPECT_EQ(t->error->code, "InternalServerError");
   EXPECT_EQ(t->error->message, "nodes");
+}
+
+// An update that changes the version ends once the upgrade was accepted (the newest version history
+// entry is Partial), whatever the object's state while it rolls out; a create does not.
+TEST(StateMapping, AnUpgradeEndsTheUpdateOnceAccepted) {
+  clusterservice::CsStatus status = clusterservice::ParseCsStatus(
+      ParseJson(R"({"state":"updating","version_history":[{"version":"4.21.3","state":"Partial"},
+                   {"version":"4.20.14","state":"Completed"}]})")
+          .value()
+          .as_object());
+  Observation o = ObservationFrom(status);
+  EXPECT_TRUE(o.upgrading);
+  for (ObjectKind kind : {ObjectKind::kCluster, ObjectKind::kNodePool}) {
+    EXPECT_EQ(Decide(Request::kUpdate, kind, o)->status, "Succeeded");
+    EXPECT_EQ(Decide(Request::kCreate, kind, o)->status, "Updating");
+  }
+  o.state = "pending_update";
+  EXPECT_EQ(Decide(Request::kUpdate, ObjectKind::kNodePool, o)->status, "Succeeded");
+  o.state = "error";  // the upgrade failed before the update was decided
+  EXPECT_EQ(Decide(Request::kUpdate, ObjectKind::kCluster, o)->status, "Failed");
+  status.version_history = json::array{json::object{{"version", "4.20.14"}, {"state", "Completed"}}};
+  EXPECT_FALSE(ObservationFrom(status).upgrading);
+  EXPECT_EQ(Decide(Request::kUpdate, ObjectKind::kCluster, ObservationFrom(status))->status, "Updating");
 }
 
 TEST(StateMapping, Credentials) {

@@ -63,6 +63,13 @@ json::object SyncedStatusFields(const CsStatus& status) {
   if (status.conditions) out["conditions"] = *status.conditions;
   if (status.version_history) out["version_history"] = *status.version_history;
   if (status.managed_identities) out["managed_identities"] = *status.managed_identities;
+  if (!status.state.empty()) {
+    // A failure outside an operation of the resource provider (an automatic upgrade) shows only here.
+    const bool failed = status.state == "error" || status.state == "recoverable_error";
+    out["provision_error"] = failed ? json::value(json::object{{"code", status.provision_error_code},
+                                                               {"message", status.provision_error_message}})
+                                    : json::value(nullptr);
+  }
   return out;
 }
 

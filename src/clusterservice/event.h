@@ -34,7 +34,8 @@ struct CsStatus {
 json::array ActiveVersions(const json::array& version_history);
 
 // The status fields the resource provider keeps in a resource document for rendering (conditions,
-// version_history, managed_identities), as an object of those present; empty when none is.
+// version_history, managed_identities, and provision_error: {code, message} while the object is in an
+// error state, else null), as an object of those present; empty when none is.
 json::object SyncedStatusFields(const CsStatus& status);
 // Accepts {"state": "ready", ...} and the real service's node pool shape
 // {"state": {"node_pool_state_value": "ready"}, "message": ...}.

@@ -247,7 +247,16 @@ json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std
   TimePoint latest{};
   for (const EngineCondition& c : engine) {
     latest = std::max(latest, c.since);
+    if (c.type == "Progressing") {  // the engine's upgrade: True while it rolls out
+      if (c.status == "True") progressing.push_back(&c);
+      if (c.status != "True" && c.reason == "UpgradeFailed") degraded.push_back(&c);
+      continue;
+    }
     if (c.status == "True") continue;
+    if (c.reason == "Upgrading") {  // machines being replaced by a rolling upgrade: still available
+      progressing.push_back(&c);
+      continue;
+    }
     not_true.push_back(&c);
     (InProgress(c) ? progressing : degraded).push_back(&c);
   }
@@ -323,6 +332,25 @@ void FillIdentityIds(const json::object& service_status, json::object& identity)
   }
 }
 
+// A Cluster Service failure that no operation of the resource reported (an upgrade the backend started,
+// or one that failed after its Update had ended): Degraded, with the Cluster Service's code and reason.
+void ApplyServiceError(const json::object& service_status, std::string_view state, const std::string& when,
+                       json::array& conditions) {
+  const json::object* error = GetObject(service_status, "provision_error");
+  if (error == nullptr || !EqualsIgnoreCase(state, arm::kStateSucceeded)) return;
+  std::string message(GetString(*error, "message").value_or(""));
+  if (message.empty()) message = "The Cluster Service reports a failure.";
+  json::object degraded = Condition(
+      "Degraded", "True", ApiReason(GetString(*error, "code").value_or(""), "ServiceError"), message, when);
+  for (json::value& c : conditions) {
+    if (GetString(c.as_object(), "type") == "Degraded") {
+      c = std::move(degraded);
+      return;
+    }
+  }
+  conditions.push_back(std::move(degraded));
+}
+
 }  // namespace
 
 json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, json::object recorded) {
@@ -335,9 +363,10 @@ json::object ObservedValues(const LoadedResource& r, arm::ResourceKind kind, jso
   if (!observed.contains("status")) {
     std::string when = FormatRfc3339(FromUnixMillis(r.timestamp_ms), true);
     std::vector<EngineCondition> engine = EngineConditionsOf(r.doc.service_status);
-    json::object status{{"conditions", engine.empty()
-                                           ? ConditionsOf(r.doc.provisioning_state, when)
-                                           : ConditionsFromEngine(engine, r.doc.provisioning_state, when)}};
+    json::array conditions = engine.empty() ? ConditionsOf(r.doc.provisioning_state, when)
+                                            : ConditionsFromEngine(engine, r.doc.provisioning_state, when);
+    ApplyServiceError(r.doc.service_status, r.doc.provisioning_state, when, conditions);
+    json::object status{{"conditions", std::move(conditions)}};
     if (json::array active = ActiveVersionsOf(r, kind); !active.empty())
       status["activeVersions"] = std::move(active);
     observed["status"] = std::move(status);

@@ -695,12 +695,12 @@ TEST_F(EngineTest, AControlPlaneUpgradeTakesItsTimeAndResumesAfterARestart) {
   EXPECT_EQ(State(c), "updating");
   Restart();
   EXPECT_EQ(State(c), "updating");
-  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Partial", "4.19.25 Completed"}));
+  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Partial", "4.19.24 Completed"}));
   ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 1h));
   // The due time persists in milliseconds.
   EXPECT_GE(clock_.Now() - t0, std::chrono::minutes(25) - std::chrono::milliseconds(1));
   EXPECT_LT(clock_.Now() - t0, std::chrono::minutes(26));  // not started again by the restart
-  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Completed", "4.19.25 Completed"}));
+  EXPECT_EQ(History(c), (std::vector<std::string>{"4.20.3 Completed", "4.19.24 Completed"}));
   EXPECT_EQ(GetString(Condition(c, "Progressing"), "message"), "control plane at 4.20.3");
   std::filesystem::remove_all(dir);
 }

@@ -51,13 +51,18 @@ const CatalogueVersion* ResolveVersion(const VersionCatalogue& catalogue, std::s
     rest = rest.substr(0, dash);
   }
   if (group.empty()) group = "stable";
-  const CatalogueVersion* best = nullptr;
+  // For a minor: its enabled z-streams in the group, newest first; the resource provider's version
+  // selection takes the newest, except in the stable group the one before it (a release new to stable
+  // is not picked at once), and the newest when there is only one.
+  std::vector<const CatalogueVersion*> of_minor;
   for (const auto& v : catalogue.versions()) {
     if (v.channel_group != group || !v.enabled) continue;
     if (v.raw_id == rest) return &v;
-    if (v.minor == rest && (!best || v.z > best->z)) best = &v;
+    if (v.minor == rest) of_minor.push_back(&v);
   }
-  return best;
+  if (of_minor.empty()) return nullptr;
+  std::sort(of_minor.begin(), of_minor.end(), [](const auto* a, const auto* b) { return a->z > b->z; });
+  return of_minor[group == "stable" && of_minor.size() > 1 ? 1 : 0];
 }
 
 std::string RunningVersion(const json::object& object) {
@@ -418,12 +423,50 @@ std::string Service::PinVersion(json::object& object) const {
   if (!v || !v->is_object()) return "";
   json::object& version = v->as_object();
   const std::string id(GetString(version, "id").value_or(""));
+  const std::shared_ptr<const VersionCatalogue> catalogue = versions();
   const CatalogueVersion* resolved =
-      ResolveVersion(versions(), id, GetString(version, "channel_group").value_or(""));
+      ResolveVersion(*catalogue, id, GetString(version, "channel_group").value_or(""));
   if (!resolved) return "";
   if (id.find('.') == id.rfind('.')) version["id"] = resolved->id();  // "openshift-v4.20": a minor only
   if (!version.contains("channel_group")) version["channel_group"] = resolved->channel_group;
   return resolved->raw_id;
+}
+
+std::optional<std::string> Service::PinMinorChange(const json::object& current, json::object& patch) const {
+  if (GetString(current, "kind") != kCluster) return std::nullopt;
+  json::value* asked = patch.if_contains("version");
+  if (asked == nullptr || !asked->is_object()) return std::nullopt;
+  json::object& version = asked->as_object();
+  const std::string id(GetString(version, "id").value_or(""));
+  if (id.empty() || id.find('.') != id.rfind('.')) return std::nullopt;  // not a minor only
+  const json::object* now = hcprp::GetObject(current, "version");
+  const std::string now_id(now != nullptr ? GetString(*now, "id").value_or("") : "");
+  const std::string group(
+      GetString(version, "channel_group")
+          .value_or(now != nullptr ? GetString(*now, "channel_group").value_or("stable") : "stable"));
+  const std::shared_ptr<const VersionCatalogue> catalogue = versions();
+  const CatalogueVersion* desired = ResolveVersion(*catalogue, now_id, group);
+  const CatalogueVersion* target = ResolveVersion(*catalogue, id, group);
+  if (target == nullptr) return std::nullopt;  // Validate refuses it
+  const std::string running = RunningVersion(current);
+  const bool runs_target_minor = running.empty() || running.rfind(target->minor + ".", 0) == 0;
+  if (desired != nullptr && desired->minor == target->minor && runs_target_minor) {
+    version.erase("id");  // the minor it is on already: its z-stream stays as it is
+    return std::nullopt;
+  }
+  if (!running.empty() && !runs_target_minor) {
+    bool reachable = false;
+    for (const std::string& to : catalogue->UpgradesFrom(running, group)) {
+      reachable = reachable || to.rfind(target->minor + ".", 0) == 0;
+    }
+    if (!reachable) {
+      return "no upgrade path to update channel \"" + group + "-" + target->minor +
+             "\" is currently available for this cluster; a channel appears in the cluster's desired version "
+             "channels only when an upgrade edge to a release in that channel exists";
+    }
+  }
+  version["id"] = target->id();
+  return std::nullopt;
 }
 
 std::string Service::UpgradeTarget(std::string_view kind, const json::object& patch,
@@ -433,7 +476,8 @@ std::string Service::UpgradeTarget(std::string_view kind, const json::object& pa
   if (!asked || !GetString(*asked, "id")) return "";
   const json::object* version = hcprp::GetObject(merged, "version");
   if (!version) return "";
-  const CatalogueVersion* resolved = ResolveVersion(versions(), GetString(*version, "id").value_or(""),
+  const std::shared_ptr<const VersionCatalogue> catalogue = versions();
+  const CatalogueVersion* resolved = ResolveVersion(*catalogue, GetString(*version, "id").value_or(""),
                                                     GetString(*version, "channel_group").value_or(""));
   if (!resolved || resolved->raw_id == RunningVersion(merged)) return "";
   return resolved->raw_id;

@@ -167,6 +167,12 @@ class Service {
   // The raw version a PATCH (`patch`, which makes `merged`) upgrades a cluster or node pool to: the one
   // its version.id resolves to, when the PATCH sets version.id and that is not the newest Completed
   // version (also the same version.id again after a failed upgrade: a retry). "" when it starts none.
+  // A cluster PATCH naming a minor only ("openshift-v4.21"): the z-stream the version selection picks
+  // for it, set in `patch` as an exact ID when the minor changes, or nothing changed when it is the
+  // cluster's minor already; the reason it is refused (no upgrade edge from the running version into
+  // that minor's channel), else nullopt.
+  std::optional<std::string> PinMinorChange(const json::object& current, json::object& patch) const
+      HCPRP_REQUIRES(mu_);
   std::string UpgradeTarget(std::string_view kind, const json::object& patch,
                             const json::object& merged) const;
   void AddEventLocked(Txn& txn, const std::string& href, std::string_view kind, const std::string& state,

@@ -470,6 +470,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
     return OcmError(StatusCode::conflict,
                     std::string(kind) + " '" + href + "' is in state '" + state + "' and cannot be updated");
   }
+  if (auto refused = PinMinorChange(rec->object, patch)) return OcmError(StatusCode::bad_request, *refused);
   json::value merged = rec->object;
   MergePatch(merged, patch);
   json::object& m = merged.as_object();

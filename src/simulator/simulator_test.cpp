@@ -67,10 +67,21 @@ TEST_F(SimulatorTest, UpdateGoesThroughUpdating) {
   auto same = Call(*sim_, Verb::patch, href, R"({"region":{"id":"westus3"}})");
   EXPECT_EQ(same.status, 200u);
   EXPECT_EQ(same.state(), "ready");  // nothing changed: no update
+  // The minor it runs already: nothing changes, its z-stream stays.
+  auto again = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.19"}})");
+  ASSERT_EQ(again.status, 200u);
+  EXPECT_EQ(again.state(), "ready");
+  EXPECT_EQ(*GetString(*GetObject(again.obj(), "version"), "id"), "openshift-v4.19.24");
+  // Two minors ahead: no upgrade edge from 4.19 into 4.21's channel.
+  auto skip = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.21"}})");
+  EXPECT_EQ(skip.status, 400u);
+  EXPECT_NE(ToJson(skip.body).find(R"(no upgrade path to update channel \"stable-4.21\")"), std::string::npos)
+      << ToJson(skip.body);
+  // The next minor: the release before the stable tip (4.20.15), pinned as an exact ID.
   auto p = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
   ASSERT_EQ(p.status, 200u);
   EXPECT_EQ(p.state(), "updating");
-  EXPECT_EQ(*GetString(*GetObject(p.obj(), "version"), "id"), "openshift-v4.20");
+  EXPECT_EQ(*GetString(*GetObject(p.obj(), "version"), "id"), "openshift-v4.20.14");
   Advance(3s);
   EXPECT_EQ(State(href), "updating");  // a version change is an upgrade: 4 s under demo
   Advance(1s);
@@ -151,8 +162,9 @@ TEST_F(SimulatorTest, FailedUpdateAndRetry) {
   auto st = Call(*sim_, Verb::get, href + "/status");
   EXPECT_EQ(st.state(), "error");
   EXPECT_EQ(st.str("provision_error_code"), "OCM5001");
-  // An update of a failed cluster is allowed and clears the error.
-  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.21"}})");
+  // An update of a failed cluster is allowed and clears the error: the same minor again retries the
+  // upgrade, which still runs the old one.
+  Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20"}})");
   sim_->RunDueForTest();
   st = Call(*sim_, Verb::get, href + "/status");
   EXPECT_EQ(st.state(), "ready");
@@ -590,14 +602,15 @@ std::vector<std::pair<std::string, std::string>> History(const json::object& obj
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
-TEST_F(SimulatorTest, CreateAtAMinorResolvesToItsNewestZStream) {
+TEST_F(SimulatorTest, CreateAtAMinorResolvesAsTheVersionSelectionPicks) {
   StartSim(Profile::kDemo);
-  auto c = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"));  // openshift-v4.19
+  // openshift-v4.19: in the stable group the release before the newest (4.19.25)
+  auto c = Call(*sim_, Verb::post, kBase + "/clusters", ClusterBody("c1"));
   ASSERT_EQ(c.status, 201u);
   const std::string href = c.str("href");
-  EXPECT_EQ(*GetString(*GetObject(c.obj(), "version"), "id"), "openshift-v4.19.25");
+  EXPECT_EQ(*GetString(*GetObject(c.obj(), "version"), "id"), "openshift-v4.19.24");
   EXPECT_EQ(*GetString(*GetObject(c.obj(), "version"), "channel_group"), "stable");
-  EXPECT_EQ(History(c.obj()), (Entries{{"4.19.25", "Partial"}}));  // installing
+  EXPECT_EQ(History(c.obj()), (Entries{{"4.19.24", "Partial"}}));  // installing
   auto np = Call(*sim_, Verb::post, href + "/node_pools",
                  R"({"name":"np1","replicas":1,"version":{"id":"openshift-v4.21","channel_group":"fast"}})");
   ASSERT_EQ(np.status, 201u) << ToJson(np.body);
@@ -608,7 +621,7 @@ TEST_F(SimulatorTest, CreateAtAMinorResolvesToItsNewestZStream) {
   Advance(10s);
   ASSERT_EQ(State(href), "ready");
   auto st = Call(*sim_, Verb::get, href + "/status");
-  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.25", "Completed"}}));
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.24", "Completed"}}));
   const json::object& entry = GetArray(st.obj(), "version_history")->at(0).as_object();
   EXPECT_EQ(GetString(entry, "started_time"), GetString(c.obj(), "creation_timestamp"));
   EXPECT_TRUE(GetString(entry, "completion_time").has_value());
@@ -628,7 +641,7 @@ TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
   auto p = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})");
   ASSERT_EQ(p.status, 200u);
   EXPECT_EQ(p.state(), "updating");
-  EXPECT_EQ(History(p.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+  EXPECT_EQ(History(p.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.24", "Completed"}}));
   EXPECT_FALSE(GetObject(GetArray(*GetObject(p.obj(), "status"), "version_history")->at(0).as_object(),
                          "completion_time"));
   Advance(3s);
@@ -636,7 +649,7 @@ TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
   Advance(1s);
   EXPECT_EQ(State(href), "ready");
   EXPECT_EQ(History(Call(*sim_, Verb::get, href + "/status").obj()),
-            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+            (Entries{{"4.20.3", "Completed"}, {"4.19.24", "Completed"}}));
   // A change of other fields is an update as before; the history stays.
   auto other = Call(*sim_, Verb::patch, href, R"({"region":{"id":"eastus"}})");
   EXPECT_EQ(other.state(), "updating");
@@ -650,7 +663,7 @@ TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
   const std::string pool = np.str("href");
   auto pp = Call(*sim_, Verb::patch, pool, R"({"version":{"id":"openshift-v4.20.3"}})");
   EXPECT_EQ(pp.state(), "validating_update");
-  EXPECT_EQ(History(pp.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+  EXPECT_EQ(History(pp.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.24", "Completed"}}));
   Advance(2s);
   ASSERT_EQ(State(pool), "updating");
   Advance(5s);
@@ -658,7 +671,7 @@ TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
   Advance(1s);
   EXPECT_EQ(State(pool), "ready");
   EXPECT_EQ(History(Call(*sim_, Verb::get, pool).obj()),
-            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+            (Entries{{"4.20.3", "Completed"}, {"4.19.24", "Completed"}}));
 }
 
 TEST_F(SimulatorTest, FailedUpgradeKeepsTheOldVersionAndCanBeRetried) {
@@ -681,9 +694,9 @@ TEST_F(SimulatorTest, FailedUpgradeKeepsTheOldVersionAndCanBeRetried) {
   EXPECT_EQ(st.state(), "error");
   EXPECT_EQ(st.str("provision_error_code"), "OCM4242");
   EXPECT_EQ(st.str("provision_error_message"), "payload unavailable");
-  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.25", "Completed"}}));
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.19.24", "Completed"}}));
   auto obj = Call(*sim_, Verb::get, href);
-  EXPECT_EQ(*GetString(*GetObject(obj.obj(), "version"), "id"), "openshift-v4.20");  // still desired
+  EXPECT_EQ(*GetString(*GetObject(obj.obj(), "version"), "id"), "openshift-v4.20.14");  // still desired
   EXPECT_EQ(StatesOf(Events(0), href),
             (std::vector<std::string>{"validating", "pending", "installing", "ready", "updating", "error"}));
   // The same version again is a retry.
@@ -692,7 +705,7 @@ TEST_F(SimulatorTest, FailedUpgradeKeepsTheOldVersionAndCanBeRetried) {
   sim_->RunDueForTest();
   st = Call(*sim_, Verb::get, href + "/status");
   EXPECT_EQ(st.state(), "ready");
-  EXPECT_EQ(History(st.obj()), (Entries{{"4.20.15", "Completed"}, {"4.19.25", "Completed"}}));
+  EXPECT_EQ(History(st.obj()), (Entries{{"4.20.14", "Completed"}, {"4.19.24", "Completed"}}));
   EXPECT_EQ(Call(*sim_, Verb::post, "/control/faults/provisioning", R"({"operations":["upgrayedd"]})").status,
             400u);
 }
@@ -709,11 +722,11 @@ TEST_F(SimulatorTest, AnUpgradeInProgressResumesAfterARestart) {
   StartSim(Profile::kDemo, dir.str());
   EXPECT_EQ(State(href), "updating");
   EXPECT_EQ(History(Call(*sim_, Verb::get, href).obj()),
-            (Entries{{"4.20.3", "Partial"}, {"4.19.25", "Completed"}}));
+            (Entries{{"4.20.3", "Partial"}, {"4.19.24", "Completed"}}));
   Advance(2s);
   EXPECT_EQ(State(href), "ready");
   EXPECT_EQ(History(Call(*sim_, Verb::get, href).obj()),
-            (Entries{{"4.20.3", "Completed"}, {"4.19.25", "Completed"}}));
+            (Entries{{"4.20.3", "Completed"}, {"4.19.24", "Completed"}}));
 }
 
 TEST(VersionHistoryTest, AdvancesPartialCompletedAndFailedEntries) {
@@ -745,13 +758,16 @@ TEST(VersionHistoryTest, AdvancesPartialCompletedAndFailedEntries) {
   EXPECT_EQ(GetString(h[0].as_object(), "version"), "4.20.19");
 }
 
-TEST(VersionHistoryTest, ResolvesMinorsToTheirNewestEnabledZStreamInTheGroup) {
+// A minor resolves as the resource provider's version selection picks: the newest enabled z-stream of the
+// group, in the stable group the one before it.
+TEST(VersionHistoryTest, ResolvesMinorsAsTheVersionSelectionPicks) {
   const VersionCatalogue& cat = VersionCatalogue::BuiltIn();
   auto id = [&](std::string_view v, std::string_view g) {
     const CatalogueVersion* r = ResolveVersion(cat, v, g);
     return r ? r->id() : std::string("none");
   };
-  EXPECT_EQ(id("openshift-v4.21", ""), "openshift-v4.21.3");
+  EXPECT_EQ(id("openshift-v4.21", ""), "openshift-v4.21.2");
+  EXPECT_EQ(id("openshift-v4.21", "stable"), "openshift-v4.21.2");
   EXPECT_EQ(id("openshift-v4.21", "fast"), "openshift-v4.21.5-fast");
   EXPECT_EQ(id("4.21", "candidate"), "openshift-v4.21.5-candidate");
   EXPECT_EQ(id("openshift-v4.20.8-fast", ""), "openshift-v4.20.8-fast");
