@@ -239,12 +239,19 @@ std::string Summary(const std::vector<const EngineCondition*>& conditions) {
 // The engine's conditions (per Azure service, MachinesReady, AzureIdentityValid) in the vocabulary the
 // API defines (ConditionType is Available, Progressing or Degraded, one condition of each): a
 // condition not True makes the resource unavailable; one on its way (Creating, Deleting) makes it
-// progressing, any other (Failed, IdentityNotFound, ...) degraded. Reason and lastTransitionTime come
-// from the engine's first such condition, the message names every one of them.
+// progressing, any other (Failed, IdentityNotFound, ...) degraded. The engine's own Progressing (an
+// upgrade) counts as progressing while True and degrades the resource when the upgrade failed; while it
+// is True the machines a roll creates and deletes do not make the resource unavailable. Reason and
+// lastTransitionTime come from the engine's first such condition, the message names every one of them.
 json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std::string_view state,
                                  const std::string& doc_time) {
   std::vector<const EngineCondition*> not_true, progressing, degraded;
   TimePoint latest{};
+  // While an upgrade rolls machines out, machines being created and deleted are the roll's, not a loss
+  // of availability.
+  const bool upgrading = std::any_of(engine.begin(), engine.end(), [](const EngineCondition& c) {
+    return c.type == "Progressing" && c.status == "True";
+  });
   for (const EngineCondition& c : engine) {
     latest = std::max(latest, c.since);
     if (c.type == "Progressing") {  // the engine's upgrade: True while it rolls out
@@ -253,7 +260,7 @@ json::array ConditionsFromEngine(const std::vector<EngineCondition>& engine, std
       continue;
     }
     if (c.status == "True") continue;
-    if (c.reason == "Upgrading") {  // machines being replaced by a rolling upgrade: still available
+    if (c.reason == "Upgrading" || (upgrading && InProgress(c))) {
       progressing.push_back(&c);
       continue;
     }

@@ -955,6 +955,52 @@ TEST_F(FrontendTest, ActiveVersionsAndIdentitiesComeFromTheClusterService) {
   EXPECT_EQ(follows.result_int(), 202u) << follows.body();
 }
 
+// An upgrade the engine rolls out is progress, not unavailability; a failed one, and any Cluster Service
+// failure outside an operation of the resource, degrade it with the Cluster Service's reason.
+TEST_F(FrontendTest, UpgradesShowAsProgressAndTheirFailuresAsDegraded) {
+  const std::string path = ClusterPath("upgrading");
+  auto created = s.Put(path + V(), ClusterBody());
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  s.FinishOperation(OperationIdOf(Header(created, "Azure-AsyncOperation")));
+  auto set_status = [&](const std::string& status) {
+    ASSERT_TRUE(s.store
+                    ->Patch(store::kResources, arm::PartitionKey(kSub), arm::ResourceDocumentId(path),
+                            {{store::PatchOp::Kind::kSet, std::string(arm::kPathServiceStatus),
+                              ParseJson(status).value()}})
+                    .ok());
+  };
+  auto condition = [&](std::string_view type) {
+    json::value body = BodyOf(s.Get(path + V()));
+    for (const json::value& c : FindPointer(body, "/properties/status/conditions")->as_array()) {
+      if (GetString(c.as_object(), "type") == type) return c.as_object();
+    }
+    return json::object{};
+  };
+  set_status(R"({"conditions":[
+      {"type":"VMReady","status":"False","reason":"Creating","message":"2 of 3 ready, 1 Creating",
+       "lastTransitionTime":"2026-01-02T03:04:05Z"},
+      {"type":"Progressing","status":"True","reason":"Upgrading","message":"1 of 2 machines at 4.21.2",
+       "lastTransitionTime":"2026-01-02T03:04:05Z"}],"provision_error":null})");
+  EXPECT_EQ(GetString(condition("Available"), "status"), "True");
+  EXPECT_EQ(GetString(condition("Progressing"), "status"), "True");
+  EXPECT_EQ(GetString(condition("Progressing"), "reason"), "Creating");
+  EXPECT_NE(std::string(GetString(condition("Progressing"), "message").value_or(""))
+                .find("Progressing: 1 of 2 machines at 4.21.2"),
+            std::string::npos);
+  EXPECT_EQ(GetString(condition("Degraded"), "status"), "False");
+
+  set_status(R"({"conditions":[
+      {"type":"Progressing","status":"False","reason":"UpgradeFailed","message":"upgrade to 4.21.2 failed",
+       "lastTransitionTime":"2026-01-02T03:05:05Z"}],
+      "provision_error":{"code":"OCM4242","message":"payload unavailable"}})");
+  ExpectValidResource(s.Get(path + V()), kStable, "HcpOpenShiftCluster");
+  EXPECT_EQ(GetString(condition("Available"), "status"), "True");
+  EXPECT_EQ(GetString(condition("Progressing"), "status"), "False");
+  EXPECT_EQ(GetString(condition("Degraded"), "status"), "True");
+  EXPECT_EQ(GetString(condition("Degraded"), "reason"), "OCM4242");
+  EXPECT_EQ(GetString(condition("Degraded"), "message"), "payload unavailable");
+}
+
 // The backend copies the provisioning engine's conditions into clusterServiceStatus; GET renders them
 // as the API's Available/Progressing/Degraded conditions, for every api-version that has the field.
 TEST_F(FrontendTest, EngineConditionsAppearInGet) {
