@@ -1072,6 +1072,27 @@ bool WaitUntil(Pred pred, std::chrono::milliseconds limit = 5000ms) {
   return pred();
 }
 
+// A Cluster Service that restarted keeps its sequence but not its history: the backend starts from its
+// newest event instead of waiting on a sequence it will never serve, and follows the stream again.
+TEST_F(BackendTest, FollowsTheEventStreamOfAServiceThatLostItsHistory) {
+  Flow f = StartCreate("c1");
+  cs_.SetState(f.href, "pending");
+  cs_.ForgetEventHistory();
+  BackendOptions o = Options();
+  o.resync_interval = 1h;
+  o.poll_interval = 1h;
+  o.tick = 50ms;
+  o.feed_wait = 50ms;
+  o.event_wait = 50ms;
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().active && b->Stats().events_available; }));
+  ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
+  cs_.SetState(f.href, "ready");  // only the event stream tells (no resync, no polling)
+  ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateSucceeded; }));
+  b->Stop();
+}
+
 TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   BackendOptions o = Options();
   o.resync_interval = 1h;

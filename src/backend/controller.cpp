@@ -185,6 +185,10 @@ void Controller::EventLoop() {
       continue;
     }
     auto n = events_.PumpOnce(options_.event_wait);
+    if (!n.ok() && n.error().IsPreconditionFailed()) {
+      positioned = false;  // the stream lost our place: position again, then resync
+      continue;
+    }
     if (!n.ok()) {
       WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
     }
@@ -207,6 +211,7 @@ void Controller::LeaseLoop() {
   while (true) {
     if (ownership_->Tick()) {
       resync_requested_ = true;
+      versions_.Request();  // the clusters of the partitions it now owns
       load_subscriptions_requested_ = true;
       WakeTimerLoop();
     }

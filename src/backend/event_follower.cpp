@@ -20,6 +20,11 @@ void EventFollower::Advance(uint64_t last) {
 Status EventFollower::Position() {
   while (true) {
     auto page = cs_->WatchEvents(After(), std::chrono::milliseconds(0));
+    if (!page.ok() && page.error().IsPreconditionFailed()) {
+      // The stream no longer holds that sequence (the service restarted, or this reader fell too far
+      // behind): start from its newest; the resync that follows reads the current states.
+      page = cs_->WatchEvents(clusterservice::kLatestEvents, std::chrono::milliseconds(0));
+    }
     if (!page.ok()) {
       available_ = false;
       interrupted_ = true;

@@ -272,9 +272,21 @@ Result<json::array> FakeClusterService::List(std::string_view collection_href, s
   return out;
 }
 
+void FakeClusterService::ForgetEventHistory() {
+  MutexLock lock(mu_);
+  if (!events_.empty()) forgotten_through_ = events_.back().sequence;
+  events_.clear();
+}
+
 Result<EventPage> FakeClusterService::WatchEvents(uint64_t after, std::chrono::milliseconds timeout) {
   MutexLock lock(mu_);
   if (!events_enabled_) return Error::Unavailable("no event stream");
+  if (after == kLatestEvents) {
+    EventPage latest;
+    latest.last_sequence = events_.empty() ? forgotten_through_ : events_.back().sequence;
+    return latest;
+  }
+  if (after < forgotten_through_) return Error::PreconditionFailed("events after that sequence are gone");
   auto has_new = [&]() HCPRP_REQUIRES(mu_) { return !events_.empty() && events_.back().sequence > after; };
   if (!has_new())
     cv_.WaitFor(lock, timeout, [&]() HCPRP_REQUIRES(mu_) { return has_new() || !events_enabled_; });

@@ -65,6 +65,9 @@ class FakeClusterService final : public Client {
   // Replaces the object's status.conditions and publishes the change (state unchanged).
   void SetConditions(std::string_view href, json::array conditions);
   void SetEventsEnabled(bool enabled);
+  // Drops the event history as a restarted service does: a reader behind its last sequence gets
+  // kPreconditionFailed until it reads from kLatestEvents.
+  void ForgetEventHistory();
   // The versions GET and List of <prefix>/versions answer.
   void SetVersions(json::array versions);
 
@@ -108,6 +111,7 @@ class FakeClusterService final : public Client {
   std::map<std::string, Object> objects_ HCPRP_GUARDED_BY(mu_);
   std::map<std::string, std::string> by_key_ HCPRP_GUARDED_BY(mu_);  // idempotency key -> href
   std::vector<Event> events_ HCPRP_GUARDED_BY(mu_);
+  uint64_t forgotten_through_ HCPRP_GUARDED_BY(mu_) = 0;  // the last sequence ForgetEventHistory dropped
   uint64_t next_sequence_ HCPRP_GUARDED_BY(mu_) = 1;
   uint64_t next_id_ HCPRP_GUARDED_BY(mu_) = 1;
   bool events_enabled_ HCPRP_GUARDED_BY(mu_);
