@@ -210,9 +210,7 @@ void Controller::TimerLoop() {
 void Controller::LeaseLoop() {
   while (true) {
     if (ownership_->Tick()) {
-      resync_requested_ = true;
-      versions_.Request();  // the clusters of the partitions it now owns
-      load_subscriptions_requested_ = true;
+      OwnershipChanged();
       WakeTimerLoop();
     }
     MutexLock lock(run_mu_);
@@ -332,12 +330,15 @@ BackendStats Controller::Stats() const {
   return s;
 }
 
+void Controller::OwnershipChanged() {
+  resync_requested_ = true;
+  load_subscriptions_requested_ = true;
+  versions_.Request();  // the clusters of the partitions it now owns
+}
+
 void Controller::Step(bool exhaustive) {
   MutexLock pass(pass_mu_);
-  if (ownership_->Tick()) {
-    resync_requested_ = true;
-    load_subscriptions_requested_ = true;
-  }
+  if (ownership_->Tick()) OwnershipChanged();
   if (!ownership_->Active()) return;
   const TimePoint now = clock_->Now();
   LoadIfRequested();

@@ -80,6 +80,8 @@ class Controller {
   Status LoadPendingNotifications();
   void QueuePendingNotification(const store::Document& pending);
   void HandleChange(const store::Change& change);
+  // The partitions this backend owns changed: resync, load what a new owner must learn, version pass.
+  void OwnershipChanged();
   // Wake the timer loop (a step is due now) or the notifier loop (a notification is queued).
   void WakeTimerLoop();
   void WakeNotifierLoop();

@@ -124,6 +124,10 @@ Result<VersionPassResult> VersionController::Pass() {
     ++raised_total_;
     logger_->Info("desired version raised", {{"cluster", c->href}, {"from", c->desired}, {"to", *pick}});
   }
+  if (result.raised > 0 || result.failed > 0) {
+    logger_->Info("version pass",
+                  {{"clusters", result.clusters}, {"raised", result.raised}, {"failed", result.failed}});
+  }
   MutexLock lock(mu_);
   last_counts_ = result.by_version;
   return result;
