@@ -34,6 +34,8 @@ std::string_view NameOf(std::string_view id) {
 
 constexpr std::string_view kTenant = "72f988bf-86f1-41af-91ab-2d7cd011db47";
 constexpr std::string_view kIdentityNamespace = "6ba7b811-9dad-11d1-80b4-00c04fd430c8";
+// Principal (object) IDs of identities: another namespace, so that they differ from the client IDs.
+constexpr std::string_view kPrincipalNamespace = "6ba7b812-9dad-11d1-80b4-00c04fd430c8";
 
 // A call that ended Failed with `http_status` (for a refused call, the refusal's; for a poll, 200: the
 // operation status answers while the operation itself failed).
@@ -363,6 +365,15 @@ std::optional<std::string> SimulatedAzure::ActiveOperation(const std::string& id
   auto it = resources_.find(ToLower(id));
   if (it == resources_.end() || it->second.active_op.empty()) return std::nullopt;
   return it->second.active_op;
+}
+
+std::optional<json::object> SimulatedAzure::IdentityIds(const std::string& id) const {
+  MutexLock lock(mu_);
+  const std::string key = ToLower(id);
+  auto it = resources_.find(key);
+  if (it == resources_.end() || it->second.type != ResourceType::kManagedIdentity) return std::nullopt;
+  return json::object{{"client_id", UuidV5(kIdentityNamespace, key)},
+                      {"principal_id", UuidV5(kPrincipalNamespace, key)}};
 }
 
 void SimulatedAzure::EnsureCustomerResource(ResourceType type, const std::string& id) {

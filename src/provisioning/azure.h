@@ -159,6 +159,10 @@ class SimulatedAzure {
   // The customer's side. Ensure* creates the resource (and its resource group) at once unless it
   // exists; identities deleted through DeleteIdentity stay deleted.
   void EnsureCustomerResource(ResourceType type, const std::string& id);
+  // What the managed-identity service tells of a user-assigned identity, as
+  // {"client_id", "principal_id"} (stable UUIDs derived from its resource ID); nullopt when it does not
+  // exist (never made, or deleted).
+  std::optional<json::object> IdentityIds(const std::string& id) const;
   Status DeleteIdentity(const std::string& id);
   Status SetIdentityPermissions(const std::string& id, bool granted);
 

@@ -119,6 +119,10 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
     if (auto nsg = GetString(*az, "network_security_group_resource_id")) {
       az_sim.EnsureCustomerResource(ResourceType::kNetworkSecurityGroup, std::string(*nsg));
     }
+    auto add_identity = [&o](std::string_view id) {  // one the cluster names, once
+      if (std::find(o.identities.begin(), o.identities.end(), id) == o.identities.end())
+        o.identities.emplace_back(id);
+    };
     // CAPZ acts as the "cluster-api-azure" control plane identity (or the first one there is).
     std::string capz;
     const json::object* oa = GetObject(*az, "operators_authentication");
@@ -133,6 +137,7 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
           auto id = GetString(v.as_object(), "resource_id");
           if (!id) continue;
           az_sim.EnsureCustomerResource(ResourceType::kManagedIdentity, std::string(*id));
+          if (group == "control_plane_operators_managed_identities") add_identity(*id);
           if (group == "control_plane_operators_managed_identities" &&
               (capz.empty() || k == "cluster-api-azure")) {
             capz = std::string(*id);
@@ -142,6 +147,7 @@ std::optional<simulator::Step> Engine::Next(const simulator::ObjectInfo& info) {
       if (const json::object* smi = GetObject(*mi, "service_managed_identity")) {
         if (auto id = GetString(*smi, "resource_id")) {
           az_sim.EnsureCustomerResource(ResourceType::kManagedIdentity, std::string(*id));
+          add_identity(*id);
           if (capz.empty()) capz = std::string(*id);
         }
       }
@@ -174,7 +180,7 @@ void Engine::Apply(std::vector<Pending>& out) {
     }
     if (!sink_) continue;
     if (p.conditions) {
-      sink_->PublishConditions(p.href, p.conds);
+      sink_->PublishStatus(p.href, p.fields);
       continue;
     }
     if (CrashPointsArmed()) CrashPoint("transition." + KindOf(p.href) + "." + p.state);

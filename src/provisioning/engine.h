@@ -57,8 +57,9 @@ class StateSink {
   virtual ~StateSink() = default;
   virtual Status Transition(const std::string& href, const std::string& state, const std::string& error_code,
                             const std::string& error_message) = 0;
-  // The object's rolled-up conditions changed (for status.conditions). Default: ignored.
-  virtual void PublishConditions(const std::string& /*href*/, const json::array& /*conditions*/) {}
+  // The object's rolled-up status fields changed: status.conditions and, for clusters,
+  // status.managed_identities. Default: ignored.
+  virtual void PublishStatus(const std::string& /*href*/, const json::object& /*fields*/) {}
 };
 
 // Adapts a function with Service::Transition's signature.

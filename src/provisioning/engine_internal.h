@@ -83,6 +83,12 @@ struct Engine::Obj {
   bool waits_for_control_plane = false;  // its cluster queues it when the control plane is ready
   std::map<std::string, std::pair<std::string, TimePoint>> cond_since;  // type -> (status/reason, since)
   json::array conditions;
+  // Clusters: the user-assigned identities it names (control plane operators, service managed
+  // identity), and what the managed-identity service last told of them (status.managed_identities:
+  // lower-cased resource ID -> {client_id, principal_id}, absent for one it cannot read). Not persisted:
+  // the next roll-up reads them again.
+  std::vector<std::string> identities;
+  json::object identity_ids;
   TimePoint validated_at{};  // when validating ends (not persisted: a restart validates again)
   // Loaded from the state but not announced by the Cluster Service after a restart: it no longer has
   // the object, so the engine deletes what is left in Azure and tells it nothing (not persisted).
@@ -92,7 +98,7 @@ struct Engine::Obj {
 struct Engine::Pending {
   std::string href, state, code, message;
   bool conditions = false;
-  json::array conds;
+  json::object fields;  // the status fields to publish (conditions, managed_identities) when `conditions`
   std::string enqueue;  // a key to queue once the transitions before it are applied
 };
 

@@ -19,8 +19,8 @@ class HostSink final : public StateSink {
                     const std::string& message) override {
     return host_->Transition(href, state, code, message);
   }
-  void PublishConditions(const std::string& href, const json::array& conditions) override {
-    Status st = host_->SetStatusFields(href, json::object{{"conditions", conditions}});
+  void PublishStatus(const std::string& href, const json::object& fields) override {
+    Status st = host_->SetStatusFields(href, fields);
     // An object already gone has no status left to update.
     if (!st.ok() && st.error().code() != ErrorCode::kNotFound && logger_) {
       logger_->Warn("cannot publish conditions", {{"href", href}, {"error", st.error().ToString()}});

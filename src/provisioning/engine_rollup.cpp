@@ -106,9 +106,16 @@ void Engine::RollUpLocked(Obj& obj, std::vector<Pending>& out) {
     if (!c.message.empty()) j["message"] = c.message;
     arr.push_back(std::move(j));
   }
-  if (arr == obj.conditions) return;
+  json::object ids;
+  for (const std::string& id : obj.identities) {
+    if (auto known = options_.azure->IdentityIds(id)) ids[ToLower(id)] = std::move(*known);
+  }
+  if (arr == obj.conditions && ids == obj.identity_ids) return;
   obj.conditions = std::move(arr);
-  out.push_back(Pending{obj.href, "", "", "", true, obj.conditions, ""});
+  obj.identity_ids = std::move(ids);
+  json::object fields{{"conditions", obj.conditions}};
+  if (obj.kind == simulator::kCluster) fields["managed_identities"] = obj.identity_ids;
+  out.push_back(Pending{obj.href, "", "", "", true, std::move(fields), ""});
 }
 
 }  // namespace hcprp::provisioning

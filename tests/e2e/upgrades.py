@@ -4,7 +4,7 @@ published to the update service reaches it by the event stream and rolls out; th
 Azure SDK for Python, shows both versions while it rolls out and then one; a node pool may not move ahead of
 its control plane (the real service's message) and follows it with the Azure SDK for JavaScript; an upgrade
 made to fail shows the Cluster Service's reason while the old version runs; a kill -9 in the middle of an
-upgrade resumes it. Every run ends with `hcprp check` (its invariant 10 is about versions)."""
+upgrade resumes it; every identity shows its principalId and clientId. Every run ends with `hcprp check` (its invariant 10 is about versions)."""
 
 import json
 import os
@@ -85,6 +85,12 @@ def test_versions_follow_releases_and_upgrades(ctx):
     create(arm, cluster, arm.cluster_body("up1"))
     # 4.20 in the stable group: the release before the newest (4.20.15).
     expect_eq(active(arm, cluster), ["4.20.14"], "the z-stream a cluster created at 4.20 runs")
+    # Every identity shows who it is, as the managed-identity service (the simulated Azure) knows it.
+    identities = arm.call("GET", cluster).body["identity"]["userAssignedIdentities"]
+    for key, ids in identities.items():
+        expect(len(ids.get("principalId", "")) == 36 and len(ids.get("clientId", "")) == 36,
+               f"identity {key}: {ids}")
+    expect_eq(len({ids["clientId"] for ids in identities.values()}), len(identities), "distinct client IDs")
 
     published = publish(cs, "4.20.16")
     raised = wait_until(lambda: cs.clusters(arm.subscription)["items"][0]["version"]["id"] == "openshift-v4.20.15"
