@@ -33,6 +33,15 @@ metrics::Histogram* Controller::EventToCommitHistogram(metrics::Registry* r) {
       .With({});
 }
 
+metrics::Family<metrics::Histogram>* Controller::UpgradeHistogram(metrics::Registry* r) {
+  if (r == nullptr) return nullptr;
+  // Upgrades take seconds under the simulator's fast profiles and up to an hour under the realistic one.
+  return &r->AddHistogram("hcprp_backend_upgrade_seconds",
+                          "Duration of upgrades whose completion the backend recorded, from the Cluster "
+                          "Service's version history (start of the rollout to its completion)",
+                          {"kind"}, {1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 2700, 3600, 7200});
+}
+
 void Controller::RegisterMetrics(metrics::Registry& r) {
   auto gauge = [&](std::string name, std::string help, std::function<double(const BackendStats&)> f) {
     r.AddCallback(std::move(name), std::move(help), Type::kGauge, {},

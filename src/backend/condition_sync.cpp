@@ -6,8 +6,33 @@
 #include "backend/documents.h"
 #include "backend/state_mapping.h"
 #include "backend/transition_planner.h"
+#include "core/time.h"
 
 namespace hcprp::backend {
+
+namespace {
+
+// The seconds an upgrade took when `after` records its completion: its newest version history entry is
+// Completed where `before`'s was Partial for the same version; nullopt otherwise.
+std::optional<double> CompletedUpgradeSeconds(const json::object& before, const json::object& after) {
+  auto newest = [](const json::object& status) -> const json::object* {
+    const json::array* h = GetArray(status, "version_history");
+    return h != nullptr && !h->empty() ? h->front().if_object() : nullptr;
+  };
+  const json::object* was = newest(before);
+  const json::object* now = newest(after);
+  if (was == nullptr || now == nullptr || GetString(*was, "state").value_or("") != "Partial" ||
+      GetString(*now, "state").value_or("") != "Completed" ||
+      GetString(*was, "version") != GetString(*now, "version")) {
+    return std::nullopt;
+  }
+  auto started = ParseRfc3339(GetString(*now, "started_time").value_or(""));
+  auto completed = ParseRfc3339(GetString(*now, "completion_time").value_or(""));
+  if (!started.ok() || !completed.ok()) return std::nullopt;
+  return std::chrono::duration<double>(*completed - *started).count();
+}
+
+}  // namespace
 
 void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   json::object fields = clusterservice::SyncedStatusFields(event.object.status);
@@ -51,12 +76,17 @@ void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, 
   if (!doc.ok() || doc->internal_id != href) return;
   json::object service_status = doc->service_status;
   if (!MergeStatusFields(fields, &service_status)) return;
+  const std::optional<double> upgrade = CompletedUpgradeSeconds(doc->service_status, service_status);
   auto r =
       store_->Batch(store::kResources, pk,
                     {store::WriteOp::Patch(
                         res.id, {arm::SetAt(arm::kPathServiceStatus, json::value(std::move(service_status)))},
                         {arm::Unchanged(res.body, arm::kPathServiceStatus)})},
                     &*fence);
+  if (r.ok() && upgrade && upgrade_seconds_ != nullptr) {
+    const bool pool = href.find("/node_pools/") != std::string::npos;
+    upgrade_seconds_->With({pool ? "node_pool" : "cluster"})->Observe(*upgrade);
+  }
   if (!r.ok() && !r.error().IsPreconditionFailed() && !r.error().IsNotFound()) {
     ++counters_->errors;
     logger_->Warn("cannot sync conditions", {{"resource", res.id}, {"error", r.error().ToString()}});

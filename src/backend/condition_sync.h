@@ -12,6 +12,7 @@
 #include "clusterservice/client.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "metrics/registry.h"
 #include "store/store.h"
 
 namespace hcprp::backend {
@@ -19,9 +20,16 @@ namespace hcprp::backend {
 class ConditionSync {
  public:
   // Not owned; all must outlive this.
+  // `upgrade_seconds` (may be null: no metrics) gets the duration of each upgrade whose completion a
+  // sync records: {kind} "cluster" or "node_pool".
   ConditionSync(store::Store* store, clusterservice::Client* cs, Ownership* ownership, Counters* counters,
-                const Logger* logger)
-      : store_(store), cs_(cs), ownership_(ownership), counters_(counters), logger_(logger) {}
+                const Logger* logger, metrics::Family<metrics::Histogram>* upgrade_seconds)
+      : store_(store),
+        cs_(cs),
+        ownership_(ownership),
+        counters_(counters),
+        logger_(logger),
+        upgrade_seconds_(upgrade_seconds) {}
 
   // Syncs `fields` (the object `href`'s SyncedStatusFields) into the resource `resource_id` of
   // partition `pk` when the resource still points at `href` and a field differs.
@@ -38,6 +46,7 @@ class ConditionSync {
   Ownership* const ownership_;
   Counters* const counters_;
   const Logger* const logger_;
+  metrics::Family<metrics::Histogram>* const upgrade_seconds_;
 };
 
 }  // namespace hcprp::backend

@@ -60,7 +60,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
           }),
       writer_(&options_, store_, ownership_, clock_, &logger_, &index_, &memo_, &notifications_, &counters_,
               {[this](const OperationRecord& op) { checks_.Enqueue(op); }, [this] { WakeNotifierLoop(); }}),
-      conditions_(store_, cs, ownership_, &counters_, &logger_),
+      conditions_(store_, cs, ownership_, &counters_, &logger_, UpgradeHistogram(options_.metrics)),
       checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
               &counters_, [this] { WakeTimerLoop(); }),
       events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,

@@ -62,6 +62,8 @@ class Controller {
              Logger logger, Notifier* notifier);
   // The event-to-commit histogram of options.metrics (null without); backend_metrics.cpp.
   static metrics::Histogram* EventToCommitHistogram(metrics::Registry* registry);
+  // The upgrade-duration histograms of options.metrics (null without); backend_metrics.cpp.
+  static metrics::Family<metrics::Histogram>* UpgradeHistogram(metrics::Registry* registry);
   void RegisterMetrics(metrics::Registry& registry);
 
   // Timer work. `exhaustive` (ReconcileOnce) lifts the per-step bounds and forces every periodic task.

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import time
 
-from e2e import Arm, CsClient, expect, expect_eq, run_tests, wait_until
+from e2e import Arm, CsClient, expect, expect_eq, http_request, run_tests, url_after, wait_until
 from sdk import npm_install
 
 SDK_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk")
@@ -77,7 +77,8 @@ def test_versions_follow_releases_and_upgrades(ctx):
     work = npm_install(ctx)
     shutil.copy(os.path.join(SDK_DIR, "update.mjs"), work)
     # No periodic version pass within the test: a release reaches clusters through the event stream.
-    endpoint, cs_url, _ = ctx.serve(profile="demo", time_scale="1", extra=["--version-resync-seconds", "3600"])
+    endpoint, cs_url, serve = ctx.serve(profile="demo", time_scale="1", extra=["--version-resync-seconds", "3600"])
+    metrics_url = serve.wait_line(url_after("metrics:"))
     cs = CsClient(cs_url)
     arm = Arm(endpoint)
     arm.register()
@@ -126,6 +127,17 @@ def test_versions_follow_releases_and_upgrades(ctx):
               work, sdk_env(ctx, arm), "JavaScript SDK node pool upgrade")
     seen = watch_rollout(arm, pool, "4.20.15", "4.21.2")
     expect(["4.21.2", "4.20.15"] in seen, f"both versions shown while the machines roll: {seen}")
+
+    # The backend's metrics: the upgrades it saw complete, the clusters by version.
+    metrics = http_request("GET", metrics_url).raw
+    for kind, least in (("cluster", 2), ("node_pool", 1)):
+        count = next((float(line.split()[-1]) for line in metrics.splitlines()
+                      if line.startswith(f'hcprp_backend_upgrade_seconds_count{{kind="{kind}"}}')), 0)
+        expect(count >= least, f"{kind} upgrades recorded: {count}")
+    publish(cs, "4.22.6", ("candidate",))  # a release for no stable cluster: a version pass, nothing raised
+    wait_until(lambda: 'hcprp_cluster_versions{version="4.21.2",state="completed"} 1' in
+               http_request("GET", metrics_url).raw, timeout=10,
+               what="the version gauge")
     ctx.check()
 
 
