@@ -42,11 +42,12 @@ void Count(const ClusterVersion& c, std::map<std::string, size_t>* counts) {
   for (const json::value& v : c.history) {
     const json::object* e = v.if_object();
     if (e == nullptr) continue;
-    std::string version(GetString(*e, "version").value_or(""));
-    std::string state = GetString(*e, "state").value_or("") == "Completed" ? "completed" : "partial";
-    if (version == c.desired) desired_runs = true;
-    ++(*counts)[version + " " + state];
-    if (state == "completed") break;
+    std::string key(GetString(*e, "version").value_or(""));
+    if (key == c.desired) desired_runs = true;
+    const bool completed = GetString(*e, "state").value_or("") == "Completed";
+    key += completed ? " completed" : " partial";
+    ++(*counts)[key];
+    if (completed) break;
   }
   if (!desired_runs) ++(*counts)[c.desired + " desired"];
 }

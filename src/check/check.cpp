@@ -384,13 +384,15 @@ class Checker {
           clusterservice::RawVersionOf(version != nullptr ? GetString(*version, "id").value_or("") : "");
       for (const std::string& v : running(o)) {
         if (clusterservice::NewerThan(v, desired)) {
-          Add(Invariant::kVersionsConsistent, href,
-              "desired version " + desired + " is below running version " + v);
+          std::string message = "desired version " + desired;
+          message += " is below running version " + v;
+          Add(Invariant::kVersionsConsistent, href, std::move(message));
         }
         if (i > 0 && !newest_cp_minor.empty() &&
             clusterservice::NewerThan(clusterservice::MinorOf(v), newest_cp_minor)) {
-          Add(Invariant::kVersionsConsistent, href,
-              "node pool runs " + v + ", a newer minor than its control plane (" + newest_cp_minor + ")");
+          std::string message = "node pool runs " + v;
+          message += ", a newer minor than its control plane (" + newest_cp_minor + ")";
+          Add(Invariant::kVersionsConsistent, href, std::move(message));
         }
       }
     }
