@@ -74,14 +74,15 @@ def test_create_through_status_endpoint(ctx):
 def test_patch_updating(ctx):
     # Full demo timing of the timed provisioner: the update stays in Updating for about 3 s, longer than the
     # 1 s Retry-After the poller honours, so the state cannot slip between two polls. (The provisioning
-    # engine has nothing to do in Azure for a version or tag change and finishes it at once.)
+    # engine has nothing to do in Azure for this change and finishes it at once; a version change ends once
+    # the upgrade is accepted, tests/e2e/upgrades.py.)
     endpoint, _, _ = ctx.serve(profile="demo", time_scale=1.0, extra=("--provisioner", "timed"))
     arm = Arm(endpoint)
     arm.register()
     r = create_cluster(arm, "p1")
     arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=60)
 
-    patch = {"properties": {"version": {"id": "4.21", "channelGroup": "stable"}}, "tags": {"stage": "2"}}
+    patch = {"properties": {"nodeDrainTimeoutMinutes": 30}, "tags": {"stage": "2"}}
     r = arm.call("PATCH", arm.cluster_path("p1"), patch)
     expect_eq(r.status, 202, f"PATCH ({r!r}) status code")
     expect(r.header("Azure-AsyncOperation"), "PATCH 202 without Azure-AsyncOperation")
