@@ -88,6 +88,7 @@ void VersionController::Run() {
 }
 
 Result<VersionPassResult> VersionController::Pass() {
+  MutexLock pass(pass_mu_);
   HCPRP_ASSIGN_OR_RETURN(json::array clusters,
                          cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters"));
   VersionPassResult result;

@@ -6,7 +6,8 @@
 // A pass runs when the Cluster Service announces a release or an edge change on its event stream
 // (Request()) and at least every `resync` as a safety net (upstream's controller resyncs every 5 min).
 //
-// Thread-safe: Request() from any thread; Run() on one thread; Pass() from one thread at a time.
+// Thread-safe: Request() from any thread; Run() on one thread; Pass() from any thread (passes run one
+// at a time).
 #pragma once
 
 #include <chrono>
@@ -58,6 +59,7 @@ class VersionController {
   const Logger* const logger_;
   const std::chrono::milliseconds resync_;
 
+  Mutex pass_mu_;  // one Pass() at a time
   mutable Mutex mu_;
   CondVar cv_;
   bool requested_ HCPRP_GUARDED_BY(mu_) = true;
