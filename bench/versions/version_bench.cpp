@@ -78,6 +78,7 @@ struct Flags {
   size_t rounds = 1;
   size_t page_size = 500;
   std::optional<size_t> concurrency;
+  std::chrono::microseconds rtt{0};
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -87,7 +88,7 @@ Flags ParseFlags(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: version_bench [--clusters 10000] [--subscriptions 100] [--rounds 1] [--page-size 500] "
-          "[--concurrency K]\n");
+          "[--concurrency K] [--rtt-us 0]\n");
       std::exit(0);
     }
     if (i + 1 >= argc) Die("expected --flag value, got " + a);
@@ -102,6 +103,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.page_size = std::max<size_t>(v, 1);
     } else if (a == "--concurrency") {
       f.concurrency = std::max<size_t>(v, 1);
+    } else if (a == "--rtt-us") {
+      f.rtt = std::chrono::microseconds(v);
     } else {
       Die("unknown flag " + a);
     }
@@ -114,7 +117,8 @@ Flags ParseFlags(int argc, char** argv) {
 // cluster's version.id to the expected ID was answered.
 class TimedClient final : public clusterservice::Client {
  public:
-  explicit TimedClient(clusterservice::Client* inner) : inner_(inner) {}
+  // `rtt`: added to every PATCH, as a network round trip to a remote Cluster Service would.
+  TimedClient(clusterservice::Client* inner, std::chrono::microseconds rtt) : inner_(inner), rtt_(rtt) {}
 
   void HideReleaseEvents(bool hide) {
     std::lock_guard lock(mu_);
@@ -125,6 +129,7 @@ class TimedClient final : public clusterservice::Client {
     std::lock_guard lock(mu_);
     expected_ = std::move(version_id);
     raised_at_.clear();
+    list_noted_ = false;
   }
   // Waits until `n` clusters were raised or `timeout` passed; the answer times noted so far.
   std::vector<SteadyTime> WaitRaised(size_t n, std::chrono::seconds timeout) {
@@ -135,8 +140,8 @@ class TimedClient final : public clusterservice::Client {
     for (const auto& [href, at] : raised_at_) out.push_back(at);
     return out;
   }
-  // How long the last List of the clusters took, and when it started.
-  std::pair<SteadyTime, double> LastClusterList() const {
+  // When the first List of the clusters since Expect() started, and how long it took.
+  std::pair<SteadyTime, double> FirstClusterList() const {
     std::lock_guard lock(mu_);
     return {last_list_start_, last_list_seconds_};
   }
@@ -148,6 +153,7 @@ class TimedClient final : public clusterservice::Client {
   Result<json::object> Get(std::string_view href) override { return inner_->Get(href); }
   Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
   Result<json::object> Update(std::string_view href, const json::object& patch) override {
+    if (rtt_.count() > 0) std::this_thread::sleep_for(rtt_);
     auto r = inner_->Update(href, patch);
     if (r.ok()) Note(href, patch);
     return r;
@@ -162,6 +168,8 @@ class TimedClient final : public clusterservice::Client {
     auto r = inner_->List(collection_href, search);
     if (collection_href == kClusters && search.empty()) {
       std::lock_guard lock(mu_);
+      if (list_noted_) return r;
+      list_noted_ = true;
       last_list_start_ = start;
       last_list_seconds_ = Seconds(std::chrono::steady_clock::now() - start);
     }
@@ -190,11 +198,13 @@ class TimedClient final : public clusterservice::Client {
   }
 
   clusterservice::Client* const inner_;
+  const std::chrono::microseconds rtt_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool hide_ = false;
   std::string expected_;
   std::unordered_map<std::string, SteadyTime> raised_at_;
+  bool list_noted_ = false;
   SteadyTime last_list_start_{};
   double last_list_seconds_ = 0;
 };
@@ -256,13 +266,14 @@ json::object ClusterBody(size_t c, size_t subscriptions) {
            {"resource_name", name},
            {"subnet_resource_id", providers + "Microsoft.Network/virtualNetworks/vnet/subnets/nodes"},
            {"operators_authentication",
-            json::object{{"managed_identities",
-                          json::object{{"control_plane_operators_managed_identities",
-                                        json::object{{"cluster-api-azure",
-                                                      json::object{{"resource_id",
-                                                                    providers +
-                                                                        "Microsoft.ManagedIdentity/"
-                                                                        "userAssignedIdentities/capz"}}}}}}}}}}}};
+            json::object{
+                {"managed_identities",
+                 json::object{
+                     {"control_plane_operators_managed_identities",
+                      json::object{
+                          {"cluster-api-azure",
+                           json::object{{"resource_id", providers + "Microsoft.ManagedIdentity/"
+                                                                    "userAssignedIdentities/capz"}}}}}}}}}}}};
 }
 
 void WaitAllReady(simulator::Simulator& sim, size_t n) {
@@ -330,10 +341,11 @@ void Baseline(TimedClient& client, const std::vector<std::string>& hrefs) {
     if (auto r = client.Update(href, noop); !r.ok()) Die("patch: " + r.error().ToString());
   }
   const double patch_s = Seconds(std::chrono::steady_clock::now() - t1);
-  std::printf("baseline: bare list of %zu clusters %s (CPU %.2f s); bare PATCH round (%zu no-op, one at a time) "
-              "%s, %.0f us each (CPU %.2f s)\n",
-              listed->size(), Ms(list_s).c_str(), cpu1 - cpu0, hrefs.size(), Ms(patch_s).c_str(),
-              patch_s * 1e6 / static_cast<double>(std::max<size_t>(hrefs.size(), 1)), CpuSeconds() - cpu1);
+  std::printf(
+      "baseline: bare list of %zu clusters %s (CPU %.2f s); bare PATCH round (%zu no-op, one at a time) "
+      "%s, %.0f us each (CPU %.2f s)\n",
+      listed->size(), Ms(list_s).c_str(), cpu1 - cpu0, hrefs.size(), Ms(patch_s).c_str(),
+      patch_s * 1e6 / static_cast<double>(std::max<size_t>(hrefs.size(), 1)), CpuSeconds() - cpu1);
 }
 
 void ResyncPath(simulator::Simulator& sim, backend::Backend& backend, TimedClient& client, size_t n, int z) {
@@ -351,13 +363,16 @@ void ResyncPath(simulator::Simulator& sim, backend::Backend& backend, TimedClien
   if (!pass.ok()) Die("version pass: " + pass.error().ToString());
   const double cpu = CpuSeconds() - cpu0;
   Spread s = SpreadOf(client.WaitRaised(n, std::chrono::seconds(0)), t0);
-  auto [list_start, list_s] = client.LastClusterList();
+  auto [list_start, list_s] = client.FirstClusterList();
   const int64_t at = CountWhere(sim, "version.id = '" + id + "'");
-  std::printf("  resync path (%s): pass %s (list %s, CPU %.2f s), raised %zu, failed %zu; every cluster raised "
-              "%s after the pass started (p50 %s, p99 %s); simulator: %lld/%zu at %s\n",
-              raw.c_str(), Ms(pass_s).c_str(), Ms(list_s).c_str(), cpu, pass->raised, pass->failed,
-              Ms(s.max).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), static_cast<long long>(at), n,
-              id.c_str());
+  // The raises: from the end of the pass's list to the last cluster raised.
+  const double raises_s = s.max - Seconds(list_start - t0) - list_s;
+  std::printf(
+      "  resync path (%s): pass %s (list %s, raises %s; CPU %.2f s), raised %zu, failed %zu; every cluster "
+      "raised %s after the pass started (p50 %s, p99 %s); simulator: %lld/%zu at %s\n",
+      raw.c_str(), Ms(pass_s).c_str(), Ms(list_s).c_str(), Ms(raises_s).c_str(), cpu, pass->raised,
+      pass->failed, Ms(s.max).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), static_cast<long long>(at), n,
+      id.c_str());
   client.HideReleaseEvents(false);
 }
 
@@ -371,13 +386,15 @@ void EventPath(simulator::Simulator& sim, TimedClient& client, size_t n, int z) 
   std::vector<SteadyTime> raised = client.WaitRaised(n, std::chrono::seconds(120));
   const double cpu = CpuSeconds() - cpu0;
   Spread s = SpreadOf(raised, t0);
-  auto [list_start, list_s] = client.LastClusterList();
+  auto [list_start, list_s] = client.FirstClusterList();
   const int64_t at = CountWhere(sim, "version.id = '" + id + "'");
-  std::printf("  event path (%s): publication to raise first %s, p50 %s, p99 %s, max %s (pass's list started "
-              "%s after the publication, took %s; CPU %.2f s); simulator: %lld/%zu at %s\n",
-              raw.c_str(), Ms(s.first).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), Ms(s.max).c_str(),
-              Ms(Seconds(list_start - t0)).c_str(), Ms(list_s).c_str(), cpu, static_cast<long long>(at), n,
-              id.c_str());
+  const double raises_s = s.max - Seconds(list_start - t0) - list_s;
+  std::printf(
+      "  event path (%s): publication to raise first %s, p50 %s, p99 %s, max %s (the pass's list started %s "
+      "after the publication and took %s, raises %s; CPU %.2f s); simulator: %lld/%zu at %s\n",
+      raw.c_str(), Ms(s.first).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), Ms(s.max).c_str(),
+      Ms(Seconds(list_start - t0)).c_str(), Ms(list_s).c_str(), Ms(raises_s).c_str(), cpu,
+      static_cast<long long>(at), n, id.c_str());
 }
 
 }  // namespace
@@ -415,13 +432,14 @@ int main(int argc, char** argv) {
     co.page_size = f.page_size;
     auto http = clusterservice::HttpClient::Create(co);
     if (!http.ok()) Die("client: " + http.error().ToString());
-    TimedClient client(http->get());
+    TimedClient client(http->get(), f.rtt);
 
     backend::BackendOptions bo;
     bo.gc_enabled = false;  // the clusters have no resource documents: all would be orphans
     bo.version_resync = std::chrono::hours(1);
     if (f.concurrency) bo.version_concurrency = *f.concurrency;
-    auto be = backend::Backend::Create(bo, st->get(), &client, &clock, logger.WithComponent("backend"), nullptr);
+    auto be =
+        backend::Backend::Create(bo, st->get(), &client, &clock, logger.WithComponent("backend"), nullptr);
     if (!be.ok()) Die("backend: " + be.error().ToString());
     if (auto s = (*be)->Start(); !s.ok()) Die("backend start: " + s.error().ToString());
     const SteadyTime started = std::chrono::steady_clock::now();
@@ -433,10 +451,12 @@ int main(int argc, char** argv) {
     auto warm = (*be)->VersionPassOnce();  // nothing to raise: the clusters run the tip
     if (!warm.ok() || warm->clusters != f.clusters) Die("the backend does not see every cluster");
 
-    std::printf("version_bench: %zu clusters (%s, channel group %s) in %zu subscriptions; page size %zu; "
-                "version concurrency %zu\n",
-                f.clusters, clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup).c_str(),
-                std::string(kGroup).c_str(), f.subscriptions, f.page_size, bo.version_concurrency);
+    std::printf(
+        "version_bench: %zu clusters (%s, channel group %s) in %zu subscriptions; page size %zu; "
+        "version concurrency %zu; PATCH round trip + %lld us\n",
+        f.clusters, clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup).c_str(),
+        std::string(kGroup).c_str(), f.subscriptions, f.page_size, bo.version_concurrency,
+        static_cast<long long>(f.rtt.count()));
     std::printf("setup: clusters created and ready in %.1f s; backend holding %u shards after %s\n", create_s,
                 bo.shards, Ms(shards_s).c_str());
     Baseline(client, hrefs);
