@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -309,7 +310,7 @@ Spread SpreadOf(std::vector<SteadyTime> times, SteadyTime from) {
   if (times.empty()) return s;
   std::sort(times.begin(), times.end());
   auto at = [&](double q) {
-    size_t i = static_cast<size_t>(q * static_cast<double>(times.size() - 1) + 0.5);
+    const auto i = static_cast<size_t>(std::llround(q * static_cast<double>(times.size() - 1)));
     return Seconds(times[std::min(i, times.size() - 1)] - from);
   };
   s.first = Seconds(times.front() - from);

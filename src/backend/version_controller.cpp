@@ -51,7 +51,10 @@ void Count(const ClusterVersion& c, std::map<std::string, size_t>* counts) {
     std::string version(GetString(*e, "version").value_or(""));
     std::string state = GetString(*e, "state").value_or("") == "Completed" ? "completed" : "partial";
     if (version == c.desired) desired_runs = true;
-    ++(*counts)[version + " " + state];
+    std::string key = version;
+    key += ' ';
+    key += state;
+    ++(*counts)[key];
     if (state == "completed") break;
   }
   if (!desired_runs) ++(*counts)[c.desired + " desired"];
