@@ -26,6 +26,7 @@ Result<size_t> Backend::PumpEventsOnce(std::chrono::milliseconds wait) {
   return controller_->PumpEventsOnce(wait);
 }
 size_t Backend::DeliverNotificationsOnce() { return controller_->DeliverNotificationsOnce(); }
+Result<VersionPassResult> Backend::VersionPassOnce() { return controller_->VersionPassOnce(); }
 BackendStats Backend::Stats() const { return controller_->Stats(); }
 
 Status Backend::FailOperation(std::string_view pk, std::string_view op_id, std::string code,

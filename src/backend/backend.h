@@ -55,6 +55,7 @@
 #include "arm/documents.h"
 #include "backend/notifier.h"
 #include "backend/ownership.h"
+#include "backend/version_controller.h"
 #include "clusterservice/client.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -86,6 +87,8 @@ struct BackendOptions {
   // compared with the update service's graph at least this often; releases announced on the event
   // stream start a pass at once.
   std::chrono::milliseconds version_resync{std::chrono::minutes(5)};
+  // A version pass raises up to this many clusters at once (each a PATCH to the Cluster Service).
+  size_t version_concurrency = 4;
   // Status polling of in-flight operations when the Cluster Service has no event stream, and of
   // credential operations always (Clock time).
   Duration poll_interval = std::chrono::seconds(10);
@@ -210,6 +213,9 @@ class Backend {
   Result<size_t> PumpChangesOnce();                               // drains the change feed
   Result<size_t> PumpEventsOnce(std::chrono::milliseconds wait);  // one WatchEvents page
   size_t DeliverNotificationsOnce();
+  // One pass of the version controller (version_controller.h), as its resync runs it; waits for a
+  // pass already running.
+  Result<VersionPassResult> VersionPassOnce();
 
   BackendStats Stats() const;
 

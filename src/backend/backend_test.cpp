@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "api/api.h"
@@ -14,6 +16,7 @@
 #include "arm/store_indexes.h"
 #include "clusterservice/mapping.h"
 #include "clusterservice/testing/fake_cluster_service.h"
+#include "clusterservice/update_graph.h"
 #include "core/time.h"
 #include "core/uuid.h"
 #include "store/fault_injecting_store.h"
@@ -1312,6 +1315,93 @@ TEST_F(BackendTest, StandbyTakesOverWhenTheActiveBackendStops) {
   cs_.SetState(f.href, "ready");
   ASSERT_TRUE(WaitUntil([&] { return Op(f.op).status == arm::kStateSucceeded; }));
   b->Stop();
+}
+
+// The fake Cluster Service with an update service whose fast-4.20 channel offers 4.20.15 and 4.20.16.
+// Its PATCHes wait (up to 5 s) until `want_in_flight` of them are in progress at once.
+class UpdateServiceClient final : public clusterservice::Client {
+ public:
+  UpdateServiceClient(FakeClusterService* inner, int want_in_flight) : inner_(inner), want_(want_in_flight) {}
+  int max_in_flight() const { return max_in_flight_; }
+
+  Result<json::object> Create(std::string_view collection_href, const json::object& body,
+                              std::string_view idempotency_key) override {
+    return inner_->Create(collection_href, body, idempotency_key);
+  }
+  Result<json::object> Get(std::string_view href) override {
+    if (href != clusterservice::GraphPath("fast-4.20")) return inner_->Get(href);
+    return json::object{
+        {"nodes", json::array{json::object{{"version", "4.20.15"}}, json::object{{"version", "4.20.16"}}}},
+        {"edges", json::array{json::array{0, 1}}}};
+  }
+  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
+  Result<json::object> Update(std::string_view href, const json::object& patch) override {
+    {
+      std::unique_lock lock(mu_);
+      max_in_flight_ = std::max(max_in_flight_, ++in_flight_);
+      cv_.notify_all();
+      cv_.wait_for(lock, 5s, [&] { return max_in_flight_ >= want_; });
+    }
+    auto r = inner_->Update(href, patch);
+    std::lock_guard lock(mu_);
+    --in_flight_;
+    return r;
+  }
+  Status Delete(std::string_view href) override { return inner_->Delete(href); }
+  Result<json::object> Action(std::string_view href, std::string_view action,
+                              const json::object& body) override {
+    return inner_->Action(href, action, body);
+  }
+  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+    return inner_->List(collection_href, search);
+  }
+  Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    return inner_->WatchEvents(after, timeout);
+  }
+
+ private:
+  FakeClusterService* const inner_;
+  const int want_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
+};
+
+TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
+  std::vector<std::string> hrefs;
+  for (int i = 0; i < 12; ++i) {
+    json::object body{
+        {"name", "c" + std::to_string(i)},
+        {"azure", json::object{{"subscription_id", sub_}}},
+        {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
+    auto c = cs_.Create(kClusters, body, "");
+    ASSERT_TRUE(c.ok()) << c.error().ToString();
+    hrefs.emplace_back(*GetString(*c, "href"));
+  }
+  UpdateServiceClient cs(&cs_, 3);
+  BackendOptions o = Options();
+  o.version_concurrency = 3;
+  auto b = Backend::Create(o, store_.get(), &cs, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);  // takes the shards
+  auto pass = (*b)->VersionPassOnce();
+  ASSERT_TRUE(pass.ok()) << pass.error().ToString();
+  EXPECT_EQ(pass->clusters, 12u);
+  EXPECT_EQ(pass->raised, 12u);
+  EXPECT_EQ(pass->failed, 0u);
+  EXPECT_EQ(pass->by_version, (std::map<std::string, size_t>{{"4.20.15 desired", 12}}));
+  EXPECT_EQ(cs.max_in_flight(), 3);
+  for (const std::string& href : hrefs) {
+    auto c = cs_.Get(href);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(GetString(*GetObject(*c, "version"), "id"), "openshift-v4.20.16-fast") << href;
+  }
+  // Nothing newer: the next pass raises nothing.
+  auto again = (*b)->VersionPassOnce();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->raised, 0u);
+  EXPECT_EQ(again->by_version, (std::map<std::string, size_t>{{"4.20.16 desired", 12}}));
 }
 
 }  // namespace

@@ -1,0 +1,479 @@
+// Version controller benchmark: how fast a new z-stream published to the update service reaches every
+// eligible cluster's desired version (issue "Scale and speed": 10,000 clusters within 2 s of a resync
+// pass, and within 200 ms p99 of the publication when the simulator announces it as an event).
+//
+// One process: the Cluster Service simulator (instant profile, in memory, serving HTTP), N clusters
+// created in it at openshift-v4.20.15-fast (channel group "fast", so that one publication moves the
+// tip) across S subscriptions, and a real backend::Backend over a SQLite store in a temporary folder,
+// holding its shard leases and reaching the simulator through clusterservice::HttpClient.
+//
+// Each round publishes two z-streams:
+//   resync path: the backend does not see the release events (the client below hides them); one
+//     version pass (Backend::VersionPassOnce, what the periodic resync runs) is timed, with every
+//     cluster's raise read back from the simulator;
+//   event path: the release is announced on the event stream as usual; for each cluster, the time
+//     from the publication to the Cluster Service's answer to the PATCH that raised it (the change
+//     is committed and on the event stream by then).
+// Baseline in the same run: one bare List of every cluster and one round of no-op PATCHes (the
+// cluster's own version.id), one at a time, through the same client.
+//
+// Prints figures only; never asserts a timing.
+//
+//   version_bench [--clusters 10000] [--subscriptions 100] [--rounds 1] [--page-size 500]
+//                 [--concurrency K]   (BackendOptions::version_concurrency; default: the backend's)
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "arm/store_indexes.h"
+#include "backend/backend.h"
+#include "clusterservice/http_client.h"
+#include "clusterservice/update_graph.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "core/uuid.h"
+#include "simulator/simulator.h"
+#include "store/store.h"
+
+using namespace hcprp;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+namespace {
+
+const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
+constexpr std::string_view kGroup = "fast";
+constexpr int kStartZ = 15;  // the catalogue's newest 4.20 z-stream
+
+[[noreturn]] void Die(const std::string& what) {
+  std::fprintf(stderr, "version_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+struct Flags {
+  size_t clusters = 10'000;
+  size_t subscriptions = 100;
+  size_t rounds = 1;
+  size_t page_size = 500;
+  std::optional<size_t> concurrency;
+  std::chrono::microseconds rtt{0};
+};
+
+Flags ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: version_bench [--clusters 10000] [--subscriptions 100] [--rounds 1] [--page-size 500] "
+          "[--concurrency K] [--rtt-us 0]\n");
+      std::exit(0);
+    }
+    if (i + 1 >= argc) Die("expected --flag value, got " + a);
+    const size_t v = std::strtoull(argv[++i], nullptr, 10);
+    if (a == "--clusters") {
+      f.clusters = v;
+    } else if (a == "--subscriptions") {
+      f.subscriptions = std::max<size_t>(v, 1);
+    } else if (a == "--rounds") {
+      f.rounds = v;
+    } else if (a == "--page-size") {
+      f.page_size = std::max<size_t>(v, 1);
+    } else if (a == "--concurrency") {
+      f.concurrency = std::max<size_t>(v, 1);
+    } else if (a == "--rtt-us") {
+      f.rtt = std::chrono::microseconds(v);
+    } else {
+      Die("unknown flag " + a);
+    }
+  }
+  return f;
+}
+
+// The backend's view of the Cluster Service, with two additions: it can hide the update service's
+// events (Version, UpgradeEdge) from the event stream, and it notes when the PATCH that set each
+// cluster's version.id to the expected ID was answered.
+class TimedClient final : public clusterservice::Client {
+ public:
+  // `rtt`: added to every PATCH, as a network round trip to a remote Cluster Service would.
+  TimedClient(clusterservice::Client* inner, std::chrono::microseconds rtt) : inner_(inner), rtt_(rtt) {}
+
+  void HideReleaseEvents(bool hide) {
+    std::lock_guard lock(mu_);
+    hide_ = hide;
+  }
+  // Forgets what was noted and notes raises to `version_id` from now on.
+  void Expect(std::string version_id) {
+    std::lock_guard lock(mu_);
+    expected_ = std::move(version_id);
+    raised_at_.clear();
+    list_noted_ = false;
+  }
+  // Waits until `n` clusters were raised or `timeout` passed; the answer times noted so far.
+  std::vector<SteadyTime> WaitRaised(size_t n, std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, timeout, [&] { return raised_at_.size() >= n; });
+    std::vector<SteadyTime> out;
+    out.reserve(raised_at_.size());
+    for (const auto& [href, at] : raised_at_) out.push_back(at);
+    return out;
+  }
+  // When the first List of the clusters since Expect() started, and how long it took.
+  std::pair<SteadyTime, double> FirstClusterList() const {
+    std::lock_guard lock(mu_);
+    return {last_list_start_, last_list_seconds_};
+  }
+
+  Result<json::object> Create(std::string_view collection_href, const json::object& body,
+                              std::string_view idempotency_key) override {
+    return inner_->Create(collection_href, body, idempotency_key);
+  }
+  Result<json::object> Get(std::string_view href) override { return inner_->Get(href); }
+  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
+  Result<json::object> Update(std::string_view href, const json::object& patch) override {
+    if (rtt_.count() > 0) std::this_thread::sleep_for(rtt_);
+    auto r = inner_->Update(href, patch);
+    if (r.ok()) Note(href, patch);
+    return r;
+  }
+  Status Delete(std::string_view href) override { return inner_->Delete(href); }
+  Result<json::object> Action(std::string_view href, std::string_view action,
+                              const json::object& body) override {
+    return inner_->Action(href, action, body);
+  }
+  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+    const SteadyTime start = std::chrono::steady_clock::now();
+    auto r = inner_->List(collection_href, search);
+    if (collection_href == kClusters && search.empty()) {
+      std::lock_guard lock(mu_);
+      if (list_noted_) return r;
+      list_noted_ = true;
+      last_list_start_ = start;
+      last_list_seconds_ = Seconds(std::chrono::steady_clock::now() - start);
+    }
+    return r;
+  }
+  Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    auto page = inner_->WatchEvents(after, timeout);
+    std::lock_guard lock(mu_);
+    if (page.ok() && hide_) {
+      std::erase_if(page->events, [](const clusterservice::Event& e) {
+        return e.kind == clusterservice::kVersionEventKind || e.kind == clusterservice::kUpgradeEdgeEventKind;
+      });
+    }
+    return page;
+  }
+
+ private:
+  void Note(std::string_view href, const json::object& patch) {
+    const json::object* version = GetObject(patch, "version");
+    auto id = version != nullptr ? GetString(*version, "id") : std::nullopt;
+    const SteadyTime now = std::chrono::steady_clock::now();
+    std::lock_guard lock(mu_);
+    if (!id || *id != expected_) return;
+    raised_at_.try_emplace(std::string(href), now);
+    cv_.notify_all();
+  }
+
+  clusterservice::Client* const inner_;
+  const std::chrono::microseconds rtt_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool hide_ = false;
+  std::string expected_;
+  std::unordered_map<std::string, SteadyTime> raised_at_;
+  bool list_noted_ = false;
+  SteadyTime last_list_start_{};
+  double last_list_seconds_ = 0;
+};
+
+// A call through the simulator's handler, without a socket.
+json::value Call(simulator::Simulator& sim, http::Verb verb, const std::string& target,
+                 const std::string& body = "") {
+  http::Response res = sim.Handle(http::MakeRequest(verb, target, body));
+  if (res.result_int() >= 300) {
+    Die(std::string(http::beast_http::to_string(verb)) + " " + target + ": " +
+        std::to_string(res.result_int()) + " " + res.body());
+  }
+  auto v = ParseJson(res.body());
+  if (!v.ok()) Die(target + ": " + v.error().ToString());
+  return std::move(*v);
+}
+
+std::string Escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_') {
+      out += c;
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    }
+  }
+  return out;
+}
+
+// How many clusters the simulator holds that match an OCM search.
+int64_t CountWhere(simulator::Simulator& sim, std::string_view search) {
+  json::value page = Call(sim, http::Verb::get, kClusters + "?size=1&search=" + Escape(search));
+  return GetInt(page.as_object(), "total").value_or(-1);
+}
+
+std::string SubscriptionOf(size_t s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012zu", s % 1'000'000'000'000);
+  return buf;
+}
+
+// A cluster as the resource provider creates it, in channel group "fast".
+json::object ClusterBody(size_t c, size_t subscriptions) {
+  const std::string name = "c" + std::to_string(c);
+  const std::string sub = SubscriptionOf(c % subscriptions);
+  const std::string rg = "rg" + std::to_string(c);
+  const std::string providers = "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/";
+  return json::object{
+      {"name", name},
+      {"region", json::object{{"id", "westus3"}}},
+      {"version", json::object{{"id", clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup)},
+                               {"channel_group", kGroup}}},
+      {"azure",
+       json::object{
+           {"subscription_id", sub},
+           {"resource_group_name", rg},
+           {"resource_name", name},
+           {"subnet_resource_id", providers + "Microsoft.Network/virtualNetworks/vnet/subnets/nodes"},
+           {"operators_authentication",
+            json::object{
+                {"managed_identities",
+                 json::object{
+                     {"control_plane_operators_managed_identities",
+                      json::object{
+                          {"cluster-api-azure",
+                           json::object{{"resource_id", providers + "Microsoft.ManagedIdentity/"
+                                                                    "userAssignedIdentities/capz"}}}}}}}}}}}};
+}
+
+void WaitAllReady(simulator::Simulator& sim, size_t n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (CountWhere(sim, "status.state = 'ready'") != static_cast<int64_t>(n)) {
+    if (std::chrono::steady_clock::now() > deadline) Die("clusters did not become ready");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+std::vector<std::string> CreateClusters(simulator::Simulator& sim, const Flags& f) {
+  std::vector<std::string> hrefs;
+  hrefs.reserve(f.clusters);
+  for (size_t c = 0; c < f.clusters; ++c) {
+    json::value created = Call(sim, http::Verb::post, kClusters, ToJson(ClusterBody(c, f.subscriptions)));
+    hrefs.emplace_back(GetString(created.as_object(), "href").value_or(""));
+  }
+  WaitAllReady(sim, f.clusters);
+  return hrefs;
+}
+
+void Publish(simulator::Simulator& sim, const std::string& raw) {
+  Call(sim, http::Verb::post, "/control/versions",
+       R"({"version":")" + raw + R"(","channel_groups":["candidate","fast","stable"]})");
+}
+
+struct Spread {
+  double first = 0, p50 = 0, p99 = 0, max = 0;
+};
+
+Spread SpreadOf(std::vector<SteadyTime> times, SteadyTime from) {
+  Spread s;
+  if (times.empty()) return s;
+  std::sort(times.begin(), times.end());
+  auto at = [&](double q) {
+    const auto i = static_cast<size_t>(std::llround(q * static_cast<double>(times.size() - 1)));
+    return Seconds(times[std::min(i, times.size() - 1)] - from);
+  };
+  s.first = Seconds(times.front() - from);
+  s.p50 = at(0.50);
+  s.p99 = at(0.99);
+  s.max = Seconds(times.back() - from);
+  return s;
+}
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1000);
+  return buf;
+}
+
+void Baseline(TimedClient& client, const std::vector<std::string>& hrefs) {
+  const double cpu0 = CpuSeconds();
+  const SteadyTime t0 = std::chrono::steady_clock::now();
+  auto listed = client.List(kClusters, "");
+  const double list_s = Seconds(std::chrono::steady_clock::now() - t0);
+  if (!listed.ok()) Die("list: " + listed.error().ToString());
+  const double cpu1 = CpuSeconds();
+  // The cluster's own version: the simulator validates and merges it, and answers without a change.
+  const json::object noop{
+      {"version", json::object{{"id", clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup)},
+                               {"channel_group", kGroup}}}};
+  const SteadyTime t1 = std::chrono::steady_clock::now();
+  for (const std::string& href : hrefs) {
+    if (auto r = client.Update(href, noop); !r.ok()) Die("patch: " + r.error().ToString());
+  }
+  const double patch_s = Seconds(std::chrono::steady_clock::now() - t1);
+  std::printf(
+      "baseline: bare list of %zu clusters %s (CPU %.2f s); bare PATCH round (%zu no-op, one at a time) "
+      "%s, %.0f us each (CPU %.2f s)\n",
+      listed->size(), Ms(list_s).c_str(), cpu1 - cpu0, hrefs.size(), Ms(patch_s).c_str(),
+      patch_s * 1e6 / static_cast<double>(std::max<size_t>(hrefs.size(), 1)), CpuSeconds() - cpu1);
+}
+
+void ResyncPath(simulator::Simulator& sim, backend::Backend& backend, TimedClient& client, size_t n, int z) {
+  const std::string raw = "4.20." + std::to_string(z);
+  const std::string id = clusterservice::VersionIdOf(raw, kGroup);
+  client.HideReleaseEvents(true);
+  client.Expect(id);
+  Publish(sim, raw);
+  // Let the event follower read past the (hidden) announcement, so no pass is requested.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  const double cpu0 = CpuSeconds();
+  const SteadyTime t0 = std::chrono::steady_clock::now();
+  auto pass = backend.VersionPassOnce();
+  const double pass_s = Seconds(std::chrono::steady_clock::now() - t0);
+  if (!pass.ok()) Die("version pass: " + pass.error().ToString());
+  const double cpu = CpuSeconds() - cpu0;
+  Spread s = SpreadOf(client.WaitRaised(n, std::chrono::seconds(0)), t0);
+  auto [list_start, list_s] = client.FirstClusterList();
+  const int64_t at = CountWhere(sim, "version.id = '" + id + "'");
+  // The raises: from the end of the pass's list to the last cluster raised.
+  const double raises_s = s.max - Seconds(list_start - t0) - list_s;
+  std::printf(
+      "  resync path (%s): pass %s (list %s, raises %s; CPU %.2f s), raised %zu, failed %zu; every cluster "
+      "raised %s after the pass started (p50 %s, p99 %s); simulator: %lld/%zu at %s\n",
+      raw.c_str(), Ms(pass_s).c_str(), Ms(list_s).c_str(), Ms(raises_s).c_str(), cpu, pass->raised,
+      pass->failed, Ms(s.max).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), static_cast<long long>(at), n,
+      id.c_str());
+  client.HideReleaseEvents(false);
+}
+
+void EventPath(simulator::Simulator& sim, TimedClient& client, size_t n, int z) {
+  const std::string raw = "4.20." + std::to_string(z);
+  const std::string id = clusterservice::VersionIdOf(raw, kGroup);
+  client.Expect(id);
+  const double cpu0 = CpuSeconds();
+  const SteadyTime t0 = std::chrono::steady_clock::now();
+  Publish(sim, raw);
+  std::vector<SteadyTime> raised = client.WaitRaised(n, std::chrono::seconds(120));
+  const double cpu = CpuSeconds() - cpu0;
+  Spread s = SpreadOf(raised, t0);
+  auto [list_start, list_s] = client.FirstClusterList();
+  const int64_t at = CountWhere(sim, "version.id = '" + id + "'");
+  const double raises_s = s.max - Seconds(list_start - t0) - list_s;
+  std::printf(
+      "  event path (%s): publication to raise first %s, p50 %s, p99 %s, max %s (the pass's list started %s "
+      "after the publication and took %s, raises %s; CPU %.2f s); simulator: %lld/%zu at %s\n",
+      raw.c_str(), Ms(s.first).c_str(), Ms(s.p50).c_str(), Ms(s.p99).c_str(), Ms(s.max).c_str(),
+      Ms(Seconds(list_start - t0)).c_str(), Ms(list_s).c_str(), Ms(raises_s).c_str(), cpu,
+      static_cast<long long>(at), n, id.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Flags f = ParseFlags(argc, argv);
+  SystemClock clock;
+  Logger logger(std::make_shared<StreamLogSink>(), &clock, LogLevel::kWarn);
+
+  simulator::SimulatorOptions so;
+  so.profile = simulator::Profile::kInstant;
+  so.seed = 1;
+  so.logger = &logger;
+  // Every event of the run stays in the history: a backend that starts (or falls) behind the history
+  // never resumes following the stream (EventFollower retries the same sequence after a 410).
+  so.event_history = (4 + 4 * f.rounds) * f.clusters + 10'000;
+  auto sim = simulator::Simulator::Start(so);
+  if (!sim.ok()) Die("simulator: " + sim.error().ToString());
+
+  const SteadyTime setup = std::chrono::steady_clock::now();
+  std::vector<std::string> hrefs = CreateClusters(**sim, f);
+  const double create_s = Seconds(std::chrono::steady_clock::now() - setup);
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("version-bench-" + NewUuidV4());
+  std::filesystem::create_directories(dir);
+  int rc = 0;
+  {
+    store::OpenOptions oo;
+    oo.clock = &clock;
+    oo.indexes = arm::StoreIndexes();
+    auto st = store::OpenStore("sqlite://" + (dir / "hcprp.db").string(), oo);
+    if (!st.ok()) Die("store: " + st.error().ToString());
+    clusterservice::HttpClientOptions co;
+    co.base_url = (*sim)->base_url();
+    co.page_size = f.page_size;
+    auto http = clusterservice::HttpClient::Create(co);
+    if (!http.ok()) Die("client: " + http.error().ToString());
+    TimedClient client(http->get(), f.rtt);
+
+    backend::BackendOptions bo;
+    bo.gc_enabled = false;  // the clusters have no resource documents: all would be orphans
+    bo.version_resync = std::chrono::hours(1);
+    if (f.concurrency) bo.version_concurrency = *f.concurrency;
+    auto be =
+        backend::Backend::Create(bo, st->get(), &client, &clock, logger.WithComponent("backend"), nullptr);
+    if (!be.ok()) Die("backend: " + be.error().ToString());
+    if (auto s = (*be)->Start(); !s.ok()) Die("backend start: " + s.error().ToString());
+    const SteadyTime started = std::chrono::steady_clock::now();
+    while ((*be)->Stats().shards_held < bo.shards) {
+      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(30)) Die("shards not acquired");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const double shards_s = Seconds(std::chrono::steady_clock::now() - started);
+    auto warm = (*be)->VersionPassOnce();  // nothing to raise: the clusters run the tip
+    if (!warm.ok() || warm->clusters != f.clusters) Die("the backend does not see every cluster");
+
+    std::printf(
+        "version_bench: %zu clusters (%s, channel group %s) in %zu subscriptions; page size %zu; "
+        "version concurrency %zu; PATCH round trip + %lld us\n",
+        f.clusters, clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup).c_str(),
+        std::string(kGroup).c_str(), f.subscriptions, f.page_size, bo.version_concurrency,
+        static_cast<long long>(f.rtt.count()));
+    std::printf("setup: clusters created and ready in %.1f s; backend holding %u shards after %s\n", create_s,
+                bo.shards, Ms(shards_s).c_str());
+    Baseline(client, hrefs);
+    int z = kStartZ;
+    for (size_t round = 1; round <= f.rounds; ++round) {
+      std::printf("round %zu:\n", round);
+      WaitAllReady(**sim, f.clusters);
+      ResyncPath(**sim, **be, client, f.clusters, ++z);
+      WaitAllReady(**sim, f.clusters);
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the follower catches up
+      EventPath(**sim, client, f.clusters, ++z);
+    }
+    std::fflush(stdout);
+    (*be)->Stop();
+  }
+  (*sim)->Stop();
+  std::filesystem::remove_all(dir);
+  return rc;
+}
