@@ -127,6 +127,9 @@ void AddBackendFlags(CLI::App* s, Config& c) {
                 "Safety-net interval of the version controller's pass (releases announced on the Cluster "
                 "Service's event stream start one at once)")
       ->capture_default_str();
+  s->add_option("--version-concurrency", c.version_concurrency,
+                "Cluster Service requests that raise desired versions at once in a version pass")
+      ->capture_default_str();
   s->add_option("--check-concurrency", c.check_concurrency,
                 "Operations a backend checks against the Cluster Service at once")
       ->capture_default_str()

@@ -34,6 +34,7 @@ struct Config {
   uint32_t shards = 8;
   int resync_seconds = 45;
   double version_resync_seconds = 300;
+  int version_concurrency = 4;
   size_t check_concurrency = 4;
   size_t event_concurrency = 8;
   int create_recovery_seconds = 120;

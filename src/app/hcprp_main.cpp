@@ -218,6 +218,7 @@ class Runner {
     o.resync_interval = std::chrono::seconds(config_.resync_seconds);
     o.version_resync =
         std::chrono::milliseconds(static_cast<int64_t>(std::max(config_.version_resync_seconds, 0.1) * 1000));
+    o.version_concurrency = static_cast<size_t>(std::max(config_.version_concurrency, 1));
     o.check_concurrency = config_.check_concurrency;
     o.event_concurrency = config_.event_concurrency;
     o.create_recovery_grace = std::chrono::seconds(config_.create_recovery_seconds);

@@ -310,19 +310,21 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
       search = std::move(*s);
     }
   }
-  std::vector<std::pair<uint64_t, json::object>> matches;
+  // The matches are ordered and cut to the page before any object is copied: a page of a large
+  // collection costs its own objects, not the whole collection's.
+  json::array items;
+  std::vector<std::pair<uint64_t, const Record*>> matches;
   {
     MutexLock lock(mu_);
     for (const auto& [href, rec] : records_) {
       if (rec.kind != kind || rec.parent != parent) continue;
-      if (Matches(search, rec.object)) matches.emplace_back(rec.created, rec.object);
+      if (Matches(search, rec.object)) matches.emplace_back(rec.created, &rec);
     }
-  }
-  std::sort(matches.begin(), matches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  json::array items;
-  const size_t begin = static_cast<size_t>((page - 1) * size);
-  for (size_t i = begin; i < matches.size() && items.size() < static_cast<size_t>(size); ++i) {
-    items.push_back(std::move(matches[i].second));
+    std::sort(matches.begin(), matches.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    const size_t begin = static_cast<size_t>((page - 1) * size);
+    for (size_t i = begin; i < matches.size() && items.size() < static_cast<size_t>(size); ++i) {
+      items.push_back(matches[i].second->object);
+    }
   }
   json::object body{{"kind", ListKind(kind)},
                     {"page", page},
