@@ -5,7 +5,7 @@
 // sets it on the Cluster Service object, which starts the upgrade; up to `concurrency` clusters are
 // raised at once. The desired version never goes down.
 // A pass runs when the Cluster Service announces a release or an edge change on its event stream
-// (Request()) and at least every `resync` as a safety net (upstream's controller resyncs every 5 min).
+// (Request()) and at least every `resync` as a safety net (the real service's resyncs every 5 min).
 //
 // Thread-safe: Request() from any thread; Run() on one thread; Pass() from any thread (passes run one
 // at a time).

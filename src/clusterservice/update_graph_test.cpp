@@ -78,13 +78,17 @@ TEST(UpdateGraph, ActiveVersionsStopAtTheFirstCompletedEntry) {
   EXPECT_TRUE(ActiveVersions(json::array{}).empty());
 }
 
-TEST(UpdateGraph, SyncedStatusFieldsCarryConditionsAndHistory) {
+TEST(UpdateGraph, SyncedStatusFieldsCarryConditionsHistoryAndTheError) {
   auto s =
       ParseCsStatus(Obj(R"({"state":"ready","conditions":[],"version_history":[{"version":"4.20.1"}]})"));
   json::object fields = SyncedStatusFields(s);
-  EXPECT_EQ(fields.size(), 2u);
+  EXPECT_EQ(fields.size(), 3u);
   EXPECT_TRUE(fields.contains("version_history"));
-  EXPECT_TRUE(SyncedStatusFields(ParseCsStatus(Obj(R"({"state":"ready"})"))).empty());
+  EXPECT_TRUE(fields.at("provision_error").is_null());  // a ready object clears an earlier error
+  auto failed = SyncedStatusFields(
+      ParseCsStatus(Obj(R"({"state":"error","provision_error_code":"OCM1","provision_error_message":"m"})")));
+  EXPECT_EQ(ToJson(failed.at("provision_error")), R"({"code":"OCM1","message":"m"})");
+  EXPECT_TRUE(SyncedStatusFields(ParseCsStatus(Obj(R"({})"))).empty());
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/api.h"
 #include "clusterservice/mapping.h"
 
 namespace hcprp::frontend {
@@ -34,10 +35,26 @@ CloudError UndoRefusedCreate(Env& env, std::string_view request_id, const Create
   return CloudError::InvalidRequestContent(e.message());
 }
 
+// A version change the Cluster Service refuses because no upgrade edge leads into the new minor's channel
+// names the field and the value, as the real service's admission words it; other refusals carry the
+// Cluster Service's reason as it is.
+CloudError RefusedUpdateError(const json::object& requested, const Error& e) {
+  constexpr std::string_view kNoPath = "no upgrade path to update channel";
+  const size_t at = e.message().find(kNoPath);
+  auto resource = api::FromStorage(requested);
+  if (at == std::string::npos || !resource.ok()) return CloudError::InvalidRequestContent(e.message());
+  const json::object* version = GetObject(resource->properties, "version");
+  const std::string id(version != nullptr ? GetString(*version, "id").value_or("") : "");
+  return CloudError::InvalidRequestContent(
+      "Invalid value: " + json::serialize(json::value(id)) + ": " + e.message().substr(at),
+      "properties.version.id");
+}
+
 // An update the Cluster Service refused: the previous document comes back and the operation goes.
+// `requested` is the resource the update asked for (its stored form).
 std::variant<CloudError, Error> UndoRefusedUpdate(Env& env, std::string_view request_id,
                                                   const UpdatePlan& plan, std::string_view written_etag,
-                                                  const Error& e) {
+                                                  const json::object& requested, const Error& e) {
   auto undone = env.store->Batch(store::kResources, plan.partition_key, PlanUpdateUndo(plan, written_etag));
   if (!undone.ok()) {
     if (undone.error().IsPreconditionFailed()) {
@@ -48,7 +65,7 @@ std::variant<CloudError, Error> UndoRefusedUpdate(Env& env, std::string_view req
         "could not undo a refused update",
         {{"request_id", request_id}, {"operation_id", plan.op.id}, {"error", undone.error().ToString()}});
   }
-  if (e.Is(ErrorCode::kInvalidArgument)) return CloudError::InvalidRequestContent(e.message());
+  if (e.Is(ErrorCode::kInvalidArgument)) return RefusedUpdateError(requested, e);
   return e;
 }
 
@@ -115,7 +132,7 @@ CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& pla
 
   auto cs = env.cs->Update(plan.call.href, plan.call.patch);
   if (!cs.ok()) {
-    auto refused = UndoRefusedUpdate(env, request_id, plan, written.etag, cs.error());
+    auto refused = UndoRefusedUpdate(env, request_id, plan, written.etag, written.doc.resource, cs.error());
     if (auto* e = std::get_if<Error>(&refused)) return std::move(*e);
     return std::get<CloudError>(std::move(refused));
   }

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Day 2 through ARM: a cluster created at a minor runs the z-stream the version selection picks; a release
-published to the update service reaches it by the event stream and rolls out; the next minor, asked with the
-Azure SDK for Python, shows both versions while it rolls out and then one; a node pool may not move ahead of
-its control plane (the real service's message) and follows it with the Azure SDK for JavaScript; an upgrade
-made to fail shows the Cluster Service's reason while the old version runs; a kill -9 in the middle of an
-upgrade resumes it; every identity shows its principalId and clientId. Every run ends with `hcprp check` (its invariant 10 is about versions)."""
+published to the update service is listed by ARM, reaches the cluster by the event stream and rolls out; every
+identity shows its principalId and clientId; the next minor, asked with the Azure SDK for Python, shows both
+versions while it rolls out and then one; a node pool may not move ahead of its control plane (the real
+service's message) and follows it with the Azure SDK for JavaScript; a minor no upgrade edge reaches is
+refused with the real service's message; an upgrade made to fail shows the Cluster Service's reason while the
+old version runs; a kill -9 in the middle of an upgrade resumes it. Every run ends with `hcprp check` (its
+invariant 10 is about versions)."""
 
 import json
 import os
@@ -97,6 +99,9 @@ def test_versions_follow_releases_and_upgrades(ctx):
     raised = wait_until(lambda: cs.clusters(arm.subscription)["items"][0]["version"]["id"] == "openshift-v4.20.15"
                         and time.monotonic(), timeout=10, interval=0.01, what="the desired version to rise")
     print(f"release to desired version: {(raised - published) * 1000:.0f} ms (polled every 10 ms)")
+    listed = arm.call("GET", f"/subscriptions/{arm.subscription}/providers/Microsoft.RedHatOpenShift/locations/"
+                             "eastus/hcpOpenShiftVersions")
+    expect("4.20.16" in [v["name"] for v in listed.body.get("value", [])], f"ARM lists the release: {listed!r}")
     seen = watch_rollout(arm, cluster, "4.20.14", "4.20.15")
     print(f"automatic z-stream rollout: {seen}")
 
@@ -149,6 +154,21 @@ def test_failed_and_interrupted_upgrades(ctx):
     cluster = arm.cluster_path("up2")
     create(arm, cluster, arm.cluster_body("up2"))
     expect_eq(active(arm, cluster), ["4.20.14"], "version after create")
+
+    # No upgrade edge from what runs into 4.21's channel: refused as the real service refuses it, nothing kept.
+    def set_edges(withdrawn):
+        for to in ("4.21.0", "4.21.1", "4.21.2", "4.21.3"):
+            r = cs.call("POST", "/control/versions/edges", {"from": "4.20.14", "to": to, "withdrawn": withdrawn})
+            expect(r.status in (200, 201), f"edge 4.20.14 -> {to} ({r!r})")
+    set_edges(True)
+    r = arm.call("PATCH", cluster, {"properties": {"version": {"id": "4.21"}}})
+    expect_eq(r.status, 400, f"PATCH to a minor no edge reaches ({r!r})")
+    expect_eq(r.body["error"].get("target"), "properties.version.id", f"error target ({r.body})")
+    expect(r.body["error"]["message"].startswith('Invalid value: "4.21": no upgrade path to update channel '
+                                                 '"stable-4.21" is currently available for this cluster'),
+           f"error message: {r.body['error']}")
+    expect_eq(arm.call("GET", cluster).body["properties"]["version"]["id"], "4.20", "version.id after the refusal")
+    set_edges(False)
 
     r = cs.call("POST", "/control/faults/provisioning", {"count": 1, "kinds": ["Cluster"], "operations": ["upgrade"],
                                                          "code": "OCM4242", "message": "payload unavailable"})
