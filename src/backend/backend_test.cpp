@@ -88,6 +88,17 @@ class BackendTest : public ::testing::Test {
     return o;
   }
 
+  // Only the event stream moves operations (no resync or polling within a test), on quick loops.
+  BackendOptions EventsOnlyOptions() const {
+    BackendOptions o = Options();
+    o.resync_interval = 1h;
+    o.poll_interval = 1h;
+    o.tick = 50ms;
+    o.feed_wait = 50ms;
+    o.event_wait = 50ms;
+    return o;
+  }
+
   std::unique_ptr<Backend> MakeBackend(BackendOptions o) {
     auto b = Backend::Create(std::move(o), store_.get(), &cs_, &clock_, logger_, &notifier_);
     EXPECT_TRUE(b.ok()) << b.error().ToString();
@@ -1081,13 +1092,7 @@ TEST_F(BackendTest, FollowsTheEventStreamOfAServiceThatLostItsHistory) {
   Flow f = StartCreate("c1");
   cs_.SetState(f.href, "pending");
   cs_.ForgetEventHistory();
-  BackendOptions o = Options();
-  o.resync_interval = 1h;
-  o.poll_interval = 1h;
-  o.tick = 50ms;
-  o.feed_wait = 50ms;
-  o.event_wait = 50ms;
-  auto b = MakeBackend(o);
+  auto b = MakeBackend(EventsOnlyOptions());
   ASSERT_TRUE(b->Start().ok());
   ASSERT_TRUE(WaitUntil([&] { return b->Stats().active && b->Stats().events_available; }));
   ASSERT_TRUE(WaitUntil([&] { return b->Stats().in_flight == 1 && b->Stats().checks >= 1; }));
@@ -1097,13 +1102,7 @@ TEST_F(BackendTest, FollowsTheEventStreamOfAServiceThatLostItsHistory) {
 }
 
 TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
-  BackendOptions o = Options();
-  o.resync_interval = 1h;
-  o.poll_interval = 1h;
-  o.tick = 50ms;
-  o.feed_wait = 50ms;
-  o.event_wait = 50ms;
-  auto b = MakeBackend(o);
+  auto b = MakeBackend(EventsOnlyOptions());
   ASSERT_TRUE(b->Start().ok());
   ASSERT_TRUE(WaitUntil(
       [&] { return b->Stats().active && b->Stats().events_available && b->Stats().full_resyncs > 0; }));
