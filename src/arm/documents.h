@@ -100,6 +100,10 @@ inline constexpr std::string_view kPathActiveOperationId = "/properties/activeOp
 inline constexpr std::string_view kPathProvisioningState = "/properties/provisioningState";
 inline constexpr std::string_view kPathInternalId = "/properties/internalId";
 inline constexpr std::string_view kPathServiceStatus = "/properties/clusterServiceStatus";
+// On a cluster: the create operation of its newest child. Written by every child create, conditioned
+// on the cluster's etag, so that a child create and the cluster's DELETE (conditioned on the etag it
+// read before it looked for children) cannot both commit on what the other has not seen.
+inline constexpr std::string_view kPathLastChildCreate = "/properties/lastChildCreate";
 // The read-only values the Cluster Service assigned (api::Resource::observed inside the stored resource).
 inline constexpr std::string_view kPathObserved = "/properties/resource/observed";
 

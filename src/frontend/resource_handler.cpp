@@ -306,6 +306,8 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
       {.resource_id = ctx.path,
        .location = std::move(location),
        .parent_internal_id = parent ? std::string_view(parent->doc.internal_id) : std::string_view(),
+       .parent_doc_id = parent ? std::string_view(parent->doc_id) : std::string_view(),
+       .parent_etag = parent ? std::string_view(parent->etag) : std::string_view(),
        .tenant_id = ctx.tenant_id,
        .system_data =
            CompleteSystemData(arm::MergeSystemData(std::nullopt, ctx.system_data, true), env.clock->Now()),

@@ -41,6 +41,11 @@ Result<CreatePlan> PlanCreate(const arm::ResourceId& id, api::Resource resource,
   written.as_object()["properties"].as_object()["resource"] = api::ToStorage(resource);
   plan.writes = Writes(store::WriteOp::Create(plan.doc_id, std::move(written)),
                        CreateOperation(op, in.operation_ttl_seconds));
+  if (!in.parent_doc_id.empty()) {
+    plan.writes.push_back(store::WriteOp::Patch(std::string(in.parent_doc_id),
+                                                {arm::SetAt(arm::kPathLastChildCreate, json::value(op.id))},
+                                                {}, std::string(in.parent_etag)));
+  }
   plan.call = {clusterservice::ClusterServiceCollection(id.kind, in.parent_internal_id), std::move(cs_body),
                op.id};
   plan.resource = std::move(resource);

@@ -39,9 +39,13 @@ struct ClusterServiceUpdateCall {
 
 // What a create knows beyond the decoded resource and its operation.
 struct CreateInput {
-  std::string_view resource_id;             // the resource's ID as the request gave it
-  std::string location;                     // the region the resource lives in
-  std::string_view parent_internal_id;      // a child's cluster href; empty for a cluster
+  std::string_view resource_id;         // the resource's ID as the request gave it
+  std::string location;                 // the region the resource lives in
+  std::string_view parent_internal_id;  // a child's cluster href; empty for a cluster
+  // A child's cluster document as read: the create commits only while it is unchanged
+  // (arm::kPathLastChildCreate). Empty for a cluster.
+  std::string_view parent_doc_id;
+  std::string_view parent_etag;
   std::string_view tenant_id;               // the subscription's home tenant (clusters)
   std::optional<json::object> system_data;  // complete (every member set)
   int64_t operation_ttl_seconds = 0;
@@ -54,7 +58,8 @@ struct CreatePlan {
   arm::ResourceKind kind = arm::ResourceKind::kCluster;
   std::string partition_key;
   std::string doc_id;
-  // The first batch: [0] creates the resource document (failing when it exists), [1] the operation.
+  // The first batch: [0] creates the resource document (failing when it exists), [1] the operation,
+  // [2] for a child the mark on its cluster (failing when the cluster changed since it was read).
   std::vector<store::WriteOp> writes;
   ClusterServiceCreateCall call;
   // The resource document as written, without its canonical resource (the answer is rendered from

@@ -116,6 +116,32 @@ TEST(PlanCreateTest, AChildIsCreatedUnderItsClustersObject) {
   EXPECT_EQ(plan->kind, arm::ResourceKind::kNodePool);
 }
 
+TEST(PlanCreateTest, AChildsCreateMarksItsClusterOnTheEtagRead) {
+  CreateInput in = ACreateInput(kNodePoolPath, "/api/clusters_mgmt/v1/clusters/abc");
+  const std::string cluster_doc = arm::ResourceDocumentId(kClusterPath);
+  in.parent_doc_id = cluster_doc;
+  in.parent_etag = "etag-read";
+  auto plan = PlanCreate(IdOf(kNodePoolPath), AResource(api::Kind::kNodePool),
+                         AnOperation(arm::OperationRequest::kCreate, kNodePoolPath), in);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->writes.size(), 3U);
+  const store::WriteOp& mark = plan->writes[2];
+  EXPECT_EQ(mark.kind, store::WriteOp::Kind::kPatch);
+  EXPECT_EQ(mark.id, cluster_doc);
+  EXPECT_EQ(mark.if_match, std::optional<std::string>("etag-read"));
+  ASSERT_EQ(mark.patch.size(), 1U);
+  EXPECT_EQ(mark.patch[0].path, arm::kPathLastChildCreate);
+  EXPECT_EQ(mark.patch[0].value, json::value(plan->op.id));
+}
+
+TEST(PlanCreateTest, AClustersCreateWritesNothingElse) {
+  auto plan =
+      PlanCreate(IdOf(kClusterPath), AResource(api::Kind::kCluster),
+                 AnOperation(arm::OperationRequest::kCreate, kClusterPath), ACreateInput(kClusterPath));
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->writes.size(), 2U);
+}
+
 TEST(PlanCreateTest, TheUndoRemovesBothDocumentsWhileTheCreateOwnsTheResource) {
   auto plan =
       PlanCreate(IdOf(kClusterPath), AResource(api::Kind::kCluster),
