@@ -20,7 +20,10 @@ Fails (exit 1), printing every finding grouped by kind with the captures it came
   - a request matches no operation of its document and the service still accepted it;
   - oav fails on a pair, or there is nothing to validate.
 Request findings (a request that does not match, or matches no operation) on requests the service
-refused (status 400 and above) are the tests' deliberate invalid input and are listed, not failed.
+refused (status 400 and above) are the tests' deliberate invalid input and are listed, not failed. So
+are request findings in the captures of tests/upstream (file names `upstream-*`): their bodies are the
+real service's own test data, which omit `location` and send read-only `name` and `type`, and the real
+service accepts them; what hcprp answers to them is validated like every other response.
 
 Usage: oav.py --traffic DIR --spec-root DIR [--work DIR]
 """
@@ -158,6 +161,11 @@ def validate_version(work, spec_root, version, routes, files):
     return result, lambda staged_path: originals.get(os.path.basename(staged_path), staged_path)
 
 
+def client_data(capture):
+    """Whether a capture's request is the real service's own test data (tests/upstream)."""
+    return os.path.basename(capture).startswith("upstream-")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--traffic", required=True, help="the captures (tests/e2e --traffic-dir)")
@@ -193,7 +201,7 @@ def main():
                 # One kind per place in the document, whatever the list index.
                 where = ",".join(sorted({re.sub(r"\[\d+\]", "[*]", p) for p in e.get("jsonPathsInPayload") or []}))
                 kind = (version, op, e.get("issueSource"), e.get("code"), e.get("message"), where)
-                if e.get("issueSource") == "request" and status >= 400:
+                if e.get("issueSource") == "request" and (status >= 400 or client_data(capture)):
                     refused[kind].append(capture)
                 else:
                     failing[kind].append(capture)
@@ -226,7 +234,8 @@ def main():
           + ", ".join(f"{v} {r}: {len(f)}" for (v, r), f in sorted(by_version.items())) + ")")
     print("not in any document, not validated: "
           + (", ".join(f"{k}: {n}" for k, n in sorted(skipped.items())) or "none"))
-    show("request findings on requests the service refused (deliberate invalid input)", refused)
+    show("request findings on requests the service refused (deliberate invalid input) or in the real "
+         "service's test data", refused)
     show("FINDINGS", failing)
     if total == 0:
         print("nothing to validate: no ARM traffic was captured")
