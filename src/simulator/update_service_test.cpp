@@ -49,8 +49,8 @@ TEST(VersionEdges, FollowTheRulesOfTheCatalogue) {
   EXPECT_TRUE(Cat().HasEdge("4.20.8", "4.21.0"));    // 4.21: from_previous_minor.min_z 8
   EXPECT_FALSE(Cat().HasEdge("4.20.7", "4.21.5"));   // below min_z
   EXPECT_FALSE(Cat().HasEdge("4.19.25", "4.21.0"));  // no skipping a minor
-  EXPECT_TRUE(Cat().HasEdge("4.23.2", "5.0.0"));     // into OpenShift 5
-  EXPECT_FALSE(Cat().HasEdge("4.23.1", "5.0.2"));
+  EXPECT_TRUE(Cat().HasEdge("4.24.1", "5.0.0"));     // into OpenShift 5
+  EXPECT_FALSE(Cat().HasEdge("4.24.0", "5.0.2"));
   EXPECT_TRUE(Cat().HasEdge("4.18.0", "4.18.5"));     // away from a disabled release
   EXPECT_FALSE(Cat().HasEdge("4.18.0", "4.18.1"));    // never to one
   EXPECT_FALSE(Cat().HasEdge("4.20.15", "4.20.16"));  // not released
@@ -62,12 +62,14 @@ TEST(VersionEdges, UpgradesTipsAndChannels) {
   EXPECT_EQ(Cat().UpgradesFrom("4.20.15", "stable"), (Strings{"4.21.0", "4.21.1", "4.21.2", "4.21.3"}));
   EXPECT_EQ(Cat().UpgradesFrom("4.21.3", "fast"),
             (Strings{"4.21.4", "4.21.5", "4.22.0", "4.22.1", "4.22.2", "4.22.3", "4.22.4"}));
-  EXPECT_EQ(Cat().UpgradesFrom("4.23.2", "candidate"), (Strings{"4.23.3", "5.0.0", "5.0.1", "5.0.2"}));
+  EXPECT_EQ(Cat().UpgradesFrom("4.23.2", "candidate"), (Strings{"4.23.3", "4.24.0", "4.24.1", "4.24.2"}));
+  EXPECT_EQ(Cat().UpgradesFrom("4.24.1", "candidate"), (Strings{"4.24.2", "5.0.0", "5.0.1", "5.0.2"}));
   EXPECT_TRUE(Cat().UpgradesFrom("9.9.9", "stable").empty());
   EXPECT_EQ(Cat().Tip("4.21", "stable"), "4.21.3");
   EXPECT_EQ(Cat().Tip("4.21", "candidate"), "4.21.5");
   EXPECT_EQ(Cat().Tip("5.0", "candidate"), "5.0.2");
-  EXPECT_EQ(Cat().Tip("4.23", "stable"), std::nullopt);
+  EXPECT_EQ(Cat().Tip("4.24", "stable"), "4.24.1");
+  EXPECT_EQ(Cat().Tip("5.0", "stable"), std::nullopt);
   EXPECT_EQ(Cat().Tip("4.17", "stable"), std::nullopt);
   EXPECT_EQ(Cat().ChannelsOf("4.21.3"), (Strings{"candidate-4.21", "candidate-4.22", "fast-4.21", "fast-4.22",
                                                  "stable-4.21", "stable-4.22"}));
@@ -197,8 +199,8 @@ TEST(CincinnatiGraph, AChannelHoldsItsMinorAndThePreviousMinorsReleasesWithAnEdg
 
 TEST(CincinnatiGraph, OtherChannels) {
   EXPECT_EQ(NodeVersions(CincinnatiGraph(Cat(), "candidate-5.0")),
-            (Strings{"4.23.2", "4.23.3", "5.0.0", "5.0.1", "5.0.2"}));
-  EXPECT_TRUE(NodeVersions(CincinnatiGraph(Cat(), "stable-4.23")).empty());    // 4.23 is candidate only
+            (Strings{"4.24.1", "4.24.2", "5.0.0", "5.0.1", "5.0.2"}));
+  EXPECT_TRUE(NodeVersions(CincinnatiGraph(Cat(), "stable-5.0")).empty());     // 5.0 is candidate only
   EXPECT_EQ(NodeVersions(CincinnatiGraph(Cat(), "stable-4.18")).size(), 29u);  // 4.18.0-1 are disabled
   for (std::string_view channel : {"stable-9.9", "nightly-4.21", "stable", "4.21", ""}) {
     json::object g = CincinnatiGraph(Cat(), channel);
