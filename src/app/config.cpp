@@ -41,11 +41,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Status Restrict(const fs::path& p, fs::perms perms) {
+// Removes from `p` every permission bit outside `allowed` (never adds one). Nothing is changed, and so
+// nothing can fail, when `p` is missing, a symbolic link (its target is not ours to change) or already
+// within `allowed` (a store on a read-only file system then reports its own error when opened).
+Status Restrict(const fs::path& p, fs::perms allowed) {
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(p, ec))) return Status::Ok();
-  if (fs::is_symlink(fs::symlink_status(p, ec))) return Status::Ok();  // its target is not ours to change
-  fs::permissions(p, perms, fs::perm_options::replace, ec);
+  const fs::file_status st = fs::symlink_status(p, ec);
+  if (ec || !fs::exists(st) || fs::is_symlink(st)) return Status::Ok();
+  const fs::perms extra = st.permissions() & ~allowed;
+  if (extra == fs::perms::none) return Status::Ok();
+  fs::permissions(p, extra, fs::perm_options::remove, ec);
   if (ec) return Error::IoError("cannot restrict the mode of " + p.string() + ": " + ec.message());
   return Status::Ok();
 }

@@ -81,11 +81,12 @@ bool IsLoopback(std::string_view host);
 std::string FirstLine(const std::string& path);
 // --store, or a SQLite database in --data-dir (created, see SecureDataDir).
 Result<std::string> DefaultStoreUrl(const Config& c);
-// Creates `dir` if needed and makes it and what hcprp keeps in it readable by the owner only: the folder
-// (and its clusters-service folder) 0700; the databases (hcprp.db, simulator.db with their -wal, -shm
-// and -journal files) and admin-token 0600. Tightens what an older version created wider.
+// Creates `dir` if needed and makes it and what hcprp keeps in it the owner's only, removing every other
+// permission bit: the folder (and its clusters-service folder) at most 0700; the databases (hcprp.db,
+// simulator.db with their -wal, -shm and -journal files) and admin-token at most 0600. Tightens what an
+// older version created wider; what is already that tight is not touched.
 Status SecureDataDir(const std::string& dir);
-// Makes a SQLite database and its -wal, -shm and -journal files 0600 (those that exist).
+// Makes a SQLite database and its -wal, -shm and -journal files (those that exist) at most 0600.
 Status SecureDatabaseFiles(const std::string& db_path);
 
 }  // namespace hcprp::app
