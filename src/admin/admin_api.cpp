@@ -9,6 +9,7 @@
 #include "core/azure_resource_id.h"
 #include "core/time.h"
 #include "core/url_encoding.h"
+#include "http/bearer.h"
 #include "http/url.h"
 
 namespace hcprp::admin {
@@ -18,7 +19,8 @@ namespace {
 using http::Response;
 using http::StatusCode;
 
-constexpr std::string_view kCookie = "hcprp_admin";
+constexpr std::string_view kCookie = "hcprp_session";
+constexpr std::string_view kConsoleHeader = "X-HCPRP-Console";
 
 Response Json(StatusCode status, const json::value& body) {
   Response r = http::JsonResponse(status, json::serialize(body));
@@ -31,6 +33,35 @@ Response ErrorResponse(StatusCode status, std::string_view code, std::string mes
   json::object e{{"code", code}, {"message", std::move(message)}};
   if (!target.empty()) e["target"] = target;
   return Json(status, json::object{{"error", std::move(e)}});
+}
+
+using http::ConstantTimeEquals;
+
+Response Unauthenticated() {
+  Response r = ErrorResponse(StatusCode::unauthorized, "AuthenticationFailed",
+                             "The admin API needs the admin token: 'Authorization: Bearer <token>'.");
+  r.set(http::Field::www_authenticate, "Bearer realm=\"hcprp-admin\"");
+  return r;
+}
+
+// True when a request authenticated by the cookie comes from the page that holds it: no Origin or
+// Sec-Fetch-Site naming another origin, and for a change the console's header, which a page of another
+// origin cannot add without a preflight.
+bool SameOrigin(const http::Request& request) {
+  if (auto it = request.find(http::Field::origin); it != request.end()) {
+    std::string_view origin = it->value();
+    auto scheme_end = origin.find("://");
+    std::string_view host = request[http::Field::host];
+    if (scheme_end == std::string_view::npos || host.empty() ||
+        !EqualsIgnoreCase(origin.substr(scheme_end + 3), host)) {
+      return false;
+    }
+  }
+  if (auto it = request.find("Sec-Fetch-Site"); it != request.end()) {
+    if (it->value() != "same-origin" && it->value() != "none") return false;
+  }
+  const bool read = request.method() == http::Verb::get || request.method() == http::Verb::head;
+  return read || request[kConsoleHeader] == "1";
 }
 
 Response FromError(const Error& e) {
@@ -54,13 +85,6 @@ Response FromError(const Error& e) {
     default:
       return ErrorResponse(StatusCode::internal_server_error, "InternalServerError", e.message());
   }
-}
-
-bool ConstantTimeEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
 }
 
 std::string CookieValue(std::string_view header, std::string_view name) {
@@ -167,18 +191,33 @@ std::string NewAdminToken() {
 }
 
 AdminApi::AdminApi(AdminOptions options, const Clock* clock, Logger logger)
-    : options_(std::move(options)), clock_(clock), logger_(std::move(logger)) {}
+    : options_(std::move(options)), session_(NewAdminToken()), clock_(clock), logger_(std::move(logger)) {}
 
-bool AdminApi::Authorized(const http::Request& request) const {
-  if (options_.token.empty()) return false;
-  if (auto it = request.find(http::Field::authorization); it != request.end()) {
-    std::string_view v = it->value();
-    if (StartsWithIgnoreCase(v, "Bearer ") && ConstantTimeEquals(v.substr(7), options_.token)) return true;
-  }
+AdminApi::Credential AdminApi::CredentialOf(const http::Request& request) const {
+  if (options_.token.empty()) return Credential::kNone;
+  if (ConstantTimeEquals(http::BearerToken(request), options_.token)) return Credential::kToken;
   if (auto it = request.find(http::Field::cookie); it != request.end()) {
-    if (ConstantTimeEquals(CookieValue(it->value(), kCookie), options_.token)) return true;
+    if (ConstantTimeEquals(CookieValue(it->value(), kCookie), session_)) return Credential::kSession;
   }
-  return false;
+  return Credential::kNone;
+}
+
+std::optional<Response> AdminApi::Screen(const http::Request& request) const {
+  std::string_view path = http::SplitTarget(request.target()).path;
+  if (!path.starts_with("/admin/") && !(path == "/metrics" && options_.metrics_need_token))
+    return std::nullopt;
+  switch (CredentialOf(request)) {
+    case Credential::kToken:
+      return std::nullopt;
+    case Credential::kSession:
+      if (SameOrigin(request)) return std::nullopt;
+      return ErrorResponse(StatusCode::forbidden, "CrossOriginRequestRefused",
+                           "A request authenticated by the console's cookie must come from the console "
+                           "(same origin; changes carry the header X-HCPRP-Console: 1).");
+    case Credential::kNone:
+      break;
+  }
+  return Unauthenticated();
 }
 
 Response AdminApi::Handle(http::Request&& request) {
@@ -186,7 +225,9 @@ Response AdminApi::Handle(http::Request&& request) {
   std::string_view path = target.path;
   const bool read = request.method() == http::Verb::get || request.method() == http::Verb::head;
   Response res;
-  if (path == "/metrics" && read) {
+  if (auto refused = Screen(request)) {
+    res = std::move(*refused);
+  } else if (path == "/metrics" && read) {
     res = http::MakeResponse(StatusCode::ok, options_.metrics->Expose(), metrics::kContentType);
   } else if ((path == "/" || path == "/console") && read) {
     res = http::MakeResponse(StatusCode::found);
@@ -194,13 +235,7 @@ Response AdminApi::Handle(http::Request&& request) {
   } else if (path.starts_with("/console/") && read) {
     res = Console(path.substr(std::string_view("/console").size()), target.query);
   } else if (path.starts_with("/admin/")) {
-    if (!Authorized(request)) {
-      res = ErrorResponse(StatusCode::unauthorized, "AuthenticationFailed",
-                          "The admin API needs the admin token: 'Authorization: Bearer <token>'.");
-      res.set(http::Field::www_authenticate, "Bearer realm=\"hcprp-admin\"");
-    } else {
-      res = Api(request, path, target.query);
-    }
+    res = Api(request, path, target.query);
   } else {
     res = ErrorResponse(StatusCode::not_found, "NotFound", "The requested path was not found.");
   }
@@ -220,8 +255,9 @@ Response AdminApi::Console(std::string_view path, std::string_view query) {
     }
     Response r = http::MakeResponse(StatusCode::see_other);
     r.set(http::Field::location, "/console/");
-    r.set(http::Field::set_cookie,
-          std::string(kCookie) + "=" + options_.token + "; Path=/; HttpOnly; SameSite=Strict");
+    r.set(http::Field::set_cookie, std::string(kCookie) + "=" + session_ +
+                                       "; Path=/; HttpOnly; SameSite=Strict" +
+                                       (options_.secure_cookie ? "; Secure" : ""));
     return r;
   }
   if (options_.console_dir.empty()) {

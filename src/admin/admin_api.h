@@ -2,11 +2,18 @@
 // operators, and the operations console (static files and the data it shows). A plain function
 // from request to response (served by http::Server, tested without sockets).
 //
-//   GET  /metrics                                    the registry's exposition (no token: no secrets)
+//   GET  /metrics                                    the registry's exposition; no token needed unless
+//                                                    AdminOptions::metrics_need_token
 //   GET  /console/...                                the console's static files (no token);
 //                                                    /console/?token=T sets the session cookie
-//   Everything under /admin/ needs the token: "Authorization: Bearer T" or the console's cookie.
-//   Without it: 401 {"error":{"code":"AuthenticationFailed",...}}.
+//   Everything under /admin/ needs the token ("Authorization: Bearer T") or the console's session
+//   cookie. The cookie holds a session value of this process, never the token; a request it
+//   authenticates must come from the console's own origin: one whose Origin (or Sec-Fetch-Site) names
+//   another origin is refused 403, and so is one that changes state (not GET or HEAD) without the
+//   header "X-HCPRP-Console: 1", which a page of another origin cannot send without a CORS preflight
+//   this listener never grants. Browsers treat every port of 127.0.0.1 as the same site, so
+//   SameSite=Strict alone does not keep other local pages out.
+//   Without credentials: 401 {"error":{"code":"AuthenticationFailed",...}}.
 //   GET  /admin/operations?subscription=&state=&min_age_seconds=    non-terminal operations (store)
 //   GET  /admin/resources?id=RESOURCE_ID             its documents (children included), its operations
 //   POST /admin/operations/{subscription}/{id}/fail  {"reason": "..."}: ends it Failed (backend)
@@ -22,6 +29,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "admin/live_view.h"
@@ -42,6 +50,8 @@ struct AdminOptions {
   LiveView* live = nullptr;              // null: the console's data endpoints answer 404
   std::string console_dir;               // static files of the console; "" : none
   std::chrono::milliseconds event_wait{15000};
+  bool metrics_need_token = false;  // true where others than the machine's users can reach the listener
+  bool secure_cookie = false;       // the listener is HTTPS: the cookie is sent over TLS only
 };
 
 class AdminApi {
@@ -49,9 +59,14 @@ class AdminApi {
   // Pointers in `options` and `clock` are not owned and must outlive the AdminApi.
   AdminApi(AdminOptions options, const Clock* clock, Logger logger);
   http::Response Handle(http::Request&& request);
+  // The answer refusing `request` from its headers alone (no or wrong credentials, a cross-origin use
+  // of the cookie); nullopt lets it through. Handle() applies it too; the listener calls it before
+  // reading a body (http::ServerOptions::screen).
+  std::optional<http::Response> Screen(const http::Request& request) const;
 
  private:
-  bool Authorized(const http::Request& request) const;
+  enum class Credential { kNone, kToken, kSession };
+  Credential CredentialOf(const http::Request& request) const;
   http::Response Console(std::string_view path, std::string_view query);
   http::Response Api(const http::Request& request, std::string_view path, std::string_view query);
   http::Response ConsoleData(const http::Request& request, std::string_view path, std::string_view query);
@@ -62,6 +77,7 @@ class AdminApi {
   http::Response Orphans();
 
   const AdminOptions options_;
+  const std::string session_;  // the console cookie's value: random, this process's only
   const Clock* const clock_;
   const Logger logger_;
 };

@@ -100,15 +100,75 @@ TEST_F(AdminTest, AdminApiRefusesRequestsWithoutTheToken) {
   http::Request wrong = http::MakeRequest(http::Verb::get, "/admin/operations");
   wrong.set(http::Field::authorization, "Bearer " + kToken.substr(1) + "x");
   EXPECT_EQ(api_->Handle(std::move(wrong)).result_int(), 401);
+  http::Request lower_case = http::MakeRequest(http::Verb::get, "/admin/operations");
+  lower_case.set(http::Field::authorization, "bearer " + kToken);  // RFC 9110: the scheme ignores case
+  EXPECT_EQ(api_->Handle(std::move(lower_case)).result_int(), 200);
+  // The token itself is no cookie.
   http::Request cookie = http::MakeRequest(http::Verb::get, "/admin/operations");
-  cookie.set(http::Field::cookie, "other=1; hcprp_admin=" + kToken);
-  EXPECT_EQ(api_->Handle(std::move(cookie)).result_int(), 200);
+  cookie.set(http::Field::cookie, "other=1; hcprp_session=" + kToken);
+  EXPECT_EQ(api_->Handle(std::move(cookie)).result_int(), 401);
+  EXPECT_EQ(api_->Screen(http::MakeRequest(http::Verb::post, "/admin/orphans"))->result_int(), 401);
+  EXPECT_FALSE(api_->Screen(http::MakeRequest(http::Verb::get, "/metrics")).has_value());
+}
+
+// The console's session cookie: a separate value, and from another origin it reaches nothing.
+TEST_F(AdminTest, SessionCookieIsNotTheTokenAndServesOnlyTheConsolesOrigin) {
+  auto r = Call(http::Verb::get, "/console/?token=" + kToken, "", false);
+  ASSERT_EQ(r.result_int(), 303);
+  std::string set_cookie(r[http::Field::set_cookie]);
+  EXPECT_EQ(set_cookie.find(kToken), std::string::npos) << set_cookie;
+  for (const char* attribute : {"HttpOnly", "SameSite=Strict", "Path=/"}) {
+    EXPECT_NE(set_cookie.find(attribute), std::string::npos) << set_cookie;
+  }
+  const std::string cookie = set_cookie.substr(0, set_cookie.find(';'));
+  ASSERT_EQ(cookie.rfind("hcprp_session=", 0), 0u) << cookie;
+  auto with_cookie = [&](http::Verb method, const std::string& target,
+                         std::vector<std::pair<std::string, std::string>> headers) {
+    http::Request req =
+        http::MakeRequest(method, target, method == http::Verb::post ? R"({"reason":"x"})" : "");
+    req.set(http::Field::host, "127.0.0.1:9000");
+    req.set(http::Field::cookie, cookie);
+    for (const auto& [k, v] : headers) req.set(k, v);
+    return api_->Handle(std::move(req)).result_int();
+  };
+  // The console's own requests.
+  EXPECT_EQ(with_cookie(http::Verb::get, "/admin/console/summary", {}), 200);
+  EXPECT_EQ(with_cookie(http::Verb::get, "/admin/console/summary",
+                        {{"Origin", "http://127.0.0.1:9000"}, {"Sec-Fetch-Site", "same-origin"}}),
+            200);
+  EXPECT_EQ(with_cookie(http::Verb::post, "/admin/operations/s/op/redrive",
+                        {{"Origin", "http://127.0.0.1:9000"}, {"X-HCPRP-Console", "1"}}),
+            404);  // through to the handler: no such operation
+  // Another page on 127.0.0.1 (another port: the same site for the browser).
+  EXPECT_EQ(
+      with_cookie(http::Verb::post, "/admin/operations/s/op/fail", {{"Origin", "http://127.0.0.1:8000"}}),
+      403);
+  EXPECT_EQ(with_cookie(http::Verb::post, "/admin/operations/s/op/fail",
+                        {{"Origin", "http://127.0.0.1:8000"}, {"X-HCPRP-Console", "1"}}),
+            403);
+  EXPECT_EQ(with_cookie(http::Verb::get, "/admin/console/summary", {{"Sec-Fetch-Site", "same-site"}}), 403);
+  // A form post carries no custom header: refused even without Origin.
+  EXPECT_EQ(with_cookie(http::Verb::post, "/admin/operations/s/op/fail", {}), 403);
+}
+
+TEST_F(AdminTest, MetricsNeedTheTokenWhereOthersCanReachTheListener) {
+  AdminOptions ao;
+  ao.token = kToken;
+  ao.metrics = &registry_;
+  ao.metrics_need_token = true;
+  AdminApi open_to_network(ao, &scenario_.clock,
+                           Logger(scenario_.log, &scenario_.clock, LogLevel::kDebug, "admin"));
+  EXPECT_EQ(open_to_network.Handle(http::MakeRequest(http::Verb::get, "/metrics")).result_int(), 401);
+  http::Request with_token = http::MakeRequest(http::Verb::get, "/metrics");
+  with_token.set(http::Field::authorization, "Bearer " + kToken);
+  EXPECT_EQ(open_to_network.Handle(std::move(with_token)).result_int(), 200);
+  EXPECT_EQ(Call(http::Verb::get, "/metrics", "", false).result_int(), 200);  // loopback: open
 }
 
 TEST_F(AdminTest, ConsoleLinkTradesTheTokenForACookie) {
   auto r = Call(http::Verb::get, "/console/?token=" + kToken, "", false);
   EXPECT_EQ(r.result_int(), 303);
-  EXPECT_NE(std::string(r[http::Field::set_cookie]).find("hcprp_admin=" + kToken), std::string::npos);
+  EXPECT_NE(std::string(r[http::Field::set_cookie]).find("hcprp_session="), std::string::npos);
   EXPECT_NE(std::string(r[http::Field::set_cookie]).find("HttpOnly"), std::string::npos);
   EXPECT_EQ(Call(http::Verb::get, "/console/?token=nope", "", false).result_int(), 401);
   auto page = Call(http::Verb::get, "/console/", "", false);

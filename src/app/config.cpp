@@ -1,16 +1,26 @@
 #include "app/config.h"
 
 #include <CLI/CLI.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <utility>
 
+#include "core/json.h"
+
 namespace hcprp::app {
 
-bool IsLoopback(const std::string& host) {
-  return host == "127.0.0.1" || host == "::1" || host == "[::1]" || host == "localhost" ||
-         host.rfind("127.", 0) == 0;
+bool IsLoopback(std::string_view host) {
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (EqualsIgnoreCase(host, "localhost") || EqualsIgnoreCase(host, "localhost.")) return true;
+  boost::system::error_code ec;
+  auto address = boost::asio::ip::make_address(std::string(host), ec);
+  if (ec) return false;
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, address.to_v6());
+  }
+  return address.is_loopback();
 }
 
 std::string FirstLine(const std::string& path) {
@@ -23,10 +33,48 @@ std::string FirstLine(const std::string& path) {
 
 Result<std::string> DefaultStoreUrl(const Config& c) {
   if (!c.store_url.empty()) return c.store_url;
-  std::error_code ec;
-  std::filesystem::create_directories(c.data_dir, ec);
-  if (ec) return Error::IoError("cannot create data directory " + c.data_dir + ": " + ec.message());
+  HCPRP_RETURN_IF_ERROR(SecureDataDir(c.data_dir));
   return "sqlite://" + std::filesystem::absolute(std::filesystem::path(c.data_dir) / "hcprp.db").string();
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes from `p` every permission bit outside `allowed` (never adds one). Nothing is changed, and so
+// nothing can fail, when `p` is missing, a symbolic link (its target is not ours to change) or already
+// within `allowed` (a store on a read-only file system then reports its own error when opened).
+Status Restrict(const fs::path& p, fs::perms allowed) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(p, ec);
+  if (ec || !fs::exists(st) || fs::is_symlink(st)) return Status::Ok();
+  const fs::perms extra = st.permissions() & ~allowed;
+  if (extra == fs::perms::none) return Status::Ok();
+  fs::permissions(p, extra, fs::perm_options::remove, ec);
+  if (ec) return Error::IoError("cannot restrict the mode of " + p.string() + ": " + ec.message());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SecureDatabaseFiles(const std::string& db_path) {
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    HCPRP_RETURN_IF_ERROR(Restrict(db_path + suffix, fs::perms::owner_read | fs::perms::owner_write));
+  }
+  return Status::Ok();
+}
+
+Status SecureDataDir(const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Error::IoError("cannot create data directory " + dir + ": " + ec.message());
+  const fs::path root(dir);
+  for (const fs::path& folder : {root, root / "clusters-service"}) {
+    HCPRP_RETURN_IF_ERROR(Restrict(folder, fs::perms::owner_all));
+    HCPRP_RETURN_IF_ERROR(SecureDatabaseFiles((folder / "hcprp.db").string()));
+    HCPRP_RETURN_IF_ERROR(SecureDatabaseFiles((folder / "simulator.db").string()));
+  }
+  return Restrict(root / "admin-token", fs::perms::owner_read | fs::perms::owner_write);
 }
 
 namespace {
@@ -68,9 +116,29 @@ void AddTlsFlags(CLI::App* s, Config& c, bool listens, bool calls_cs) {
 }
 
 void AddArmFlags(CLI::App* s, Config& c) {
-  s->add_option("--arm-trusted-certs", c.arm_trusted_certs,
-                "ARM's client certificates in the shape of ARM's metadata (JSON; reloaded when it changes; "
-                "default: TLS_DIR/arm-client-certificates.json)");
+  s->add_option(
+      "--arm-trusted-certs", c.arm_trusted_certs,
+      "ARM's client certificates in the shape of ARM's metadata (JSON; reloaded when it changes; "
+      "default: TLS_DIR/arm-client-certificates.json); with --arm-metadata-url, its last good copy");
+  s->add_option("--arm-metadata-url", c.arm_metadata_url,
+                "ARM's client-certificate metadata endpoint, followed as ARM rotates its certificates "
+                "(https, or http on loopback only)");
+  s->add_option("--arm-metadata-ca", c.arm_metadata_ca,
+                "CA certificates (PEM) the metadata endpoint is verified against (default: the system's)");
+  s->add_option("--arm-metadata-refresh-seconds", c.arm_metadata_refresh_seconds,
+                "How often the metadata is fetched again")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
+}
+
+void AddClusterServiceIdentityFlags(CLI::App* s, Config& c) {
+  s->add_option("--clusters-service-client-name", c.cs_client_name,
+                "Subject common name of the only client certificate the Cluster Service listener accepts "
+                "(the resource provider's)")
+      ->capture_default_str();
+  s->add_option("--arm-metadata-file", c.arm_metadata_file,
+                "Serve this document (ARM's client-certificate metadata) at /metadata/authentication on the "
+                "control listener: a stand-in for ARM's endpoint");
 }
 
 void AddControlFlags(CLI::App* s, Config& c) {
@@ -190,6 +258,7 @@ CLI::App* AddServeCommand(CLI::App& app, Config& c) {
   AddTlsFlags(serve, c, true, true);
   AddArmFlags(serve, c);
   AddControlFlags(serve, c);
+  AddClusterServiceIdentityFlags(serve, c);
   serve->add_option("--stuck-after", c.stuck_after_seconds, kStuckAfterHelp)->capture_default_str();
   return serve;
 }
@@ -231,6 +300,7 @@ CLI::App* AddClustersServiceCommand(CLI::App& app, Config& c) {
   AddAdminFlags(cs, c);
   AddTlsFlags(cs, c, true, false);
   AddControlFlags(cs, c);
+  AddClusterServiceIdentityFlags(cs, c);
   return cs;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 
@@ -55,6 +56,14 @@ struct Config {
   bool insecure_http = false;                  // plain HTTP, loopback only
   std::string control_listen = "127.0.0.1:0";  // the simulator's /control listener
   std::string control_token_file;              // default: tls_dir/control-token
+  // The subject common name of the only client the Cluster Service listener accepts: the resource
+  // provider's certificate (rp-client.pem of the local CA).
+  std::string cs_client_name = "hcprp resource provider";
+  // ARM's client-certificate metadata: followed when set, its last good copy kept in arm_trusted_certs.
+  std::string arm_metadata_url;
+  std::string arm_metadata_ca;  // trust anchors of its TLS certificate; default: the system's
+  double arm_metadata_refresh_seconds = 3600;
+  std::string arm_metadata_file;  // the simulator's stand-in for that endpoint serves this document
 };
 
 // The program an hcprp process runs.
@@ -64,11 +73,20 @@ enum class Command { kServe, kFrontend, kBackend, kClustersService, kCheck };
 // now (--help, a bad flag: CLI11 has printed why), nullopt to run `command`.
 std::optional<int> ParseCommandLine(int argc, char** argv, Config& c, Command& command);
 
-// True for 127.0.0.0/8, ::1 and localhost.
-bool IsLoopback(const std::string& host);
+// True for an IP literal of a loopback address (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104, brackets
+// allowed) and for the name "localhost" (RFC 6761 reserves it for loopback). Any other name is not
+// loopback: what it resolves to is not known when the flag is read.
+bool IsLoopback(std::string_view host);
 // The first line of a file without trailing white space ("" when it cannot be read).
 std::string FirstLine(const std::string& path);
-// --store, or a SQLite database in --data-dir (created).
+// --store, or a SQLite database in --data-dir (created, see SecureDataDir).
 Result<std::string> DefaultStoreUrl(const Config& c);
+// Creates `dir` if needed and makes it and what hcprp keeps in it the owner's only, removing every other
+// permission bit: the folder (and its clusters-service folder) at most 0700; the databases (hcprp.db,
+// simulator.db with their -wal, -shm and -journal files) and admin-token at most 0600. Tightens what an
+// older version created wider; what is already that tight is not touched.
+Status SecureDataDir(const std::string& dir);
+// Makes a SQLite database and its -wal, -shm and -journal files (those that exist) at most 0600.
+Status SecureDatabaseFiles(const std::string& db_path);
 
 }  // namespace hcprp::app

@@ -3,6 +3,7 @@
 // and wires them together. Nothing else in hcprp creates these parts.
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -30,7 +31,9 @@
 #include "store/metrics_store.h"
 #include "store/store.h"
 #include "store/write_health.h"
+#include "tls/arm_metadata.h"
 #include "tls/arm_trust.h"
+#include "tls/atomic_file.h"
 #include "tls/context.h"
 #include "tls/local_ca.h"
 
@@ -55,6 +58,8 @@ int WaitForSignal(const sigset_t& set) {
 
 // The parts a process runs, owned in the order they must be torn down (reverse of declaration).
 struct Parts {
+  std::unique_ptr<http::Client> metadata_http;
+  std::unique_ptr<tls::ArmMetadataFollower> arm_metadata;  // writes the file arm_auth reads
   std::unique_ptr<tls::ArmAuthenticator> arm_auth;
   std::unique_ptr<simulator::Simulator> sim;
   std::unique_ptr<store::Store> store;
@@ -138,7 +143,9 @@ class Runner {
     if (!config_.insecure_http) {
       HCPRP_ASSIGN_OR_RETURN(auto ctx, ServerTlsContext(true));
       o.tls.context = std::move(ctx);
+      o.tls.authenticate = ResourceProviderOnly(config_.cs_client_name);
     }
+    o.arm_metadata_file = config_.arm_metadata_file;
     if (config_.control_listen != "off") {
       HCPRP_ASSIGN_OR_RETURN(auto cep, http::ParseListenAddress(config_.control_listen));
       if (!IsLoopback(cep.host)) {
@@ -155,8 +162,8 @@ class Runner {
     o.data_dir = with_data_dir_subfolder
                      ? (std::filesystem::path(config_.data_dir) / "clusters-service").string()
                      : config_.data_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(o.data_dir, ec);
+    HCPRP_RETURN_IF_ERROR(SecureDataDir(config_.data_dir));
+    HCPRP_RETURN_IF_ERROR(SecureDataDir(o.data_dir));
     HCPRP_RETURN_IF_ERROR(simulator::ApplyProfileFlag(o, config_.profile));
     HCPRP_RETURN_IF_ERROR(simulator::ApplyTimeScaleFlag(o, config_.time_scale));
     o.versions_file = config_.versions_file;
@@ -173,8 +180,21 @@ class Runner {
     return Status::Ok();
   }
 
+  // The Cluster Service listener's trust: the local CA's chain (checked in the handshake) is not enough,
+  // ARM's client certificate chains to it too; only the resource provider's certificate is let in.
+  static http::Authenticator ResourceProviderOnly(std::string name) {
+    return [name = std::move(name)](const tls::PeerCertificate* peer) -> std::optional<http::Refusal> {
+      if (peer == nullptr) return http::Refusal{"no_certificate"};
+      if (peer->common_name != name) return http::Refusal{"not_the_resource_provider"};
+      return std::nullopt;
+    };
+  }
+
   Status OpenStore() {
     HCPRP_ASSIGN_OR_RETURN(auto url, DefaultStoreUrl(config_));
+    if (url.rfind("sqlite://", 0) == 0) {
+      HCPRP_RETURN_IF_ERROR(SecureDatabaseFiles(url.substr(std::string_view("sqlite://").size())));
+    }
     store::OpenOptions o;
     o.clock = &clock_;
     o.indexes = arm::StoreIndexes();
@@ -284,6 +304,7 @@ class Runner {
   Status ArmClientAuthentication(http::ServerTls& t) {
     HCPRP_ASSIGN_OR_RETURN(auto ctx, ServerTlsContext(false));
     t.context = std::move(ctx);
+    HCPRP_RETURN_IF_ERROR(FollowArmMetadata());
     HCPRP_ASSIGN_OR_RETURN(auto auth, tls::ArmAuthenticator::Load(config_.arm_trusted_certs, &clock_));
     parts_.arm_auth = std::move(auth);
     auto* a = parts_.arm_auth.get();
@@ -308,6 +329,34 @@ class Runner {
     return Status::Ok();
   }
 
+  // With --arm-metadata-url: keeps --arm-trusted-certs a copy of ARM's metadata (see arm_metadata.h).
+  Status FollowArmMetadata() {
+    if (config_.arm_metadata_url.empty()) return Status::Ok();
+    HCPRP_ASSIGN_OR_RETURN(auto url, http::ParseUrl(config_.arm_metadata_url));
+    http::ClientOptions co;
+    if (url.scheme == "https") {
+      HCPRP_ASSIGN_OR_RETURN(co.tls, tls::ClientContext::Load({config_.arm_metadata_ca, "", ""}));
+    } else if (!IsLoopback(url.endpoint.host)) {
+      return Error::InvalidArgument("--arm-metadata-url must be https unless it names a loopback address");
+    }
+    parts_.metadata_http = std::make_unique<http::Client>(co);
+    auto fetch = [client = parts_.metadata_http.get(), url]() -> Result<std::string> {
+      http::Request req = http::MakeRequest(http::Verb::get, url.target);
+      req.set(http::Field::accept, "application/json");
+      HCPRP_ASSIGN_OR_RETURN(auto res, client->Send(url.endpoint, std::move(req), std::chrono::seconds(10)));
+      if (res.result() != http::StatusCode::ok) {
+        return Error::Unavailable("the metadata endpoint answered " + std::to_string(res.result_int()));
+      }
+      return std::move(res.body());
+    };
+    const auto interval = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(config_.arm_metadata_refresh_seconds));
+    HCPRP_ASSIGN_OR_RETURN(parts_.arm_metadata,
+                           tls::ArmMetadataFollower::Start(fetch, config_.arm_trusted_certs, interval,
+                                                           logger_.WithComponent("arm-metadata")));
+    return Status::Ok();
+  }
+
   // The token of the admin API: from --admin-token-file, else a new one written to
   // data_dir/admin-token (mode 0600) for scripts.
   Result<std::string> AdminToken() {
@@ -326,16 +375,9 @@ class Runner {
     // Processes without a data directory of their own print the token and write no file (several
     // frontends and backends would overwrite each other's).
     if (!config_.admin_token_in_data_dir) return token;
-    std::error_code ec;
-    std::filesystem::create_directories(config_.data_dir, ec);
+    HCPRP_RETURN_IF_ERROR(SecureDataDir(config_.data_dir));
     auto path = std::filesystem::path(config_.data_dir) / "admin-token";
-    {
-      std::ofstream out(path, std::ios::trunc);
-      out << token << "\n";
-      if (!out) return Error::IoError("cannot write " + path.string());
-    }
-    std::filesystem::permissions(
-        path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write, ec);
+    HCPRP_RETURN_IF_ERROR(tls::WriteFileAtomically(path.string(), token + "\n", tls::FileSecrecy::kSecret));
     admin_token_path_ = std::filesystem::absolute(path).string();
     return token;
   }
@@ -372,9 +414,14 @@ class Runner {
         logger_.Warn("operations console not started", {{"error", live.error().ToString()}});
       }
     }
+    HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(config_.admin_listen));
+    http::ServerOptions so;
+    HCPRP_RETURN_IF_ERROR(AdminTransport(ep, so));
     HCPRP_ASSIGN_OR_RETURN(auto token, AdminToken());
     admin_token_ = token;
     admin::AdminOptions ao;
+    ao.metrics_need_token = so.tls.context != nullptr;
+    ao.secure_cookie = so.tls.context != nullptr;
     ao.token = token;
     ao.metrics = &registry_;
     ao.store = parts_.writes.get();
@@ -382,26 +429,44 @@ class Runner {
     ao.live = parts_.live.get();
     ao.console_dir = parts_.live ? config_.console_dir : "";
     parts_.admin = std::make_unique<admin::AdminApi>(ao, &clock_, logger_.WithComponent("admin"));
-    HCPRP_ASSIGN_OR_RETURN(auto ep, http::ParseListenAddress(config_.admin_listen));
-    http::ServerOptions so;
     so.listen = ep;
     so.threads = 2;
     so.max_connections = 256;
     so.max_body_bytes = 64 * 1024;
     auto* api = parts_.admin.get();
+    so.screen = [api](const http::Request& header) { return api->Screen(header); };
     auto s = http::Server::Start(so, [api](http::Request&& r) { return api->Handle(std::move(r)); });
     if (!s.ok()) {
       return Error(s.error().code(),
                    "admin listener on " + config_.admin_listen + ": " + s.error().message());
     }
     parts_.admin_server = std::move(s).value();
+    admin_tls_ = so.tls.context != nullptr;
+    return Status::Ok();
+  }
+
+  // The admin listener's transport: plain HTTP on loopback, where only the machine's users reach it;
+  // anywhere else HTTPS with the listeners' certificate (its token and metrics travel the network).
+  Status AdminTransport(const http::Endpoint& ep, http::ServerOptions& so) {
+    if (IsLoopback(ep.host)) return Status::Ok();
+    if (config_.insecure_http) {
+      return Error::InvalidArgument(
+          "--admin-listen " + config_.admin_listen +
+          " is not a loopback address: it is served over TLS, which --insecure-http "
+          "turns off");
+    }
+    if (config_.tls_cert.empty()) HCPRP_RETURN_IF_ERROR(PrepareTls({}));
+    tls::ServerContextOptions o;
+    o.cert_file = config_.tls_cert;
+    o.key_file = config_.tls_key;
+    HCPRP_ASSIGN_OR_RETURN(so.tls.context, tls::ServerContext::Load(o));
     return Status::Ok();
   }
 
   // Lines naming the admin listener, for the start-up banner.
   std::string AdminBanner() const {
     if (!parts_.admin_server) return "";
-    std::string base = "http://" + parts_.admin_server->endpoint().ToString();
+    std::string base = (admin_tls_ ? "https://" : "http://") + parts_.admin_server->endpoint().ToString();
     std::string out = "  metrics:           " + base + "/metrics\n";
     out += "  admin API:         " + base + "/admin/ (Authorization: Bearer <token>";
     out += admin_token_path_.empty() ? ")\n" : ", token in " + admin_token_path_ + ")\n";
@@ -573,6 +638,7 @@ class Runner {
   Parts parts_;
   std::string admin_token_;
   std::string admin_token_path_;
+  bool admin_tls_ = false;
   std::string store_url_;
   std::string cs_url_;
   tls::LocalFiles tls_files_;
@@ -581,6 +647,8 @@ class Runner {
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // Everything hcprp creates (databases, their journals, tokens, keys, folders) is its owner's alone.
+  ::umask(077);
   Config c;
   Command command = Command::kServe;
   if (auto exit_code = ParseCommandLine(argc, argv, c, command)) return *exit_code;

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "http/bearer.h"
 #include "http/client.h"
 #include "http/retry.h"
 #include "http/server.h"
@@ -258,6 +259,53 @@ std::string RawExchange(const Server& server, const std::string& raw) {
 }
 
 bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// A caller refused on its headers gets its answer at once: no "100 Continue", its body (announced but
+// never sent here) is not waited for, the handler does not run and the connection is closed.
+TEST(Server, ScreenRefusesOnTheHeadersWithoutReadingTheBody) {
+  ServerOptions o;
+  o.read_timeout = 10s;
+  o.screen = [](const Request& header) -> std::optional<Response> {
+    if (BearerToken(header) == "good-token") return std::nullopt;
+    return MakeResponse(StatusCode::unauthorized, "no\n", "text/plain");
+  };
+  std::atomic<int> handled{0};
+  auto server = Server::Start(o, [&](Request&& r) {
+    ++handled;
+    return MakeResponse(StatusCode::ok, std::to_string(r.body().size()), "text/plain");
+  });
+  ASSERT_TRUE(server.ok());
+  const auto start = std::chrono::steady_clock::now();
+  std::string answer = RawExchange(
+      **server,
+      "POST /admin/x HTTP/1.1\r\nHost: x\r\nContent-Length: 4000000\r\nExpect: 100-continue\r\n\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE(StartsWith(answer, "HTTP/1.1 401")) << answer;
+  EXPECT_EQ(answer.find("100 Continue"), std::string::npos) << answer;
+  EXPECT_EQ(handled.load(), 0);
+  answer = RawExchange(**server,
+                       "POST /admin/x HTTP/1.1\r\nHost: x\r\nAuthorization: bEaReR good-token\r\n"
+                       "Content-Length: 3\r\nConnection: close\r\n\r\nabc");
+  EXPECT_TRUE(StartsWith(answer, "HTTP/1.1 200")) << answer;
+  EXPECT_EQ(handled.load(), 1);
+  (*server)->Stop();
+}
+
+TEST(Message, BearerTokenSchemeIsCaseInsensitive) {
+  Request r = MakeRequest(Verb::get, "/");
+  EXPECT_EQ(BearerToken(r), "");
+  for (const char* v : {"Bearer abc", "bearer abc", "BEARER  abc "}) {
+    r.set(Field::authorization, v);
+    EXPECT_EQ(BearerToken(r), "abc") << v;
+  }
+  for (const char* v : {"Basic abc", "Bearerabc", "Bearer", "Bearer "}) {
+    r.set(Field::authorization, v);
+    EXPECT_EQ(BearerToken(r), "") << v;
+  }
+  EXPECT_TRUE(ConstantTimeEquals("abc", "abc"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abd"));
+  EXPECT_FALSE(ConstantTimeEquals("abc", "abcd"));
+}
 
 // RFC 9112 section 6.3: framing that a proxy and this server could read differently is refused and
 // the connection closed, so nothing after it is taken for a second request (request smuggling).

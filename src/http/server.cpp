@@ -291,17 +291,23 @@ class ServerImpl final : public Server {
   // read the request body, so that closing does not reset the connection before the client has
   // read the answer.
   template <typename Stream>
-  awaitable<void> Linger(Connection& c, Stream& s, beast::flat_buffer& buffer) {
-    c.stream.expires_after(
-        std::min<std::chrono::milliseconds>(options_.read_timeout, std::chrono::seconds(2)));
+  awaitable<void> Linger(Connection& c, Stream& s, beast::flat_buffer& buffer, size_t max_bytes,
+                         std::chrono::milliseconds max_time) {
+    c.stream.expires_after(std::min<std::chrono::milliseconds>(options_.read_timeout, max_time));
     size_t drained = 0;
-    while (drained < 64 * 1024 * 1024) {
+    while (drained < max_bytes) {
       buffer.clear();
       auto [ec, n] = co_await s.async_read_some(buffer.prepare(64 * 1024), kNoThrow);
       if (ec) break;
       drained += n;
     }
   }
+
+  // What is read and discarded at most after an answer given without reading the request's body.
+  static constexpr size_t kLingerBytes = 64 * 1024 * 1024;
+  static constexpr std::chrono::milliseconds kLingerTime{2'000};
+  static constexpr size_t kRefusedLingerBytes = 64 * 1024;
+  static constexpr std::chrono::milliseconds kRefusedLingerTime{500};
 
   static bool IsDisconnect(const boost::system::error_code& ec) {
     return ec == beast::error::timeout || ec == beast_http::error::end_of_stream ||
@@ -334,12 +340,35 @@ class ServerImpl final : public Server {
     return std::nullopt;
   }
 
+  // The answer refusing a request on its headers alone (an untrusted TLS client, or the screen's
+  // verdict); nullopt lets it through. A TLS client is judged again at least every recheck_interval, so
+  // that a connection opened before a rotation of the trusted set (or before its certificate expired)
+  // does not outlive the trust.
+  std::optional<Response> Screen(Connection& c, const Request& header) {
+    if (c.tls_done && options_.tls.authenticate && !IsOpenPath(header)) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!c.judged || now - c.judged_at >= options_.tls.recheck_interval) {
+        c.verdict = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
+        c.judged = true;
+        c.judged_at = now;
+      }
+      if (c.verdict) {
+        Response refused = on_refused_(header, *c.verdict, c.peer);
+        refused.version(header.version());
+        return refused;
+      }
+    }
+    if (options_.screen) return options_.screen(header);
+    return std::nullopt;
+  }
+
   // Reads one request into `parser`. Returns the answer to send instead of calling the handler
-  // (limits exceeded, malformed input), or nullopt; `closed` is set when the connection is gone.
+  // (limits exceeded, malformed input, a caller refused on its headers), or nullopt; `closed` is set
+  // when the connection is gone, `refused` when the caller was refused before its body was read.
   template <typename Stream>
   awaitable<std::optional<Response>> ReadRequest(Connection& c, Stream& s, beast::flat_buffer& buffer,
                                                  beast_http::request_parser<beast_http::string_body>& parser,
-                                                 bool& closed) {
+                                                 bool& closed, bool& refused) {
     boost::system::error_code ec;
     // Wait for the first byte under the idle timeout, then read the rest under the read timeout.
     if (buffer.size() == 0) {
@@ -369,6 +398,10 @@ class ServerImpl final : public Server {
     if (auto problem = FramingProblem(parser.get())) {
       closed = true;  // the rest of the message cannot be delimited safely
       co_return MakeResponse(StatusCode::bad_request, *problem, "text/plain");
+    }
+    if (auto answer = Screen(c, parser.get())) {
+      refused = true;
+      co_return answer;
     }
     if (auto cl = parser.content_length(); cl && *cl > options_.max_body_bytes) {
       co_return on_too_large_(parser.get());
@@ -418,7 +451,8 @@ class ServerImpl final : public Server {
       // Plain HTTP on the TLS port: say so in plain HTTP, then close.
       Response res =
           MakeResponse(StatusCode::bad_request, "this port speaks HTTPS (TLS 1.2 or 1.3)\n", "text/plain");
-      if (co_await Write(c, c.stream, res, false)) co_await Linger(c, c.stream, buffer);
+      if (co_await Write(c, c.stream, res, false))
+        co_await Linger(c, c.stream, buffer, kLingerBytes, kLingerTime);
       co_return;
     }
     std::shared_ptr<asio::ssl::context> context = options_.tls.context->Current();  // outlives the stream
@@ -455,33 +489,19 @@ class ServerImpl final : public Server {
       parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
       parser.body_limit(options_.max_body_bytes);
       bool closed = false;
-      std::optional<Response> rejection = co_await ReadRequest(c, s, buffer, parser, closed);
+      bool refused = false;
+      std::optional<Response> rejection = co_await ReadRequest(c, s, buffer, parser, closed, refused);
       if (rejection) {
-        // The rest of the request was not read: answer, drain a little, close.
+        // The rest of the request was not read: answer, drain a little (a refused caller's body only as
+        // much as lets it read the answer), close.
         bool wrote = co_await Write(c, s, *rejection, false);
-        if (wrote && !closed) co_await Linger(c, s, buffer);
+        if (wrote && !closed) {
+          co_await Linger(c, s, buffer, refused ? kRefusedLingerBytes : kLingerBytes,
+                          refused ? kRefusedLingerTime : kLingerTime);
+        }
         co_return;
       }
       if (closed) co_return;
-      // Judged again at least every recheck_interval, so that a connection opened before a rotation of
-      // the trusted set (or before its certificate expired) does not outlive the trust.
-      const Refusal* refusal = nullptr;
-      if (c.tls_done && options_.tls.authenticate && !IsOpenPath(parser.get())) {
-        const auto now = std::chrono::steady_clock::now();
-        if (!c.judged || now - c.judged_at >= options_.tls.recheck_interval) {
-          c.verdict = options_.tls.authenticate(c.peer_certificate ? &*c.peer_certificate : nullptr);
-          c.judged = true;
-          c.judged_at = now;
-        }
-        if (c.verdict) refusal = &*c.verdict;
-      }
-      if (refusal) {
-        // An untrusted caller: answered before any handler runs, and the connection ends.
-        Response refused = on_refused_(parser.get(), *refusal, c.peer);
-        refused.version(parser.get().version());
-        co_await Write(c, s, refused, false);
-        co_return;
-      }
 
       auto req = std::make_shared<Request>(parser.release());
       const bool want_keep_alive = req->keep_alive();

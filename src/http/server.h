@@ -40,6 +40,10 @@ using Handler = std::function<Response(Request&&)>;
 using PeerHandler = std::function<Response(Request&&, const Peer&)>;
 // Builds the answer to a request whose body is over the limit; gets the request without its body.
 using TooLargeHandler = std::function<Response(const Request& header_only)>;
+// Judges a request from its headers alone, before any of its body is read or "100 Continue" is sent:
+// an answer refuses it (sent at once; the body is never read and the connection is closed), nullopt
+// lets it through. Called on I/O threads, concurrently: must be thread-safe and must not block.
+using HeaderScreen = std::function<std::optional<Response>(const Request& header_only)>;
 // Builds the answer sent, without reading a request, on a connection over ServerOptions::max_connections.
 using OverloadHandler = std::function<Response()>;
 
@@ -63,8 +67,9 @@ struct ServerTls {
   Authenticator authenticate;
   // Paths (without query) an untrusted caller may still request: health probes.
   std::vector<std::string> open_paths = {"/healthz", "/readyz"};
-  // The answer to each request of an untrusted caller outside open_paths; the handler never sees the
-  // request and the connection is closed after the answer. Default: 401, text body.
+  // The answer to each request of an untrusted caller outside open_paths, sent once its headers are read:
+  // the handler never sees the request, its body is not read (no "100 Continue") and the connection is
+  // closed after the answer. Default: 401, text body.
   RefusedHandler on_refused;
   // How long a connection's verdict stands before a request has it judged again (a rotated trusted set
   // reaches keep-alive connections within it). Zero: before every request.
@@ -91,6 +96,8 @@ struct ServerOptions {
   // Retry-After: 1.
   size_t max_connections = 10'000;
   OverloadHandler on_overloaded;
+  // Refuses requests on their headers (an unauthenticated caller) before their bodies; unset: none.
+  HeaderScreen screen;
   // HTTPS when tls.context is set. A plaintext request on a TLS listener gets a plaintext 400.
   ServerTls tls;
   // Value of the Server header; empty for none.

@@ -1,10 +1,13 @@
 #include "simulator/simulator.h"
 
 #include <charconv>
+#include <fstream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 
 #include "core/mutex.h"
+#include "http/bearer.h"
 #include "http/server.h"
 #include "simulator/scheduler.h"
 #include "simulator/service.h"
@@ -34,6 +37,23 @@ class ServiceHost final : public EngineHost {
 bool IsControlPath(const http::Request& req) {
   std::string_view t = req.target();
   return t == "/control" || t.rfind("/control/", 0) == 0 || t.rfind("/control?", 0) == 0;
+}
+
+bool IsArmMetadataPath(const http::Request& req) {
+  std::string_view t = req.target();
+  t = t.substr(0, t.find('?'));
+  return t == "/metadata/authentication" && req.method() == http::Verb::get;
+}
+
+http::Response ArmMetadata(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (file.empty() || !in) {
+    return http::MakeResponse(http::StatusCode::not_found, R"({"error":"no ARM metadata document"})",
+                              "application/json");
+  }
+  std::ostringstream body;
+  body << in.rdbuf();
+  return http::MakeResponse(http::StatusCode::ok, body.str(), "application/json");
 }
 
 // Compares in time independent of where the first difference is.
@@ -159,21 +179,22 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
       co.max_connections = 256;
       co.max_body_bytes = options.max_body_bytes;
       co.server_header = ho.server_header;
-      auto control =
-          http::Server::Start(co, [self, expected = "Bearer " + options.control_token](http::Request&& req) {
-            if (!IsControlPath(req)) {
-              return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
-                                        "application/json");
-            }
-            if (!TokenMatches(req[http::Field::authorization], expected)) {
-              http::Response res = http::MakeResponse(
-                  http::StatusCode::unauthorized, R"({"error":"the control API requires its bearer token"})",
-                  "application/json");
-              res.set(http::Field::www_authenticate, "Bearer");
-              return res;
-            }
-            return self->Handle(std::move(req));
-          });
+      auto control = http::Server::Start(co, [self, expected = options.control_token,
+                                              metadata = options.arm_metadata_file](http::Request&& req) {
+        if (IsArmMetadataPath(req)) return ArmMetadata(metadata);
+        if (!IsControlPath(req)) {
+          return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
+                                    "application/json");
+        }
+        if (!TokenMatches(http::BearerToken(req), expected)) {
+          http::Response res = http::MakeResponse(http::StatusCode::unauthorized,
+                                                  R"({"error":"the control API requires its bearer token"})",
+                                                  "application/json");
+          res.set(http::Field::www_authenticate, "Bearer");
+          return res;
+        }
+        return self->Handle(std::move(req));
+      });
       if (!control.ok()) {
         sim->Stop();
         return control.error();

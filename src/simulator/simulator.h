@@ -107,6 +107,10 @@ struct SimulatorOptions {
   // GETs under /control (health and read-only views, used by `hcprp check`).
   std::optional<http::Endpoint> control_listen;
   std::string control_token;
+  // A stand-in for ARM's client-certificate metadata endpoint: the control listener answers
+  // GET /metadata/authentication with this file (read at each request; public, as ARM's is: no token).
+  // Empty: 404.
+  std::string arm_metadata_file;
 };
 
 // Parses "--profile" and "--time-scale" values into options; InvalidArgument on bad input.

@@ -8,6 +8,7 @@
 
 #include "pki/x509.h"
 #include "tls/arm_trust.h"
+#include "tls/atomic_file.h"
 
 namespace hcprp::tls {
 namespace {
@@ -27,19 +28,8 @@ Result<std::string> Read(const std::string& path) {
   return s.str();
 }
 
-// Writes through a temporary file and a rename, so that a reader never sees half a file.
 Status Write(const std::string& path, const std::string& data, bool secret) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << data;
-    if (!out) return Error::IoError("cannot write " + tmp);
-  }
-  std::error_code ec;
-  if (secret) fs::permissions(tmp, fs::perms::owner_read | fs::perms::owner_write, ec);
-  fs::rename(tmp, path, ec);
-  if (ec) return Error::IoError("cannot write " + path + ": " + ec.message());
-  return Status::Ok();
+  return WriteFileAtomically(path, data, secret ? FileSecrecy::kSecret : FileSecrecy::kPublic);
 }
 
 std::string NewToken() {
@@ -116,7 +106,7 @@ Result<LocalFiles> EnsureLocalFiles(const std::string& dir, const Clock& clock) 
         pki::IssueCertificate(
             ca, w.name, w.usage, server ? std::vector<std::string>{"localhost"} : std::vector<std::string>{},
             server ? std::vector<std::string>{"127.0.0.1", "::1"} : std::vector<std::string>{}, from,
-            now + std::chrono::hours(24 * 825)));
+            from + kLeafValidity));
     HCPRP_RETURN_IF_ERROR(Write(w.key, issued.key_pem, true));
     HCPRP_RETURN_IF_ERROR(Write(w.cert, issued.cert_pem, false));
   }

@@ -11,12 +11,17 @@
 // Files that exist are kept: replace any of them (rotation) and the listeners pick it up.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "core/clock.h"
 #include "core/result.h"
 
 namespace hcprp::tls {
+
+// How long the certificates EnsureLocalFiles issues (server and client) are valid: the public web's
+// limit of 398 days, which every client enforcing a validity limit accepts.
+inline constexpr std::chrono::hours kLeafValidity{24 * 398};
 
 struct LocalFiles {
   std::string dir;

@@ -15,6 +15,7 @@ struct PeerCertificate {
   std::string issuer;
   TimePoint not_before{};
   TimePoint not_after{};
+  std::string common_name;  // the subject's last CN, read from the certificate ("" without one)
 };
 
 // The certificate a TLS peer presented; nullopt when it presented none. `ssl` is an OpenSSL SSL*

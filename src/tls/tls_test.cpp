@@ -3,10 +3,16 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "core/clock.h"
 #include "core/time.h"
 #include "pki/x509.h"
+#include "tls/arm_metadata.h"
 #include "tls/arm_trust.h"
+#include "tls/atomic_file.h"
 #include "tls/context.h"
 #include "tls/local_ca.h"
 
@@ -61,6 +67,45 @@ TEST(LocalFiles, FirstStartCreatesEveryFileAndKeepsThemAfterwards) {
   EXPECT_EQ((*auth)->Check(&peer), Refusal::kUnknownCertificate);
   EXPECT_EQ((*auth)->Check(nullptr), Refusal::kNoCertificate);
   fs::remove_all(dir);
+}
+
+TEST(LocalFiles, LeafCertificatesAreValidAtMost398Days) {
+  SystemClock clock;
+  auto files = EnsureLocalFiles(TempDir("validity"), clock);
+  ASSERT_TRUE(files.ok()) << files.error().message();
+  for (const auto& p : {files->server_cert, files->client_cert, files->rp_client_cert}) {
+    auto info = pki::ParseCertificate(ReadAll(p));
+    ASSERT_TRUE(info.ok()) << p;
+    EXPECT_LE(info->not_after - info->not_before, std::chrono::hours(24 * 398)) << p;
+    EXPECT_LE(info->not_before, clock.Now()) << p;
+  }
+}
+
+mode_t ModeOf(const std::string& p) {
+  struct stat st {};
+  EXPECT_EQ(::stat(p.c_str(), &st), 0) << p;
+  return st.st_mode & 0777;
+}
+
+TEST(AtomicFile, ASecretIsNeverWrittenIntoAFileSomeoneElseHasOpen) {
+  std::string dir = TempDir("atomic");
+  fs::create_directories(dir);
+  std::string path = dir + "/admin-token";
+  WriteAll(path, "");
+  fs::permissions(path, fs::perms(0644));
+  int reader = ::open(path.c_str(), O_RDONLY);  // opened while the file was readable by others
+  ASSERT_GE(reader, 0);
+  ASSERT_TRUE(WriteFileAtomically(path, "s3cret\n", FileSecrecy::kSecret).ok());
+  char buf[16] = {};
+  EXPECT_EQ(::read(reader, buf, sizeof buf), 0) << "the old file received the secret";
+  ::close(reader);
+  EXPECT_EQ(ReadAll(path), "s3cret\n");
+  EXPECT_EQ(ModeOf(path), 0600u);
+  ASSERT_TRUE(WriteFileAtomically(dir + "/public", "x", FileSecrecy::kPublic).ok());
+  EXPECT_EQ(ModeOf(dir + "/public") & 0600, 0600u);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  EXPECT_EQ(entries, 2u) << "no temporary file is left behind";
 }
 
 TEST(TrustedSet, ParsesArmMetadataAndRefusesOtherShapes) {
@@ -130,6 +175,65 @@ TEST(ServerContext, RefusesAMismatchedKeyAndReloadsAChangedCertificate) {
   EXPECT_NE((*ctx)->Current(), first);
   EXPECT_EQ((*ctx)->reloads(), 1u);
   fs::remove_all(dir);
+}
+
+// The follower keeps the last good copy of ARM's metadata: a new document replaces it, a failed fetch
+// or a document of another shape leaves it, and a start while the endpoint is down uses it.
+TEST(ArmMetadataFollower, KeepsTheLastGoodCopyAndFollowsRotation) {
+  SystemClock clock;
+  auto files = EnsureLocalFiles(TempDir("metadata"), clock);
+  ASSERT_TRUE(files.ok());
+  const std::string cache = files->dir + "/cache.json";
+  auto first = TrustedSetDocument({ReadAll(files->client_cert)});
+  auto second = TrustedSetDocument({ReadAll(files->rp_client_cert)});
+  ASSERT_TRUE(first.ok() && second.ok());
+  Mutex mu;
+  Result<std::string> served = Error::Unavailable("down");
+  auto fetch = [&]() -> Result<std::string> {
+    MutexLock lock(mu);
+    return served;
+  };
+  auto serve = [&](Result<std::string> r) {
+    MutexLock lock(mu);
+    served = std::move(r);
+  };
+  Logger logger(std::make_shared<StreamLogSink>(stderr), &clock, LogLevel::kError);
+  // Down, and no copy yet: the start fails.
+  EXPECT_FALSE(ArmMetadataFollower::Start(fetch, cache, std::chrono::hours(1), logger).ok());
+  serve(*first);
+  auto follower = ArmMetadataFollower::Start(fetch, cache, std::chrono::hours(1), logger);
+  ASSERT_TRUE(follower.ok()) << follower.error().message();
+  EXPECT_EQ(ReadAll(cache), *first);
+  auto auth = ArmAuthenticator::Load(cache, &clock);
+  ASSERT_TRUE(auth.ok());
+  auto peer_of = [](const std::string& pem) {
+    PeerCertificate p;
+    p.thumbprint = pki::ThumbprintOfDer(*pki::CertificateDer(pem));
+    auto info = pki::ParseCertificate(pem);
+    p.not_before = info->not_before;
+    p.not_after = info->not_after;
+    return p;
+  };
+  PeerCertificate old_cert = peer_of(ReadAll(files->client_cert));
+  PeerCertificate new_cert = peer_of(ReadAll(files->rp_client_cert));
+  EXPECT_EQ((*auth)->Check(&old_cert), std::nullopt);
+  // ARM rotates.
+  serve(*second);
+  ASSERT_TRUE((*follower)->RefreshOnce().ok());
+  EXPECT_EQ((*auth)->Check(&new_cert), std::nullopt);
+  EXPECT_EQ((*auth)->Check(&old_cert), Refusal::kUnknownCertificate);
+  // The endpoint fails, or serves something else: the copy stays.
+  serve(Error::Unavailable("down"));
+  EXPECT_FALSE((*follower)->RefreshOnce().ok());
+  serve(std::string("<html>maintenance</html>"));
+  EXPECT_FALSE((*follower)->RefreshOnce().ok());
+  EXPECT_EQ(ReadAll(cache), *second);
+  follower->reset();
+  // A restart while the endpoint is down starts from the copy.
+  serve(Error::Unavailable("down"));
+  auto restarted = ArmMetadataFollower::Start(fetch, cache, std::chrono::hours(1), logger);
+  ASSERT_TRUE(restarted.ok());
+  EXPECT_EQ(ReadAll(cache), *second);
 }
 
 }  // namespace
