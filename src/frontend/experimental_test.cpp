@@ -105,5 +105,43 @@ TEST(ExperimentalFeatures, UnknownTagIsRefusedWithTheAfec) {
   EXPECT_EQ(error.at("target"), "tags[aro-hcp.experimental.cluster.unknown-feature]");
 }
 
+// The real service's own case (experimental-features-invalid-tag and -no-afec): a 2024-06-10-preview
+// body without operator identities, with a known and an unknown experimental tag.
+std::string FirstPreviewBodyWithTags() {
+  const std::string ids =
+      "/subscriptions/" + std::string(kSub) + "/resourceGroups/bar/providers/Microsoft.Network/";
+  return R"({"identity":{"type":"UserAssigned","userAssignedIdentities":{}},"name":"bad-tag-test","properties":{
+    "api":{"visibility":"Public"},"clusterImageRegistry":{"state":"Disabled"},"console":{},"dns":{},
+    "etcd":{"dataEncryption":{"customerManaged":{"encryptionType":"KMS","kms":{"activeKey":{
+      "name":"encryptionKeyName","vaultName":"keyVaultName","version":"2024-12-01-preview"}}},
+      "keyManagementMode":"CustomerManaged"}},
+    "network":{"hostPrefix":23,"machineCidr":"10.0.0.0/16","networkType":"OVNKubernetes","podCidr":"10.128.0.0/14",
+      "serviceCidr":"172.30.0.0/16"},
+    "platform":{"managedResourceGroup":"managed-resource-group-name","networkSecurityGroupId":")" +
+         ids + R"(networkSecurityGroups/nsg","outboundType":"LoadBalancer","subnetId":")" + ids +
+         R"(virtualNetworks/vnet/subnets/subnet"},
+    "version":{"channelGroup":"stable","id":"4.20"}},
+    "tags":{"aro-hcp.experimental.cluster.single-replica":"SingleReplica",
+      "aro-hcp.experimental.cluster.unknown-feature":"something"},
+    "type":"Microsoft.RedHatOpenShift/hcpOpenShiftClusters"})";
+}
+
+TEST(ExperimentalFeatures, TheRealServicesCasesAnswerAsItDoes) {
+  Scenario with;
+  RegisterWithFeatures(with, kAfec);
+  auto refused = with.Put(ClusterPath("bad-tag-test") + "?api-version=" + std::string(kPreview),
+                          FirstPreviewBodyWithTags());
+  ASSERT_EQ(refused.result_int(), 400u) << refused.body();
+  const json::value body = BodyOf(refused);
+  EXPECT_EQ(body.at("error").at("target"), "tags[aro-hcp.experimental.cluster.unknown-feature]")
+      << refused.body();
+
+  Scenario without;
+  RegisterWithFeatures(without, "[]");
+  auto created = without.Put(ClusterPath("bad-tag-test") + "?api-version=" + std::string(kPreview),
+                             FirstPreviewBodyWithTags());
+  EXPECT_EQ(created.result_int(), 201u) << created.body();
+}
+
 }  // namespace
 }  // namespace hcprp::frontend::testing
