@@ -115,22 +115,18 @@ TEST(ExperimentalTags, ValuesTheServiceCannotUseAreRefused) {
   Set(body, "/tags/aro-hcp.experimental.cluster.max-creation-duration", "30s");
   Set(body, "/tags/aro-hcp.experimental.cluster.max-deletion-duration", "soon");
   Set(body, "/tags/aro-hcp.experimental.cluster.control-plane-exact-version", "4.20");
-  EXPECT_EQ(
-      Problems(DecodeCreate(kStableVersion, Kind::kCluster, body, WithAfec(true))),
-      (std::vector<std::string>{
-          "tags[aro-hcp.experimental.cluster.single-replica]: Invalid value: \"yes\": must be "
-          "\"SingleReplica\" or empty",
-          "tags[aro-hcp.experimental.cluster.size-override]: Invalid value: \"Large\": must be \"Minimal\" "
-          "or "
-          "empty",
-          "tags[aro-hcp.experimental.cluster.control-plane-operator-image-override]: Invalid value: \"  \": "
-          "must not be blank when provided",
-          "tags[aro-hcp.experimental.cluster.max-creation-duration]: Invalid value: \"30s\": must be at "
-          "least 1m0s",
-          "tags[aro-hcp.experimental.cluster.max-deletion-duration]: Invalid value: \"soon\": must be a "
-          "valid Go duration string (e.g. \"24m\", \"30m\")",
-          "tags[aro-hcp.experimental.cluster.control-plane-exact-version]: Invalid value: \"4.20\": must be "
-          "a valid semantic version (e.g. \"4.17.3\")"}));
+  const std::string tag = "tags[aro-hcp.experimental.cluster.";
+  const std::vector<std::string> expected = {
+      tag + R"(single-replica]: Invalid value: "yes": must be "SingleReplica" or empty)",
+      tag + R"(size-override]: Invalid value: "Large": must be "Minimal" or empty)",
+      tag + R"(control-plane-operator-image-override]: Invalid value: "  ": must not be blank when provided)",
+      tag + R"(max-creation-duration]: Invalid value: "30s": must be at least 1m0s)",
+      tag +
+          R"(max-deletion-duration]: Invalid value: "soon": must be a valid Go duration string (e.g. "24m", "30m"))",
+      tag +
+          R"(control-plane-exact-version]: Invalid value: "4.20": must be a valid semantic version (e.g. "4.17.3"))",
+  };
+  EXPECT_EQ(Problems(DecodeCreate(kStableVersion, Kind::kCluster, body, WithAfec(true))), expected);
 }
 
 TEST(ExperimentalTags, NodePoolKnowsOnlyItsCreationDeadline) {
