@@ -5,6 +5,7 @@
 
 #include "api/conversion.h"
 #include "api/defaults.h"
+#include "api/experimental.h"
 #include "api/schema.h"
 #include "api/semantic.h"
 
@@ -65,6 +66,7 @@ struct DecodeRun {
   // A create-only change the wire check reported: the canonical check would report it again.
   bool create_only_broken = false;
   json::object existing_body;  // the canonical body of `existing`, set by TakeOverExisting
+  json::object experimental;   // the experimental features in effect, set by AdmitExperimental
 };
 
 void CheckProvisioningState(DecodeRun& run, const json::value& body) {
@@ -219,6 +221,14 @@ void CheckRules(DecodeRun& run, const json::value& canonical) {
   }
 }
 
+// Phase 7a: with the experimental-features AFEC, the experimental tags (experimental.h), which may
+// move a cluster version's patch to its exact version before the rules see it.
+void AdmitExperimental(DecodeRun& run, json::value& canonical) {
+  if (!run.options.experimental_release_features) return;
+  run.experimental =
+      AdmitExperimentalFeatures(run.kind, canonical.get_object(), run.op == Op::kCreate, run.errors);
+}
+
 // Phase 9: the decoded resource, taken apart from the canonical body.
 Resource ToResource(const DecodeRun& run, json::object& c) {
   Resource r{run.kind, "", {}, std::nullopt, {}, {}};
@@ -231,6 +241,7 @@ Resource ToResource(const DecodeRun& run, json::object& c) {
   if (json::object* identity = take("identity")) r.identity = std::move(*identity);
   if (json::object* props = take("properties")) r.properties = std::move(*props);
   if (run.existing != nullptr) r.observed = run.existing->observed;
+  r.experimental = run.experimental;
   return r;
 }
 
@@ -245,6 +256,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   TakeOverExisting(run, canonical);
   ApplyCanonicalDefaults(api_version, kind, canonical);  // phase 6
   ValidateConverted(run, canonical);
+  AdmitExperimental(run, canonical);
   CheckRules(run, canonical);
   if (!run.errors.empty()) return Fail(std::move(run.errors));
   return ToResource(run, canonical.get_object());  // `canonical` is taken apart: not used after this
@@ -358,6 +370,7 @@ json::object ToStorage(const Resource& resource) {
   if (resource.identity) o["identity"] = *resource.identity;
   o["properties"] = resource.properties;
   o["observed"] = resource.observed;
+  if (!resource.experimental.empty()) o["experimental"] = resource.experimental;
   return o;
 }
 
@@ -383,6 +396,7 @@ Result<Resource> FromStorage(const json::object& stored) {
   if (const json::object* tags = GetObject(stored, "tags")) r.tags = *tags;
   if (const json::object* identity = GetObject(stored, "identity")) r.identity = *identity;
   if (const json::object* observed = GetObject(stored, "observed")) r.observed = *observed;
+  if (const json::object* experimental = GetObject(stored, "experimental")) r.experimental = *experimental;
   return r;
 }
 

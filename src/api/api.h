@@ -78,6 +78,9 @@ struct Resource {
   //  "status":{"conditions":[..]}}. EncodeProperties merges them into `properties`. provisioningState
   // does not belong here: the caller owns it.
   json::object observed;
+  // The experimental features in effect (experimental.h has the shape), decided at each create or
+  // update from the tags when the subscription registered the AFEC; empty otherwise.
+  json::object experimental;
 };
 
 // Context a decode needs beyond the body.
@@ -99,6 +102,11 @@ struct DecodeOptions {
   // External auths: the parent cluster holds another external auth (any, deleting included). A create
   // is then refused: the real service allows one external auth a cluster.
   bool other_external_auths = false;
+  // The subscription registered the experimental-features AFEC (kExperimentalReleaseFeatures). With
+  // it, `aro-hcp.experimental.*` tags are checked and take effect (experimental.h), and the version
+  // rules allow candidate and nightly channels, a cluster version with a patch, OpenShift 5 and node
+  // pool major version changes. Without it the tags are kept as tags and do nothing.
+  bool experimental_release_features = false;
 };
 
 // A decode runs these phases in order, each appending its problems (so the errors come in this

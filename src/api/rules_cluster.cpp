@@ -26,7 +26,10 @@ const std::map<std::string, std::string>& MajorUpgradePaths() {
 
 std::string Line(const Semver& v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
 
-void CheckVersion(const json::object* props, const json::object* old_props, std::vector<FieldError>& out) {
+// `experimental`: the subscription registered the experimental-features AFEC, which allows a patch in
+// version.id, OpenShift 5 and the candidate and nightly channels.
+void CheckVersion(const json::object* props, const json::object* old_props, bool experimental,
+                  std::vector<FieldError>& out) {
   const json::object* version = Obj(props, "version");
   const std::string target = "properties.version.id";
   auto id = Str(version, "id");
@@ -76,7 +79,7 @@ void CheckVersion(const json::object* props, const json::object* old_props, std:
     SemverParse parsed = ParseSemverTolerant(*id);
     if (!parsed.version) {
       Invalid(out, target, json::value(*id), parsed.error);
-    } else {
+    } else if (!experimental) {
       if (parsed.version->parts > 2) {
         Invalid(out, target, json::value(*id),
                 "must be specified as MAJOR.MINOR; the PATCH value is managed");
@@ -85,7 +88,7 @@ void CheckVersion(const json::object* props, const json::object* old_props, std:
         Invalid(out, target, json::value(*id), "OpenShift v5 and above is not supported");
     }
   }
-  CheckChannelGroup(version, "properties.version.channelGroup", out);
+  CheckChannelGroup(version, "properties.version.channelGroup", experimental, out);
 }
 
 void CheckDns(const json::object* props, std::vector<FieldError>& out) {
@@ -562,7 +565,7 @@ void CheckCluster(const json::object& body, const json::object* existing, const 
                   std::vector<FieldError>& out) {
   const json::object* props = GetObject(body, "properties");
   const json::object* old_props = existing ? GetObject(*existing, "properties") : nullptr;
-  CheckVersion(props, old_props, out);
+  CheckVersion(props, old_props, options.experimental_release_features, out);
   CheckDns(props, out);
   CheckNetwork(props, out);
   CheckApi(props, out);

@@ -25,6 +25,63 @@ const std::map<std::string, std::vector<std::string>, std::less<>>& ForbiddenLab
   return kLabels;
 }
 
+std::string Text(const Semver& v) {
+  std::string s = std::to_string(v.major) + "." + std::to_string(v.minor) + "." + std::to_string(v.patch);
+  return v.prerelease.empty() ? s : s + "-" + v.prerelease;
+}
+std::string Line(const Semver& v) { return std::to_string(v.major) + "." + std::to_string(v.minor); }
+
+// Node pool release lines allowed next to a control plane of another major, and the major upgrade
+// paths, as the real service lists them.
+const std::map<std::string, std::vector<std::string>, std::less<>>& CrossMajorSkew() {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> kSkew = {
+      {"4.21", {"5.0"}}, {"4.22", {"5.0", "5.1"}}, {"4.23", {"5.1", "5.2"}}};
+  return kSkew;
+}
+const std::map<std::string, std::string, std::less<>>& MajorUpgradePaths() {
+  static const std::map<std::string, std::string, std::less<>> kPaths = {{"4.22", "5.0"}, {"4.23", "5.1"}};
+  return kPaths;
+}
+
+std::optional<std::string> CrossMajorSkewProblem(const Semver& node_pool, const Semver& control_plane) {
+  auto it = CrossMajorSkew().find(Line(node_pool));
+  if (it == CrossMajorSkew().end()) {
+    return "node pool version " + Text(node_pool) +
+           " is not allowed to coexist with a different-major control plane";
+  }
+  if (std::find(it->second.begin(), it->second.end(), Line(control_plane)) == it->second.end()) {
+    return "node pool version " + Text(node_pool) + " cannot coexist with control plane version " +
+           Text(control_plane);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> MajorVersionChangeProblem(const Semver& want, const std::optional<Semver>& before,
+                                                     const Semver& control_plane, bool experimental) {
+  const bool same_major_change = !before || want.major == before->major;
+  if (want.major != control_plane.major && same_major_change) {
+    if (!experimental) {
+      return "node pool version changes are not supported while the control plane is on a different major "
+             "version (node pool major version " +
+             std::to_string(want.major) + " vs control plane major version " +
+             std::to_string(control_plane.major) + ")";
+    }
+    return CrossMajorSkewProblem(want, control_plane);
+  }
+  if (!before || want.major == before->major) return std::nullopt;
+  if (!experimental) return std::string("major version changes are not supported");
+  if (want.major < before->major) return CrossMajorSkewProblem(want, control_plane);
+  auto path = MajorUpgradePaths().find(Line(*before));
+  const std::string prefix = "invalid upgrade path from " + Text(*before) + " to " + Text(want) + ": ";
+  if (path == MajorUpgradePaths().end()) return prefix + "major version upgrades are not supported";
+  if (path->second != Line(want)) return prefix + Line(*before) + " can only upgrade to " + path->second;
+  return std::nullopt;
+}
+
+namespace {
+
 void CheckVersion(const json::object* props, const json::object* old_props, const DecodeOptions& options,
                   std::vector<FieldError>& out) {
   const json::object* version = Obj(props, "version");
@@ -42,8 +99,8 @@ void CheckVersion(const json::object* props, const json::object* old_props, cons
       parsed = strict.version;
     }
   }
-  CheckChannelGroup(version, "properties.version.channelGroup", out);
-  if (id && !id->empty()) {
+  CheckChannelGroup(version, "properties.version.channelGroup", options.experimental_release_features, out);
+  if (id && !id->empty() && !options.experimental_release_features) {
     SemverParse tolerant = ParseSemverTolerant(*id);
     if (!tolerant.version) {
       Invalid(out, target, json::value(*id), tolerant.error);
@@ -69,6 +126,7 @@ void CheckVersion(const json::object* props, const json::object* old_props, cons
     if (auto cluster_id = Str(Obj(GetObject(*options.parent_cluster, "properties"), "version"), "id"))
       consider(*cluster_id);
   }
+  SemverParse before = old_id ? ParseSemverTolerant(*old_id) : SemverParse{};
   if (lowest) {
     const Semver& low = lowest->first;
     const Semver& high = highest->first;
@@ -80,9 +138,11 @@ void CheckVersion(const json::object* props, const json::object* old_props, cons
       Invalid(out, target, json::value(*id),
               "invalid node pool version " + std::string(*id) +
                   ": must be within 2 minor versions of control plane version " + highest->second);
+    } else if (auto problem = MajorVersionChangeProblem(want, before.version, high,
+                                                        options.experimental_release_features)) {
+      Invalid(out, target, json::value(*id), *problem);
     }
   }
-  SemverParse before = old_id ? ParseSemverTolerant(*old_id) : SemverParse{};
   if (before.version && want.major == before.version->major && want.minor > before.version->minor + 2) {
     Invalid(out, target, json::value(*id),
             "invalid upgrade path from " + std::string(*old_id) + " to " + std::string(*id) +

@@ -615,6 +615,25 @@ void SchemaSet::ValidateNode(const Node& node, const json::value& v, SchemaMode 
   // No type: anything goes.
 }
 
+namespace {
+
+// The properties the documents mark required that the real service does not require in a request:
+// the operator identities, which a cluster may be created without (schema.h, "Decisions").
+bool OptionalInRequests(std::string_view path) {
+  static constexpr std::string_view kIdentities =
+      "properties.platform.operatorsAuthentication.userAssignedIdentities";
+  if (path == "properties.platform.operatorsAuthentication" || path == kIdentities) return true;
+  if (path.substr(0, kIdentities.size()) != kIdentities || path.size() <= kIdentities.size() ||
+      path[kIdentities.size()] != '.') {
+    return false;
+  }
+  std::string_view member = path.substr(kIdentities.size() + 1);
+  return member == "controlPlaneOperators" || member == "dataPlaneOperators" ||
+         member == "serviceManagedIdentity";
+}
+
+}  // namespace
+
 void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                                std::vector<FieldError>& out, int depth) const {
   if (!v.is_object()) return WrongType(v, "an object", at, out);
@@ -639,6 +658,7 @@ void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMod
     if (mode != SchemaMode::kResponse) {
       const Node::Child* c = node.Property(name);
       if (c != nullptr && NodeFor(*c)->read_only) continue;
+      if (OptionalInRequests(JoinPath(at.Str(), name))) continue;
     }
     out.push_back(Problem(kInvalidRequestContent, "missing required property '" + name + "'",
                           JoinPath(at.Str(), name)));

@@ -14,6 +14,11 @@
 //   and in responses alike.
 // - In requests, readOnly properties are ignored: never validated, never required, stripped before
 //   storage. In responses they are validated and required like any other.
+// - In requests, the cluster's operator identities are not required although every document marks
+//   them required (`platform.operatorsAuthentication`, its `userAssignedIdentities`, and that
+//   object's `controlPlaneOperators`, `dataPlaneOperators` and `serviceManagedIdentity`): the real
+//   service takes a cluster without them and shows it without them. Responses still require them;
+//   docs/validation.md lists that as the specification's own inconsistency.
 //
 // Thread-safety: a SchemaSet is immutable after construction except for an internal cache guarded
 // by a mutex; every method may be called concurrently.

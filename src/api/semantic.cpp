@@ -28,12 +28,18 @@ void CheckIdentityBlock(const json::object& body, std::vector<FieldError>& out) 
   }
 }
 
-void CheckChannelGroup(const json::object* version, const std::string& target, std::vector<FieldError>& out) {
+void CheckChannelGroup(const json::object* version, const std::string& target, bool experimental,
+                       std::vector<FieldError>& out) {
   auto group = Str(version, "channelGroup");
   if (group && group->empty()) {
     Required(out, target);
-  } else if (group && *group != "stable" && *group != "fast") {
+    return;
+  }
+  if (!group || *group == "stable" || *group == "fast") return;
+  if (!experimental) {
     Unsupported(out, target, json::value(*group), {"fast", "stable"});
+  } else if (*group != "candidate" && *group != "nightly") {
+    Unsupported(out, target, json::value(*group), {"candidate", "fast", "nightly", "stable"});
   }
 }
 

@@ -17,7 +17,8 @@
 //   - version.id: required; at least 4.20; X.Y only (the patch is managed); OpenShift 5 and above
 //     refused; on update it may not decrease, may move at most one minor, and may cross a major
 //     only along the supported paths (4.22 -> 5.0, 4.23 -> 5.1). version.channelGroup: required,
-//     "stable" or "fast".
+//     "stable" or "fast". With the experimental-features AFEC (experimental.h): a patch pins the
+//     exact version, OpenShift 5 is allowed, and "candidate" and "nightly" too.
 //   - dns.baseDomainPrefix: at most 15 characters, an RFC 1035 label.
 //   - network: pod, service and machine CIDRs are IPv4 CIDRs without host bits and pairwise
 //     disjoint (reported at properties.network); hostPrefix is 23..26.
@@ -43,8 +44,9 @@
 //     whitespace, DNS host, OpenShift's registry patterns); 1..255 mirrors.
 //  Node pool:
 //   - version.id: required; MAJOR.MINOR.PATCH (optional pre-release) when it changes; at least
-//     4.20.8; channelGroup as for clusters. On update a changed version does not exceed the
-//     cluster's minor, is within 2 minors of it, and skips at most 2 minors.
+//     4.20.8 (without the AFEC); channelGroup as for clusters. On update a changed version does not
+//     exceed the cluster's minor, is within 2 minors of it, and skips at most 2 minors; a major
+//     change needs the AFEC and follows the real service's paths (MajorVersionChangeProblem).
 //   - platform cannot change on update; subnetId is a subnet in the parent cluster's VNet; vmSize
 //     not empty and one of the VM sizes the service offers (vm_sizes.h); Ephemeral OS disks at most
 //     2040 GiB and need autoRepair; encryptionSetId is a disk encryption set with a valid name (at

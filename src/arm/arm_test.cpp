@@ -319,5 +319,34 @@ TEST(OperationWrites, StartDeleteOfAnIdleResourceCancelsNothing) {
   EXPECT_FALSE(plan.writes[1].conditions[0].equals.has_value());  // activeOperationId still absent
 }
 
+TEST(DocumentsTest, SubscriptionRegisteredFeatures) {
+  auto body =
+      json::parse(R"({"resourceType":"microsoft.resources/subscriptions","properties":{"state":"Registered",)"
+                  R"("registrationDate":"x","properties":{"registeredFeatures":[)"
+                  R"({"name":"Microsoft.RedHatOpenShift/ExperimentalReleaseFeatures","state":"Registered"},)"
+                  R"({"name":"Microsoft.RedHatOpenShift/Other","state":"Pending"}]}}})");
+  auto d = SubscriptionDocument::FromBody("sub", body);
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->HasRegisteredFeature("microsoft.redhatopenshift/experimentalreleasefeatures"));
+  EXPECT_FALSE(d->HasRegisteredFeature("Microsoft.RedHatOpenShift/Other"));  // not Registered
+  EXPECT_FALSE(d->HasRegisteredFeature("Microsoft.RedHatOpenShift/Missing"));
+  auto none = SubscriptionDocument::FromBody(
+      "sub", json::parse(R"({"resourceType":"microsoft.resources/subscriptions","properties":{"state":)"
+                         R"("Registered","registrationDate":"x","properties":null}})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->HasRegisteredFeature("Microsoft.RedHatOpenShift/ExperimentalReleaseFeatures"));
+}
+
+TEST(DocumentsTest, OperationDeadlineRoundTrips) {
+  OperationDocument op;
+  op.status = "Accepted";
+  op.deadline_seconds = 1140;
+  auto back = OperationDocument::FromBody("x", op.ToBody());
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->deadline_seconds, std::optional<int64_t>(1140));
+  op.deadline_seconds.reset();
+  EXPECT_EQ(OperationDocument::FromBody("x", op.ToBody())->deadline_seconds, std::nullopt);
+}
+
 }  // namespace
 }  // namespace hcprp::arm

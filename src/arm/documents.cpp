@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -198,6 +199,7 @@ json::value OperationDocument::ToBody() const {
   p["status"] = status;
   if (error) p["error"] = error->ToJson();
   if (awaiting_cluster_service) p["awaitingClusterService"] = true;
+  if (deadline_seconds) p["deadlineSeconds"] = *deadline_seconds;
   json::object body;
   body["resourceType"] = kOperationDocType;
   body["properties"] = std::move(p);
@@ -234,6 +236,7 @@ Result<OperationDocument> OperationDocument::FromBody(std::string id, const json
   if (d.status.empty()) return Error::Corruption("operation document without status");
   if (const auto* e = GetObject(*p, "error")) d.error = OperationError::FromJson(*e);
   d.awaiting_cluster_service = GetBool(*p, "awaitingClusterService").value_or(false);
+  d.deadline_seconds = GetInt(*p, "deadlineSeconds");
   return d;
 }
 
@@ -259,6 +262,27 @@ std::optional<std::string> SubscriptionDocument::tenant_id() const {
   auto t = GetString(*p, "tenantId");
   if (!t) return std::nullopt;
   return std::string(*t);
+}
+
+bool SubscriptionDocument::HasRegisteredFeature(std::string_view feature) const {
+  const json::object* p = GetObject(properties, "properties");
+  const json::array* features = p != nullptr ? GetArray(*p, "registeredFeatures") : nullptr;
+  if (features == nullptr) return false;
+  auto same = [](std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+             return std::tolower(static_cast<unsigned char>(x)) ==
+                    std::tolower(static_cast<unsigned char>(y));
+           });
+  };
+  for (const json::value& f : *features) {
+    const json::object* o = f.if_object();
+    if (o == nullptr) continue;
+    auto name = GetString(*o, "name");
+    if (name && same(*name, feature) &&
+        GetString(*o, "state") == std::optional<std::string_view>("Registered"))
+      return true;
+  }
+  return false;
 }
 
 json::value SubscriptionDocument::ToBody() const {

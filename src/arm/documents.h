@@ -131,6 +131,9 @@ struct OperationDocument {
   // An update whose Cluster Service request the frontend has not confirmed yet: until then the
   // Cluster Service state says nothing about it (a "ready" is the state before the update).
   bool awaiting_cluster_service = false;
+  // The time the operation has before the backend fails it, when the resource sets its own (an
+  // experimental deadline, api/experimental.h); otherwise the backend's default for the request.
+  std::optional<int64_t> deadline_seconds;
 
   bool exposed() const { return !operation_id.empty(); }
 
@@ -167,6 +170,9 @@ struct SubscriptionDocument {
   SubscriptionState state = SubscriptionState::kRegistered;  // parsed from properties.state
 
   std::optional<std::string> tenant_id() const;  // properties.properties.tenantId
+  // Whether properties.properties.registeredFeatures lists `feature` (its name compared
+  // case-insensitively, as ARM names features) with state "Registered".
+  bool HasRegisteredFeature(std::string_view feature) const;
 
   json::value ToBody() const;
   static Result<SubscriptionDocument> FromBody(std::string id, const json::value& body);

@@ -1403,5 +1403,27 @@ TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
   EXPECT_EQ(again->by_version, (std::map<std::string, size_t>{{"4.20.16 desired", 12}}));
 }
 
+TEST_F(BackendTest, AnOperationsOwnDeadlineComesBeforeTheDefault) {
+  auto b = MakeBackend(Options());
+  Flow f = StartCreate("c1");
+  // The deadline an experimental tag gave the create (arm::OperationDocument::deadline_seconds).
+  ASSERT_TRUE(store_
+                  ->Patch(store::kResources, sub_, f.op,
+                          {store::PatchOp{store::PatchOp::Kind::kSet, "/properties/deadlineSeconds",
+                                          json::value(19 * 60)}})
+                  .ok());
+  cs_.SetState(f.href, "installing");
+  Reconcile(*b);
+  clock_.Advance(18min);
+  Reconcile(*b);
+  EXPECT_EQ(Op(f.op).status, arm::kStateProvisioning);
+  clock_.Advance(2min);
+  Reconcile(*b);
+  auto op = Op(f.op);
+  EXPECT_EQ(op.status, arm::kStateFailed);
+  ASSERT_TRUE(op.error.has_value());
+  EXPECT_THAT(op.error->message, ::testing::HasSubstr("19 minutes"));
+}
+
 }  // namespace
 }  // namespace hcprp::backend

@@ -60,6 +60,7 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
   r.internal_id = op->internal_id;
   r.notification_uri = op->notification_uri;
   r.awaiting_cluster_service = op->awaiting_cluster_service;
+  r.deadline_seconds = op->deadline_seconds;
   if (FindPointer(doc.body, "/properties/startTime") != nullptr) r.start_time = op->start_time;
   return r;
 }

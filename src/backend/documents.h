@@ -25,7 +25,8 @@ struct OperationRecord {
   std::string internal_id;  // empty until the Cluster Service object is known
   std::string notification_uri;
   std::optional<TimePoint> start_time;
-  bool awaiting_cluster_service = false;  // see arm::OperationDocument
+  bool awaiting_cluster_service = false;    // see arm::OperationDocument
+  std::optional<int64_t> deadline_seconds;  // see arm::OperationDocument
 };
 
 std::string_view ResourceTypeOf(const json::value& body);

@@ -122,7 +122,9 @@ std::optional<Duration> StatusChecks::DeadlineOf(Request request) const {
 void StatusChecks::ApplyDeadlines() {
   TimePoint now = clock_->Now();
   for (const OperationRecord& op : index_->All()) {
-    auto deadline = DeadlineOf(op.request);
+    // The resource's own deadline (an experimental override) comes before the request's default.
+    auto deadline = op.deadline_seconds ? std::optional<Duration>(std::chrono::seconds(*op.deadline_seconds))
+                                        : DeadlineOf(op.request);
     if (!deadline || !op.start_time || now < *op.start_time + *deadline) continue;
     Outcome o = writer_->Transit(
         op.partition_key, op.id, [&](const OperationRecord& cur) -> std::optional<Transition> {

@@ -1,4 +1,5 @@
 #include "clusterservice/convert.h"
+#include "api/experimental.h"
 
 #include "arm/resource_id.h"
 
@@ -345,6 +346,18 @@ Result<json::object> ClusterPatchToCs(const json::object& p) {
 Result<json::object> NodePoolPatchToCs(const json::object& p) { return NodePoolMutableToCs(p); }
 
 Result<json::object> ExternalAuthPatchToCs(const json::object& p) { return ExternalAuthBodyToCs(p); }
+
+json::object ExperimentalPropertiesToCs(const json::object& experimental) {
+  json::object out;
+  if (GetString(experimental, api::kControlPlaneAvailability) ==
+      std::optional<std::string_view>("SingleReplica"))
+    out["hosted_cluster_single_replica"] = "true";
+  if (GetString(experimental, api::kControlPlanePodSizing) == std::optional<std::string_view>("Minimal"))
+    out["hosted_cluster_size_override"] = "e2e_minimal";
+  if (auto image = GetString(experimental, api::kControlPlaneOperatorImage))
+    out["control_plane_operator_image"] = *image;
+  return out;
+}
 
 json::object ClusterReadOnlyFromCs(const json::object& cs) {
   json::object out;

@@ -57,6 +57,13 @@ Result<json::object> ClusterPatchToCs(const json::object& properties);
 Result<json::object> NodePoolPatchToCs(const json::object& properties);
 Result<json::object> ExternalAuthPatchToCs(const json::object& properties);
 
+// The Cluster Service `properties` that carry a cluster's experimental features
+// (api::Resource::experimental, api/experimental.h): hosted_cluster_single_replica "true" for a
+// single-replica control plane, hosted_cluster_size_override "e2e_minimal" for minimal pod sizing,
+// control_plane_operator_image for an operator image override; empty when none is on. The Cluster
+// Service replaces the whole map on a PATCH, so an update sends it even when empty.
+json::object ExperimentalPropertiesToCs(const json::object& experimental);
+
 // Read-only values the Cluster Service assigns, in ARM shape, for the frontend to merge into the
 // resource it returns: cluster {api.url, console.url, dns.baseDomain, platform.issuerUrl}; empty for
 // objects without such values.

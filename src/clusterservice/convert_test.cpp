@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "arm/resource_id.h"
 #include "clusterservice/convert.h"
+#include "clusterservice/mapping.h"
 
 namespace hcprp::clusterservice {
 namespace {
@@ -146,6 +148,38 @@ TEST(Convert, ReadOnlyFromCs) {
   EXPECT_EQ(
       ToJson(ro),
       R"({"api":{"url":"https://api"},"console":{"url":"https://console"},"dns":{"baseDomain":"x.example.com"},"platform":{"issuerUrl":"https://oidc"}})");
+}
+
+TEST(Convert, ExperimentalFeaturesReachTheClusterService) {
+  EXPECT_EQ(
+      json::value(ExperimentalPropertiesToCs(Obj(
+          R"({"controlPlaneAvailability":"SingleReplica","controlPlanePodSizing":"Minimal",
+                    "controlPlaneOperatorImage":"quay.io/cpo:1","createDeadlineSeconds":60})"))),
+      json::value(Obj(R"({"hosted_cluster_single_replica":"true","hosted_cluster_size_override":"e2e_minimal",
+                                "control_plane_operator_image":"quay.io/cpo:1"})")));
+  EXPECT_TRUE(ExperimentalPropertiesToCs(json::object()).empty());
+
+  // The create carries them and the exact version; an update always sends the whole map.
+  api::Resource r{api::Kind::kCluster,
+                  "eastus",
+                  {},
+                  std::nullopt,
+                  Obj(R"({"version":{"id":"4.20","channelGroup":"stable"}})"),
+                  {}};
+  r.experimental = Obj(R"({"controlPlaneAvailability":"SingleReplica","controlPlaneExactVersion":"4.20.3"})");
+  auto id = arm::ParseResourceId(kClusterId);
+  ASSERT_TRUE(id.ok());
+  json::object create = ClusterServiceCreateBody(*id, r);
+  EXPECT_EQ(json::value(create.at("properties")),
+            json::value(Obj(R"({"hosted_cluster_single_replica":"true"})")));
+  EXPECT_EQ(create.at("version").at("id"), "openshift-v4.20.3");
+  json::object update = ClusterServiceUpdateBody(*id, r);
+  EXPECT_EQ(update.at("version").at("id"), "openshift-v4.20.3");
+  r.experimental = {};
+  update = ClusterServiceUpdateBody(*id, r);
+  EXPECT_EQ(json::value(update.at("properties")), json::value(json::object()));
+  EXPECT_EQ(update.at("version").at("id"), "openshift-v4.20");
+  EXPECT_FALSE(ClusterServiceCreateBody(*id, r).contains("properties"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "clusterservice/mapping.h"
 
+#include "api/experimental.h"
 #include "clusterservice/client.h"
 #include "clusterservice/convert.h"
 
@@ -34,6 +35,31 @@ std::string SearchForResource(const arm::ResourceId& id) {
          " and azure.resource_name = " + SearchLiteral(id.cluster_name);
 }
 
+namespace {
+
+// The cluster's properties as the Cluster Service runs them: version.id is the exact version when an
+// experimental pin set one (api/experimental.h).
+json::object ClusterPropertiesToRun(const api::Resource& resource) {
+  json::object p = resource.properties;
+  auto exact = GetString(resource.experimental, api::kControlPlaneExactVersion);
+  if (!exact) return p;
+  json::object version;
+  if (const json::object* v = GetObject(p, "version")) version = *v;
+  version["id"] = *exact;
+  p["version"] = std::move(version);
+  return p;
+}
+
+// A cluster create body: the conversion plus the experimental features' properties.
+Result<json::object> ClusterCreateBody(const api::Resource& resource, const AzureContext& azure) {
+  HCPRP_ASSIGN_OR_RETURN(json::object body, ClusterToCs(ClusterPropertiesToRun(resource), azure));
+  json::object properties = ExperimentalPropertiesToCs(resource.experimental);
+  if (!properties.empty()) body["properties"] = std::move(properties);
+  return body;
+}
+
+}  // namespace
+
 Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, const api::Resource& resource,
                                                    std::string_view tenant_id) {
   AzureContext azure;
@@ -43,7 +69,7 @@ Result<json::object> BuildClusterServiceCreateBody(const arm::ResourceId& id, co
       azure.location = resource.location;
       azure.tenant_id = std::string(tenant_id);
       if (resource.identity) azure.identity = *resource.identity;
-      return ClusterToCs(resource.properties, azure);
+      return ClusterCreateBody(resource, azure);
     case arm::ResourceKind::kNodePool:
       return NodePoolToCs(resource.properties, azure);
     case arm::ResourceKind::kExternalAuth:
@@ -62,8 +88,11 @@ json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Reso
 json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Resource& resource) {
   auto patch = [&]() -> Result<json::object> {
     switch (id.kind) {
-      case arm::ResourceKind::kCluster:
-        return ClusterPatchToCs(resource.properties);
+      case arm::ResourceKind::kCluster: {
+        HCPRP_ASSIGN_OR_RETURN(json::object body, ClusterPatchToCs(ClusterPropertiesToRun(resource)));
+        body["properties"] = ExperimentalPropertiesToCs(resource.experimental);
+        return body;
+      }
       case arm::ResourceKind::kNodePool:
         return NodePoolPatchToCs(resource.properties);
       case arm::ResourceKind::kExternalAuth:

@@ -1,6 +1,7 @@
 // Starting the deletion of a resource and its children (docs/architecture.md, "A delete").
 #include <vector>
 
+#include "api/experimental.h"
 #include "arm/operation_writes.h"
 #include "frontend/internal.h"
 
@@ -26,6 +27,8 @@ Result<std::vector<store::WriteOp>> DeleteWrites(const Env& env, const LoadedRes
   arm::OperationDocument op =
       NewOperation(env, arm::OperationRequest::kDelete, r.doc.resource_id, r.doc.internal_id, r.doc.location);
   if (expose && ctx != nullptr) Expose(*ctx, op);
+  if (const json::object* experimental = GetObject(r.doc.resource, "experimental"))
+    op.deadline_seconds = GetInt(*experimental, api::kDeleteDeadlineSeconds);
   arm::ResourceAsRead read{r.doc_id, r.etag, std::nullopt};
   arm::StartDeletePlan plan = arm::PlanStartDelete(read, op, env.options.operation_ttl_seconds,
                                                    active.has_value() ? &*active : nullptr, env.clock->Now());

@@ -1,6 +1,7 @@
 // What a PUT or PATCH body becomes before and after api::Decode*: the service values of
 // api/defaults.h taken from the request, the decode context, and the ARM error of a refused body.
 #include "frontend/request_decode.h"
+#include "api/experimental.h"
 #include "core/uuid.h"
 #include "frontend/internal.h"
 
@@ -20,12 +21,15 @@ std::string DefaultManagedResourceGroup(std::string_view cluster_name) {
   return api::ManagedResourceGroupName(cluster_name, NewUuidV4());
 }
 
-api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
+api::DecodeOptions DecodeOptionsFor(const RequestContext& ctx, const arm::ResourceId& id,
+                                    const std::optional<LoadedResource>& parent,
                                     std::optional<json::object>& parent_body) {
   api::DecodeOptions opts;
   opts.name = id.Name();
   opts.subscription_id = id.subscription_id;
   opts.resource_group = id.resource_group;
+  opts.experimental_release_features =
+      ctx.subscription && ctx.subscription->HasRegisteredFeature(api::kExperimentalReleaseFeatures);
   if (parent) {
     if (auto stored = api::FromStorage(parent->doc.resource); stored.ok()) {
       parent_body = json::object{{"properties", stored->properties}};

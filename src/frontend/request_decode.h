@@ -25,9 +25,11 @@ json::value WithServiceValues(const RequestContext& ctx, const arm::ResourceId& 
 // api::ManagedResourceGroupName with a random UUID.
 std::string DefaultManagedResourceGroup(std::string_view cluster_name);
 
-// Decode context of a request for `id`: its name, subscription and resource group and, for a child,
-// the parent cluster (whose canonical body is kept in `parent_body`, which must outlive the result).
-api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::optional<LoadedResource>& parent,
+// Decode context of a request for `id`: its name, subscription and resource group, whether the
+// subscription registered the experimental-features AFEC and, for a child, the parent cluster (whose
+// canonical body is kept in `parent_body`, which must outlive the result).
+api::DecodeOptions DecodeOptionsFor(const RequestContext& ctx, const arm::ResourceId& id,
+                                    const std::optional<LoadedResource>& parent,
                                     std::optional<json::object>& parent_body);
 
 // systemData is completed with the other defaults (api/defaults.h, group 1).

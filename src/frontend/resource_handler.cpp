@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/experimental.h"
 #include "arm/headers.h"
 #include "arm/operation_writes.h"
 #include "arm/paging.h"
@@ -282,7 +283,7 @@ Result<bool> HoldsOtherExternalAuth(const Env& env, const arm::ResourceId& id, c
 Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                   const std::optional<LoadedResource>& parent, bool speculative) {
   std::optional<json::object> parent_body;
-  api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
+  api::DecodeOptions opts = DecodeOptionsFor(ctx, id, parent, parent_body);
   if (id.kind == arm::ResourceKind::kExternalAuth && parent) {
     // One external auth a cluster: a create is refused while the cluster holds another. A speculative
     // create refused for it is decided again once the resource was read (a replace is allowed).
@@ -299,10 +300,12 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   }
 
+  api::Resource resource = std::get<api::Resource>(std::move(decoded));
   auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
   Expose(ctx, op);
+  op.deadline_seconds = GetInt(resource.experimental, api::kCreateDeadlineSeconds);
   auto plan = PlanCreate(
-      id, std::get<api::Resource>(std::move(decoded)), std::move(op),
+      id, std::move(resource), std::move(op),
       {.resource_id = ctx.path,
        .location = std::move(location),
        .parent_internal_id = parent ? std::string_view(parent->doc.internal_id) : std::string_view(),
@@ -333,7 +336,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   auto current = api::FromStorage(existing.doc.resource);
   if (!current.ok()) return Outcome::Done(Fail(env, ctx, current.error()));
   std::optional<json::object> parent_body;
-  api::DecodeOptions opts = DecodeOptionsFor(id, parent, parent_body);
+  api::DecodeOptions opts = DecodeOptionsFor(ctx, id, parent, parent_body);
   opts.current_provisioning_state = existing.doc.provisioning_state;
   json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
   auto decoded =

@@ -476,6 +476,15 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   json::value merged = rec->object;
   MergePatch(merged, patch);
   json::object& m = merged.as_object();
+  if (const json::value* properties = patch.if_contains("properties");
+      properties && properties->is_object()) {
+    // The Cluster Service replaces a cluster's properties on a PATCH; an empty map leaves none.
+    if (properties->get_object().empty()) {
+      m.erase("properties");
+    } else {
+      m["properties"] = *properties;
+    }
+  }
   if (GetString(m, "name") != GetString(rec->object, "name")) {
     return OcmError(StatusCode::bad_request, "The name of a " + std::string(kind) + " cannot change");
   }

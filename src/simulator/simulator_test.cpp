@@ -53,6 +53,31 @@ TEST_F(SimulatorTest, InstantProfileStillPassesEveryState) {
             (std::vector<std::string>{"validating", "pending", "installing", "ready"}));
 }
 
+TEST_F(SimulatorTest, PatchReplacesTheClusterProperties) {
+  StartSim(Profile::kInstant);
+  const std::string href = CreateCluster("props");
+  sim_->RunDueForTest();
+  ASSERT_EQ(State(href), "ready");
+  auto set = Call(
+      *sim_, Verb::patch, href,
+      R"({"properties":{"hosted_cluster_single_replica":"true","hosted_cluster_size_override":"e2e_minimal"}})");
+  ASSERT_EQ(set.status, 200u);
+  sim_->RunDueForTest();
+  auto one =
+      Call(*sim_, Verb::patch, href, R"({"properties":{"hosted_cluster_size_override":"e2e_minimal"}})");
+  ASSERT_EQ(one.status, 200u);
+  EXPECT_EQ(json::value(*GetObject(one.obj(), "properties")),
+            json::value(json::object{{"hosted_cluster_size_override", "e2e_minimal"}}));
+  sim_->RunDueForTest();
+  auto none = Call(*sim_, Verb::patch, href, R"({"properties":{}})");
+  ASSERT_EQ(none.status, 200u);
+  EXPECT_EQ(GetObject(none.obj(), "properties"), nullptr);
+  // Nothing left to remove: no update.
+  sim_->RunDueForTest();
+  auto again = Call(*sim_, Verb::patch, href, R"({"properties":{}})");
+  EXPECT_EQ(again.state(), "ready");
+}
+
 TEST_F(SimulatorTest, UpdateGoesThroughUpdating) {
   StartSim(Profile::kDemo);
   const std::string href = CreateCluster("c1");
