@@ -8,20 +8,20 @@
 // Succeeded, the Cluster Service status fields synced), and a real backend::Backend over that store,
 // reaching the simulator through clusterservice::HttpClient. A rollout publishes the next z-stream;
 // the backend's version controller raises each cluster's version.id (the event path), the simulator
-// runs the upgrade (validating_update, pending_update, updating, ready; no time in the instant profile;
+// runs the upgrade (a cluster's PATCH answers in updating, then ready; no time in the instant profile;
 // node pools are not upgraded by a z-stream), and the backend copies each status change into the
 // resource document. A cluster's rollout is done when its document's version history shows the new
 // release Completed: what the API then renders as its one activeVersion.
 //
 // The baseline rig holds one cluster and rolls out --baseline-rounds z-streams one after the other:
-// its median is the critical path, in three parts (publication to the PATCH that raised the cluster;
-// to the event whose version history shows the release Completed, as the backend reads it; to the
-// commit of the document). The measured rig holds N clusters and rolls out one z-stream.
+// its median is the critical path, with two marks on the way (the PATCH that raised the cluster
+// answered; the event whose version history shows the release Completed read by the backend). The
+// measured rig holds N clusters and rolls out one z-stream.
 //
-// Commits: every successful document write of the backend's store during the rollout (the resource
-// documents' patches; each its own transaction from the caller's view, whatever group commit shares),
-// apart from lease renewals. State changes: the clusters' events on the Cluster Service event stream
-// that moved an object to another state (all events, also those that changed conditions only, are
+// Commits: every successful write of the backend's store to the resources container during the
+// rollout (each its own transaction from the caller's view, whatever group commit shares); lease and
+// membership commits are counted apart. State changes: the clusters' events on the Cluster Service event
+// stream that moved an object to another state (all events, also those that changed conditions only, are
 // printed beside them).
 //
 // Prints figures only; never asserts a timing.
