@@ -21,16 +21,12 @@
 //
 //   version_bench [--clusters 10000] [--subscriptions 100] [--rounds 1] [--page-size 500]
 //                 [--concurrency K]   (BackendOptions::version_concurrency; default: the backend's)
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -39,39 +35,20 @@
 #include <utility>
 #include <vector>
 
-#include "arm/store_indexes.h"
 #include "backend/backend.h"
+#include "bench_setup.h"
 #include "clusterservice/http_client.h"
 #include "clusterservice/update_graph.h"
-#include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
-#include "core/uuid.h"
 #include "simulator/simulator.h"
-#include "store/store.h"
 
 using namespace hcprp;
-using SteadyTime = std::chrono::steady_clock::time_point;
+using namespace hcprp::bench;
 
 namespace {
 
-const std::string kClusters = std::string(clusterservice::kApiPrefix) + "/clusters";
-constexpr std::string_view kGroup = "fast";
-constexpr int kStartZ = 15;  // the catalogue's newest 4.20 z-stream
-
-[[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "version_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-double Seconds(std::chrono::steady_clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-double CpuSeconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
-}
+[[noreturn]] void Die(const std::string& what) { bench::Die("version_bench", what); }
 
 struct Flags {
   size_t clusters = 10'000;
@@ -210,97 +187,6 @@ class TimedClient final : public clusterservice::Client {
   double last_list_seconds_ = 0;
 };
 
-// A call through the simulator's handler, without a socket.
-json::value Call(simulator::Simulator& sim, http::Verb verb, const std::string& target,
-                 const std::string& body = "") {
-  http::Response res = sim.Handle(http::MakeRequest(verb, target, body));
-  if (res.result_int() >= 300) {
-    Die(std::string(http::beast_http::to_string(verb)) + " " + target + ": " +
-        std::to_string(res.result_int()) + " " + res.body());
-  }
-  auto v = ParseJson(res.body());
-  if (!v.ok()) Die(target + ": " + v.error().ToString());
-  return std::move(*v);
-}
-
-std::string Escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-' || c == '.' || c == '_') {
-      out += c;
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
-      out += buf;
-    }
-  }
-  return out;
-}
-
-// How many clusters the simulator holds that match an OCM search.
-int64_t CountWhere(simulator::Simulator& sim, std::string_view search) {
-  json::value page = Call(sim, http::Verb::get, kClusters + "?size=1&search=" + Escape(search));
-  return GetInt(page.as_object(), "total").value_or(-1);
-}
-
-std::string SubscriptionOf(size_t s) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "00000000-0000-4000-8000-%012zu", s % 1'000'000'000'000);
-  return buf;
-}
-
-// A cluster as the resource provider creates it, in channel group "fast".
-json::object ClusterBody(size_t c, size_t subscriptions) {
-  const std::string name = "c" + std::to_string(c);
-  const std::string sub = SubscriptionOf(c % subscriptions);
-  const std::string rg = "rg" + std::to_string(c);
-  const std::string providers = "/subscriptions/" + sub + "/resourceGroups/" + rg + "/providers/";
-  return json::object{
-      {"name", name},
-      {"region", json::object{{"id", "westus3"}}},
-      {"version", json::object{{"id", clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup)},
-                               {"channel_group", kGroup}}},
-      {"azure",
-       json::object{
-           {"subscription_id", sub},
-           {"resource_group_name", rg},
-           {"resource_name", name},
-           {"subnet_resource_id", providers + "Microsoft.Network/virtualNetworks/vnet/subnets/nodes"},
-           {"operators_authentication",
-            json::object{
-                {"managed_identities",
-                 json::object{
-                     {"control_plane_operators_managed_identities",
-                      json::object{
-                          {"cluster-api-azure",
-                           json::object{{"resource_id", providers + "Microsoft.ManagedIdentity/"
-                                                                    "userAssignedIdentities/capz"}}}}}}}}}}}};
-}
-
-void WaitAllReady(simulator::Simulator& sim, size_t n) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (CountWhere(sim, "status.state = 'ready'") != static_cast<int64_t>(n)) {
-    if (std::chrono::steady_clock::now() > deadline) Die("clusters did not become ready");
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-std::vector<std::string> CreateClusters(simulator::Simulator& sim, const Flags& f) {
-  std::vector<std::string> hrefs;
-  hrefs.reserve(f.clusters);
-  for (size_t c = 0; c < f.clusters; ++c) {
-    json::value created = Call(sim, http::Verb::post, kClusters, ToJson(ClusterBody(c, f.subscriptions)));
-    hrefs.emplace_back(GetString(created.as_object(), "href").value_or(""));
-  }
-  WaitAllReady(sim, f.clusters);
-  return hrefs;
-}
-
-void Publish(simulator::Simulator& sim, const std::string& raw) {
-  Call(sim, http::Verb::post, "/control/versions",
-       R"({"version":")" + raw + R"(","channel_groups":["candidate","fast","stable"]})");
-}
-
 struct Spread {
   double first = 0, p50 = 0, p99 = 0, max = 0;
 };
@@ -320,12 +206,6 @@ Spread SpreadOf(std::vector<SteadyTime> times, SteadyTime from) {
   return s;
 }
 
-std::string Ms(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f ms", seconds * 1000);
-  return buf;
-}
-
 void Baseline(TimedClient& client, const std::vector<std::string>& hrefs) {
   const double cpu0 = CpuSeconds();
   const SteadyTime t0 = std::chrono::steady_clock::now();
@@ -335,8 +215,7 @@ void Baseline(TimedClient& client, const std::vector<std::string>& hrefs) {
   const double cpu1 = CpuSeconds();
   // The cluster's own version: the simulator validates and merges it, and answers without a change.
   const json::object noop{
-      {"version", json::object{{"id", clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup)},
-                               {"channel_group", kGroup}}}};
+      {"version", json::object{{"id", VersionIdOfZ(kStartZ)}, {"channel_group", kGroup}}}};
   const SteadyTime t1 = std::chrono::steady_clock::now();
   for (const std::string& href : hrefs) {
     if (auto r = client.Update(href, noop); !r.ok()) Die("patch: " + r.error().ToString());
@@ -416,18 +295,11 @@ int main(int argc, char** argv) {
   if (!sim.ok()) Die("simulator: " + sim.error().ToString());
 
   const SteadyTime setup = std::chrono::steady_clock::now();
-  std::vector<std::string> hrefs = CreateClusters(**sim, f);
+  std::vector<std::string> hrefs = CreateClusters(**sim, f.clusters, f.subscriptions);
   const double create_s = Seconds(std::chrono::steady_clock::now() - setup);
 
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("version-bench-" + NewUuidV4());
-  std::filesystem::create_directories(dir);
-  int rc = 0;
   {
-    store::OpenOptions oo;
-    oo.clock = &clock;
-    oo.indexes = arm::StoreIndexes();
-    auto st = store::OpenStore("sqlite://" + (dir / "hcprp.db").string(), oo);
-    if (!st.ok()) Die("store: " + st.error().ToString());
+    TempStore st(&clock);
     clusterservice::HttpClientOptions co;
     co.base_url = (*sim)->base_url();
     co.page_size = f.page_size;
@@ -439,25 +311,14 @@ int main(int argc, char** argv) {
     bo.gc_enabled = false;  // the clusters have no resource documents: all would be orphans
     bo.version_resync = std::chrono::hours(1);
     if (f.concurrency) bo.version_concurrency = *f.concurrency;
-    auto be =
-        backend::Backend::Create(bo, st->get(), &client, &clock, logger.WithComponent("backend"), nullptr);
-    if (!be.ok()) Die("backend: " + be.error().ToString());
-    if (auto s = (*be)->Start(); !s.ok()) Die("backend start: " + s.error().ToString());
-    const SteadyTime started = std::chrono::steady_clock::now();
-    while ((*be)->Stats().shards_held < bo.shards) {
-      if (std::chrono::steady_clock::now() - started > std::chrono::seconds(30)) Die("shards not acquired");
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    const double shards_s = Seconds(std::chrono::steady_clock::now() - started);
-    auto warm = (*be)->VersionPassOnce();  // nothing to raise: the clusters run the tip
-    if (!warm.ok() || warm->clusters != f.clusters) Die("the backend does not see every cluster");
+    StartedBackend be = StartBackend(bo, st.get(), &client, &clock, logger, f.clusters);
+    const double shards_s = be.shards_seconds;
 
     std::printf(
         "version_bench: %zu clusters (%s, channel group %s) in %zu subscriptions; page size %zu; "
         "version concurrency %zu; PATCH round trip + %lld us\n",
-        f.clusters, clusterservice::VersionIdOf("4.20." + std::to_string(kStartZ), kGroup).c_str(),
-        std::string(kGroup).c_str(), f.subscriptions, f.page_size, bo.version_concurrency,
-        static_cast<long long>(f.rtt.count()));
+        f.clusters, VersionIdOfZ(kStartZ).c_str(), std::string(kGroup).c_str(), f.subscriptions, f.page_size,
+        bo.version_concurrency, static_cast<long long>(f.rtt.count()));
     std::printf("setup: clusters created and ready in %.1f s; backend holding %u shards after %s\n", create_s,
                 bo.shards, Ms(shards_s).c_str());
     Baseline(client, hrefs);
@@ -465,15 +326,14 @@ int main(int argc, char** argv) {
     for (size_t round = 1; round <= f.rounds; ++round) {
       std::printf("round %zu:\n", round);
       WaitAllReady(**sim, f.clusters);
-      ResyncPath(**sim, **be, client, f.clusters, ++z);
+      ResyncPath(**sim, *be.backend, client, f.clusters, ++z);
       WaitAllReady(**sim, f.clusters);
       std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the follower catches up
       EventPath(**sim, client, f.clusters, ++z);
     }
     std::fflush(stdout);
-    (*be)->Stop();
+    be.backend->Stop();
   }
   (*sim)->Stop();
-  std::filesystem::remove_all(dir);
-  return rc;
+  return 0;
 }
