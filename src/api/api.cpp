@@ -80,6 +80,17 @@ void CheckProvisioningState(DecodeRun& run, const json::value& body) {
                                   "properties.provisioningState"});
 }
 
+// A body whose `name` is not the URL's (compared exactly) names another resource: refused alone.
+bool CheckBodyName(DecodeRun& run, const json::value& body) {
+  auto given = GetString(body.get_object(), "name");
+  if (!given || given->empty() || run.options.name.empty() || *given == run.options.name) return true;
+  run.errors.push_back(FieldError{std::string(kInvalidRequestContent),
+                                  "Invalid value: " + json::serialize(json::value(*given)) +
+                                      ": name must match resourceID path: " + run.options.resource_id,
+                                  "name"});
+  return false;
+}
+
 // Phase 1: what is checked before the body's schema (the api-version, the name, the body's type,
 // provisioningState). False when the decode cannot go on.
 bool CheckRequest(DecodeRun& run, const json::value& body) {
@@ -101,6 +112,7 @@ bool CheckRequest(DecodeRun& run, const json::value& body) {
         FieldError{std::string(kInvalidRequestContent), "the body must be a JSON object", ""});
     return false;
   }
+  if (!CheckBodyName(run, body)) return false;
   CheckProvisioningState(run, body);
   return true;
 }
@@ -181,6 +193,20 @@ void RemoveSeen(json::object& all, const json::object& seen) {
   for (const auto& k : drop) all.erase(k);
 }
 
+// A replace that leaves `tags` out (or sends null) keeps the resource's tags, as the real service does;
+// tags given, even empty, replace them.
+void KeepOmittedTags(const DecodeRun& run, json::object& canonical) {
+  if (run.op != Op::kReplace) return;
+  auto it = canonical.find("tags");
+  if (it != canonical.end() && !it->value().is_null()) return;
+  auto old = run.existing_body.find("tags");
+  if (old == run.existing_body.end()) {
+    canonical.erase("tags");
+  } else {
+    canonical["tags"] = old->value();
+  }
+}
+
 // Phase 5 (replace, patch): what the request keeps of the existing resource: the members its
 // api-version cannot express (found by comparing the existing resource with its own round trip
 // through the version) and the create-only members the body leaves out.
@@ -196,6 +222,25 @@ void TakeOverExisting(DecodeRun& run, json::value& canonical) {
   }
   SchemaSet::ForVersion(kStableVersion)
       ->FillCreateOnly(DefinitionName(run.kind), canonical, run.existing_body);
+  KeepOmittedTags(run, canonical.get_object());
+}
+
+// Phase 6 (node pool create, after the defaults): a node pool without platform.subnetId takes its
+// cluster's, as the real service fills it (defaults.h, 3f).
+void InheritClusterSubnet(const DecodeRun& run, json::value& canonical) {
+  if (run.kind != Kind::kNodePool || run.op != Op::kCreate || run.options.parent_cluster == nullptr) return;
+  const json::object* cluster_props = GetObject(*run.options.parent_cluster, "properties");
+  const json::object* cluster_platform = cluster_props ? GetObject(*cluster_props, "platform") : nullptr;
+  std::optional<std::string_view> subnet =
+      cluster_platform ? GetString(*cluster_platform, "subnetId") : std::nullopt;
+  if (!subnet) return;
+  json::value* props = canonical.as_object().if_contains("properties");
+  if (props == nullptr || !props->is_object()) return;
+  json::value& platform = props->as_object()["platform"];
+  if (platform.is_null()) platform = json::object();
+  if (!platform.is_object()) return;
+  const json::value* own = platform.as_object().if_contains("subnetId");
+  if (own == nullptr || own->is_null()) platform.as_object()["subnetId"] = json::string(*subnet);
 }
 
 // Phase 7: the conversion must produce a valid stable body; if it does not, say so instead of
@@ -244,6 +289,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   json::value canonical = ConvertToCanonical(run, *wire);
   TakeOverExisting(run, canonical);
   ApplyCanonicalDefaults(api_version, kind, canonical);  // phase 6
+  InheritClusterSubnet(run, canonical);
   ValidateConverted(run, canonical);
   CheckRules(run, canonical);
   if (!run.errors.empty()) return Fail(std::move(run.errors));

@@ -280,7 +280,7 @@ std::vector<BadCase> Cases() {
        kC,
        create,
        [](V b) { Set(b, "/properties/platform/subnetId", "not-an-id"); },
-       {{"properties.platform.subnetId", kParam}}},
+       {{"properties.platform.subnetID", kParam}}},  // as the real service names a malformed ID
       {"SubnetIsAnNsg",
        kC,
        create,
@@ -501,7 +501,7 @@ std::vector<BadCase> Cases() {
        kC,
        replace,
        [](V b) { Set(b, "/properties/network/podCidr", "10.132.0.0/14"); },
-       {{"properties.network.podCidr", kChange}}},
+       {{"properties.network.podCidr", kChange}, {"properties.network", kChange}}},
       {"ReplaceChangesLocation",
        kC,
        replace,
@@ -550,6 +550,14 @@ std::vector<BadCase> Cases() {
        replace,
        [](V b) { Set(b, "/properties/platform/vmSize", "Standard_D8s_v3"); },
        {{"properties.platform", kContent}, {"properties.platform.vmSize", kContent}}},
+      // The real service reports the changed disk block and the platform around it besides the field.
+      {"NodePoolReplaceChangesOsDisk",
+       kN,
+       replace,
+       [](V b) { Set(b, "/properties/platform/osDisk", Parse(R"({"sizeGiB": 128})")); },
+       {{"properties.platform.osDisk.sizeGiB", kChange},
+        {"properties.platform", kChange},
+        {"properties.platform.osDisk", kChange}}},
       {"NodePoolReplaceChangesAutoRepair",
        kN,
        replace,
@@ -900,6 +908,41 @@ TEST(BadInput, OtherExternalAuthRefusesOnlyACreate) {
   EXPECT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
 }
 
+// A body naming another resource than its URL is refused for that alone (the real service's
+// NodePool/invalid-name-too-long-name); the URL's own name, or none, is accepted.
+TEST(BadInput, BodyNameOtherThanTheUrlsIsRefusedAlone) {
+  DecodeOptions options;
+  options.name = "basic";
+  options.resource_id =
+      "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/"
+      "hcpOpenShiftClusters/c/nodePools/basic";
+  json::value body = ValidNodePool();
+  Set(body, "/name", "other pool");
+  Set(body, "/properties/replicas", -1);
+  auto refused = DecodeCreate(kStableVersion, Kind::kNodePool, body, options);
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(refused)) << Dump(refused);
+  const auto& errors = std::get<ValidationErrors>(refused).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(refused);
+  EXPECT_EQ(errors[0].code, kInvalidRequestContent);
+  EXPECT_EQ(errors[0].target, "name");
+  EXPECT_EQ(errors[0].message,
+            "Invalid value: \"other pool\": name must match resourceID path: " + options.resource_id);
+  json::value same = ValidNodePool();
+  Set(same, "/name", "basic");
+  EXPECT_TRUE(std::holds_alternative<Resource>(DecodeCreate(kStableVersion, Kind::kNodePool, same, options)));
+}
+
+// A node pool DELETE is refused exactly when no other live node pool would be left.
+TEST(BadInput, NodePoolDeleteRefusedOnlyForTheLast) {
+  const std::vector<FieldError> refused = CheckNodePoolDelete(0).errors;
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].code, kInvalidRequestContent);
+  EXPECT_EQ(refused[0].target, "name");
+  EXPECT_EQ(refused[0].message, "Forbidden: The last node pool can not be deleted from a cluster.");
+  EXPECT_TRUE(CheckNodePoolDelete(1).errors.empty());
+  EXPECT_TRUE(CheckNodePoolDelete(5).errors.empty());
+}
+
 TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
   json::value body = ValidCluster();
   Set(body, "/properties/network/podCidr", "10.132.0.0/14");
@@ -912,6 +955,25 @@ TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
   EXPECT_EQ(std::get<Resource>(replaced).properties.at("network").at("podCidr"), "10.132.0.0/14");
 }
 
+// A replace without tags keeps them (the real service's Cluster/replace-with-tags-with-nil); empty tags
+// clear them (replace-with-tags-with-empty).
+TEST(BadInput, ReplaceOmittingTagsKeepsThem) {
+  json::value body = ValidCluster();
+  Set(body, "/tags", Parse(R"({"one":"apple"})"));
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  json::value without = ValidCluster();
+  Erase(without, "/tags");
+  auto kept = DecodeReplace(kStableVersion, Kind::kCluster, without, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(kept)) << Dump(kept);
+  EXPECT_EQ(json::value(std::get<Resource>(kept).tags), Parse(R"({"one":"apple"})"));
+  json::value empty = ValidCluster();
+  Set(empty, "/tags", json::object());
+  auto cleared = DecodeReplace(kStableVersion, Kind::kCluster, empty, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(cleared)) << Dump(cleared);
+  EXPECT_TRUE(std::get<Resource>(cleared).tags.empty());
+}
+
 TEST(BadInput, PatchNullRemovesOptionalField) {
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
   ASSERT_TRUE(std::holds_alternative<Resource>(created));
@@ -920,7 +982,7 @@ TEST(BadInput, PatchNullRemovesOptionalField) {
   auto patched = DecodePatch(kStableVersion, Kind::kCluster, patch, std::get<Resource>(created));
   ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
   const Resource& r = std::get<Resource>(patched);
-  EXPECT_FALSE(r.properties.contains("nodeDrainTimeoutMinutes"));
+  EXPECT_EQ(r.properties.at("nodeDrainTimeoutMinutes"), 0);  // removed: the service default again
   EXPECT_FALSE(r.tags.contains("team"));
   EXPECT_EQ(r.tags.at("env"), "prod");
   EXPECT_EQ(r.properties.at("network"), std::get<Resource>(created).properties.at("network"));

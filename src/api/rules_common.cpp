@@ -208,12 +208,30 @@ AzureIdParse ParseAzureId(std::string_view text) {
   return result;
 }
 
+std::string MalformedIdMessage(std::string_view text) {
+  std::string why = text.starts_with('/') ? std::string(text)
+                                          : "resource id '" + std::string(text) + "' must start with '/'";
+  return "Invalid value: " + json::serialize(json::value(text)) + ": invalid resource ID: " + why;
+}
+
+std::string MalformedIdTarget(std::string target) {
+  for (std::string_view leaf : {"subnetId", "networkSecurityGroupId", "encryptionSetId"}) {
+    const std::string suffix = "." + std::string(leaf);
+    if (target.size() > suffix.size() && target.ends_with(suffix)) {
+      target.replace(target.size() - 2, 2, "ID");
+      break;
+    }
+  }
+  return target;
+}
+
 std::optional<AzureId> CheckResourceId(std::vector<FieldError>& out, const std::string& target,
                                        std::string_view text, std::string_view type, bool want_group) {
   AzureIdParse parsed = ParseAzureId(text);
   const json::value shown(text);
   if (!parsed.id) {
-    Invalid(out, target, shown, parsed.error);
+    out.push_back(
+        FieldError{std::string(kInvalidRequestContent), MalformedIdMessage(text), MalformedIdTarget(target)});
     return std::nullopt;
   }
   const AzureId& id = *parsed.id;

@@ -24,6 +24,7 @@ api::DecodeOptions DecodeOptionsFor(const arm::ResourceId& id, const std::option
                                     std::optional<json::object>& parent_body) {
   api::DecodeOptions opts;
   opts.name = id.Name();
+  opts.resource_id = id.ToString();
   opts.subscription_id = id.subscription_id;
   opts.resource_group = id.resource_group;
   if (parent) {
