@@ -5,6 +5,7 @@
 
 #include "api/conversion.h"
 #include "api/defaults.h"
+#include "api/rules_common.h"
 #include "api/schema.h"
 #include "api/semantic.h"
 
@@ -117,6 +118,31 @@ bool CheckRequest(DecodeRun& run, const json::value& body) {
   return true;
 }
 
+// Takes out of a PATCH body the nulls the real service refuses (rules::NullChecked: its conversion
+// checks them for null whether or not the version's update schema names them) and reports them.
+void RefuseNullChecked(DecodeRun& run, json::value& patch) {
+  const json::object* props = patch.is_object() ? GetObject(patch.get_object(), "properties") : nullptr;
+  if (props == nullptr) return;
+  std::vector<std::pair<json::object*, std::string>> found;
+  // Depth-first over the properties' objects, keeping the dotted path.
+  std::vector<std::pair<json::object*, std::string>> todo = {
+      {&patch.as_object()["properties"].as_object(), "properties"}};
+  while (!todo.empty()) {
+    auto [o, path] = todo.back();
+    todo.pop_back();
+    for (auto& member : *o) {
+      std::string target = path + "." + std::string(member.key());
+      if (member.value().is_object()) todo.emplace_back(&member.value().as_object(), target);
+      if (member.value().is_null() && rules::NullChecked(target)) found.emplace_back(o, std::move(target));
+    }
+  }
+  for (auto& [o, target] : found) {
+    o->erase(target.substr(target.rfind('.') + 1));
+    run.errors.push_back(
+        FieldError{std::string(kInvalidRequestContent), "Required value: field cannot be null", target});
+  }
+}
+
 // Phase 2: the body against the schema of its api-version, read-only members removed. A PATCH is
 // checked against the update schema, then applied to the existing resource and the result checked
 // as a PUT body. Nullopt when a PATCH body is refused (its result would only repeat the problems).
@@ -130,6 +156,7 @@ std::optional<json::value> ValidateWire(DecodeRun& run, json::value body) {
     if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
       props->get_object().erase("provisioningState");
     }
+    RefuseNullChecked(run, patch);
     size_t before = run.errors.size();
     schemas.Validate(UpdateDefinitionName(run.kind), patch, SchemaMode::kPatch, run.errors);
     if (run.errors.size() != before) return std::nullopt;

@@ -974,6 +974,23 @@ TEST(BadInput, ReplaceOmittingTagsKeepsThem) {
   EXPECT_TRUE(std::get<Resource>(cleared).tags.empty());
 }
 
+// A PATCH null for a property the real service checks for null is refused in its words, whether or not
+// the version's update schema names the property (Cluster/v2025-required-fields-null-patch).
+TEST(BadInput, PatchNullForANullCheckedPropertyIsRequired) {
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  for (std::string_view version : {kStableVersion, std::string_view("2025-12-23-preview")}) {
+    auto patched = DecodePatch(version, Kind::kCluster,
+                               Parse(R"({"properties":{"platform":{"vnetIntegrationSubnetId":null}}})"),
+                               std::get<Resource>(created));
+    ASSERT_TRUE(std::holds_alternative<ValidationErrors>(patched)) << version;
+    const auto& errors = std::get<ValidationErrors>(patched).errors;
+    ASSERT_EQ(errors.size(), 1u) << version << Dump(patched);
+    EXPECT_EQ(errors[0].target, "properties.platform.vnetIntegrationSubnetId");
+    EXPECT_EQ(errors[0].message, "Required value: field cannot be null");
+  }
+}
+
 TEST(BadInput, PatchNullRemovesOptionalField) {
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
   ASSERT_TRUE(std::holds_alternative<Resource>(created));

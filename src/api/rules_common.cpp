@@ -1,6 +1,7 @@
 #include "api/rules_common.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "core/azure_resource_id.h"
@@ -206,6 +207,18 @@ AzureIdParse ParseAzureId(std::string_view text) {
     }
   }
   return result;
+}
+
+bool NullChecked(std::string_view target) {
+  static constexpr std::array<std::string_view, 7> kNullChecked = {
+      "properties.platform.vnetIntegrationSubnetId",
+      "properties.etcd.dataEncryption.customerManaged.kms.visibility",
+      "properties.network.hostPrefix",
+      "properties.autoscaling.maxPodGracePeriodSeconds",
+      "properties.autoscaling.maxNodeProvisionTimeSeconds",
+      "properties.autoscaling.podPriorityThreshold",
+      "properties.autoRepair"};
+  return std::ranges::find(kNullChecked, target) != kNullChecked.end();
 }
 
 std::string MalformedIdMessage(std::string_view text) {

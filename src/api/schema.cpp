@@ -516,15 +516,20 @@ bool CheckEnum(const Node& node, std::string_view s, const PathRef& at, std::vec
   bool found = false;
   for (const auto& e : *node.enum_values) found = found || (e.is_string() && e.get_string() == s);
   if (found) return true;
-  std::string allowed;
+  // In the real service's words: `Unsupported value: "x": supported values: "a", "b"`, sorted.
+  std::vector<std::string> values;
   for (const auto& e : *node.enum_values) {
-    if (!e.is_string()) continue;
-    if (!allowed.empty()) allowed += ", ";
-    allowed += "'" + std::string(e.get_string()) + "'";
+    if (e.is_string()) values.emplace_back(e.get_string());
   }
-  out.push_back(Problem(kInvalidRequestContent,
-                        "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not one of " + allowed,
-                        at.Str()));
+  std::ranges::sort(values);
+  std::string allowed;
+  for (const auto& v : values) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += json::serialize(json::value(v));
+  }
+  out.push_back(Problem(
+      kInvalidRequestContent,
+      "Unsupported value: " + json::serialize(json::value(s)) + ": supported values: " + allowed, at.Str()));
   return false;
 }
 
@@ -631,19 +636,9 @@ namespace {
 
 // A required property left out or sent as null, in the real service's words: "Required value", and
 // "Required value: field cannot be null" for a null and for the properties its conversion checks for
-// null (no default fills them, so one left out reads as null there).
+// null (rules::NullChecked: no default fills them, so one left out reads as null there).
 std::string RequiredMessage(std::string_view target, bool sent_null) {
-  static constexpr std::array<std::string_view, 7> kNullChecked = {
-      "properties.platform.vnetIntegrationSubnetId",
-      "properties.etcd.dataEncryption.customerManaged.kms.visibility",
-      "properties.network.hostPrefix",
-      "properties.autoscaling.maxPodGracePeriodSeconds",
-      "properties.autoscaling.maxNodeProvisionTimeSeconds",
-      "properties.autoscaling.podPriorityThreshold",
-      "properties.autoRepair"};
-  if (sent_null || std::ranges::find(kNullChecked, target) != kNullChecked.end()) {
-    return "Required value: field cannot be null";
-  }
+  if (sent_null || rules::NullChecked(target)) return "Required value: field cannot be null";
   return "Required value";
 }
 
