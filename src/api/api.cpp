@@ -119,28 +119,22 @@ bool CheckRequest(DecodeRun& run, const json::value& body) {
 }
 
 // Takes out of a PATCH body the nulls the real service refuses (rules::NullChecked: its conversion
-// checks them for null whether or not the version's update schema names them) and reports them.
-void RefuseNullChecked(DecodeRun& run, json::value& patch) {
-  const json::object* props = patch.is_object() ? GetObject(patch.get_object(), "properties") : nullptr;
-  if (props == nullptr) return;
-  std::vector<std::pair<json::object*, std::string>> found;
-  // Depth-first over the properties' objects, keeping the dotted path.
-  std::vector<std::pair<json::object*, std::string>> todo = {
-      {&patch.as_object()["properties"].as_object(), "properties"}};
-  while (!todo.empty()) {
-    auto [o, path] = todo.back();
-    todo.pop_back();
-    for (auto& member : *o) {
-      std::string target = path + "." + std::string(member.key());
-      if (member.value().is_object()) todo.emplace_back(&member.value().as_object(), target);
-      if (member.value().is_null() && rules::NullChecked(target)) found.emplace_back(o, std::move(target));
+// checks them for null whether or not the version's update schema names them) and reports them. An
+// object left empty by that goes too (an empty object patches nothing).
+void RefuseNullChecked(DecodeRun& run, json::object& at, const std::string& path) {
+  std::vector<std::string> drop;
+  for (auto& member : at) {
+    std::string target = path + "." + std::string(member.key());
+    if (member.value().is_null() && rules::NullChecked(target)) {
+      run.errors.push_back(
+          FieldError{std::string(kInvalidRequestContent), "Required value: field cannot be null", target});
+      drop.emplace_back(member.key());
+    } else if (member.value().is_object() && !member.value().get_object().empty()) {
+      RefuseNullChecked(run, member.value().as_object(), target);
+      if (member.value().get_object().empty()) drop.emplace_back(member.key());
     }
   }
-  for (auto& [o, target] : found) {
-    o->erase(target.substr(target.rfind('.') + 1));
-    run.errors.push_back(
-        FieldError{std::string(kInvalidRequestContent), "Required value: field cannot be null", target});
-  }
+  for (const auto& key : drop) at.erase(key);
 }
 
 // Phase 2: the body against the schema of its api-version, read-only members removed. A PATCH is
@@ -155,8 +149,8 @@ std::optional<json::value> ValidateWire(DecodeRun& run, json::value body) {
     json::value patch = std::move(body);
     if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
       props->get_object().erase("provisioningState");
+      RefuseNullChecked(run, props->as_object(), "properties");
     }
-    RefuseNullChecked(run, patch);
     size_t before = run.errors.size();
     schemas.Validate(UpdateDefinitionName(run.kind), patch, SchemaMode::kPatch, run.errors);
     if (run.errors.size() != before) return std::nullopt;

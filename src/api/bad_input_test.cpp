@@ -558,6 +558,14 @@ std::vector<BadCase> Cases() {
        {{"properties.platform.osDisk.sizeGiB", kChange},
         {"properties.platform", kChange},
         {"properties.platform.osDisk", kChange}}},
+      // An immutable field changed to an illegal value: both problems (Cluster/update-to-illegal-value).
+      {"ReplaceChangesHostPrefixToIllegalValue",
+       kC,
+       replace,
+       [](V b) { Set(b, "/properties/network/hostPrefix", 30); },
+       {{"properties.network.hostPrefix", kChange},
+        {"properties.network.hostPrefix", kParam},
+        {"properties.network", kChange}}},
       {"NodePoolReplaceChangesAutoRepair",
        kN,
        replace,
@@ -989,6 +997,14 @@ TEST(BadInput, PatchNullForANullCheckedPropertyIsRequired) {
     EXPECT_EQ(errors[0].target, "properties.platform.vnetIntegrationSubnetId");
     EXPECT_EQ(errors[0].message, "Required value: field cannot be null");
   }
+  // The network block left empty is not an unknown member of the update schema.
+  auto host_prefix =
+      DecodePatch(kStableVersion, Kind::kCluster, Parse(R"({"properties":{"network":{"hostPrefix":null}}})"),
+                  std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(host_prefix));
+  const auto& errors = std::get<ValidationErrors>(host_prefix).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(host_prefix);
+  EXPECT_EQ(errors[0].target, "properties.network.hostPrefix");
 }
 
 TEST(BadInput, PatchNullRemovesOptionalField) {
