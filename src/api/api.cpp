@@ -228,6 +228,28 @@ void KeepOmittedTags(const DecodeRun& run, json::object& canonical) {
   }
 }
 
+// A node pool replace that leaves out version.id or platform.subnetId keeps the stored ones: the real
+// service sets them when the pool is made (the subnet from the cluster) and does not ask a replace
+// to repeat them. Runs on the wire body, before the create-only check (both members are create-only
+// and spelled alike in every api-version).
+void KeepOmittedNodePoolValues(const DecodeRun& run, json::value& wire) {
+  if (run.op != Op::kReplace || run.kind != Kind::kNodePool || !wire.is_object()) return;
+  const json::object* old_props = &run.existing->properties;
+  json::value* props = wire.as_object().if_contains("properties");
+  if (props == nullptr || !props->is_object()) return;
+  for (std::string_view block : {"version", "platform"}) {
+    const std::string_view member = block == "version" ? "id" : "subnetId";
+    const json::object* old_block = GetObject(*old_props, block);
+    const json::value* old_value = old_block ? old_block->if_contains(member) : nullptr;
+    if (old_value == nullptr) continue;
+    json::value& now = props->as_object()[block];
+    if (now.is_null()) now = json::object();
+    if (!now.is_object()) continue;
+    const json::value* given = now.as_object().if_contains(member);
+    if (given == nullptr || given->is_null()) now.as_object()[member] = *old_value;
+  }
+}
+
 // Phase 5 (replace, patch): what the request keeps of the existing resource: the members its
 // api-version cannot express (found by comparing the existing resource with its own round trip
 // through the version) and the create-only members the body leaves out.
@@ -306,6 +328,7 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   if (!CheckRequest(run, body)) return Fail(std::move(run.errors));
   std::optional<json::value> wire = ValidateWire(run, std::move(body));
   if (!wire) return Fail(std::move(run.errors));
+  KeepOmittedNodePoolValues(run, *wire);
   CheckCreateOnlyWire(run, *wire);
   json::value canonical = ConvertToCanonical(run, *wire);
   TakeOverExisting(run, canonical);

@@ -1007,6 +1007,32 @@ TEST(BadInput, PatchNullForANullCheckedPropertyIsRequired) {
   EXPECT_EQ(errors[0].target, "properties.network.hostPrefix");
 }
 
+// A node pool made without a subnet takes its cluster's; a replace without version.id or subnetId keeps
+// the stored ones (the real service's NodePool/replace-with-tags-with-nil).
+TEST(BadInput, NodePoolReplaceKeepsVersionAndSubnetLeftOut) {
+  const json::object cluster = Parse(R"({"properties":{"platform":{"subnetId":
+      "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a"}}})")
+                                   .as_object();
+  DecodeOptions options;
+  options.parent_cluster = &cluster;
+  json::value body = ValidNodePool();
+  Erase(body, "/properties/platform/subnetId");
+  for (std::string_view version : {kStableVersion, std::string_view("2024-06-10-preview")}) {
+    auto created = DecodeCreate(version, Kind::kNodePool, body, options);
+    ASSERT_TRUE(std::holds_alternative<Resource>(created)) << version << Dump(created);
+    const Resource& pool = std::get<Resource>(created);
+    EXPECT_EQ(pool.properties.at("platform").at("subnetId"),
+              cluster.at("properties").at("platform").at("subnetId"));
+    json::value replace = body;
+    Erase(replace, "/properties/version");
+    auto replaced = DecodeReplace(version, Kind::kNodePool, replace, pool, options);
+    ASSERT_TRUE(std::holds_alternative<Resource>(replaced)) << version << Dump(replaced);
+    EXPECT_EQ(std::get<Resource>(replaced).properties.at("version").at("id"), "4.20.8");
+    EXPECT_EQ(std::get<Resource>(replaced).properties.at("platform").at("subnetId"),
+              pool.properties.at("platform").at("subnetId"));
+  }
+}
+
 TEST(BadInput, PatchNullRemovesOptionalField) {
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
   ASSERT_TRUE(std::holds_alternative<Resource>(created));
