@@ -6,6 +6,7 @@
 #include "api/conversion.h"
 #include "api/defaults.h"
 #include "api/experimental.h"
+#include "api/rules_common.h"
 #include "api/schema.h"
 #include "api/semantic.h"
 
@@ -82,6 +83,17 @@ void CheckProvisioningState(DecodeRun& run, const json::value& body) {
                                   "properties.provisioningState"});
 }
 
+// A body whose `name` is not the URL's (compared exactly) names another resource: refused alone.
+bool CheckBodyName(DecodeRun& run, const json::value& body) {
+  auto given = GetString(body.get_object(), "name");
+  if (!given || given->empty() || run.options.name.empty() || *given == run.options.name) return true;
+  run.errors.push_back(FieldError{std::string(kInvalidRequestContent),
+                                  "Invalid value: " + json::serialize(json::value(*given)) +
+                                      ": name must match resourceID path: " + run.options.resource_id,
+                                  "name"});
+  return false;
+}
+
 // Phase 1: what is checked before the body's schema (the api-version, the name, the body's type,
 // provisioningState). False when the decode cannot go on.
 bool CheckRequest(DecodeRun& run, const json::value& body) {
@@ -103,8 +115,28 @@ bool CheckRequest(DecodeRun& run, const json::value& body) {
         FieldError{std::string(kInvalidRequestContent), "the body must be a JSON object", ""});
     return false;
   }
+  if (!CheckBodyName(run, body)) return false;
   CheckProvisioningState(run, body);
   return true;
+}
+
+// Takes out of a PATCH body the nulls the real service refuses (rules::NullChecked: its conversion
+// checks them for null whether or not the version's update schema names them) and reports them. An
+// object left empty by that goes too (an empty object patches nothing).
+void RefuseNullChecked(DecodeRun& run, json::object& at, const std::string& path) {
+  std::vector<std::string> drop;
+  for (auto& member : at) {
+    std::string target = path + "." + std::string(member.key());
+    if (member.value().is_null() && rules::NullChecked(target)) {
+      run.errors.push_back(
+          FieldError{std::string(kInvalidRequestContent), "Required value: field cannot be null", target});
+      drop.emplace_back(member.key());
+    } else if (member.value().is_object() && !member.value().get_object().empty()) {
+      RefuseNullChecked(run, member.value().as_object(), target);
+      if (member.value().get_object().empty()) drop.emplace_back(member.key());
+    }
+  }
+  for (const auto& key : drop) at.erase(key);
 }
 
 // Phase 2: the body against the schema of its api-version, read-only members removed. A PATCH is
@@ -119,6 +151,7 @@ std::optional<json::value> ValidateWire(DecodeRun& run, json::value body) {
     json::value patch = std::move(body);
     if (json::value* props = patch.as_object().if_contains("properties"); props && props->is_object()) {
       props->get_object().erase("provisioningState");
+      RefuseNullChecked(run, props->as_object(), "properties");
     }
     size_t before = run.errors.size();
     schemas.Validate(UpdateDefinitionName(run.kind), patch, SchemaMode::kPatch, run.errors);
@@ -183,6 +216,42 @@ void RemoveSeen(json::object& all, const json::object& seen) {
   for (const auto& k : drop) all.erase(k);
 }
 
+// A replace that leaves `tags` out (or sends null) keeps the resource's tags, as the real service does;
+// tags given, even empty, replace them.
+void KeepOmittedTags(const DecodeRun& run, json::object& canonical) {
+  if (run.op != Op::kReplace) return;
+  auto it = canonical.find("tags");
+  if (it != canonical.end() && !it->value().is_null()) return;
+  auto old = run.existing_body.find("tags");
+  if (old == run.existing_body.end()) {
+    canonical.erase("tags");
+  } else {
+    canonical["tags"] = old->value();
+  }
+}
+
+// A node pool replace that leaves out version.id or platform.subnetId keeps the stored ones: the real
+// service sets them when the pool is made (the subnet from the cluster) and does not ask a replace
+// to repeat them. Runs on the wire body, before the create-only check (both members are create-only
+// and spelled alike in every api-version).
+void KeepOmittedNodePoolValues(const DecodeRun& run, json::value& wire) {
+  if (run.op != Op::kReplace || run.kind != Kind::kNodePool || !wire.is_object()) return;
+  const json::object* old_props = &run.existing->properties;
+  json::value* props = wire.as_object().if_contains("properties");
+  if (props == nullptr || !props->is_object()) return;
+  for (std::string_view block : {"version", "platform"}) {
+    const std::string_view member = block == "version" ? "id" : "subnetId";
+    const json::object* old_block = GetObject(*old_props, block);
+    const json::value* old_value = old_block ? old_block->if_contains(member) : nullptr;
+    if (old_value == nullptr) continue;
+    json::value& now = props->as_object()[block];
+    if (now.is_null()) now = json::object();
+    if (!now.is_object()) continue;
+    const json::value* given = now.as_object().if_contains(member);
+    if (given == nullptr || given->is_null()) now.as_object()[member] = *old_value;
+  }
+}
+
 // Phase 5 (replace, patch): what the request keeps of the existing resource: the members its
 // api-version cannot express (found by comparing the existing resource with its own round trip
 // through the version) and the create-only members the body leaves out.
@@ -198,6 +267,25 @@ void TakeOverExisting(DecodeRun& run, json::value& canonical) {
   }
   SchemaSet::ForVersion(kStableVersion)
       ->FillCreateOnly(DefinitionName(run.kind), canonical, run.existing_body);
+  KeepOmittedTags(run, canonical.get_object());
+}
+
+// Phase 6 (node pool create, after the defaults): a node pool without platform.subnetId takes its
+// cluster's, as the real service fills it (defaults.h, 3f).
+void InheritClusterSubnet(const DecodeRun& run, json::value& canonical) {
+  if (run.kind != Kind::kNodePool || run.op != Op::kCreate || run.options.parent_cluster == nullptr) return;
+  const json::object* cluster_props = GetObject(*run.options.parent_cluster, "properties");
+  const json::object* cluster_platform = cluster_props ? GetObject(*cluster_props, "platform") : nullptr;
+  std::optional<std::string_view> subnet =
+      cluster_platform ? GetString(*cluster_platform, "subnetId") : std::nullopt;
+  if (!subnet) return;
+  json::value* props = canonical.as_object().if_contains("properties");
+  if (props == nullptr || !props->is_object()) return;
+  json::value& platform = props->as_object()["platform"];
+  if (platform.is_null()) platform = json::object();
+  if (!platform.is_object()) return;
+  const json::value* own = platform.as_object().if_contains("subnetId");
+  if (own == nullptr || own->is_null()) platform.as_object()["subnetId"] = json::string(*subnet);
 }
 
 // Phase 7: the conversion must produce a valid stable body; if it does not, say so instead of
@@ -251,10 +339,12 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   if (!CheckRequest(run, body)) return Fail(std::move(run.errors));
   std::optional<json::value> wire = ValidateWire(run, std::move(body));
   if (!wire) return Fail(std::move(run.errors));
+  KeepOmittedNodePoolValues(run, *wire);
   CheckCreateOnlyWire(run, *wire);
   json::value canonical = ConvertToCanonical(run, *wire);
   TakeOverExisting(run, canonical);
   ApplyCanonicalDefaults(api_version, kind, canonical);  // phase 6
+  InheritClusterSubnet(run, canonical);
   ValidateConverted(run, canonical);
   AdmitExperimental(run, canonical);
   CheckRules(run, canonical);

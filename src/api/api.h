@@ -23,6 +23,7 @@
 // All functions are pure and thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +88,9 @@ struct Resource {
 struct DecodeOptions {
   // The resource name from the request URL; checked against the spec's path pattern when not empty.
   std::string name;
+  // The resource ID of the request URL, named when a body's `name` differs from `name` (the body is
+  // then refused for that alone, as the real service refuses it).
+  std::string resource_id;
   // The resource's current provisioningState (replace, patch). A provisioningState in the body is
   // ignored when it equals this one (a GET body sent back), and is an error when it differs.
   std::optional<std::string> current_provisioning_state;
@@ -128,6 +132,13 @@ Validated<Resource> DecodeReplace(std::string_view api_version, Kind kind, json:
 // resource, then validates the result in full.
 Validated<Resource> DecodePatch(std::string_view api_version, Kind kind, json::value body,
                                 const Resource& existing, const DecodeOptions& options = {});
+
+// The refusal of a node pool DELETE (the real service's `AdmitNodePoolOnDelete`): a cluster keeps at
+// least one node pool, since deleting its last one breaks the cluster today. `others_remaining`
+// counts the cluster's other node pools that are not being deleted; when it is 0 the delete is
+// refused (`Forbidden: The last node pool can not be deleted from a cluster.`, target `name`).
+// Empty when the delete may go on.
+ValidationErrors CheckNodePoolDelete(size_t others_remaining);
 
 // The wire body of a resource for `api_version`, without the envelope: an object with "properties"
 // (observed read-only values merged in), "tags", and "location" and "identity" when the resource has

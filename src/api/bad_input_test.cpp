@@ -280,7 +280,7 @@ std::vector<BadCase> Cases() {
        kC,
        create,
        [](V b) { Set(b, "/properties/platform/subnetId", "not-an-id"); },
-       {{"properties.platform.subnetId", kParam}}},
+       {{"properties.platform.subnetID", kParam}}},  // as the real service names a malformed ID
       {"SubnetIsAnNsg",
        kC,
        create,
@@ -501,7 +501,7 @@ std::vector<BadCase> Cases() {
        kC,
        replace,
        [](V b) { Set(b, "/properties/network/podCidr", "10.132.0.0/14"); },
-       {{"properties.network.podCidr", kChange}}},
+       {{"properties.network.podCidr", kChange}, {"properties.network", kChange}}},
       {"ReplaceChangesLocation",
        kC,
        replace,
@@ -550,6 +550,22 @@ std::vector<BadCase> Cases() {
        replace,
        [](V b) { Set(b, "/properties/platform/vmSize", "Standard_D8s_v3"); },
        {{"properties.platform", kContent}, {"properties.platform.vmSize", kContent}}},
+      // The real service reports the changed disk block and the platform around it besides the field.
+      {"NodePoolReplaceChangesOsDisk",
+       kN,
+       replace,
+       [](V b) { Set(b, "/properties/platform/osDisk", Parse(R"({"sizeGiB": 128})")); },
+       {{"properties.platform.osDisk.sizeGiB", kChange},
+        {"properties.platform", kChange},
+        {"properties.platform.osDisk", kChange}}},
+      // An immutable field changed to an illegal value: both problems (Cluster/update-to-illegal-value).
+      {"ReplaceChangesHostPrefixToIllegalValue",
+       kC,
+       replace,
+       [](V b) { Set(b, "/properties/network/hostPrefix", 30); },
+       {{"properties.network.hostPrefix", kChange},
+        {"properties.network.hostPrefix", kParam},
+        {"properties.network", kChange}}},
       {"NodePoolReplaceChangesAutoRepair",
        kN,
        replace,
@@ -900,6 +916,41 @@ TEST(BadInput, OtherExternalAuthRefusesOnlyACreate) {
   EXPECT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
 }
 
+// A body naming another resource than its URL is refused for that alone (the real service's
+// NodePool/invalid-name-too-long-name); the URL's own name, or none, is accepted.
+TEST(BadInput, BodyNameOtherThanTheUrlsIsRefusedAlone) {
+  DecodeOptions options;
+  options.name = "basic";
+  options.resource_id =
+      "/subscriptions/s/resourceGroups/rg/providers/Microsoft.RedHatOpenShift/"
+      "hcpOpenShiftClusters/c/nodePools/basic";
+  json::value body = ValidNodePool();
+  Set(body, "/name", "other pool");
+  Set(body, "/properties/replicas", -1);
+  auto refused = DecodeCreate(kStableVersion, Kind::kNodePool, body, options);
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(refused)) << Dump(refused);
+  const auto& errors = std::get<ValidationErrors>(refused).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(refused);
+  EXPECT_EQ(errors[0].code, kInvalidRequestContent);
+  EXPECT_EQ(errors[0].target, "name");
+  EXPECT_EQ(errors[0].message,
+            "Invalid value: \"other pool\": name must match resourceID path: " + options.resource_id);
+  json::value same = ValidNodePool();
+  Set(same, "/name", "basic");
+  EXPECT_TRUE(std::holds_alternative<Resource>(DecodeCreate(kStableVersion, Kind::kNodePool, same, options)));
+}
+
+// A node pool DELETE is refused exactly when no other live node pool would be left.
+TEST(BadInput, NodePoolDeleteRefusedOnlyForTheLast) {
+  const std::vector<FieldError> refused = CheckNodePoolDelete(0).errors;
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].code, kInvalidRequestContent);
+  EXPECT_EQ(refused[0].target, "name");
+  EXPECT_EQ(refused[0].message, "Forbidden: The last node pool can not be deleted from a cluster.");
+  EXPECT_TRUE(CheckNodePoolDelete(1).errors.empty());
+  EXPECT_TRUE(CheckNodePoolDelete(5).errors.empty());
+}
+
 TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
   json::value body = ValidCluster();
   Set(body, "/properties/network/podCidr", "10.132.0.0/14");
@@ -912,6 +963,76 @@ TEST(BadInput, ReplaceOmittingCreateOnlyKeepsExistingValue) {
   EXPECT_EQ(std::get<Resource>(replaced).properties.at("network").at("podCidr"), "10.132.0.0/14");
 }
 
+// A replace without tags keeps them (the real service's Cluster/replace-with-tags-with-nil); empty tags
+// clear them (replace-with-tags-with-empty).
+TEST(BadInput, ReplaceOmittingTagsKeepsThem) {
+  json::value body = ValidCluster();
+  Set(body, "/tags", Parse(R"({"one":"apple"})"));
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, body);
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  json::value without = ValidCluster();
+  Erase(without, "/tags");
+  auto kept = DecodeReplace(kStableVersion, Kind::kCluster, without, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(kept)) << Dump(kept);
+  EXPECT_EQ(json::value(std::get<Resource>(kept).tags), Parse(R"({"one":"apple"})"));
+  json::value empty = ValidCluster();
+  Set(empty, "/tags", json::object());
+  auto cleared = DecodeReplace(kStableVersion, Kind::kCluster, empty, std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<Resource>(cleared)) << Dump(cleared);
+  EXPECT_TRUE(std::get<Resource>(cleared).tags.empty());
+}
+
+// A PATCH null for a property the real service checks for null is refused in its words, whether or not
+// the version's update schema names the property (Cluster/v2025-required-fields-null-patch).
+TEST(BadInput, PatchNullForANullCheckedPropertyIsRequired) {
+  auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
+  ASSERT_TRUE(std::holds_alternative<Resource>(created)) << Dump(created);
+  for (std::string_view version : {kStableVersion, std::string_view("2025-12-23-preview")}) {
+    auto patched = DecodePatch(version, Kind::kCluster,
+                               Parse(R"({"properties":{"platform":{"vnetIntegrationSubnetId":null}}})"),
+                               std::get<Resource>(created));
+    ASSERT_TRUE(std::holds_alternative<ValidationErrors>(patched)) << version;
+    const auto& errors = std::get<ValidationErrors>(patched).errors;
+    ASSERT_EQ(errors.size(), 1u) << version << Dump(patched);
+    EXPECT_EQ(errors[0].target, "properties.platform.vnetIntegrationSubnetId");
+    EXPECT_EQ(errors[0].message, "Required value: field cannot be null");
+  }
+  // The network block left empty is not an unknown member of the update schema.
+  auto host_prefix =
+      DecodePatch(kStableVersion, Kind::kCluster, Parse(R"({"properties":{"network":{"hostPrefix":null}}})"),
+                  std::get<Resource>(created));
+  ASSERT_TRUE(std::holds_alternative<ValidationErrors>(host_prefix));
+  const auto& errors = std::get<ValidationErrors>(host_prefix).errors;
+  ASSERT_EQ(errors.size(), 1u) << Dump(host_prefix);
+  EXPECT_EQ(errors[0].target, "properties.network.hostPrefix");
+}
+
+// A node pool made without a subnet takes its cluster's; a replace without version.id or subnetId keeps
+// the stored ones (the real service's NodePool/replace-with-tags-with-nil).
+TEST(BadInput, NodePoolReplaceKeepsVersionAndSubnetLeftOut) {
+  const json::object cluster = Parse(R"({"properties":{"platform":{"subnetId":
+      "/subscriptions/s/resourceGroups/g/providers/Microsoft.Network/virtualNetworks/v/subnets/a"}}})")
+                                   .as_object();
+  DecodeOptions options;
+  options.parent_cluster = &cluster;
+  json::value body = ValidNodePool();
+  Erase(body, "/properties/platform/subnetId");
+  for (std::string_view version : {kStableVersion, std::string_view("2024-06-10-preview")}) {
+    auto created = DecodeCreate(version, Kind::kNodePool, body, options);
+    ASSERT_TRUE(std::holds_alternative<Resource>(created)) << version << Dump(created);
+    const Resource& pool = std::get<Resource>(created);
+    EXPECT_EQ(pool.properties.at("platform").at("subnetId"),
+              cluster.at("properties").at("platform").at("subnetId"));
+    json::value replace = body;
+    Erase(replace, "/properties/version");
+    auto replaced = DecodeReplace(version, Kind::kNodePool, replace, pool, options);
+    ASSERT_TRUE(std::holds_alternative<Resource>(replaced)) << version << Dump(replaced);
+    EXPECT_EQ(std::get<Resource>(replaced).properties.at("version").at("id"), "4.20.8");
+    EXPECT_EQ(std::get<Resource>(replaced).properties.at("platform").at("subnetId"),
+              pool.properties.at("platform").at("subnetId"));
+  }
+}
+
 TEST(BadInput, PatchNullRemovesOptionalField) {
   auto created = DecodeCreate(kStableVersion, Kind::kCluster, ValidCluster());
   ASSERT_TRUE(std::holds_alternative<Resource>(created));
@@ -920,7 +1041,7 @@ TEST(BadInput, PatchNullRemovesOptionalField) {
   auto patched = DecodePatch(kStableVersion, Kind::kCluster, patch, std::get<Resource>(created));
   ASSERT_TRUE(std::holds_alternative<Resource>(patched)) << Dump(patched);
   const Resource& r = std::get<Resource>(patched);
-  EXPECT_FALSE(r.properties.contains("nodeDrainTimeoutMinutes"));
+  EXPECT_EQ(r.properties.at("nodeDrainTimeoutMinutes"), 0);  // removed: the service default again
   EXPECT_FALSE(r.tags.contains("team"));
   EXPECT_EQ(r.tags.at("env"), "prod");
   EXPECT_EQ(r.properties.at("network"), std::get<Resource>(created).properties.at("network"));

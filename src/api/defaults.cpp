@@ -77,6 +77,7 @@ void ServiceDefaults(Kind kind, json::object& body) {
   json::object* props = Child(&body, "properties");
   switch (kind) {
     case Kind::kCluster: {
+      Default(props, "nodeDrainTimeoutMinutes", json::value(0));
       json::object* scaling = Child(props, "autoscaling");
       Default(scaling, "maxPodGracePeriodSeconds", json::value(600));
       Default(scaling, "maxNodeProvisionTimeSeconds", json::value(900));

@@ -27,10 +27,12 @@
 //    d. prose defaults: what the document states in descriptions only (version.channelGroup
 //       "stable").
 //    e. service defaults: what the real service fills and the document does not say (cluster
-//       autoscaling maxPodGracePeriodSeconds 600, maxNodeProvisionTimeSeconds 900,
+//       nodeDrainTimeoutMinutes 0, autoscaling maxPodGracePeriodSeconds 600, maxNodeProvisionTimeSeconds 900,
 //       podPriorityThreshold -10; node pool autoRepair true, osDisk sizeGiB 64,
 //       diskStorageAccountType Premium_LRS, diskType Managed). Last, so that where the document
 //       states a value too, the document's is the one in effect.
+//    f. request-dependent: a node pool create without platform.subnetId takes its cluster's
+//       (DecodeOptions::parent_cluster; api.cpp InheritClusterSubnet), as the real service fills it.
 //    The semantic rules (semantic.h) and the canonical create-only check run after all of them.
 //
 // All functions are pure and thread-safe.

@@ -204,7 +204,7 @@ void CheckAutoscaling(const json::object* props, std::vector<FieldError>& out) {
   for (std::string_view field : {"maxPodGracePeriodSeconds", "maxNodeProvisionTimeSeconds"}) {
     auto value = Int(scaling, field);
     if (value && *value == 0) Required(out, base + std::string(field));
-    if (value && *value >= 0) AtLeast(out, base + std::string(field), value, 1);
+    AtLeast(out, base + std::string(field), value, 1);  // the schema leaves negative values to this rule
   }
   if (auto threshold = Int(scaling, "podPriorityThreshold"); threshold && *threshold == 0) {
     Required(out, base + "podPriorityThreshold");
@@ -572,8 +572,12 @@ void CheckCluster(const json::object& body, const json::object* existing, const 
   std::optional<AzureId> subnet;
   std::string managed_rg;
   CheckPlatform(props, out, subnet, managed_rg);
-  if (old_props != nullptr)
+  if (old_props != nullptr) {
+    // The real service reports a changed block as well as its changed fields (the schema's create-only
+    // check reports those).
+    Immutable(out, "properties.network", Member(props, "network"), Member(old_props, "network"));
     Immutable(out, kPlatform, Member(props, "platform"), Member(old_props, "platform"));
+  }
   CheckAutoscaling(props, out);
   CheckEtcd(props, old_props, out);
   CheckImageDigestMirrors(props, out);

@@ -1,6 +1,7 @@
 #include "api/rules_common.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 
 #include "core/azure_resource_id.h"
@@ -208,12 +209,42 @@ AzureIdParse ParseAzureId(std::string_view text) {
   return result;
 }
 
+bool NullChecked(std::string_view target) {
+  static constexpr std::array<std::string_view, 7> kNullChecked = {
+      "properties.platform.vnetIntegrationSubnetId",
+      "properties.etcd.dataEncryption.customerManaged.kms.visibility",
+      "properties.network.hostPrefix",
+      "properties.autoscaling.maxPodGracePeriodSeconds",
+      "properties.autoscaling.maxNodeProvisionTimeSeconds",
+      "properties.autoscaling.podPriorityThreshold",
+      "properties.autoRepair"};
+  return std::ranges::find(kNullChecked, target) != kNullChecked.end();
+}
+
+std::string MalformedIdMessage(std::string_view text) {
+  std::string why = text.starts_with('/') ? std::string(text)
+                                          : "resource id '" + std::string(text) + "' must start with '/'";
+  return "Invalid value: " + json::serialize(json::value(text)) + ": invalid resource ID: " + why;
+}
+
+std::string MalformedIdTarget(std::string target) {
+  for (std::string_view leaf : {"subnetId", "networkSecurityGroupId", "encryptionSetId"}) {
+    const std::string suffix = "." + std::string(leaf);
+    if (target.size() > suffix.size() && target.ends_with(suffix)) {
+      target.replace(target.size() - 2, 2, "ID");
+      break;
+    }
+  }
+  return target;
+}
+
 std::optional<AzureId> CheckResourceId(std::vector<FieldError>& out, const std::string& target,
                                        std::string_view text, std::string_view type, bool want_group) {
   AzureIdParse parsed = ParseAzureId(text);
   const json::value shown(text);
   if (!parsed.id) {
-    Invalid(out, target, shown, parsed.error);
+    out.push_back(
+        FieldError{std::string(kInvalidRequestContent), MalformedIdMessage(text), MalformedIdTarget(target)});
     return std::nullopt;
   }
   const AzureId& id = *parsed.id;

@@ -63,6 +63,19 @@ struct AzureIdParse {
 };
 AzureIdParse ParseAzureId(std::string_view text);
 
+// A value that is no resource ID, as the real service refuses it (its conversion parses resource IDs
+// before any rule runs): `Invalid value: "/x": invalid resource ID: /x`, at the target its conversion
+// names, which spells three leaves with "ID" (properties.platform.subnetID, networkSecurityGroupID,
+// osDisk.encryptionSetID). The schema's arm-id format and CheckResourceId both report it so.
+// The properties the real service's conversion refuses as null ("Required value: field cannot be
+// null"), whether a PUT leaves them out (no default fills them) or a PATCH sets them to null:
+// properties.platform.vnetIntegrationSubnetId, ...kms.visibility, properties.network.hostPrefix, the three
+// autoscaling values, a node pool's properties.autoRepair.
+bool NullChecked(std::string_view target);
+
+std::string MalformedIdMessage(std::string_view text);
+std::string MalformedIdTarget(std::string target);
+
 // The resource-ID checks of the real service: subscription, name, type (when `type` is not
 // empty) and, when `want_group`, a resource group. Returns the parsed ID when it is usable.
 std::optional<AzureId> CheckResourceId(std::vector<FieldError>& out, const std::string& target,

@@ -154,7 +154,13 @@ void CheckPlatform(const json::object* props, const json::object* old_props, con
                    std::vector<FieldError>& out) {
   const json::object* platform = Obj(props, "platform");
   const std::string base = "properties.platform";
-  if (old_props != nullptr) Immutable(out, base, Member(props, "platform"), Member(old_props, "platform"));
+  if (old_props != nullptr) {
+    // The real service reports a changed block as well as its changed fields (the schema's create-only
+    // check reports those).
+    Immutable(out, base, Member(props, "platform"), Member(old_props, "platform"));
+    Immutable(out, base + ".osDisk", Member(platform, "osDisk"),
+              Member(Obj(old_props, "platform"), "osDisk"));
+  }
   if (platform == nullptr) return;
   if (auto subnet = Str(platform, "subnetId")) {
     auto id = CheckResourceId(out, base + ".subnetId", *subnet, "Microsoft.Network/virtualNetworks/subnets");
@@ -293,3 +299,15 @@ void CheckNodePool(const json::object& body, const json::object* existing, const
 }
 
 }  // namespace hcprp::api::rules
+
+namespace hcprp::api {
+
+ValidationErrors CheckNodePoolDelete(size_t others_remaining) {
+  ValidationErrors errors;
+  if (others_remaining == 0) {
+    rules::Forbidden(errors.errors, "name", "The last node pool can not be deleted from a cluster.");
+  }
+  return errors;
+}
+
+}  // namespace hcprp::api

@@ -1,11 +1,13 @@
 #include "api/schema.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
 
 #include "api/embedded_specs.h"
+#include "api/rules_common.h"
 #include "core/azure_resource_id.h"
 #include "core/time.h"
 
@@ -469,6 +471,14 @@ void WrongType(const json::value& v, std::string_view expected, const PathRef& a
               at.Str()));
 }
 
+// Fields whose lower bound a rule of the real service judges, stricter than the published document's
+// (autoscaling seconds: at least 1, the document says 0; rules_cluster.cpp CheckAutoscaling). Only the
+// rule reports them, so a value is refused once, in the rule's words.
+bool BoundJudgedByRule(std::string_view target) {
+  return target == "properties.autoscaling.maxPodGracePeriodSeconds" ||
+         target == "properties.autoscaling.maxNodeProvisionTimeSeconds";
+}
+
 void ValidateNumber(const Node& node, const json::value& v, const PathRef& at, std::vector<FieldError>& out) {
   std::optional<double> number = AsNumber(v);
   if (!number) return WrongType(v, node.type == "integer" ? "an integer" : "a number", at, out);
@@ -486,15 +496,18 @@ void ValidateNumber(const Node& node, const json::value& v, const PathRef& at, s
     if (std::floor(d) == d && std::fabs(d) < 1e15) return std::to_string(static_cast<int64_t>(d));
     return std::to_string(d);
   };
-  if (node.minimum && *number < *node.minimum) {
-    out.push_back(Problem(
-        kInvalidRequestContent,
-        Describe(at.Str()) + " must be at least " + fmt(*node.minimum) + ", got " + fmt(*number), at.Str()));
+  // Bounds in the real service's words (`Invalid value: 63: must be greater than or equal to 64`).
+  const std::string target = at.Str();
+  if (node.minimum && *number < *node.minimum && !BoundJudgedByRule(target)) {
+    out.push_back(
+        Problem(kInvalidRequestContent,
+                "Invalid value: " + fmt(*number) + ": must be greater than or equal to " + fmt(*node.minimum),
+                target));
   }
   if (node.maximum && *number > *node.maximum) {
     out.push_back(Problem(
         kInvalidRequestContent,
-        Describe(at.Str()) + " must be at most " + fmt(*node.maximum) + ", got " + fmt(*number), at.Str()));
+        "Invalid value: " + fmt(*number) + ": must be less than or equal to " + fmt(*node.maximum), target));
   }
 }
 
@@ -503,15 +516,20 @@ bool CheckEnum(const Node& node, std::string_view s, const PathRef& at, std::vec
   bool found = false;
   for (const auto& e : *node.enum_values) found = found || (e.is_string() && e.get_string() == s);
   if (found) return true;
-  std::string allowed;
+  // In the real service's words: `Unsupported value: "x": supported values: "a", "b"`, sorted.
+  std::vector<std::string> values;
   for (const auto& e : *node.enum_values) {
-    if (!e.is_string()) continue;
-    if (!allowed.empty()) allowed += ", ";
-    allowed += "'" + std::string(e.get_string()) + "'";
+    if (e.is_string()) values.emplace_back(e.get_string());
   }
-  out.push_back(Problem(kInvalidRequestContent,
-                        "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not one of " + allowed,
-                        at.Str()));
+  std::ranges::sort(values);
+  std::string allowed;
+  for (const auto& v : values) {
+    if (!allowed.empty()) allowed += ", ";
+    allowed += json::serialize(json::value(v));
+  }
+  out.push_back(Problem(
+      kInvalidRequestContent,
+      "Unsupported value: " + json::serialize(json::value(s)) + ": supported values: " + allowed, at.Str()));
   return false;
 }
 
@@ -533,9 +551,8 @@ void CheckLength(const Node& node, int64_t length, const PathRef& at, std::vecto
 void CheckArmId(const Node& node, std::string_view s, const PathRef& at, std::vector<FieldError>& out) {
   AzureResourceId id;
   if (!ParseAzureResourceId(s, id, ResourceIdScope::kAny).ok()) {
-    out.push_back(Problem(
-        kInvalidRequestContent,
-        "the value " + Quote(s) + " of " + Describe(at.Str()) + " is not an Azure resource ID", at.Str()));
+    out.push_back(
+        Problem(kInvalidRequestContent, rules::MalformedIdMessage(s), rules::MalformedIdTarget(at.Str())));
     return;
   }
   if (node.allowed_resource_types.empty()) return;
@@ -632,6 +649,14 @@ bool OptionalInRequests(std::string_view path) {
          member == "serviceManagedIdentity";
 }
 
+// A required property left out or sent as null, in the real service's words: "Required value", and
+// "Required value: field cannot be null" for a null and for the properties its conversion checks for
+// null (rules::NullChecked: no default fills them, so one left out reads as null there).
+std::string RequiredMessage(std::string_view target, bool sent_null) {
+  if (sent_null || rules::NullChecked(target)) return "Required value: field cannot be null";
+  return "Required value";
+}
+
 }  // namespace
 
 void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
@@ -642,6 +667,12 @@ void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMod
     if (const Node::Child* c = node.Property(member.key())) {
       const Node* child = NodeFor(*c);
       if (child->read_only && mode != SchemaMode::kResponse) continue;
+      if (member.value().is_null() && mode == SchemaMode::kRequest && !child->nullable &&
+          std::ranges::find(node.required, member.key()) != node.required.end()) {
+        std::string target = JoinPath(at.Str(), member.key());
+        out.push_back(Problem(kInvalidRequestContent, RequiredMessage(target, true), target));
+        continue;
+      }
       ValidateNode(*child, member.value(), mode, PathRef::Member(at, member.key()), out, depth + 1);
     } else if (node.additional) {
       // Map entries are named as the real service names them: at.Str()[key].
@@ -660,8 +691,8 @@ void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMod
       if (c != nullptr && NodeFor(*c)->read_only) continue;
       if (OptionalInRequests(JoinPath(at.Str(), name))) continue;
     }
-    out.push_back(Problem(kInvalidRequestContent, "missing required property '" + name + "'",
-                          JoinPath(at.Str(), name)));
+    std::string target = JoinPath(at.Str(), name);
+    out.push_back(Problem(kInvalidRequestContent, RequiredMessage(target, false), target));
   }
 }
 

@@ -94,9 +94,12 @@ bool Overlaps(const Ipv4Cidr& a, const Ipv4Cidr& b) {
 
 void CheckSemantics(Kind kind, const json::object& body, const json::object* existing,
                     const DecodeOptions& options, std::vector<FieldError>& out) {
-  // A field the schema already refused is not reported again by a rule.
+  // A field the schema already refused is not reported again by a rule. A change of an immutable field
+  // says nothing of its value: the rules still judge it, as the real service does.
   std::set<std::string> refused;
-  for (const auto& e : out) refused.insert(e.target);
+  for (const auto& e : out) {
+    if (e.message != "Forbidden: field is immutable") refused.insert(e.target);
+  }
   const size_t first_rule_error = out.size();
   switch (kind) {
     case Kind::kCluster:

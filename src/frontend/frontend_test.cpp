@@ -272,6 +272,78 @@ TEST_F(FrontendTest, ChildOfProvisioningClusterIsConflictAndMissingParentIs404) 
   EXPECT_EQ(ErrorCodeOf(orphan), "ParentResourceNotFound");
 }
 
+// A child's create body is judged before its parent's state (the real service's
+// FrontendCRUD/{NodePool,ExternalAuth}/cluster-creating and cluster-deleting): a bad body is a 400 while
+// the cluster is provisioning or deleting, a good one a 409 in the real service's words. An update is
+// refused for the parent's state before its body is judged.
+TEST_F(FrontendTest, ChildBodyIsJudgedBeforeTheParentState) {
+  const std::string cluster = ClusterPath("busy");
+  ASSERT_EQ(s.Put(cluster + V(), ClusterBody()).result_int(), 201u);
+  std::string bad_pool = NodePoolBody();
+  bad_pool.replace(bad_pool.find("\"replicas\":2"), 12, "\"replicas\":-1");
+  auto bad = s.Put(cluster + "/nodePools/np1" + V(), bad_pool);
+  EXPECT_EQ(bad.result_int(), 400u) << bad.body();
+  auto bad_auth = s.Put(cluster + "/externalAuths/auth1" + V(), R"({"properties":{}})");
+  EXPECT_EQ(bad_auth.result_int(), 400u) << bad_auth.body();
+  auto good = s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody());
+  ASSERT_EQ(good.result_int(), 409u) << good.body();
+  EXPECT_EQ(ErrorCodeOf(good), "Conflict");
+  EXPECT_EQ(*FindPointer(BodyOf(good), "/error/message"),
+            "Cannot create resource while parent resource is provisioning");
+  auto good_auth = s.Put(cluster + "/externalAuths/auth1" + V(), ExternalAuthBody());
+  EXPECT_EQ(*FindPointer(BodyOf(good_auth), "/error/message"),
+            "Cannot create resource while parent resource is provisioning");
+
+  s.FinishAll();
+  ASSERT_EQ(s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody()).result_int(), 201u);
+  s.FinishAll();
+  ASSERT_EQ(s.Delete(cluster + V()).result_int(), 202u);
+  EXPECT_EQ(s.Put(cluster + "/nodePools/np2" + V(), bad_pool).result_int(), 400u);
+  auto deleting = s.Put(cluster + "/nodePools/np2" + V(), NodePoolBody());
+  ASSERT_EQ(deleting.result_int(), 409u) << deleting.body();
+  EXPECT_EQ(*FindPointer(BodyOf(deleting), "/error/message"),
+            "Cannot create resource while parent resource is deleting");
+  auto update = s.Put(cluster + "/nodePools/np1" + V(), bad_pool);
+  ASSERT_EQ(update.result_int(), 409u) << update.body();
+  EXPECT_EQ(ErrorCodeOf(update), "Conflict");
+}
+
+// The last node pool of a cluster cannot be deleted (the real service's
+// FrontendCRUD/NodePool/delete-not-last); a pool being deleted does not count, and the cluster's own DELETE
+// still deletes every pool.
+TEST_F(FrontendTest, LastNodePoolCannotBeDeleted) {
+  const std::string cluster = ClusterPath("keeps");
+  CreateCluster("keeps");
+  ASSERT_EQ(s.Put(cluster + "/nodePools/one" + V(), NodePoolBody()).result_int(), 201u);
+  ASSERT_EQ(s.Put(cluster + "/nodePools/two" + V(), NodePoolBody()).result_int(), 201u);
+  s.FinishAll();
+
+  auto only_other = s.Delete(cluster + "/nodePools/two" + V());
+  ASSERT_EQ(only_other.result_int(), 202u) << only_other.body();
+  auto last = s.Delete(cluster + "/nodePools/one" + V());
+  ASSERT_EQ(last.result_int(), 400u) << last.body();
+  json::value body = BodyOf(last);
+  EXPECT_EQ(*FindPointer(body, "/error/code"), "InvalidRequestContent");
+  EXPECT_EQ(*FindPointer(body, "/error/message"),
+            "Forbidden: The last node pool can not be deleted from a cluster.");
+  EXPECT_EQ(*FindPointer(body, "/error/target"), "name");
+  EXPECT_EQ(s.Resource(cluster + "/nodePools/one")->provisioning_state, "Succeeded");
+
+  // Once "two" is gone, "one" is still the last.
+  s.FinishAll();
+  EXPECT_EQ(s.Get(cluster + "/nodePools/two" + V()).result_int(), 404u);
+  EXPECT_EQ(s.Delete(cluster + "/nodePools/one" + V()).result_int(), 400u);
+
+  // The cluster's DELETE takes its last pool with it.
+  ASSERT_EQ(s.Delete(cluster + V()).result_int(), 202u);
+  EXPECT_EQ(s.Resource(cluster + "/nodePools/one")->provisioning_state, "Deleting");
+  // A DELETE of a pool the cluster's delete is deleting points at that delete.
+  EXPECT_EQ(s.Delete(cluster + "/nodePools/one" + V()).result_int(), 202u);
+  s.FinishAll();
+  EXPECT_EQ(s.Get(cluster + "/nodePools/one" + V()).result_int(), 404u);
+  EXPECT_EQ(s.Get(cluster + V()).result_int(), 404u);
+}
+
 TEST_F(FrontendTest, ExternalAuthLifecycle) {
   const std::string cluster = ClusterPath("ea");
   CreateCluster("ea");

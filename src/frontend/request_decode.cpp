@@ -26,6 +26,7 @@ api::DecodeOptions DecodeOptionsFor(const RequestContext& ctx, const arm::Resour
                                     std::optional<json::object>& parent_body) {
   api::DecodeOptions opts;
   opts.name = id.Name();
+  opts.resource_id = id.ToString();
   opts.subscription_id = id.subscription_id;
   opts.resource_group = id.resource_group;
   opts.experimental_release_features =

@@ -117,18 +117,22 @@ std::optional<Response> CheckPreconditions(const RequestContext& ctx, const arm:
   return std::nullopt;
 }
 
-// A parent cluster that is being created or deleted cannot get new or changed children.
-std::optional<CloudError> ParentBlocks(const LoadedResource& parent, std::string_view child_path) {
+// A parent cluster that is being created or deleted cannot get new or changed children. `request` is
+// "create" or "update"; the wording is the real service's (target: the child's resource ID).
+std::optional<CloudError> ParentBlocks(const LoadedResource& parent, std::string_view child_path,
+                                       std::string_view request) {
   const std::string& st = parent.doc.provisioning_state;
+  std::string_view state;
   if (EqualsIgnoreCase(st, arm::kStateDeleting)) {
-    return CloudError::Conflict(child_path, "The parent cluster is being deleted.");
+    state = "deleting";
+  } else if (EqualsIgnoreCase(st, arm::kStateAccepted) || EqualsIgnoreCase(st, arm::kStateProvisioning) ||
+             parent.doc.internal_id.empty()) {
+    state = "provisioning";
+  } else {
+    return std::nullopt;
   }
-  if (EqualsIgnoreCase(st, arm::kStateAccepted) || EqualsIgnoreCase(st, arm::kStateProvisioning) ||
-      parent.doc.internal_id.empty()) {
-    return CloudError::Conflict(child_path,
-                                "The parent cluster is still being provisioned; retry when it is ready.");
-  }
-  return std::nullopt;
+  return CloudError::Conflict(child_path, "Cannot " + std::string(request) +
+                                              " resource while parent resource is " + std::string(state));
 }
 
 // `decoded`: the canonical resource when the caller holds it (see RenderResource).
@@ -299,6 +303,14 @@ Outcome PutCreate(Env& env, RequestContext& ctx, const arm::ResourceId& id, cons
     if (speculative) return Outcome::Retry();
     return Outcome::Done(ErrorReply(FromValidation(*errs)));
   }
+  // The body is judged before the parent's state, as the real service does for a create. A speculative
+  // create stops here too: the resource may exist, and an update is refused in other words.
+  if (parent) {
+    if (auto blocked = ParentBlocks(*parent, ctx.path, "create")) {
+      if (speculative) return Outcome::Retry();
+      return Outcome::Done(ErrorReply(*blocked));
+    }
+  }
 
   api::Resource resource = std::get<api::Resource>(std::move(decoded));
   auto op = NewOperation(env, arm::OperationRequest::kCreate, ctx.path, "", location);
@@ -377,20 +389,17 @@ Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id,
   auto parent = LoadParent(env, ctx, id);
   if (auto* r = std::get_if<Response>(&parent)) return Outcome::Done(std::move(*r));
   auto& parent_doc = std::get<std::optional<LoadedResource>>(parent);
-  if (assume_absent) {
-    if (parent_doc) {
-      if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
-    }
-    return PutCreate(env, ctx, id, body, parent_doc, true);
-  }
+  if (assume_absent) return PutCreate(env, ctx, id, body, parent_doc, true);
   auto existing = LoadResource(env, id.subscription_id, ctx.path);
   if (!existing.ok()) return Outcome::Done(Fail(env, ctx, existing.error()));
   if (auto stop = CheckPreconditions(ctx, id, *existing)) return Outcome::Done(std::move(*stop));
+  if (!existing->has_value()) return PutCreate(env, ctx, id, body, parent_doc, false);
+  // An update is refused while the parent is busy before its body is judged, as the real service does.
   if (parent_doc) {
-    if (auto blocked = ParentBlocks(*parent_doc, ctx.path)) return Outcome::Done(ErrorReply(*blocked));
+    if (auto blocked = ParentBlocks(*parent_doc, ctx.path, "update"))
+      return Outcome::Done(ErrorReply(*blocked));
   }
-  if (existing->has_value()) return Update(env, ctx, id, body, **existing, parent_doc, is_patch);
-  return PutCreate(env, ctx, id, body, parent_doc, false);
+  return Update(env, ctx, id, body, **existing, parent_doc, is_patch);
 }
 
 Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
@@ -417,11 +426,54 @@ Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
       CloudError::Conflict(ctx.path, "The resource was changed concurrently; retry the request."));
 }
 
+// How many node pools of `pool`'s cluster, other than `pool`, are not being deleted; counting stops at
+// `enough`.
+Result<size_t> OtherLiveNodePools(const Env& env, const arm::ResourceId& id, const LoadedResource& pool,
+                                  size_t enough) {
+  const std::string& rid = pool.doc.resource_id;
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = arm::PartitionKey(id.subscription_id);
+  q.resource_type = std::string(arm::DocType(arm::ResourceKind::kNodePool));
+  q.resource_id_prefix = rid.substr(0, rid.rfind('/') + 1);
+  size_t live = 0;
+  do {
+    HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, env.store->Query(q));
+    for (const auto& d : page.documents) {
+      if (d.id == pool.doc_id) continue;
+      auto other = arm::ResourceDocument::FromBody(d.body);
+      if (!other.ok() || EqualsIgnoreCase(other->provisioning_state, arm::kStateDeleting)) continue;
+      if (++live >= enough) return live;
+    }
+    q.continuation = std::move(page.continuation);
+  } while (!q.continuation.empty());
+  return live;
+}
+
+// The refusal of a node pool DELETE that would leave its cluster without a node pool (the real
+// service's rule, api::CheckNodePoolDelete). Node pools being deleted do not count, so two DELETEs in a
+// row cannot take a cluster's last two. A pool already being deleted is not refused (the answer points
+// at its delete), and a cluster's DELETE deletes its pools without this rule.
+Result<std::optional<CloudError>> LastNodePoolRefusal(const Env& env, const arm::ResourceId& id,
+                                                      const LoadedResource& pool) {
+  if (id.kind != arm::ResourceKind::kNodePool ||
+      EqualsIgnoreCase(pool.doc.provisioning_state, arm::kStateDeleting)) {
+    return std::optional<CloudError>();
+  }
+  HCPRP_ASSIGN_OR_RETURN(size_t others, OtherLiveNodePools(env, id, pool, 1));
+  api::ValidationErrors refused = api::CheckNodePoolDelete(others);
+  if (refused.errors.empty()) return std::optional<CloudError>();
+  return std::optional<CloudError>(FromValidation(refused));
+}
+
 Response Delete(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
   for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
     auto existing = LoadResource(env, id.subscription_id, ctx.path);
     if (!existing.ok()) return Fail(env, ctx, existing.error());
     if (auto stop = CheckPreconditions(ctx, id, *existing)) return std::move(*stop);
+    auto last = LastNodePoolRefusal(env, id, **existing);
+    if (!last.ok()) return Fail(env, ctx, last.error());
+    if (*last) return ErrorReply(**last);
     auto op = CommitDelete(env, ctx, **existing);
     if (!op.ok()) {
       if (op.error().IsPreconditionFailed() || op.error().IsAlreadyExists()) continue;

@@ -355,6 +355,14 @@ std::vector<Case> ClusterCases() {
        400,
        {"properties.autoscaling.maxPodGracePeriodSeconds",
         "properties.autoscaling.maxPodGracePeriodSeconds"}},
+      {"MaxPodGracePeriodNegative",  // once, by the rule (at least 1), not by the document's minimum 0
+       kC,
+       kCreate,
+       [](V b) {
+         At(b, {"properties", "autoscaling"})["maxPodGracePeriodSeconds"] = -1;
+       },
+       400,
+       {"properties.autoscaling.maxPodGracePeriodSeconds"}},
       {"MaxNodeProvisionTimeOne",
        kC,
        kCreate,
@@ -625,6 +633,12 @@ TEST_F(ServiceValues, GetAfterCreateShowsServerDefaults) {
   EXPECT_EQ(*FindPointer(got, "/properties/version/channelGroup"), "stable");
   EXPECT_EQ(*FindPointer(got, "/properties/network/hostPrefix"), 23);
   EXPECT_EQ(*FindPointer(got, "/properties/platform/managedResourceGroup"), "managed-rg");
+  // nodeDrainTimeoutMinutes 0 is shown as the real service shows it: from 2025-12-23-preview on only.
+  EXPECT_EQ(*FindPointer(got, "/properties/nodeDrainTimeoutMinutes"), 0);
+  const json::value preview2025 = BodyOf(s.Get(path + "?api-version=2025-12-23-preview"));
+  EXPECT_EQ(*FindPointer(preview2025, "/properties/nodeDrainTimeoutMinutes"), 0);
+  const json::value preview2024 = BodyOf(s.Get(path + "?api-version=2024-06-10-preview"));
+  EXPECT_EQ(FindPointer(preview2024, "/properties/nodeDrainTimeoutMinutes"), nullptr);
 
   json::value unnamed = ValidCluster();
   Platform(unnamed).erase("managedResourceGroup");
@@ -642,6 +656,21 @@ TEST_F(ServiceValues, GetAfterCreateShowsServerDefaults) {
   EXPECT_EQ(*FindPointer(pool, "/properties/platform/osDisk/sizeGiB"), 64);
   EXPECT_EQ(*FindPointer(pool, "/properties/platform/osDisk/diskStorageAccountType"), "Premium_LRS");
   EXPECT_EQ(*FindPointer(pool, "/properties/platform/osDisk/diskType"), "Managed");
+}
+
+// A node pool created without platform.subnetId gets its cluster's, as the real service fills it.
+TEST_F(ServiceValues, NodePoolTakesTheClusterSubnet) {
+  const std::string path = ClusterPath("subnets");
+  ASSERT_EQ(s.Put(path + "?api-version=2026-10-01", json::serialize(ValidCluster())).result_int(), 201u);
+  s.FinishAll();
+  json::value pool = ValidNodePool();
+  At(pool, {"properties", "platform"}).erase("subnetId");
+  auto created = s.Put(path + "/nodePools/np1?api-version=2026-10-01", json::serialize(pool));
+  ASSERT_EQ(created.result_int(), 201u) << created.body();
+  const json::value cluster = ValidCluster();
+  const json::value body = BodyOf(created);
+  EXPECT_EQ(*FindPointer(body, "/properties/platform/subnetId"),
+            *FindPointer(cluster, "/properties/platform/subnetId"));
 }
 
 TEST_F(ServiceValues, LocationIsTheServedRegion) {

@@ -132,6 +132,8 @@ def run_point(ctx, point, nth):
     run("create node pool", "PUT", arm.nodepool_path("p1", "np1"), arm.nodepool_body("p1", replicas=2))
     run("scale up", "PUT", arm.nodepool_path("p1", "np1"), arm.nodepool_body("p1", replicas=3))
     run("scale down", "PUT", arm.nodepool_path("p1", "np1"), arm.nodepool_body("p1", replicas=1))
+    # A cluster keeps a node pool (its last one cannot be deleted): an empty second pool lets np1 go.
+    run("create second node pool", "PUT", arm.nodepool_path("p1", "np2"), arm.nodepool_body("p1", replicas=0))
     run("delete node pool", "DELETE", arm.nodepool_path("p1", "np1"))
     run("delete cluster", "DELETE", arm.cluster_path("p1"))
     if srv.crashed():

@@ -296,6 +296,9 @@ def test_nodepool_deleted_with_deleted_identities(ctx):
     nothing in the simulated Azure."""
     endpoint, cs = serve(ctx)
     href = create_cluster_and_pool(ctx, endpoint, cs, "npgone")
+    # A cluster keeps a node pool (its last one cannot be deleted): an empty second pool lets np1 go.
+    rc, out, err = hcpctl(endpoint, "nodepool", "create", "np2", "--cluster", "npgone", "--replicas", "0", timeout=150)
+    expect_eq(rc, 0, f"second nodepool create: {out} {err}")
     for rid in identities_of(cs, "npgone"):
         r = cs.call("POST", "/control/azure/identities/delete", {"resource_id": rid})
         expect(r.status in (200, 204), f"identity delete {rid} ({r!r})")

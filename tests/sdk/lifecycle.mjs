@@ -25,6 +25,8 @@ const name = "sdk-cluster";
 const base = `/subscriptions/${subscriptionId}/resourceGroups/${rg}/providers/Microsoft.RedHatOpenShift`;
 const clusterId = `${base}/hcpOpenShiftClusters/${name}`;
 const poolId = `${clusterId}/nodePools/pool1`;
+// A cluster keeps a node pool (its last one cannot be deleted): a second pool lets pool1 be deleted.
+const sparePoolId = `${clusterId}/nodePools/pool2`;
 const authId = `${clusterId}/externalAuths/auth1`;
 
 const bodies = JSON.parse(
@@ -130,6 +132,8 @@ assert.equal(pool.properties.replicas, 2);
 const pool2 = await r.beginUpdateByIdAndWait(poolId, apiVersion, bodies.nodePoolUpdate, poll());
 assert.equal(pool2.properties.replicas, 3);
 assert.equal((await r.getById(poolId, apiVersion)).tags.stage, "updated");
+const spare = await r.beginCreateOrUpdateByIdAndWait(sparePoolId, apiVersion, bodies.nodePool, poll());
+assert.equal(spare.properties.provisioningState, "Succeeded");
 
 const auth = await r.beginCreateOrUpdateByIdAndWait(authId, apiVersion, bodies.externalAuth, poll());
 assert.equal(auth.properties.provisioningState, "Succeeded");

@@ -91,6 +91,8 @@ def main():
     cluster_id = (f"/subscriptions/{subscription_id}/resourceGroups/{resource_group}"
                   f"/providers/Microsoft.RedHatOpenShift/hcpOpenShiftClusters/{name}")
     pool_id = f"{cluster_id}/nodePools/pool1"
+    # A cluster keeps a node pool (its last one cannot be deleted): a second pool lets pool1 be deleted.
+    spare_pool_id = f"{cluster_id}/nodePools/pool2"
     auth_id = f"{cluster_id}/externalAuths/auth1"
     bodies = load_bodies(subscription_id, resource_group)
 
@@ -177,6 +179,8 @@ def main():
     pool = update(pool_id, bodies["nodePoolUpdate"])
     expect_eq(pool["properties"]["replicas"], 3, "node pool replicas after the update")
     expect_eq(get(pool_id)["tags"].get("stage"), "updated", "node pool tags after the update")
+    spare = create(spare_pool_id, bodies["nodePool"])
+    expect_eq(spare["properties"]["provisioningState"], "Succeeded", "second node pool provisioningState")
 
     auth = create(auth_id, bodies["externalAuth"])
     expect_eq(auth["properties"]["provisioningState"], "Succeeded", "external auth provisioningState")
