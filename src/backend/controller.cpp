@@ -63,7 +63,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       conditions_(store_, cs, ownership_, &counters_, &logger_, UpgradeHistogram(options_.metrics)),
       checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
               &counters_, [this] { WakeTimerLoop(); }),
-      events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
+      events_(&options_, store_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
               EventToCommitHistogram(options_.metrics)),
       orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, clock_, &logger_,
                &counters_),
@@ -171,17 +171,10 @@ void Controller::EventLoop() {
   while (true) {
     {
       MutexLock lock(run_mu_);
-      if (stopping_) return;
+      if (stopping_) break;
     }
     if (!positioned) {
-      // Skip the stream's history: a resync right after reads the current states.
-      if (Status s = events_.Position(); !s.ok()) {
-        WaitFor(s.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
-        continue;
-      }
-      positioned = true;
-      resync_requested_ = true;
-      run_cv_.NotifyAll();
+      positioned = PositionEvents();
       continue;
     }
     auto n = events_.PumpOnce(options_.event_wait);
@@ -191,8 +184,41 @@ void Controller::EventLoop() {
     }
     if (!n.ok()) {
       WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+      continue;
+    }
+    events_.SavePlace(false);
+  }
+  events_.SavePlace(true);
+}
+
+bool Controller::PositionEvents() {
+  // Events are applied to owned partitions only: wait for the first shard before reading the
+  // history an earlier run missed.
+  if (!ownership_->Active()) {
+    MutexLock lock(run_mu_);  // the lease loop wakes it when it gains a shard
+    run_cv_.WaitFor(lock, options_.event_wait,
+                    [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || ownership_->Active(); });
+    return false;
+  }
+  auto resumed = events_.Resume();
+  if (!resumed.ok()) {
+    WaitFor(resumed.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+    return false;
+  }
+  if (!*resumed) {
+    // Positioned at the stream's newest: what changed before is read from the objects themselves,
+    // at once (the resync requested below checks the operations in flight).
+    if (Status s = conditions_.SyncListed(); !s.ok()) {
+      logger_.Warn("listing the Cluster Service after the event stream's history was lost failed",
+                   {{"error", s.error().ToString()}});
+      events_.MarkInterrupted();
+      WaitFor(options_.event_wait);
+      return false;
     }
   }
+  resync_requested_ = true;
+  WakeTimerLoop();
+  return true;
 }
 
 void Controller::TimerLoop() {
@@ -333,7 +359,9 @@ BackendStats Controller::Stats() const {
 void Controller::OwnershipChanged() {
   resync_requested_ = true;
   load_subscriptions_requested_ = true;
-  versions_.Request();  // the clusters of the partitions it now owns
+  versions_.Request();          // the clusters of the partitions it now owns
+  { MutexLock lock(run_mu_); }  // a waiter saw the old ownership and waits, or sees the new one
+  run_cv_.NotifyAll();          // the event loop waits for a first shard
 }
 
 void Controller::Step(bool exhaustive) {

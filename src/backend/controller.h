@@ -89,6 +89,9 @@ class Controller {
   void WakeNotifierLoop();
   void FeedLoop();
   void EventLoop();
+  // Places the event stream where an earlier run left it, else at its newest with every object's
+  // status synced from a listing; then requests a resync. False when it must be tried again.
+  bool PositionEvents();
   void TimerLoop();
   // Renews ownership on its own cadence, so that a long step (slow Cluster Service) never lets the
   // lease lapse.
