@@ -168,13 +168,27 @@ void Controller::FeedLoop() {
 
 void Controller::EventLoop() {
   bool positioned = false;
+  bool resumed = false;
+  bool settled = false;
   while (true) {
     {
       MutexLock lock(run_mu_);
       if (stopping_) break;
     }
     if (!positioned) {
-      positioned = PositionEvents();
+      // At once, before anything is missed: where an earlier run left off, else the newest.
+      auto r = events_.Resume();
+      if (!r.ok()) {
+        WaitFor(r.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+        continue;
+      }
+      positioned = true;
+      resumed = *r;
+      settled = false;
+      continue;
+    }
+    if (!settled) {
+      settled = SettleEvents(resumed);
       continue;
     }
     auto n = events_.PumpOnce(options_.event_wait);
@@ -191,21 +205,18 @@ void Controller::EventLoop() {
   events_.SavePlace(true);
 }
 
-bool Controller::PositionEvents() {
-  // Events are applied to owned partitions only: wait for the first shard before reading the
-  // history an earlier run missed.
-  if (!ownership_->Active()) {
-    MutexLock lock(run_mu_);  // the lease loop wakes it when it gains a shard
+bool Controller::SettleEvents(bool resumed) {
+  // Events are applied to owned partitions only: wait for the first shard before applying the
+  // history an earlier run missed, or listing what it cannot tell.
+  // The first tick that gained shards has taken all it will (Active() is true from the first one).
+  auto owning = [this] { return shards_taken_ && ownership_->Active(); };
+  if (!owning()) {
+    MutexLock lock(run_mu_);  // OwnershipChanged() wakes it
     run_cv_.WaitFor(lock, options_.event_wait,
-                    [this]() HCPRP_REQUIRES(run_mu_) { return stopping_ || ownership_->Active(); });
+                    [&]() HCPRP_REQUIRES(run_mu_) { return stopping_ || owning(); });
     return false;
   }
-  auto resumed = events_.Resume();
-  if (!resumed.ok()) {
-    WaitFor(resumed.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
-    return false;
-  }
-  if (!*resumed) {
+  if (!resumed) {
     // Positioned at the stream's newest: what changed before is read from the objects themselves,
     // at once (the resync requested below checks the operations in flight).
     if (Status s = conditions_.SyncListed(); !s.ok()) {
@@ -359,9 +370,11 @@ BackendStats Controller::Stats() const {
 void Controller::OwnershipChanged() {
   resync_requested_ = true;
   load_subscriptions_requested_ = true;
-  versions_.Request();          // the clusters of the partitions it now owns
-  { MutexLock lock(run_mu_); }  // a waiter saw the old ownership and waits, or sees the new one
-  run_cv_.NotifyAll();          // the event loop waits for a first shard
+  versions_.Request();  // the clusters of the partitions it now owns
+  shards_taken_ = true;
+  // The event loop waits for shards: it saw the old ownership and waits, or sees the new one.
+  { MutexLock lock(run_mu_); }
+  run_cv_.NotifyAll();
 }
 
 void Controller::Step(bool exhaustive) {
