@@ -202,7 +202,8 @@ void Controller::EventLoop() {
     }
     events_.SavePlace(false);
   }
-  events_.SavePlace(true);
+  // Not before the listing that a new position calls for: a restart would then skip it.
+  if (positioned && settled) events_.SavePlace(true);
 }
 
 bool Controller::SettleEvents(bool resumed) {
