@@ -72,15 +72,18 @@ Status ConditionSync::SyncListed() {
     const json::object* o = item.if_object();
     if (o == nullptr) continue;
     clusterservice::ServiceObject cluster = clusterservice::ParseServiceObject(*o);
+    cluster.href = HrefOfListed(*o, clusters_href);
     if (cluster.href.empty() || !cluster.cluster_resource_id) continue;
     const arm::ResourceId& cluster_id = *cluster.cluster_resource_id;
     if (!ownership_->FenceFor(arm::PartitionKey(cluster_id.subscription_id))) continue;
     SyncListedObject(cluster_id, cluster);
-    HCPRP_ASSIGN_OR_RETURN(json::array pools, cs_->List(cluster.href + "/node_pools"));
+    const std::string pools_href = cluster.href + "/node_pools";
+    HCPRP_ASSIGN_OR_RETURN(json::array pools, cs_->List(pools_href));
     for (const json::value& pool_item : pools) {
       const json::object* p = pool_item.if_object();
       if (p == nullptr) continue;
       clusterservice::ServiceObject pool = clusterservice::ParseServiceObject(*p);
+      pool.href = HrefOfListed(*p, pools_href);
       if (pool.href.empty() || pool.ArmName().empty()) continue;
       arm::ResourceId pool_id = cluster_id;
       pool_id.kind = arm::ResourceKind::kNodePool;
