@@ -183,7 +183,8 @@ void AddFrontendFlags(CLI::App* s, Config& c) {
 }
 
 void AddBackendFlags(CLI::App* s, Config& c) {
-  s->add_option("--owner", c.owner, "Backend name in the lease (default: random)");
+  s->add_option("--owner", c.owner,
+                "Backend name in the leases (default: random; serve keeps one in the data directory)");
   s->add_option("--lease-ttl-ms", c.lease_ttl_ms,
                 "Shard lease TTL: a dead backend's subscriptions move to the others within it")
       ->capture_default_str();

@@ -505,6 +505,16 @@ class Runner {
            "/control (Authorization: Bearer <token>, token in " + config_.control_token_file + ")\n";
   }
 
+  // The backend's name kept in data_dir/backend-name: a restarted `serve` takes its shard leases and
+  // its place in the event stream back at once (a random name when the file cannot be written).
+  std::string KeptBackendName() {
+    auto path = std::filesystem::path(config_.data_dir) / "backend-name";
+    if (std::string kept = FirstLine(path.string()); !kept.empty()) return kept;
+    std::string name = "serve-" + NewUuidV4();
+    std::ofstream(path, std::ios::trunc) << name << "\n";
+    return name;
+  }
+
   int Serve() {
     auto signals = BlockStopSignals();
     if (auto s = PrepareTls({config_.listen, config_.cs_listen}); !s.ok()) return Fail("TLS", s.error());
@@ -512,6 +522,7 @@ class Runner {
       return Fail("starting the Cluster Service simulator", s.error());
     if (auto s = OpenStore(); !s.ok()) return Fail("store", s.error());
     if (auto s = ConnectClusterService(); !s.ok()) return Fail("Cluster Service", s.error());
+    if (config_.owner.empty()) config_.owner = KeptBackendName();
     if (auto s = StartBackend(); !s.ok()) return Fail("backend", s.error());
     if (auto s = StartFrontend(); !s.ok()) return Fail("frontend", s.error());
     if (auto s = StartAdmin(); !s.ok()) return Fail("admin", s.error());

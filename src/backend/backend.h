@@ -66,7 +66,9 @@
 namespace hcprp::backend {
 
 struct BackendOptions {
-  // This backend's name in the leases; empty gives "backend-<uuid>".
+  // This backend's name in the leases; empty gives "backend-<uuid>". Restarted under the same name, a
+  // backend takes its shards back at once and applies the events it missed (ownership.h,
+  // event_follower.h); one live process per name.
   std::string owner;
   // Shard leases (see ownership.h): a dead backend's shards move to the others within about
   // lease_ttl + lease_ttl / 3.

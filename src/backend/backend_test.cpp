@@ -1101,6 +1101,53 @@ TEST_F(BackendTest, FollowsTheEventStreamOfAServiceThatLostItsHistory) {
   b->Stop();
 }
 
+// A backend restarted under its name applies the events it missed while it was down; when the stream no
+// longer reaches back, it lists the Cluster Service at once. No resync or polling could tell.
+TEST_F(BackendTest, ARestartedBackendMissesNothingThatChangedWhileItWasDown) {
+  BackendOptions o = EventsOnlyOptions();
+  o.owner = "b1";
+  Flow cluster = Existing("idle", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "idle"}});
+  auto stored = [&]() -> json::value {
+    auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(cluster.resource_id));
+    if (!d.ok()) return nullptr;
+    const json::value* c = FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/conditions");
+    return c ? *c : json::value(nullptr);
+  };
+  auto conditions = [](std::string_view status) {
+    return json::array{json::object{{"type", "AzureIdentityValid"}, {"status", status}}};
+  };
+  {
+    auto b = MakeBackend(o);
+    ASSERT_TRUE(b->Start().ok());
+    ASSERT_TRUE(WaitUntil([&] { return store_->Read(store::kLocks, "hcprp-backend", "events-b1").ok(); }));
+    b->Stop();
+  }
+  cs_.SetConditions(cluster.href, conditions("False"));  // while no backend runs
+  {
+    auto b = MakeBackend(o);
+    ASSERT_TRUE(b->Start().ok());
+    EXPECT_TRUE(WaitUntil([&] { return stored() == json::value(conditions("False")); })) << stored();
+    b->Stop();
+  }
+  // The stream loses its history while the backend is down: what the listing shows is synced (the
+  // fake lists an object's state, not its conditions).
+  cs_.SetState(cluster.href, "error", "OCM3001", "upgrade failed");
+  cs_.ForgetEventHistory();
+  auto provision_error = [&]() -> json::value {
+    auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(cluster.resource_id));
+    if (!d.ok()) return nullptr;
+    const json::value* e = FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/provision_error");
+    return e ? *e : json::value(nullptr);
+  };
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  EXPECT_TRUE(WaitUntil([&] { return provision_error().is_object(); })) << provision_error();
+  b->Stop();
+}
+
 TEST_F(BackendTest, EventIsAppliedWithoutResyncOrPolling) {
   auto b = MakeBackend(EventsOnlyOptions());
   ASSERT_TRUE(b->Start().ok());

@@ -65,6 +65,41 @@ void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   Sync(pk, id->ToString(), event.href, fields);
 }
 
+Status ConditionSync::SyncListed() {
+  const std::string clusters_href = std::string(clusterservice::kApiPrefix) + "/clusters";
+  HCPRP_ASSIGN_OR_RETURN(json::array clusters, cs_->List(clusters_href));
+  for (const json::value& item : clusters) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    clusterservice::ServiceObject cluster = clusterservice::ParseServiceObject(*o);
+    cluster.href = HrefOfListed(*o, clusters_href);
+    if (cluster.href.empty() || !cluster.cluster_resource_id) continue;
+    const arm::ResourceId& cluster_id = *cluster.cluster_resource_id;
+    if (!ownership_->FenceFor(arm::PartitionKey(cluster_id.subscription_id))) continue;
+    SyncListedObject(cluster_id, cluster);
+    const std::string pools_href = cluster.href + "/node_pools";
+    HCPRP_ASSIGN_OR_RETURN(json::array pools, cs_->List(pools_href));
+    for (const json::value& pool_item : pools) {
+      const json::object* p = pool_item.if_object();
+      if (p == nullptr) continue;
+      clusterservice::ServiceObject pool = clusterservice::ParseServiceObject(*p);
+      pool.href = HrefOfListed(*p, pools_href);
+      if (pool.href.empty() || pool.ArmName().empty()) continue;
+      arm::ResourceId pool_id = cluster_id;
+      pool_id.kind = arm::ResourceKind::kNodePool;
+      pool_id.child_name = std::string(pool.ArmName());
+      SyncListedObject(pool_id, pool);
+    }
+  }
+  return Status::Ok();
+}
+
+void ConditionSync::SyncListedObject(const arm::ResourceId& id, const clusterservice::ServiceObject& object) {
+  json::object fields = clusterservice::SyncedStatusFields(object.status);
+  if (fields.empty()) return;
+  Sync(arm::PartitionKey(id.subscription_id), id.ToString(), object.href, fields);
+}
+
 void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, const std::string& href,
                          const json::object& fields) {
   auto fence = ownership_->FenceFor(pk);

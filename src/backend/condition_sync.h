@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "arm/resource_id.h"
 #include "backend/counters.h"
 #include "backend/ownership.h"
 #include "clusterservice/client.h"
@@ -39,8 +40,15 @@ class ConditionSync {
   // cluster is idle changes its conditions): finds the resource from the object's ARM coordinates
   // and syncs its conditions the same way.
   void SyncIdle(const clusterservice::Event& event);
+  // After events may have been missed for good (the stream no longer reaches back): lists the
+  // clusters, and the node pools of those in owned partitions, and syncs each one's fields the same
+  // way. The Cluster Service's error when a list fails.
+  Status SyncListed();
 
  private:
+  // Syncs a listed object's fields into the resource `id` when it is in an owned partition.
+  void SyncListedObject(const arm::ResourceId& id, const clusterservice::ServiceObject& object);
+
   store::Store* const store_;
   clusterservice::Client* const cs_;
   Ownership* const ownership_;

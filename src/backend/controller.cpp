@@ -63,7 +63,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       conditions_(store_, cs, ownership_, &counters_, &logger_, UpgradeHistogram(options_.metrics)),
       checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
               &counters_, [this] { WakeTimerLoop(); }),
-      events_(&options_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
+      events_(&options_, store_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
               EventToCommitHistogram(options_.metrics)),
       orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, clock_, &logger_,
                &counters_),
@@ -168,20 +168,27 @@ void Controller::FeedLoop() {
 
 void Controller::EventLoop() {
   bool positioned = false;
+  bool resumed = false;
+  bool settled = false;
   while (true) {
     {
       MutexLock lock(run_mu_);
-      if (stopping_) return;
+      if (stopping_) break;
     }
     if (!positioned) {
-      // Skip the stream's history: a resync right after reads the current states.
-      if (Status s = events_.Position(); !s.ok()) {
-        WaitFor(s.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+      // At once, before anything is missed: where an earlier run left off, else the newest.
+      auto r = events_.Resume();
+      if (!r.ok()) {
+        WaitFor(r.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
         continue;
       }
       positioned = true;
-      resync_requested_ = true;
-      run_cv_.NotifyAll();
+      resumed = *r;
+      settled = false;
+      continue;
+    }
+    if (!settled) {
+      settled = SettleEvents(resumed);
       continue;
     }
     auto n = events_.PumpOnce(options_.event_wait);
@@ -191,8 +198,39 @@ void Controller::EventLoop() {
     }
     if (!n.ok()) {
       WaitFor(n.error().Is(ErrorCode::kUnavailable) ? options_.event_retry : options_.event_wait);
+      continue;
+    }
+    events_.SavePlace(false);
+  }
+  // Not before the listing that a new position calls for: a restart would then skip it.
+  if (positioned && settled) events_.SavePlace(true);
+}
+
+bool Controller::SettleEvents(bool resumed) {
+  // Events are applied to owned partitions only: wait for the first shard before applying the
+  // history an earlier run missed, or listing what it cannot tell.
+  // The first tick that gained shards has taken all it will (Active() is true from the first one).
+  auto owning = [this] { return shards_taken_ && ownership_->Active(); };
+  if (!owning()) {
+    MutexLock lock(run_mu_);  // OwnershipChanged() wakes it
+    run_cv_.WaitFor(lock, options_.event_wait,
+                    [&]() HCPRP_REQUIRES(run_mu_) { return stopping_ || owning(); });
+    return false;
+  }
+  if (!resumed) {
+    // Positioned at the stream's newest: what changed before is read from the objects themselves,
+    // at once (the resync requested below checks the operations in flight).
+    if (Status s = conditions_.SyncListed(); !s.ok()) {
+      logger_.Warn("listing the Cluster Service after the event stream's history was lost failed",
+                   {{"error", s.error().ToString()}});
+      events_.MarkInterrupted();
+      WaitFor(options_.event_wait);
+      return false;
     }
   }
+  resync_requested_ = true;
+  WakeTimerLoop();
+  return true;
 }
 
 void Controller::TimerLoop() {
@@ -334,6 +372,10 @@ void Controller::OwnershipChanged() {
   resync_requested_ = true;
   load_subscriptions_requested_ = true;
   versions_.Request();  // the clusters of the partitions it now owns
+  shards_taken_ = true;
+  // The event loop waits for shards: it saw the old ownership and waits, or sees the new one.
+  { MutexLock lock(run_mu_); }
+  run_cv_.NotifyAll();
 }
 
 void Controller::Step(bool exhaustive) {

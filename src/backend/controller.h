@@ -89,6 +89,10 @@ class Controller {
   void WakeNotifierLoop();
   void FeedLoop();
   void EventLoop();
+  // Once the event stream is positioned and this backend owns a shard: syncs every object's status
+  // from a listing unless `resumed` (where an earlier run left off), then requests a resync. False
+  // when it must be tried again.
+  bool SettleEvents(bool resumed);
   void TimerLoop();
   // Renews ownership on its own cadence, so that a long step (slow Cluster Service) never lets the
   // lease lapse.
@@ -131,6 +135,7 @@ class Controller {
   Mutex feed_mu_;
   std::string feed_continuation_ HCPRP_GUARDED_BY(feed_mu_);
 
+  std::atomic<bool> shards_taken_{false};  // a lease tick gained shards (OwnershipChanged())
   Mutex run_mu_;
   CondVar run_cv_;
   bool stopping_ HCPRP_GUARDED_BY(run_mu_) = false;

@@ -32,6 +32,15 @@ bool IsResourceDocument(const json::value& body) {
          EqualsIgnoreCase(t, arm::kExternalAuthDocType);
 }
 
+std::string HrefOfListed(const json::object& item, std::string_view collection) {
+  std::string href(GetString(item, "href").value_or(""));
+  if (href.empty()) {
+    auto id = GetString(item, "id");
+    if (id) href = std::string(collection) + "/" + std::string(*id);
+  }
+  return href;
+}
+
 std::string InternalIdOf(const json::value& resource_body) {
   const json::value* href = FindPointer(resource_body, arm::kPathInternalId);
   return href != nullptr && href->is_string() ? std::string(href->as_string()) : std::string();

@@ -1,5 +1,5 @@
 // What the backend reads of the resources-container documents (types in arm/documents.h), and the
-// few documents it writes itself.
+// few documents it writes itself; the href of a listed Cluster Service object.
 #pragma once
 
 #include <optional>
@@ -42,6 +42,9 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc);
 
 // The Cluster Service href recorded on a resource document (arm::kPathInternalId), "" when none yet.
 std::string InternalIdOf(const json::value& resource_body);
+// The href of an item of the Cluster Service collection `collection`: its "href", else the collection
+// and its "id" ("" when it has neither).
+std::string HrefOfListed(const json::object& item, std::string_view collection);
 
 // A pending notification document (arm::PendingNotificationBody); nullopt when it is not well formed.
 struct PendingNotification {

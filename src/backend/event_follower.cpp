@@ -40,6 +40,58 @@ Status EventFollower::Position() {
   return Status::Ok();
 }
 
+namespace {
+
+// Next to the shard leases' records (ShardedLeaseOptions::partition_key).
+constexpr std::string_view kPlacePartition = "hcprp-backend";
+constexpr std::string_view kPlacePrefix = "events-";
+// A place not saved for this long (its backend gone) is dropped; a backend that finds none resyncs.
+constexpr int64_t kPlaceTtlSeconds = 7 * 24 * 3600;
+constexpr std::chrono::seconds kSaveEvery{1};
+
+}  // namespace
+
+Result<bool> EventFollower::Resume() {
+  if (!resume_tried_) {
+    auto saved = store_->Read(store::kLocks, kPlacePartition, std::string(kPlacePrefix) + options_->owner);
+    if (!saved.ok() && !saved.error().IsNotFound()) return saved.error();
+    std::optional<int64_t> after;
+    if (saved.ok()) after = GetInt(saved->body.as_object(), "after");
+    if (after && *after > 0) {
+      // Whether the stream still reaches back there: if not, position at once.
+      auto probe = cs_->WatchEvents(static_cast<uint64_t>(*after), std::chrono::milliseconds(0));
+      if (!probe.ok() && !probe.error().IsPreconditionFailed()) {
+        if (probe.error().Is(ErrorCode::kUnavailable)) available_ = false;
+        return probe.error();
+      }
+      resume_tried_ = true;
+      if (probe.ok()) {
+        Advance(static_cast<uint64_t>(*after));
+        saved_after_ = static_cast<uint64_t>(*after);
+        available_ = true;
+        interrupted_ = true;
+        return true;
+      }
+    }
+    resume_tried_ = true;
+  }
+  HCPRP_RETURN_IF_ERROR(Position());
+  return false;
+}
+
+void EventFollower::SavePlace(bool force) {
+  const uint64_t after = After();
+  const auto now = std::chrono::steady_clock::now();
+  if (after == saved_after_ || (!force && now - saved_at_ < kSaveEvery)) return;
+  json::object body{
+      {"kind", "backendEventPlace"}, {"owner", options_->owner}, {"after", static_cast<int64_t>(after)}};
+  auto written = store_->Upsert(store::kLocks, kPlacePartition, std::string(kPlacePrefix) + options_->owner,
+                                json::value(std::move(body)), std::nullopt, kPlaceTtlSeconds);
+  if (!written.ok()) return;  // the next call tries again; a restart meanwhile re-applies more
+  saved_after_ = after;
+  saved_at_ = now;
+}
+
 Result<size_t> EventFollower::PumpOnce(std::chrono::milliseconds wait) {
   auto page = cs_->WatchEvents(After(), wait);
   if (!page.ok()) {

@@ -1,7 +1,9 @@
 // The backend's application of Cluster Service events (private to src/backend): where the stream was
 // read to, whether it works, and each event applied to the operations of its object (a transition
-// through the writer, a check when a status read must decide, the object's conditions). Thread-safe;
-// one PumpOnce() or Position() at a time.
+// through the writer, a check when a status read must decide, the object's conditions). Where the
+// stream was read to is kept in the store (the locks container, one record per backend name), so
+// that a backend restarted under the same name applies the events it missed. Thread-safe; one
+// PumpOnce(), Resume() or Position() at a time.
 #pragma once
 
 #include <atomic>
@@ -19,16 +21,19 @@
 #include "clusterservice/client.h"
 #include "core/mutex.h"
 #include "metrics/registry.h"
+#include "store/store.h"
 
 namespace hcprp::backend {
 
 class EventFollower {
  public:
   // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
-  EventFollower(const BackendOptions* options, clusterservice::Client* cs, OperationIndex* index,
-                StatusChecks* checks, OperationWriter* writer, ConditionSync* conditions,
-                VersionController* versions, Counters* counters, metrics::Histogram* event_to_commit)
+  EventFollower(const BackendOptions* options, store::Store* store, clusterservice::Client* cs,
+                OperationIndex* index, StatusChecks* checks, OperationWriter* writer,
+                ConditionSync* conditions, VersionController* versions, Counters* counters,
+                metrics::Histogram* event_to_commit)
       : options_(options),
+        store_(store),
         cs_(cs),
         index_(index),
         checks_(checks),
@@ -41,6 +46,13 @@ class EventFollower {
   // Moves past the stream's history without applying it (a resync reads the current states);
   // the stream's error when it cannot be read.
   Status Position();
+  // At the first call, continues from the place an earlier run under this backend's name saved
+  // (true; the next pages apply what it missed; a kPreconditionFailed from PumpOnce() then says the
+  // stream no longer reaches back). Otherwise Position() (false). The store's or the stream's error.
+  Result<bool> Resume();
+  // Saves where the stream was read to, when it moved since the last save and `force` or a second
+  // passed since then (a restart re-applies at most that much; applying an event again is harmless).
+  void SavePlace(bool force);
   // Applies one page of events, waiting up to `wait` for it; the number of events.
   Result<size_t> PumpOnce(std::chrono::milliseconds wait);
 
@@ -61,6 +73,7 @@ class EventFollower {
 
   // Constant after construction.
   const BackendOptions* const options_;
+  store::Store* const store_;
   clusterservice::Client* const cs_;
   OperationIndex* const index_;
   StatusChecks* const checks_;
@@ -74,6 +87,10 @@ class EventFollower {
   std::atomic<bool> interrupted_{true};
   mutable Mutex mu_;
   uint64_t after_ HCPRP_GUARDED_BY(mu_) = 0;
+  // Only the thread calling Resume() and SavePlace().
+  bool resume_tried_ = false;
+  uint64_t saved_after_ = 0;
+  std::chrono::steady_clock::time_point saved_at_{};
 };
 
 }  // namespace hcprp::backend

@@ -12,16 +12,6 @@ namespace {
 
 constexpr size_t kQueryPage = 1000;
 
-// The href of a listed Cluster Service object ("" when it has neither href nor id).
-std::string HrefOfListed(const json::object& o, std::string_view collection) {
-  std::string href(GetString(o, "href").value_or(""));
-  if (href.empty()) {
-    auto id = GetString(o, "id");
-    if (id) href = std::string(collection) + "/" + std::string(*id);
-  }
-  return href;
-}
-
 std::string StateOfListed(const json::object& o) {
   std::string state(GetString(o, "state").value_or(""));
   if (const json::object* st = GetObject(o, "status"))

@@ -54,7 +54,8 @@ bool ShardedLeases::HeldLocked(const Shard& s, TimePoint now) const {
 void ShardedLeases::Heartbeat(TimePoint now) {
   json::object body{{"kind", "backendMember"},
                     {"owner", options_.owner},
-                    {"expiresAt", FormatRfc3339(now + options_.ttl, true)}};
+                    {"expiresAt", FormatRfc3339(now + options_.ttl, true)},
+                    {"leases", HeldLeasesJson()}};
   auto written =
       store_->Upsert(store::kLocks, options_.partition_key, std::string(kMemberPrefix) + options_.owner,
                      json::value(std::move(body)), std::nullopt, kMemberRecordTtlSeconds);
@@ -89,7 +90,8 @@ void ShardedLeases::Heartbeat(TimePoint now) {
   next_member_expiry_ = next_expiry;
 }
 
-void ShardedLeases::RenewDue(TimePoint now) {
+bool ShardedLeases::RenewDue(TimePoint now) {
+  bool renewed_any = false;
   for (uint32_t i = 0; i < options_.shards; ++i) {
     std::optional<store::Lease> lease;
     {
@@ -112,6 +114,7 @@ void ShardedLeases::RenewDue(TimePoint now) {
       s.lease = std::move(renewed).value();
       s.last_renewal = now;
       s.suspect = false;
+      renewed_any = true;
     } else if (!renewed.error().Is(ErrorCode::kUnavailable) && !renewed.error().Is(ErrorCode::kTimeout)) {
       // Unavailable: keep writing until the lease lapses by the clock; the store fences us if it does.
       logger_.Warn("shard lease lost", {{"owner", options_.owner},
@@ -121,6 +124,7 @@ void ShardedLeases::RenewDue(TimePoint now) {
       s.suspect = false;
     }
   }
+  return renewed_any;
 }
 
 bool ShardedLeases::Balance(TimePoint now) {
@@ -170,9 +174,65 @@ bool ShardedLeases::Balance(TimePoint now) {
   return gained;
 }
 
+json::array ShardedLeases::HeldLeasesJson() const {
+  MutexLock lock(mu_);
+  json::array leases;
+  for (uint32_t i = 0; i < options_.shards; ++i) {
+    const Shard& s = shards_[i];
+    if (!s.lease.has_value()) continue;
+    leases.push_back(json::object{{"shard", static_cast<int64_t>(i)}, {"etag", s.lease->etag}});
+  }
+  return leases;
+}
+
+bool ShardedLeases::ReclaimEarlierLeases(TimePoint now) {
+  auto record =
+      store_->Read(store::kLocks, options_.partition_key, std::string(kMemberPrefix) + options_.owner);
+  if (!record.ok()) return false;  // none (a new name), or the store is down: leases lapse as usual
+  const json::array* leases = GetArray(record->body.as_object(), "leases");
+  if (leases == nullptr) return false;
+  bool gained = false;
+  for (const json::value& item : *leases) {
+    const json::object* o = item.if_object();
+    if (o == nullptr) continue;
+    auto shard = GetInt(*o, "shard");
+    auto etag = GetString(*o, "etag");
+    if (!shard || *shard < 0 || *shard >= static_cast<int64_t>(options_.shards) || !etag) continue;
+    const auto i = static_cast<uint32_t>(*shard);
+    store::Lease earlier;
+    earlier.container = std::string(store::kLocks);
+    earlier.partition_key = options_.partition_key;
+    earlier.name = LeaseName(i);
+    earlier.owner = options_.owner;
+    earlier.etag = std::string(*etag);
+    // Succeeds only while the lease is as that incarnation last recorded it: then nobody else took
+    // it since, and acquiring it again gives a new fence that refuses the earlier holder's writes.
+    if (!store_->ReleaseLease(earlier).ok()) continue;
+    auto acquired = store_->AcquireLease(store::kLocks, options_.partition_key, LeaseName(i), options_.owner,
+                                         options_.ttl);
+    if (!acquired.ok()) continue;
+    logger_.Info("shard lease taken back from an earlier run",
+                 {{"owner", options_.owner},
+                  {"shard", static_cast<int64_t>(i)},
+                  {"fence", static_cast<int64_t>(acquired->fencing_token)}});
+    MutexLock lock(mu_);
+    shards_[i].lease = std::move(acquired).value();
+    shards_[i].last_renewal = now;
+    shards_[i].suspect = false;
+    gained = true;
+  }
+  return gained;
+}
+
 bool ShardedLeases::Tick() {
   MutexLock tick(tick_mu_);
   TimePoint now = clock_->Now();
+  // Before the first heartbeat, which replaces the record that lists them.
+  bool reclaimed = false;
+  if (!reclaim_tried_) {
+    reclaim_tried_ = true;
+    reclaimed = ReclaimEarlierLeases(now);
+  }
   bool member_lapsed = false;
   {
     MutexLock lock(mu_);
@@ -181,16 +241,19 @@ bool ShardedLeases::Tick() {
   bool heartbeat = !heartbeat_once_ || now - last_heartbeat_ >= RenewInterval() || member_lapsed;
   bool due = heartbeat || now - last_balance_ >= RenewInterval();
   // Leases first, then the member record: the record then never expires before this backend's
-  // leases do, and whoever sees it lapse may take the shards at once.
-  RenewDue(now);
+  // leases do, and whoever sees it lapse may take the shards at once. The record lists the leases'
+  // latest etags, so it is written again whenever one changed.
+  if (RenewDue(now)) heartbeat = true;
   if (heartbeat) {
     heartbeat_once_ = true;
     Heartbeat(now);
   }
   // A backend that holds nothing has nothing else to do: it looks for work at every tick.
-  if (!due && HeldShards() > 0) return false;
+  if (!due && HeldShards() > 0) return reclaimed;
   last_balance_ = now;
-  return Balance(now);
+  if (!Balance(now)) return reclaimed;
+  Heartbeat(now);  // lists the leases just acquired
+  return true;
 }
 
 std::chrono::milliseconds ShardedLeases::NextTickIn() const {

@@ -9,7 +9,9 @@
 // before its member record, so the record expires last, and the others tick just after the
 // earliest record they saw expires (NextTickIn) instead of waiting for their next renewal. When it
 // stops cleanly it releases them and removes its member record, so the others take over at their
-// next tick.
+// next tick. The member record lists the etag of each lease held: a backend restarted under the
+// same name after dying takes those leases back at once, with new fences, instead of waiting for
+// them to lapse.
 #pragma once
 
 #include <chrono>
@@ -20,6 +22,7 @@
 #include <vector>
 
 #include "core/clock.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/mutex.h"
 #include "store/store.h"
@@ -56,7 +59,7 @@ class Ownership {
 };
 
 struct ShardedLeaseOptions {
-  std::string owner;                            // this backend's name; unique per process
+  std::string owner;                            // this backend's name; one live process per name
   uint32_t shards = 8;                          // >= 1; every backend of a store must agree
   std::string partition_key = "hcprp-backend";  // in the locks container
   std::chrono::milliseconds ttl{3000};          // leases and member records; renewed every ttl/3
@@ -91,10 +94,15 @@ class ShardedLeases final : public Ownership {
     bool suspect = false;  // a fenced write was refused
   };
   bool HeldLocked(const Shard& s, TimePoint now) const HCPRP_REQUIRES(mu_);
+  // The leases this backend holds, as its member record lists them: [{"shard", "etag"}].
+  json::array HeldLeasesJson() const;
+  // Takes back, with new fences, the leases an earlier run under this backend's name still held as
+  // its member record lists them (it died without releasing them); true when it took any.
+  bool ReclaimEarlierLeases(TimePoint now) HCPRP_REQUIRES(tick_mu_);
   // Writes this backend's member record and counts the live ones.
   void Heartbeat(TimePoint now) HCPRP_REQUIRES(tick_mu_);
-  // Renews due leases and drops lapsed or lost ones.
-  void RenewDue(TimePoint now) HCPRP_REQUIRES(tick_mu_);
+  // Renews due leases and drops lapsed or lost ones; true when it renewed any.
+  bool RenewDue(TimePoint now) HCPRP_REQUIRES(tick_mu_);
   // Releases the surplus over the fair share or takes free shards up to it; returns true when it
   // took any.
   bool Balance(TimePoint now) HCPRP_REQUIRES(tick_mu_);
@@ -111,6 +119,7 @@ class ShardedLeases final : public Ownership {
   TimePoint last_heartbeat_ HCPRP_GUARDED_BY(tick_mu_){};
   TimePoint last_balance_ HCPRP_GUARDED_BY(tick_mu_){};
   bool heartbeat_once_ HCPRP_GUARDED_BY(tick_mu_) = false;
+  bool reclaim_tried_ HCPRP_GUARDED_BY(tick_mu_) = false;
 
   mutable Mutex mu_;  // never held across store calls
   std::vector<Shard> shards_ HCPRP_GUARDED_BY(mu_);

@@ -75,6 +75,38 @@ TEST_F(ShardedLeasesTest, ALoneBackendOwnsEverything) {
   EXPECT_EQ(Writers({a.get()}, 200).size(), 200u);
 }
 
+TEST_F(ShardedLeasesTest, ARestartUnderTheSameNameTakesItsShardsBackAtOnceWithNewFences) {
+  auto earlier = Make("a");
+  Run({earlier.get()}, 2);  // holds every shard; a renewal changed the leases' etags since they were taken
+  ASSERT_EQ(earlier->HeldShards(), 8u);
+  const std::string pk = "00000000-0000-0000-0000-000000000001";
+  auto old_fence = earlier->FenceFor(pk);
+  ASSERT_TRUE(old_fence.has_value());
+
+  // Died without releasing anything: a new process under the same name, well within the lease TTL.
+  clock_.Advance(100ms);
+  auto restarted = Make("a");
+  EXPECT_TRUE(restarted->Tick());
+  EXPECT_EQ(restarted->HeldShards(), 8u);
+  auto new_fence = restarted->FenceFor(pk);
+  ASSERT_TRUE(new_fence.has_value());
+  EXPECT_GT(new_fence->fencing_token, old_fence->fencing_token);
+
+  // The earlier process, were it still running, is refused by the store and loses its leases.
+  auto refused =
+      store_->Batch(store::kResources, pk, {store::WriteOp::Upsert("doc", json::object{})}, &*old_fence);
+  EXPECT_FALSE(refused.ok());
+  clock_.Advance(1000ms);
+  earlier->Tick();
+  EXPECT_EQ(earlier->HeldShards(), 0u);
+  EXPECT_EQ(Writers({earlier.get(), restarted.get()}, 200).size(), 200u);
+
+  // Another name finds nothing to take back: it waits for the leases as before.
+  auto other = Make("b");
+  other->Tick();
+  EXPECT_EQ(other->HeldShards(), 0u);
+}
+
 TEST_F(ShardedLeasesTest, DeadBackendsShardsAreTakenAsSoonAsItsRecordLapses) {
   auto a = Make("a");
   auto b = Make("b");

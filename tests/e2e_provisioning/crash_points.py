@@ -59,9 +59,7 @@ class Serve:
         self.proc = self.ctx.spawn("serve", [e2e.ARGS.hcprp, "serve", "--data-dir", self.data, "--listen",
                                              "127.0.0.1:0", "--retry-after", "1", "--profile", "demo",
                                              "--time-scale", SCALE, "--provisioner", "engine",
-                                             # After a restart the RP sees some Cluster Service changes
-                                             # only at its next resync (default 45 s): keep each case short.
-                                             "--resync-seconds", "3", "--tls-dir", self.ctx.tls.dir],
+                                             "--tls-dir", self.ctx.tls.dir],
                                    env=env)
         self.endpoint = self.proc.wait_line(url_after("ARM endpoint:"))
         self.cs = CsClient(self.proc.wait_line(url_after("Cluster Service:")))
