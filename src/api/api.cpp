@@ -348,7 +348,10 @@ Validated<Resource> Decode(Op op, std::string_view api_version, Kind kind, json:
   ValidateConverted(run, canonical);
   AdmitExperimental(run, canonical);
   CheckRules(run, canonical);
-  if (!run.errors.empty()) return Fail(std::move(run.errors));
+  if (!run.errors.empty()) {
+    rules::KeepMalformedIdsAlone(run.errors);
+    return Fail(std::move(run.errors));
+  }
   return ToResource(run, canonical.get_object());  // `canonical` is taken apart: not used after this
 }
 

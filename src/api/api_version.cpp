@@ -10,7 +10,7 @@ constexpr std::array<ApiVersion, 5> kVersions = {{
      .legacy_platform_and_kms = true,
      .platform_managed_etcd = true,
      .external_auth_single_condition = true,
-     .hides_zero_drain_timeout = true},
+     .hides_zero_counts = true},
     {.name = "2025-12-23-preview", .platform_managed_etcd = true, .external_auth_single_condition = true},
     {.name = "2026-06-30-preview", .status_conditions = true},
     {.name = "2026-09-01-preview", .status_conditions = true, .credential_request_takes_csr = true},

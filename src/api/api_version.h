@@ -24,9 +24,9 @@ struct ApiVersion {
   bool platform_managed_etcd = false;
   // An external auth reports one `condition` instead of status.conditions (through 2025-12-23-preview).
   bool external_auth_single_condition = false;
-  // A cluster's nodeDrainTimeoutMinutes of 0 (the default) is left out of a response, as the real
-  // service shows it (2024-06-10-preview); later versions always show it.
-  bool hides_zero_drain_timeout = false;
+  // A cluster's nodeDrainTimeoutMinutes and a node pool's replicas of 0 (their defaults) are left out
+  // of a response, as the real service shows them (2024-06-10-preview); later versions always show them.
+  bool hides_zero_counts = false;
 
   // --- Behaviour -----------------------------------------------------------------------------------
   // Clusters, node pools and external auths report read-only status.conditions (2026-06-30-preview on).

@@ -162,11 +162,9 @@ json::object CanonicalToWire(const SchemaSet& schemas, Kind kind, json::object c
     if (kind == Kind::kExternalAuth && version.external_auth_single_condition) {
       CanonicalExternalAuthToSingleCondition(*props);
     }
-    if (kind == Kind::kCluster && version.hides_zero_drain_timeout) {
-      if (auto it = props->find("nodeDrainTimeoutMinutes");
-          it != props->end() && it->value() == json::value(0)) {
-        props->erase(it);
-      }
+    if (version.hides_zero_counts) {
+      const char* count = kind == Kind::kCluster ? "nodeDrainTimeoutMinutes" : "replicas";
+      if (auto it = props->find(count); it != props->end() && it->value() == json::value(0)) props->erase(it);
     }
   }
   json::value v = std::move(canonical);

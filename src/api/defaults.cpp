@@ -86,6 +86,7 @@ void ServiceDefaults(Kind kind, json::object& body) {
     }
     case Kind::kNodePool: {
       Default(props, "autoRepair", json::value(true));
+      Default(props, "replicas", json::value(0));
       json::object* disk = Child(Child(props, "platform"), "osDisk");
       Default(disk, "sizeGiB", json::value(64));
       Default(disk, "diskStorageAccountType", json::value("Premium_LRS"));

@@ -227,6 +227,14 @@ std::string MalformedIdMessage(std::string_view text) {
   return "Invalid value: " + json::serialize(json::value(text)) + ": invalid resource ID: " + why;
 }
 
+void KeepMalformedIdsAlone(std::vector<FieldError>& errors) {
+  auto malformed = [](const FieldError& e) {
+    return e.message.find(": invalid resource ID: ") != std::string::npos;
+  };
+  if (std::ranges::none_of(errors, malformed)) return;
+  std::erase_if(errors, [&](const FieldError& e) { return !malformed(e); });
+}
+
 std::string MalformedIdTarget(std::string target) {
   for (std::string_view leaf : {"subnetId", "networkSecurityGroupId", "encryptionSetId"}) {
     const std::string suffix = "." + std::string(leaf);

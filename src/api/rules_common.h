@@ -75,6 +75,10 @@ bool NullChecked(std::string_view target);
 
 std::string MalformedIdMessage(std::string_view text);
 std::string MalformedIdTarget(std::string target);
+// The real service parses a body's resource IDs while it converts the body, before it validates
+// anything: when one does not parse, those are the only problems it reports. Keeps only the
+// malformed-ID problems of `errors` when there are any.
+void KeepMalformedIdsAlone(std::vector<FieldError>& errors);
 
 // The resource-ID checks of the real service: subscription, name, type (when `type` is not
 // empty) and, when `want_group`, a resource group. Returns the parsed ID when it is usable.

@@ -56,5 +56,19 @@ TEST(AzureIds, MalformedIdsSayWhy) {
   }
 }
 
+
+TEST(KeepMalformedIdsAlone, OnlyTheMalformedIdsRemainWhenThereAreAny) {
+  const FieldError required{"InvalidRequestContent", "Required value", "properties.version.id"};
+  const FieldError malformed{"InvalidRequestContent", MalformedIdMessage("/invalid1"),
+                             "properties.platform.subnetID"};
+  std::vector<FieldError> both{required, malformed};
+  KeepMalformedIdsAlone(both);
+  ASSERT_EQ(both.size(), 1U);
+  EXPECT_EQ(both[0].target, "properties.platform.subnetID");
+  std::vector<FieldError> none{required};
+  KeepMalformedIdsAlone(none);
+  EXPECT_EQ(none.size(), 1U);
+}
+
 }  // namespace
 }  // namespace hcprp::api::rules

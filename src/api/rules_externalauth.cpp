@@ -5,6 +5,22 @@
 namespace hcprp::api::rules {
 namespace {
 
+// A client as the real service prints it in a duplicate's message: its members in the order of its
+// own type, every one present (an empty string or list when the body left it out).
+json::object ClientAsShown(const json::object& client) {
+  const json::object* component = GetObject(client, "component");
+  auto text = [](const json::object* o, std::string_view key) {
+    return json::value(o != nullptr ? std::string(Str(o, key).value_or("")) : std::string());
+  };
+  const json::array* scopes = GetArray(client, "extraScopes");
+  return json::object{
+      {"component", json::object{{"name", text(component, "name")},
+                                 {"authClientNamespace", text(component, "authClientNamespace")}}},
+      {"clientId", text(&client, "clientId")},
+      {"extraScopes", scopes != nullptr ? json::value(*scopes) : json::value(json::array())},
+      {"type", text(&client, "type")}};
+}
+
 constexpr std::string_view kConsoleName = "console";
 constexpr std::string_view kConsoleNamespace = "openshift-console";
 
@@ -97,7 +113,7 @@ void CheckClients(const json::object* props, std::vector<FieldError>& out) {
     std::pair<std::string, std::string> key(name, ns);
     if (std::find(components.begin(), components.end(), key) != components.end()) {
       out.push_back(FieldError{std::string(kInvalidRequestContent),
-                               "Duplicate value: " + json::serialize((*clients)[i]), target});
+                               "Duplicate value: " + json::serialize(ClientAsShown(*client)), target});
     }
     components.push_back(std::move(key));
     if (auto id = Str(client, "clientId")) {

@@ -533,17 +533,20 @@ bool CheckEnum(const Node& node, std::string_view s, const PathRef& at, std::vec
   return false;
 }
 
+// Lengths in the real service's words: an empty value of a property that needs one is "Required
+// value", a long one "Too long: may not be more than N bytes".
 void CheckLength(const Node& node, int64_t length, const PathRef& at, std::vector<FieldError>& out) {
   if (node.min_length && length < *node.min_length) {
     out.push_back(Problem(kInvalidRequestContent,
-                          Describe(at.Str()) + " must be at least " + std::to_string(*node.min_length) +
-                              " characters long, got " + std::to_string(length),
+                          length == 0
+                              ? std::string("Required value")
+                              : Describe(at.Str()) + " must be at least " + std::to_string(*node.min_length) +
+                                    " characters long, got " + std::to_string(length),
                           at.Str()));
   }
   if (node.max_length && length > *node.max_length) {
     out.push_back(Problem(kInvalidRequestContent,
-                          Describe(at.Str()) + " must be at most " + std::to_string(*node.max_length) +
-                              " characters long, got " + std::to_string(length),
+                          "Too long: may not be more than " + std::to_string(*node.max_length) + " bytes",
                           at.Str()));
   }
 }
@@ -692,8 +695,27 @@ void SchemaSet::ValidateObject(const Node& node, const json::value& v, SchemaMod
       if (OptionalInRequests(JoinPath(at.Str(), name))) continue;
     }
     std::string target = JoinPath(at.Str(), name);
+    const Node::Child* c = node.Property(name);
+    if (mode == SchemaMode::kRequest && c != nullptr &&
+        ReportRequiredMembers(*NodeFor(*c), target, out, depth))
+      continue;
     out.push_back(Problem(kInvalidRequestContent, RequiredMessage(target, false), target));
   }
+}
+
+bool SchemaSet::ReportRequiredMembers(const Node& node, const std::string& target,
+                                      std::vector<FieldError>& out, int depth) const {
+  if (!node.IsObject() || node.required.empty() || depth > kMaxDepth) return false;
+  bool reported = false;
+  for (const auto& name : node.required) {
+    const Node::Child* c = node.Property(name);
+    const std::string member = JoinPath(target, name);
+    if (c == nullptr || NodeFor(*c)->read_only || OptionalInRequests(member)) continue;
+    if (!ReportRequiredMembers(*NodeFor(*c), member, out, depth + 1))
+      out.push_back(Problem(kInvalidRequestContent, RequiredMessage(member, false), member));
+    reported = true;
+  }
+  return reported;
 }
 
 void SchemaSet::ValidateArray(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,

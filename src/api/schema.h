@@ -100,6 +100,10 @@ class SchemaSet {
                       std::vector<FieldError>& out, int depth) const;
   void ValidateArray(const Node& node, const json::value& v, SchemaMode mode, const PathRef& at,
                      std::vector<FieldError>& out, int depth) const;
+  // A required object left out of a request, as the real service reports it: its own required
+  // members (recursively), each "Required value". False when it has none to report.
+  bool ReportRequiredMembers(const Node& node, const std::string& target, std::vector<FieldError>& out,
+                             int depth) const;
   void StripNode(const Node& node, json::value& v, bool read_only_only) const;
   void DefaultsNode(const Node& node, json::value& v) const;
   json::value ExtractNode(const Node& node, const json::value& v) const;

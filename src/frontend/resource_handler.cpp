@@ -230,9 +230,24 @@ std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
   return std::nullopt;
 }
 
-// Loads the parent cluster of a child; a response when the request must stop.
+// The problems of a child's create body judged without its cluster (the rules that need the cluster
+// are left out); nothing when it has none.
+std::optional<CloudError> ProblemsWithoutParent(const Env& env, const RequestContext& ctx,
+                                                const arm::ResourceId& id, const json::value& body) {
+  std::optional<json::object> parent_body;
+  api::DecodeOptions opts = DecodeOptionsFor(ctx, id, std::nullopt, parent_body);
+  auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
+                                   WithServiceValues(ctx, id, body, env.options.location, true), opts);
+  if (auto* errs = std::get_if<api::ValidationErrors>(&decoded)) return FromValidation(*errs);
+  return std::nullopt;
+}
+
+// Loads the parent cluster of a child. When it does not exist, a PUT's body is judged first, as the
+// real service converts and validates a body before it reads the cluster: its problems are the 400,
+// else the answer is 404.
 std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, RequestContext& ctx,
-                                                                 const arm::ResourceId& id) {
+                                                                 const arm::ResourceId& id,
+                                                                 const json::value& body) {
   if (id.kind == arm::ResourceKind::kCluster) return std::optional<LoadedResource>();
   auto cluster_id = id.Cluster();
   std::string cluster_path = ctx.path.substr(0, ctx.path.rfind('/'));
@@ -240,6 +255,9 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
   auto parent = LoadResource(env, id.subscription_id, cluster_path);
   if (!parent.ok()) return Fail(env, ctx, parent.error());
   if (!parent->has_value()) {
+    if (ctx.method == bhttp::verb::put) {
+      if (auto problems = ProblemsWithoutParent(env, ctx, id, body)) return ErrorReply(*problems);
+    }
     return ErrorReply(CloudError(404, codes::kParentResourceNotFound,
                                  "The parent resource '" + cluster_path + "' was not found.", cluster_path));
   }
@@ -386,7 +404,7 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
 Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id, const json::value& body,
                        bool assume_absent) {
   bool is_patch = ctx.method == bhttp::verb::patch;
-  auto parent = LoadParent(env, ctx, id);
+  auto parent = LoadParent(env, ctx, id, body);
   if (auto* r = std::get_if<Response>(&parent)) return Outcome::Done(std::move(*r));
   auto& parent_doc = std::get<std::optional<LoadedResource>>(parent);
   if (assume_absent) return PutCreate(env, ctx, id, body, parent_doc, true);

@@ -236,8 +236,18 @@ _PAIR = re.compile(r'"(code|message|target)":\s*"((?:[^"\\]|\\.)*)("?)')
 def expected_problems(text):
     """The problems an expected-error.txt names, as upstream's harness splits it: one chunk per error object,
     each a list of (field, value, complete) where an unterminated value is a prefix. A chunk without these
-    fields is plain text the response body must contain."""
-    chunks = text.split("}\n      {") if "}\n      {" in text else [text]
+    fields is plain text the response body must contain. A whole ARM error document names its error and
+    each detail."""
+    try:
+        whole = json.loads(text)
+    except ValueError:
+        whole = None
+    if isinstance(whole, dict) and isinstance(whole.get("error"), dict):
+        # A whole ARM error document: the error and each of its details is one problem.
+        error = whole["error"]
+        return [[(f, str(node[f]), True) for f in ("code", "message", "target") if f in node]
+                for node in [error, *(error.get("details") or [])] if isinstance(node, dict)]
+    chunks = re.split(r"\}\s*,?\s*\n\s*\{", text)
     out = []
     for chunk in chunks:
         pairs = [(m.group(1), json.loads('"' + m.group(2) + '"'), m.group(3) == '"')

@@ -42,6 +42,14 @@ class ExpectedErrorTest(unittest.TestCase):
             [("code", "InvalidRequestContent", True), ("message", 'Invalid value: "x": bad', True),
              ("target", "name", True)]])
 
+    def test_fragments_separated_by_a_comma_are_problems_too(self):
+        text = ('      {\n        "code": "InvalidRequestContent",\n        "message": "Required value",\n'
+                '        "target": "properties.version.id"\n      },\n      {\n'
+                '        "code": "InvalidRequestContent",\n        "message": "Invalid value: \\"x\\": bad",\n'
+                '        "target": "name"\n      }')
+        self.assertEqual(len(run.expected_problems(text)), 2)
+        self.assertEqual(run.compare_error(text, Resp(400, arm_error(P1, P2))), [])
+
     def test_an_unterminated_message_is_a_prefix(self):
         pairs = run.expected_problems('"code": "InvalidRequestContent",\n    "message": "Duplicate value:')[0]
         self.assertEqual(pairs[1], ("message", "Duplicate value:", False))
@@ -61,6 +69,13 @@ class ExpectedErrorTest(unittest.TestCase):
                 '    "target": "name"')
         self.assertEqual(run.compare_error(text, Resp(400, arm_error(P2))), [])
         self.assertEqual(run.compare_error(text, Resp(400, arm_error(P1, P2))), [])
+
+    def test_a_whole_error_document_names_its_error_and_each_detail(self):
+        text = json.dumps(arm_error(P1, P2), indent=2)
+        self.assertEqual(len(run.expected_problems(text)), 3)
+        self.assertEqual(run.compare_error(text, Resp(400, arm_error(P2, P1))), [])
+        self.assertNotEqual(run.compare_error(text, Resp(400, arm_error(P1, P2, dict(P2, target="id")))), [])
+        self.assertNotEqual(run.compare_error(text, Resp(400, arm_error(P1))), [])
 
     def test_a_wrong_message_target_or_status_is_a_difference(self):
         text = ('"code": "InvalidRequestContent",\n    "message": "Required value",\n'
