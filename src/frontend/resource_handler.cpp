@@ -230,10 +230,10 @@ std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
   return std::nullopt;
 }
 
-// The problems of a child's create body judged without its cluster (the rules that need the cluster
-// are left out); nothing when it has none.
-std::optional<CloudError> ProblemsWithoutParent(const Env& env, const RequestContext& ctx,
-                                                const arm::ResourceId& id, const json::value& body) {
+// The problems of a create body judged on its own (a child's without its cluster: the rules that need
+// the cluster are left out); nothing when it has none.
+std::optional<CloudError> BodyProblems(const Env& env, const RequestContext& ctx, const arm::ResourceId& id,
+                                       const json::value& body) {
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(ctx, id, std::nullopt, parent_body);
   auto decoded = api::DecodeCreate(ctx.api_version, ToApiKind(id.kind),
@@ -256,7 +256,7 @@ std::variant<std::optional<LoadedResource>, Response> LoadParent(Env& env, Reque
   if (!parent.ok()) return Fail(env, ctx, parent.error());
   if (!parent->has_value()) {
     if (ctx.method == bhttp::verb::put) {
-      if (auto problems = ProblemsWithoutParent(env, ctx, id, body)) return ErrorReply(*problems);
+      if (auto problems = BodyProblems(env, ctx, id, body)) return ErrorReply(*problems);
     }
     return ErrorReply(CloudError(404, codes::kParentResourceNotFound,
                                  "The parent resource '" + cluster_path + "' was not found.", cluster_path));
@@ -421,12 +421,13 @@ Outcome PutOrPatchOnce(Env& env, RequestContext& ctx, const arm::ResourceId& id,
 }
 
 Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
-  if (ctx.method == bhttp::verb::put) {
-    if (auto bad = CheckNames(id)) return ErrorReply(*bad);
-  }
   auto body = ParseBody(env, ctx, false);
   if (auto* e = std::get_if<CloudError>(&body)) return ErrorReply(*e);
   const json::value& value = std::get<json::value>(body);
+  if (ctx.method == bhttp::verb::put) {
+    // The real service judges the body before the name in the path: a body with problems is its 400.
+    if (auto bad = CheckNames(id)) return ErrorReply(BodyProblems(env, ctx, id, value).value_or(*bad));
+  }
   // Most PUTs create. Without conditional headers, the existence read only tells a create from an
   // update, and the create's own batch tells that too (it fails when the document exists), so the
   // create is tried first and the read saved. When the document exists, or the body fails the create

@@ -69,7 +69,8 @@ TEST(VersionEdges, UpgradesTipsAndChannels) {
   EXPECT_EQ(Cat().Tip("4.21", "candidate"), "4.21.5");
   EXPECT_EQ(Cat().Tip("5.0", "candidate"), "5.0.2");
   EXPECT_EQ(Cat().Tip("4.24", "stable"), "4.24.1");
-  EXPECT_EQ(Cat().Tip("5.0", "stable"), std::nullopt);
+  EXPECT_EQ(Cat().Tip("5.0", "stable"), "5.0.0");
+  EXPECT_EQ(Cat().Tip("5.1", "stable"), std::nullopt);
   EXPECT_EQ(Cat().Tip("4.17", "stable"), std::nullopt);
   EXPECT_EQ(Cat().ChannelsOf("4.21.3"), (Strings{"candidate-4.21", "candidate-4.22", "fast-4.21", "fast-4.22",
                                                  "stable-4.21", "stable-4.22"}));
@@ -200,7 +201,7 @@ TEST(CincinnatiGraph, AChannelHoldsItsMinorAndThePreviousMinorsReleasesWithAnEdg
 TEST(CincinnatiGraph, OtherChannels) {
   EXPECT_EQ(NodeVersions(CincinnatiGraph(Cat(), "candidate-5.0")),
             (Strings{"4.24.1", "4.24.2", "5.0.0", "5.0.1", "5.0.2"}));
-  EXPECT_TRUE(NodeVersions(CincinnatiGraph(Cat(), "stable-5.0")).empty());     // 5.0 is candidate only
+  EXPECT_EQ(NodeVersions(CincinnatiGraph(Cat(), "stable-5.0")), (Strings{"4.24.1", "5.0.0"}));
   EXPECT_EQ(NodeVersions(CincinnatiGraph(Cat(), "stable-4.18")).size(), 29u);  // 4.18.0-1 are disabled
   for (std::string_view channel : {"stable-9.9", "nightly-4.21", "stable", "4.21", ""}) {
     json::object g = CincinnatiGraph(Cat(), channel);

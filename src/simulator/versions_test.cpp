@@ -93,7 +93,7 @@ TEST_F(SimulatorVersionsTest, VersionsEndpointServesTheCatalogue) {
   EXPECT_EQ(one.str("end_of_life_timestamp"), "2027-05-21T00:00:00Z");
   EXPECT_EQ(*GetBool(one.obj(), "enabled"), true);
   auto search = Call(*sim_, Verb::get, kBase + "/versions?search=channel_group%20%3D%20%27stable%27");
-  EXPECT_EQ(*GetInt(search.obj(), "total"), 31 + 26 + 16 + 4 + 3 + 2 + 2);
+  EXPECT_EQ(*GetInt(search.obj(), "total"), 31 + 26 + 16 + 4 + 3 + 2 + 2 + 1);
   EXPECT_EQ(Call(*sim_, Verb::get, kBase + "/versions/openshift-v4.99.0").status, 404u);
 }
 

@@ -29,6 +29,7 @@ SUBSCRIPTION_API_VERSION = "2.0"
 UPSTREAM_LOCATION = "fake-location"
 LOCATION = "eastus"
 PARALLEL_CASES = 4
+MIN_PASS_PERCENT = 90
 WAIT_SECONDS = 60
 
 # The headers upstream's harness sends with every ARM request (its test tenant and identity URL).
@@ -41,74 +42,27 @@ UPSTREAM_HEADERS = {
 
 # Every case that does not pass today, with why. A case listed here that passes fails the run, so the list
 # stays true: remove a case from it when hcprp is fixed.
-_NO_OPERATORS_AUTH = ("not yet fixed: a 2024-06-10-preview cluster without platform.operatorsAuthentication is refused "
-                      "(missing required property); upstream accepts it")
-_PARTIAL_IDENTITIES = ("not yet fixed: a 2024-06-10-preview cluster whose userAssignedIdentities names only some of "
-                       "controlPlaneOperators, dataPlaneOperators and serviceManagedIdentity is refused (missing "
-                       "required property); upstream accepts it")
-_NEGATIVE_SECONDS = ("not yet fixed: negative autoscaling seconds: upstream 'Invalid value: -1: must be greater "
-                     "than or equal to 1', hcprp 'must be at least 0, got -1'")
 EXPECTED_DIFFERENCES = {
-    "Cluster/change-channel": _NO_OPERATORS_AUTH,
-    "Cluster/create-current": _NO_OPERATORS_AUTH,
-    "Cluster/delete-with-pending-cluster-operation": _NO_OPERATORS_AUTH,
-    "Cluster/delete-with-pending-nodepool-operation": _NO_OPERATORS_AUTH,
-    "Cluster/experimental-features": _NO_OPERATORS_AUTH,
-    "Cluster/experimental-features-invalid-tag":
-        "not yet fixed: an unknown aro-hcp.experimental.* tag is not refused (upstream: 'unrecognized "
-        "experimental tag', target tags[<tag>])",
-    "Cluster/experimental-features-no-afec": _NO_OPERATORS_AUTH,
-    "Cluster/invalid-negative-autoscaling.maxNodeProvisionTimeSeconds": _NEGATIVE_SECONDS,
-    "Cluster/invalid-negative-autoscaling.maxPodGracePeriodSeconds": _NEGATIVE_SECONDS,
-    "Cluster/invalid-resourceIDs":
-        "not yet fixed: malformed resource IDs: upstream 'Invalid value: \"/x\": invalid resource ID: /x' at "
-        "its targets (properties.platform.subnetID, ...Operators[name]); hcprp's wording and targets differ",
+    "Cluster/create-current":
+        "seed decides otherwise: step 09 replaces the cluster with a body that repeats provisioningState "
+        "'Accepted'; upstream's harness has no backend, so its stored state is still Accepted, while hcprp's "
+        "backend has moved the cluster to Succeeded, and seed 002 makes a provisioningState other than the "
+        "stored one a 400 (Forbidden: field is immutable)",
     "Cluster/missing-required-fields":
-        "not yet fixed: empty required fields: upstream 'Required value' at each field (subnetId, "
-        "networkSecurityGroupId, kms activeKey name/vaultName/version, identity.type) and an unsupported "
-        "identity.state; hcprp words them otherwise",
-    "Cluster/noop-update": _PARTIAL_IDENTITIES,
-    "Cluster/patch-identity": _PARTIAL_IDENTITIES,
-    "Cluster/patch-tags": _NO_OPERATORS_AUTH,
-    "Cluster/replace-with-tags-with-empty": _NO_OPERATORS_AUTH,
-    "Cluster/replace-with-tags-with-nil": _NO_OPERATORS_AUTH,
-    "Cluster/some-immutable-field-checks": _NO_OPERATORS_AUTH,
-    "Cluster/update-reject-cluster-version-skew-patch": _PARTIAL_IDENTITIES,
-    "Cluster/update-to-illegal-value": _NO_OPERATORS_AUTH,
-    "Cluster/v2024-vnet-integration-subnet-not-required": _NO_OPERATORS_AUTH,
-    "Cluster/v2025-required-fields-null-patch": _NO_OPERATORS_AUTH,
-    "Cluster/v2025-required-fields-on-create":
-        "not yet fixed: a null vnetIntegrationSubnetId at 2025-12-23-preview: upstream 'Required value: field"
-        " cannot be null', hcprp 'missing required property'",
-    "ExternalAuth/clientid-not-in-audiences": _NO_OPERATORS_AUTH,
-    "ExternalAuth/create-current": _NO_OPERATORS_AUTH,
-    "ExternalAuth/duplicate-client-components": _NO_OPERATORS_AUTH,
-    "ExternalAuth/invalid-format": _NO_OPERATORS_AUTH,
-    "ExternalAuth/missing-non-leaf-required-fields": _NO_OPERATORS_AUTH,
-    "ExternalAuth/missing-required-fields": _NO_OPERATORS_AUTH,
-    "ExternalAuth/multiple-validation-errors": _NO_OPERATORS_AUTH,
-    "ExternalAuth/second-external-auth-rejected": _NO_OPERATORS_AUTH,
-    "NodePool/allow-creation-when-cluster-and-nodepool-channel-group-different": _NO_OPERATORS_AUTH,
-    "NodePool/create-current": _NO_OPERATORS_AUTH,
-    "NodePool/delete-not-last": _NO_OPERATORS_AUTH,
-    "NodePool/experimental-features": _NO_OPERATORS_AUTH,
-    "NodePool/immutability": _PARTIAL_IDENTITIES,
-    "NodePool/invalid-name-too-long-name": _NO_OPERATORS_AUTH,
-    "NodePool/invalid-resourceIDs": _NO_OPERATORS_AUTH,
-    "NodePool/invalid-version": _NO_OPERATORS_AUTH,
-    "NodePool/invalid-version-update": _PARTIAL_IDENTITIES,
-    "NodePool/major-upgrade-invalid-source": _PARTIAL_IDENTITIES,
-    "NodePool/major-upgrade-valid": _PARTIAL_IDENTITIES,
-    "NodePool/missing-required-fields": _PARTIAL_IDENTITIES,
-    "NodePool/noop-update": _PARTIAL_IDENTITIES,
-    "NodePool/replace-with-tags-with-empty": _PARTIAL_IDENTITIES,
-    "NodePool/replace-with-tags-with-nil": _PARTIAL_IDENTITIES,
-    "NodePool/unsupported-vm-size": _NO_OPERATORS_AUTH,
-    "NodePool/update-np-to-illegal-value": _PARTIAL_IDENTITIES,
-    "NodePool/version-downgrade": _PARTIAL_IDENTITIES,
-    "NodePool/version-update": _PARTIAL_IDENTITIES,
-    "VersionCompliance/Cluster/basic-cluster": _NO_OPERATORS_AUTH,
-    "VersionCompliance/NodePool/basic-nodepool": _NO_OPERATORS_AUTH,
+        "not yet fixed: empty strings where resource IDs belong: upstream says 'Required value' at subnetId, "
+        "networkSecurityGroupId and the operator identities (and reports identity.type's enum at "
+        "'identity.state'); hcprp reports them as malformed resource IDs, alone",
+    "Cluster/update-reject-cluster-version-skew-patch":
+        "not yet fixed: upstream judges a minor change against every active version of the cluster (two, "
+        "loaded into its database by the case) and refuses a control plane more than two minors ahead of a "
+        "node pool; hcprp judges the stored version only and lacks that node pool refusal",
+    "ExternalAuth/invalid-format":
+        "not yet fixed: the published documents default a validation rule's type to RequiredClaim, which hcprp "
+        "applies; upstream leaves it empty and refuses it (Unsupported value: \"\")",
+    "ExternalAuth/missing-required-fields":
+        "not yet fixed: upstream validates the zero values of left-out client fields (type \"\" unsupported, "
+        "clientId \"\" not an audience, a left-out component 'Required value' at the component); hcprp "
+        "reports each left-out field as 'Required value'",
 }
 
 HTTP_STEPS = ("httpCreate", "httpReplace", "httpPatch", "httpPost", "httpDelete", "httpGet", "httpList")
@@ -670,13 +624,17 @@ def main():
              ("PASS", "FAIL", "LISTED-DIFFERENT", "LISTED-PASSES", "NOT-PORTABLE")}
     portable = len(runnable)
     share = 100.0 * count["PASS"] / portable if portable else 0.0
-    print(f"upstream cases: {portable} portable, {count['PASS']} pass ({share:.0f}%), "
+    print(f"upstream cases: {portable} portable, {count['PASS']} pass ({share:.1f}%), "
           f"{count['LISTED-DIFFERENT']} listed, {count['NOT-PORTABLE']} not portable"
           + (f", {count['FAIL']} FAILED unlisted" if count["FAIL"] else "")
           + (f", {count['LISTED-PASSES']} listed but passing" if count["LISTED-PASSES"] else ""), flush=True)
     for name in unknown:
         print(f"EXPECTED_DIFFERENCES names no case: {name}")
-    bad = count["FAIL"] or count["LISTED-PASSES"] or (unknown and not args.only) or not runnable
+    # The share the project holds itself to (a whole run only: -k selects cases).
+    below_floor = not args.only and share < MIN_PASS_PERCENT
+    if below_floor:
+        print(f"fewer than {MIN_PASS_PERCENT}% of the portable cases pass")
+    bad = count["FAIL"] or count["LISTED-PASSES"] or (unknown and not args.only) or not runnable or below_floor
     sys.exit(1 if bad else 0)
 
 
