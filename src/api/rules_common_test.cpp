@@ -56,7 +56,6 @@ TEST(AzureIds, MalformedIdsSayWhy) {
   }
 }
 
-
 TEST(KeepMalformedIdsAlone, OnlyTheMalformedIdsRemainWhenThereAreAny) {
   const FieldError required{"InvalidRequestContent", "Required value", "properties.version.id"};
   const FieldError malformed{"InvalidRequestContent", MalformedIdMessage("/invalid1"),
