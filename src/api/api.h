@@ -103,6 +103,9 @@ struct DecodeOptions {
   // Node pools: the versions the parent cluster's control plane runs (its status.activeVersions, any
   // order); empty when not known, and the skew is then judged against its version.id.
   std::vector<std::string> control_plane_versions;
+  // Clusters (update): the version.id of each of its node pools, by name. A new minor more than two
+  // ahead of one is refused, as the real service refuses it.
+  std::vector<std::pair<std::string, std::string>> node_pool_versions;
   // External auths: the parent cluster holds another external auth (any, deleting included). A create
   // is then refused: the real service allows one external auth a cluster.
   bool other_external_auths = false;

@@ -91,6 +91,28 @@ void CheckVersion(const json::object* props, const json::object* old_props, bool
   CheckChannelGroup(version, "properties.version.channelGroup", experimental, out);
 }
 
+// A control plane may run at most two minors ahead of every node pool: a changed version.id more than
+// two minors above one of `node_pools` (name, version.id) is refused, naming the node pool.
+void CheckNodePoolSkew(const json::object* props, const json::object* old_props,
+                       const std::vector<std::pair<std::string, std::string>>& node_pools,
+                       std::vector<FieldError>& out) {
+  auto id = Str(Obj(props, "version"), "id");
+  if (old_props == nullptr || !id || id == Str(Obj(old_props, "version"), "id")) return;
+  SemverParse now = ParseSemverTolerant(*id);
+  if (!now.version) return;  // CheckVersion reports it
+  for (const auto& [name, version] : node_pools) {
+    SemverParse pool = ParseSemverTolerant(version);
+    if (!pool.version || pool.version->major != now.version->major ||
+        now.version->minor <= pool.version->minor + 2) {
+      continue;
+    }
+    Invalid(out, "properties.version.id", json::value(*id),
+            "cluster minor " + Line(*now.version) +
+                " must not be more than two minor versions ahead of node pool " +
+                json::serialize(json::value(name)) + " (minor " + Line(*pool.version) + ")");
+  }
+}
+
 void CheckDns(const json::object* props, std::vector<FieldError>& out) {
   auto prefix = Str(Obj(props, "dns"), "baseDomainPrefix");
   if (!prefix || prefix->empty()) return;
@@ -566,6 +588,7 @@ void CheckCluster(const json::object& body, const json::object* existing, const 
   const json::object* props = GetObject(body, "properties");
   const json::object* old_props = existing ? GetObject(*existing, "properties") : nullptr;
   CheckVersion(props, old_props, options.experimental_release_features, out);
+  CheckNodePoolSkew(props, old_props, options.node_pool_versions, out);
   CheckDns(props, out);
   CheckNetwork(props, out);
   CheckApi(props, out);

@@ -52,8 +52,9 @@ struct FrontendOptions {
   std::string default_base_url = "http://localhost";
   // Scheme of the URLs built from the Host header (no Referer): "https" behind a TLS listener.
   std::string scheme = "http";
-  // How many times a request is re-evaluated after losing a store race before answering 409.
-  int max_store_retries = 3;
+  // How many times a request is re-evaluated after losing a store race before answering 409 (each
+  // after a pause growing by a millisecond: a busy resource's writers take turns).
+  int max_store_retries = 8;
   // Bytes of rendered resources kept for GETs and lists (JSON text per resource version and
   // api-version, least recently used dropped first); 0 renders every resource every time.
   size_t render_cache_bytes = 64 * 1024 * 1024;

@@ -1,6 +1,8 @@
 // GET, PUT, PATCH and DELETE of clusters, node pools and external auths, and their lists.
 #include <cctype>
+#include <chrono>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -230,6 +232,12 @@ std::optional<CloudError> CheckNames(const arm::ResourceId& id) {
   return std::nullopt;
 }
 
+// Before the `attempt`-th re-evaluation of a request that lost a store race (none before the first):
+// a growing pause, so that writers of one busy resource take turns instead of colliding again.
+void PauseAfterLostRace(int attempt) {
+  if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(attempt));
+}
+
 // The problems of a create body judged on its own (a child's without its cluster: the rules that need
 // the cluster are left out); nothing when it has none.
 std::optional<CloudError> BodyProblems(const Env& env, const RequestContext& ctx, const arm::ResourceId& id,
@@ -297,6 +305,34 @@ Result<bool> HoldsOtherExternalAuth(const Env& env, const arm::ResourceId& id, c
     q.continuation = std::move(page.continuation);
   } while (!q.continuation.empty());
   return false;
+}
+
+// The name and stored version.id of every node pool of `cluster` (api::DecodeOptions::node_pool_versions).
+Result<std::vector<std::pair<std::string, std::string>>> NodePoolVersions(const Env& env,
+                                                                          const arm::ResourceId& id,
+                                                                          const LoadedResource& cluster) {
+  store::QueryOptions q;
+  q.container = std::string(store::kResources);
+  q.partition_key = arm::PartitionKey(id.subscription_id);
+  q.resource_type = std::string(arm::DocType(arm::ResourceKind::kNodePool));
+  q.resource_id_prefix = ChildIdPrefix(cluster, arm::ResourceKind::kNodePool);
+  q.max_items = 1000;
+  std::vector<std::pair<std::string, std::string>> out;
+  do {
+    HCPRP_ASSIGN_OR_RETURN(store::QueryPage page, env.store->Query(q));
+    for (const auto& d : page.documents) {
+      auto pool = arm::ResourceDocument::FromBody(d.body);
+      if (!pool.ok()) continue;
+      auto resource = api::FromStorage(pool->resource);
+      const json::object* version = resource.ok() ? GetObject(resource->properties, "version") : nullptr;
+      auto version_id = version != nullptr ? GetString(*version, "id") : std::nullopt;
+      if (!version_id) continue;
+      const std::string& rid = pool->resource_id;
+      out.emplace_back(rid.substr(rid.rfind('/') + 1), std::string(*version_id));
+    }
+    q.continuation = std::move(page.continuation);
+  } while (!q.continuation.empty());
+  return out;
 }
 
 // `speculative`: the resource was not read first (see PutOrPatch). A body refused by the create rules
@@ -368,6 +404,11 @@ Outcome Update(Env& env, RequestContext& ctx, const arm::ResourceId& id, const j
   std::optional<json::object> parent_body;
   api::DecodeOptions opts = DecodeOptionsFor(ctx, id, parent, parent_body);
   opts.current_provisioning_state = existing.doc.provisioning_state;
+  if (id.kind == arm::ResourceKind::kCluster) {
+    auto pools = NodePoolVersions(env, id, existing);
+    if (!pools.ok()) return Outcome::Done(Fail(env, ctx, pools.error()));
+    opts.node_pool_versions = std::move(pools).value();
+  }
   json::value service_body = WithServiceValues(ctx, id, body, existing.doc.location, false);
   auto decoded =
       is_patch
@@ -438,6 +479,7 @@ Response PutOrPatch(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
     if (o.response) return std::move(*o.response);
   }
   for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
+    PauseAfterLostRace(attempt);
     Outcome o = PutOrPatchOnce(env, ctx, id, value, false);
     if (o.response) return std::move(*o.response);
   }
@@ -487,6 +529,7 @@ Result<std::optional<CloudError>> LastNodePoolRefusal(const Env& env, const arm:
 
 Response Delete(Env& env, RequestContext& ctx, const arm::ResourceId& id) {
   for (int attempt = 0; attempt <= env.options.max_store_retries; ++attempt) {
+    PauseAfterLostRace(attempt);
     auto existing = LoadResource(env, id.subscription_id, ctx.path);
     if (!existing.ok()) return Fail(env, ctx, existing.error());
     if (auto stop = CheckPreconditions(ctx, id, *existing)) return std::move(*stop);

@@ -375,7 +375,8 @@ std::vector<Case> ExternalAuthCases() {
 INSTANTIATE_TEST_SUITE_P(NodePools, RulesScenario, ::testing::ValuesIn(NodePoolCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ExternalAuths, RulesScenario, ::testing::ValuesIn(ExternalAuthCases()), CaseName);
 
-// A node pool version change stays within two minors of the control plane and of itself.
+// A node pool version change stays within two minors of the control plane and of itself, and the
+// control plane stays within two minors of every node pool.
 TEST(NodePoolVersionSkew, FollowsTheControlPlane) {
   Scenario s;
   s.RegisterSubscription();
@@ -386,25 +387,44 @@ TEST(NodePoolVersionSkew, FollowsTheControlPlane) {
   s.FinishAll();
   ASSERT_EQ(s.Put(cluster + "/nodePools/np1" + v, json::serialize(ValidNodePool())).result_int(), 201u);
   s.FinishAll();
-  for (std::string_view minor : {"4.21", "4.22", "4.23"}) {
+  auto cluster_at = [&](std::string_view minor) {
     At(body, {"properties", "version"})["id"] = minor;
     auto r = s.Put(cluster + v, json::serialize(body));
-    ASSERT_EQ(r.result_int(), 200u) << r.body();
     s.FinishAll();
+    return r;
+  };
+  for (std::string_view minor : {"4.21", "4.22"}) {
+    auto r = cluster_at(minor);
+    ASSERT_EQ(r.result_int(), 200u) << r.body();
   }
+  auto ahead = cluster_at("4.23");  // three minors above the node pool's 4.20.8
+  ASSERT_EQ(ahead.result_int(), 400u) << ahead.body();
+  EXPECT_EQ(BodyOf(ahead).at("error").at("target"), "properties.version.id");
+  EXPECT_EQ(
+      BodyOf(ahead).at("error").at("message"),
+      "Invalid value: \"4.23\": cluster minor 4.23 must not be more than two minor versions ahead of node "
+      "pool \"np1\" (minor 4.20)");
   auto change = [&](std::string_view version) {
     json::value pool = ValidNodePool();
     At(pool, {"properties", "version"})["id"] = version;
-    return s.Put(cluster + "/nodePools/np1" + v, json::serialize(pool));
+    auto r = s.Put(cluster + "/nodePools/np1" + v, json::serialize(pool));
+    s.FinishAll();
+    return r;
   };
+  // Three minors above the node pool's 4.20.8, and above the control plane's 4.22: two problems.
+  auto skipping = change("4.23.1");
+  ASSERT_EQ(skipping.result_int(), 400u) << skipping.body();
+  const json::value problems = BodyOf(skipping);
+  EXPECT_EQ(problems.at("error").at("code"), "MultipleErrorsOccurred") << skipping.body();
+  for (const auto& detail : problems.at("error").at("details").as_array())
+    EXPECT_EQ(detail.at("target"), "properties.version.id") << skipping.body();
+  auto next = change("4.22.1");
+  ASSERT_EQ(next.result_int(), 200u) << next.body();
+  auto now_allowed = cluster_at("4.23");  // the node pool runs 4.22 now
+  ASSERT_EQ(now_allowed.result_int(), 200u) << now_allowed.body();
   auto lagging = change("4.20.9");  // the cluster runs 4.23: more than two minors ahead
   ASSERT_EQ(lagging.result_int(), 400u) << lagging.body();
   EXPECT_EQ(BodyOf(lagging).at("error").at("target"), "properties.version.id");
-  auto skipping = change("4.23.1");  // three minors above the node pool's 4.20.8
-  ASSERT_EQ(skipping.result_int(), 400u) << skipping.body();
-  EXPECT_EQ(BodyOf(skipping).at("error").at("target"), "properties.version.id");
-  auto next = change("4.22.1");
-  EXPECT_EQ(next.result_int(), 200u) << next.body();
 }
 
 // One external auth a cluster: the real service refuses the create of a second one (any other

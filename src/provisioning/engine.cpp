@@ -187,6 +187,13 @@ void Engine::Apply(std::vector<Pending>& out) {
     t_engine_transition = true;
     Status st = sink_->Transition(p.href, p.state, p.code, p.message);
     t_engine_transition = false;
+    if (!st.ok() && p.state == simulator::kGone && st.error().Is(ErrorCode::kConflict)) {
+      // A cluster whose children's removals, applied by other workers, have not all reached the
+      // Cluster Service yet: its removal is tried again shortly ("g:" keys, RunKey).
+      MutexLock lock(mu_);
+      EnqueueLocked("g:" + p.href, options_.clock->Now() + kRemovalRetry);
+      continue;
+    }
     if (!st.ok() && options_.logger) {
       options_.logger->Warn("cannot move an object",
                             {{"href", p.href}, {"state", p.state}, {"error", st.error().ToString()}});

@@ -38,6 +38,10 @@ constexpr std::string_view kRoleNamespace = "3f2a9c1e-5b7d-4e8f-9a6b-1c2d3e4f5a6
 // wakes once for all the timers within it.
 constexpr Duration kTimerSlack = std::chrono::milliseconds(1);
 
+// How soon a cluster's removal the Cluster Service refused (its children not all gone yet) is tried again
+// (real time, not scaled).
+constexpr Duration kRemovalRetry = std::chrono::milliseconds(50);
+
 // The services of a machine, in creation order.
 constexpr ResourceType kMachineServices[] = {ResourceType::kPublicIp,       ResourceType::kNetworkInterface,
                                              ResourceType::kDisk,           ResourceType::kVirtualMachine,

@@ -205,6 +205,11 @@ void Engine::RunKey(const std::string& key) {
     mu_.lock();
     // A unit step tells the Cluster Service nothing: it is committed with the steps around it.
     EndStep(false);
+  } else if (key.rfind("g:", 0) == 0) {
+    std::vector<Pending> out{Pending{key.substr(2), std::string(simulator::kGone), "", "", false, {}, ""}};
+    mu_.unlock();
+    Apply(out);
+    mu_.lock();
   } else {
     std::vector<Pending> out;
     ReconcileHrefLocked(key.substr(2), out);
@@ -259,6 +264,12 @@ size_t Engine::RunDueForTest(int max_rounds) {
         ReconcileUnit(key.substr(2));
         MutexLock lock(mu_);
         EndStep(true);
+        continue;
+      }
+      if (key.rfind("g:", 0) == 0) {
+        std::vector<Pending> removal{
+            Pending{key.substr(2), std::string(simulator::kGone), "", "", false, {}, ""}};
+        Apply(removal);
         continue;
       }
       std::vector<Pending> out;

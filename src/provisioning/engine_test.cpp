@@ -51,11 +51,17 @@ class RecordingSink final : public StateSink {
   simulator::Service* service = nullptr;
   std::mutex mu;
   std::map<std::string, std::vector<std::string>> states;
+  // Removals of these objects refused (as while a child's removal is still on its way) this many times.
+  std::map<std::string, int> refuse_removal;
   Status Transition(const std::string& href, const std::string& state, const std::string& code,
                     const std::string& message) override {
     {
       std::lock_guard lock(mu);
       states[href].push_back(state);
+      if (state == simulator::kGone && refuse_removal[href] > 0) {
+        --refuse_removal[href];
+        return Error::Conflict(href + " still has node pools or external auths");
+      }
     }
     return service->Transition(href, state, code, message);
   }
@@ -518,6 +524,21 @@ TEST_F(EngineTest, ClusterWithBreakGlassCredentialsIsDeleted) {
   EXPECT_EQ(service_->object_count(), 0u);
   EXPECT_EQ(engine_->object_count(), 0u);
   EXPECT_EQ(EngineResources(), 0u) << ToJson(azure_->List(""));
+}
+
+// Another worker may apply a child's removal after its cluster's: the Cluster Service then refuses the
+// cluster's, which is tried again until it is taken.
+TEST_F(EngineTest, AClusterRemovalRefusedForItsChildrenIsTriedAgain) {
+  Open(LatencyProfile::kRealistic);
+  const std::string c = CreateCluster("c1");
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "ready"; }, 2h));
+  sink_.refuse_removal[c] = 2;
+  Call(Verb::delete_, c);
+  ASSERT_EQ(last_status_, 204u);
+  ASSERT_TRUE(RunUntil([&] { return State(c) == "gone"; }, 2h));
+  EXPECT_EQ(sink_.refuse_removal[c], 0);
+  EXPECT_EQ(service_->object_count(), 0u);
+  EXPECT_EQ(engine_->object_count(), 0u);
 }
 
 TEST_F(EngineTest, ThrottledCallsWaitForRetryAfter) {
