@@ -23,7 +23,9 @@ Request findings (a request that does not match, or matches no operation) on req
 refused (status 400 and above) are the tests' deliberate invalid input and are listed, not failed. So
 are request findings in the captures of tests/upstream (file names `upstream-*`): their bodies are the
 real service's own test data, which omit `location` and send read-only `name` and `type`, and the real
-service accepts them; what hcprp answers to them is validated like every other response.
+service accepts them; what hcprp answers to them is validated like every other response. And so are the
+response findings of the documents' own inconsistency (SPEC_INCONSISTENCY below): the operator identities
+a cluster created without them, as the real service allows, cannot have.
 
 Usage: oav.py --traffic DIR --spec-root DIR [--work DIR]
 """
@@ -161,6 +163,21 @@ def validate_version(work, spec_root, version, routes, files):
     return result, lambda staged_path: originals.get(os.path.basename(staged_path), staged_path)
 
 
+# The specification's own inconsistency (docs/validation.md, "The specification's own inconsistencies"):
+# a cluster created without operator identities, as the real service allows, cannot have these properties,
+# which the documents mark required in a response. Findings of exactly these are listed apart.
+SPEC_INCONSISTENCY = re.compile(r"(^|\.)properties\.platform\.operatorsAuthentication"
+                                r"(\.userAssignedIdentities\.(controlPlaneOperators|dataPlaneOperators|"
+                                r"serviceManagedIdentity))?$")
+
+
+def spec_inconsistency(error):
+    """Whether an oav finding is one of the documents' own inconsistency above."""
+    paths = error.get("jsonPathsInPayload") or []
+    return (error.get("issueSource") == "response" and error.get("code") == "OBJECT_MISSING_REQUIRED_PROPERTY"
+            and bool(paths) and all(SPEC_INCONSISTENCY.search(p) for p in paths))
+
+
 def client_data(capture):
     """Whether a capture's request is the real service's own test data (tests/upstream)."""
     return os.path.basename(capture).startswith("upstream-")
@@ -183,6 +200,7 @@ def main():
 
     failing = collections.defaultdict(list)   # kind -> captures
     refused = collections.defaultdict(list)
+    inconsistent = collections.defaultdict(list)  # SPEC_INCONSISTENCY
     total = 0
     for version, routes in sorted(by_version):
         files = by_version[(version, routes)]
@@ -203,6 +221,8 @@ def main():
                 kind = (version, op, e.get("issueSource"), e.get("code"), e.get("message"), where)
                 if e.get("issueSource") == "request" and (status >= 400 or client_data(capture)):
                     refused[kind].append(capture)
+                elif spec_inconsistency(e):
+                    inconsistent[kind].append(capture)
                 else:
                     failing[kind].append(capture)
             for e in item.get("runtimeExceptions") or []:
@@ -236,6 +256,7 @@ def main():
           + (", ".join(f"{k}: {n}" for k, n in sorted(skipped.items())) or "none"))
     show("request findings on requests the service refused (deliberate invalid input) or in the real "
          "service's test data", refused)
+    show("response findings of the documents' own inconsistency (docs/validation.md)", inconsistent)
     show("FINDINGS", failing)
     if total == 0:
         print("nothing to validate: no ARM traffic was captured")
