@@ -1,27 +1,16 @@
 #include "tls/atomic_file.h"
 
 #include <fcntl.h>
-#include <openssl/rand.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include "core/uuid.h"
+
 namespace hcprp::tls {
 namespace {
-
-std::string RandomSuffix() {
-  unsigned char bytes[8];
-  RAND_bytes(bytes, sizeof(bytes));
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char b : bytes) {
-    out += kHex[b >> 4];
-    out += kHex[b & 15];
-  }
-  return out;
-}
 
 Status WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
@@ -37,7 +26,7 @@ Status WriteAll(int fd, std::string_view data) {
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view data, FileSecrecy secrecy) {
-  const std::string tmp = path + ".tmp-" + RandomSuffix();
+  const std::string tmp = path + ".tmp-" + NewUuidV4();
   const mode_t mode = secrecy == FileSecrecy::kSecret ? 0600 : 0644;
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return Error::IoError("cannot create " + tmp + ": " + std::strerror(errno));
