@@ -133,6 +133,10 @@ class Service {
   http::Response GetObject(const std::string& href, std::string_view kind);
   http::Response GetStatus(const std::string& href, std::string_view kind);
   http::Response UpdateObject(const http::Request& req, const std::string& href, std::string_view kind);
+  // A change to a cluster whose control plane upgrades: applied without a new operation; another
+  // upgrade target is refused.
+  http::Response UpdateUpgradingLocked(const std::string& href, json::object merged,
+                                       const std::string& upgrade_to) HCPRP_REQUIRES(mu_);
   http::Response DeleteObject(const std::string& href, std::string_view kind);
   http::Response RequestAdminCredential(const http::Request& req, const std::string& cluster_href);
   void SetCredentialStatusLocked(Txn& txn, Record& rec, std::string status, TimePoint at) HCPRP_REQUIRES(mu_);

@@ -468,7 +468,10 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   Record* rec = FindLocked(href, kind);
   if (!rec) return OcmError(StatusCode::not_found, std::string(kind) + " '" + href + "' not found");
   const std::string state = rec->state();
-  if (!Updatable(state)) {
+  // A cluster whose control plane upgrades still takes other changes; they apply at once and the
+  // upgrade goes on. Node pools, whose machines an upgrade replaces, wait for it to end.
+  const bool upgrading_cluster = kind == kCluster && rec->op == Operation::kUpgrade && state == "updating";
+  if (!Updatable(state) && !upgrading_cluster) {
     return OcmError(StatusCode::conflict,
                     std::string(kind) + " '" + href + "' is in state '" + state + "' and cannot be updated");
   }
@@ -493,6 +496,7 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   }
   if (auto problem = Validate(kind, m, *versions())) return OcmError(StatusCode::bad_request, *problem);
   std::string upgrade_to = UpgradeTarget(kind, patch, m);
+  if (upgrading_cluster) return UpdateUpgradingLocked(href, std::move(m), upgrade_to);
   if (upgrade_to.empty() && m == rec->object) return Ocm(StatusCode::ok, rec->object);
 
   Txn txn;
@@ -501,6 +505,24 @@ http::Response Service::UpdateObject(const http::Request& req, const std::string
   const Operation op = upgrade_to.empty() ? Operation::kUpdate : Operation::kUpgrade;
   if (op == Operation::kUpgrade) r.target_version = std::move(upgrade_to);
   BeginOperationLocked(txn, r, op, true);
+  Status st = CommitLocked(txn);
+  if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the update");
+  return Ocm(StatusCode::ok, records_.at(href).object);
+}
+
+http::Response Service::UpdateUpgradingLocked(const std::string& href, json::object merged,
+                                              const std::string& upgrade_to) {
+  Record& rec = records_.at(href);
+  if (!upgrade_to.empty() && upgrade_to != rec.target_version) {
+    return OcmError(StatusCode::conflict, "Cluster '" + href + "' is upgrading to " + rec.target_version +
+                                              " and cannot start another upgrade");
+  }
+  if (merged == rec.object) return Ocm(StatusCode::ok, rec.object);
+  Txn txn;
+  Record& r = TouchLocked(txn, href);
+  r.object = std::move(merged);
+  // The object changed without a new operation: one event with the state it stays in.
+  AddEventLocked(txn, href, r.kind, r.state(), r.object);
   Status st = CommitLocked(txn);
   if (!st.ok()) return OcmError(StatusCode::internal_server_error, "Cannot persist the update");
   return Ocm(StatusCode::ok, records_.at(href).object);

@@ -699,6 +699,44 @@ TEST_F(SimulatorTest, UpgradeShowsThePartialVersionOnTopUntilItCompletes) {
             (Entries{{"4.20.3", "Completed"}, {"4.19.24", "Completed"}}));
 }
 
+TEST_F(SimulatorTest, AnUpgradingClusterTakesOtherChangesAndRefusesAnotherUpgrade) {
+  StartSim(Profile::kDemo);
+  const std::string href = CreateCluster("c1");
+  auto np = Call(*sim_, Verb::post, href + "/node_pools",
+                 R"({"name":"np1","replicas":2,"version":{"id":"openshift-v4.19"}})");
+  Advance(10s);
+  ASSERT_EQ(State(href), "ready");
+  ASSERT_EQ(Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})").state(), "updating");
+  const size_t events_before = Events(0).size();
+
+  auto change =
+      Call(*sim_, Verb::patch, href, R"({"node_drain_grace_period":{"value":33,"unit":"minutes"}})");
+  ASSERT_EQ(change.status, 200u) << ToJson(change.body);
+  EXPECT_EQ(change.state(), "updating");
+  EXPECT_EQ(*GetObject(change.obj(), "node_drain_grace_period")->at("value").if_int64(), 33);
+  EXPECT_EQ(History(change.obj()), (Entries{{"4.20.3", "Partial"}, {"4.19.24", "Completed"}}));
+  EXPECT_EQ(Events(0).size(), events_before + 1);  // the change is announced
+
+  // The version it upgrades to again changes nothing; another one is refused while it runs.
+  EXPECT_EQ(Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.3"}})").status, 200u);
+  auto other = Call(*sim_, Verb::patch, href, R"({"version":{"id":"openshift-v4.20.14"}})");
+  EXPECT_EQ(other.status, 409u);
+  EXPECT_NE(ToJson(other.body).find("is upgrading to 4.20.3"), std::string::npos) << ToJson(other.body);
+
+  // The upgrade ends as it would have, with the change kept.
+  Advance(4s);
+  EXPECT_EQ(State(href), "ready");
+  auto done = Call(*sim_, Verb::get, href);
+  EXPECT_EQ(History(done.obj()), (Entries{{"4.20.3", "Completed"}, {"4.19.24", "Completed"}}));
+  EXPECT_EQ(*GetObject(done.obj(), "node_drain_grace_period")->at("value").if_int64(), 33);
+
+  // A node pool whose machines roll takes no change until they have.
+  const std::string pool = np.str("href");
+  ASSERT_EQ(Call(*sim_, Verb::patch, pool, R"({"version":{"id":"openshift-v4.20.3"}})").state(),
+            "validating_update");
+  EXPECT_EQ(Call(*sim_, Verb::patch, pool, R"({"replicas":3})").status, 409u);
+}
+
 TEST_F(SimulatorTest, FailedUpgradeKeepsTheOldVersionAndCanBeRetried) {
   StartSim(Profile::kInstant);
   const std::string href = CreateCluster("c1");

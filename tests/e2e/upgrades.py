@@ -5,8 +5,8 @@ identity shows its principalId and clientId; the next minor, asked with the Azur
 versions while it rolls out and then one; a node pool may not move ahead of its control plane (the real
 service's message) and follows it with the Azure SDK for JavaScript; a minor no upgrade edge reaches is
 refused with the real service's message; an upgrade made to fail shows the Cluster Service's reason while the
-old version runs; a kill -9 in the middle of an upgrade resumes it. Every run ends with `hcprp check` (its
-invariant 10 is about versions)."""
+old version runs; other changes are taken while a control plane upgrades; a kill -9 in the middle of an upgrade
+resumes it. Every run ends with `hcprp check` (its invariant 10 is about versions)."""
 
 import json
 import os
@@ -190,6 +190,12 @@ def test_failed_and_interrupted_upgrades(ctx):
     expect_eq(r.status, 202, f"PATCH to 4.21 again ({r!r})")
     wait_until(lambda: active(arm, cluster) == ["4.21.2", "4.20.14"], timeout=30, interval=0.05,
                what="the retried upgrade to start")
+    # Other changes are taken while the control plane upgrades, as the real service takes them.
+    r = arm.call("PATCH", cluster, {"properties": {"nodeDrainTimeoutMinutes": 33}})
+    expect_eq(r.status, 202, f"PATCH during the upgrade ({r!r})")
+    seen, final = arm.poll_operation(r.header("Azure-AsyncOperation"), timeout=30, interval=0.05)
+    expect_eq(seen[-1], "Succeeded", f"the change made during the upgrade: {seen} {final}")
+    expect_eq(arm.call("GET", cluster).body["properties"]["nodeDrainTimeoutMinutes"], 33, "nodeDrainTimeoutMinutes")
     serve.kill(signal.SIGKILL)
     serve.p.wait(timeout=10)
     endpoint, cs_url, _ = ctx.serve(profile="demo", time_scale="2")
