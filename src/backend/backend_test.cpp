@@ -1529,6 +1529,7 @@ TEST_F(BackendTest, ObjectMadeWhileTheStoreHeardFromNoBackendIsHeldNotCollected)
   o.gc_window = 1h;
   o.gc_interval = 1h;
   std::string orphan = cs_.AddObject(kClusters, "ready");  // before any backend: an orphan
+  clock_.Advance(1min);
   {
     auto b = MakeBackend(o);
     ASSERT_TRUE(b->Start().ok());

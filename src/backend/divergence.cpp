@@ -23,7 +23,7 @@ std::optional<RestoreGap> RestoreGapOf(const std::vector<store::Document>& saved
     if (!newest || saved > *newest) newest = saved;
   }
   if (!newest || *newest >= start) return std::nullopt;
-  return RestoreGap{*newest, start};
+  return RestoreGap{*newest - kGapMargin, start};
 }
 
 UnknownObjectAction DecideUnknownObject(std::optional<TimePoint> created, TimePoint first_seen,

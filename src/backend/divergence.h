@@ -27,8 +27,14 @@ struct RestoreGap {
   bool Contains(TimePoint t) const { return t > since && t <= until; }
 };
 
+// How far before the newest saved place the gap starts: the Cluster Service states creation times to
+// the second, and its clock and the store's differ a little. Erring this way holds an orphan made just
+// before the last save rather than collecting an object the restored store lost.
+inline constexpr Duration kGapMargin = std::chrono::seconds(2);
+
 // The gap from the saved places (the event follower's records, each with the store's commit time) and
-// this backend's start; nullopt when no place was saved (a new store: nothing to restore from).
+// this backend's start, widened by kGapMargin; nullopt when no place was saved (a new store: nothing
+// to restore from).
 std::optional<RestoreGap> RestoreGapOf(const std::vector<store::Document>& saved_places, TimePoint start);
 
 // What the orphan collector does with a Cluster Service object that no resource document points at.

@@ -22,9 +22,10 @@ TEST(RestoreGapTest, SpansFromTheNewestSavedPlaceToTheStart) {
   EXPECT_FALSE(RestoreGapOf({}, kT0).has_value()) << "a new store has nothing to restore from";
   auto gap = RestoreGapOf({SavedAt(kT0 - 1h), SavedAt(kT0 - 10min)}, kT0);
   ASSERT_TRUE(gap.has_value());
-  EXPECT_EQ(gap->since, kT0 - 10min);
+  EXPECT_EQ(gap->since, kT0 - 10min - kGapMargin);
   EXPECT_EQ(gap->until, kT0);
-  EXPECT_FALSE(gap->Contains(kT0 - 10min));
+  EXPECT_TRUE(gap->Contains(kT0 - 10min)) << "creation times are stated to the second";
+  EXPECT_FALSE(gap->Contains(kT0 - 10min - kGapMargin));
   EXPECT_TRUE(gap->Contains(kT0 - 5min));
   EXPECT_TRUE(gap->Contains(kT0));
   EXPECT_FALSE(gap->Contains(kT0 + 1ms)) << "made while this backend runs: its document came first";

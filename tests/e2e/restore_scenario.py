@@ -45,8 +45,14 @@ class Deployment:
     store = None
 
 
+def rebased(arm, url):
+    """A status URL the client got before a restart, on the endpoint it calls now."""
+    parts = urllib.parse.urlsplit(url)
+    return arm.endpoint + parts.path + ("?" + parts.query if parts.query else "")
+
+
 def succeeded(arm, url, what, timeout=60):
-    seen, final = arm.poll_operation(url, timeout=timeout, interval=0.1)
+    seen, final = arm.poll_operation(rebased(arm, url), timeout=timeout, interval=0.1)
     expect_eq(seen[-1], "Succeeded", f"{what} ({final})")
 
 
@@ -92,8 +98,9 @@ def before_backup(arm):
     going = create(arm, arm.cluster_path("deleting"), arm.cluster_body("deleting"))
     for url, what in ((keep, "keep"), (doomed, "doomed"), (going, "deleting")):
         succeeded(arm, url, f"create of {what}")
-    succeeded(arm, create(arm, arm.nodepool_path("keep", "np1"), arm.nodepool_body("keep")), "keep/np1")
-    succeeded(arm, create(arm, arm.nodepool_path("doomed", "np1"), arm.nodepool_body("doomed")), "doomed/np1")
+    pools = [create(arm, arm.nodepool_path(c, "np1"), arm.nodepool_body(c)) for c in ("keep", "doomed")]
+    for url, what in zip(pools, ("keep/np1", "doomed/np1")):
+        succeeded(arm, url, what)
     urls = {"creating": create(arm, arm.cluster_path("creating"), arm.cluster_body("creating")),
             "deleting": delete(arm, arm.cluster_path("deleting"))}
     for name, url in urls.items():
@@ -125,9 +132,8 @@ def run(ctx, deployment):
     deployment.backup()
     print(f"backup took {time.monotonic() - t:.1f}s", flush=True)
     late_url = after_backup(arm, urls)
+    before = cs_objects(CsClient(cs_url), arm)
     deployment.stop()
-    cs = CsClient(cs_url)
-    before = cs_objects(cs, arm)
     t = time.monotonic()
     deployment.restore()
     print(f"restore took {time.monotonic() - t:.1f}s", flush=True)
@@ -148,7 +154,7 @@ def run(ctx, deployment):
     expect_eq(arm.call("GET", arm.nodepool_path("doomed", "np1")).status, 404, "doomed/np1")
     settled = time.monotonic() - t
     # (d) an operation the restored store never knew.
-    expect_eq(arm.call("GET", late_url).status, 404, "late's create status after the restore")
+    expect_eq(arm.call("GET", rebased(arm, late_url)).status, 404, "late's create status after the restore")
     # (a) objects the store lacks: held, never deleted, reported.
     expect_eq(arm.call("GET", arm.cluster_path("late")).status, 404, "late after the restore")
     lost = {h: v for h, v in before.items() if v[1] in ("late", "late/np1", "keep/np2")}

@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import pg  # noqa: E402
 import restore_scenario  # noqa: E402
-from e2e import expect, run_tests  # noqa: E402
+from e2e import expect, run_tests, wait_until  # noqa: E402
 
 PROFILE = ("demo", "0.5")
 RESTORE_POINT = "hcprp-backup"
@@ -78,6 +78,9 @@ class PgDeployment(restore_scenario.Deployment):
         chown_tree(s.data, *self.owner)
         os.chmod(s.data, 0o700)
         s.start()
+        # Accepting connections while it replays the archive (read-only); writable once promoted.
+        wait_until(lambda: s.psql("SELECT pg_is_in_recovery()").strip() == "f", timeout=60,
+                   what="PostgreSQL to reach the restore point and be promoted")
 
 
 def test_restore_postgres(ctx):
