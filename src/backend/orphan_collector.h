@@ -74,7 +74,8 @@ class OrphanCollector {
   // Gives a Delete operation to each idle resource whose object was not listed and is confirmed gone.
   void FollowGoneObjects(const std::vector<store::Document>& idle, const std::set<std::string>& seen);
   // Deletes a listed object that no document knows once it is older than the window (first
-  // sightings are remembered); records its href in `seen`. False when this backend stopped being the
+  // sightings are remembered), or holds it when it was made in the restore gap
+  // (DecideUnknownObject); records its href in `seen`. False when this backend stopped being the
   // coordinator. With `plan`, records what it would do instead and changes nothing.
   bool CollectIfOrphan(const json::object& listed, std::string_view collection,
                        const std::unordered_set<std::string>& known, TimePoint now,

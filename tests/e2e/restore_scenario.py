@@ -75,6 +75,9 @@ def cs_objects(cs, arm):
         name = c.get("azure", {}).get("resource_name") or c.get("name")
         out[c["href"]] = ("cluster", name)
         r = cs.call("GET", c["href"] + "/node_pools")
+        if r.status == 404:  # deleted since the list
+            del out[c["href"]]
+            continue
         expect_eq(r.status, 200, f"node pools of {name}")
         for p in r.body.get("items", []):
             out[p["href"]] = ("nodepool", name + "/" + (p.get("azure", {}).get("resource_name") or p.get("name")))
