@@ -152,9 +152,12 @@ struct BackendStats {
   uint64_t terminal = 0;     // of which terminal
   uint64_t deadline_failures = 0;
   uint64_t recovered_creates = 0;
-  uint64_t implicit_deletes = 0;  // Delete operations created for deleted subscriptions
+  // Delete operations the backend created: for deleted subscriptions, and for idle resources whose
+  // Cluster Service object is being deleted or gone (a store restored from an older copy)
+  uint64_t implicit_deletes = 0;
   uint64_t resources_deleted = 0;
   uint64_t gc_deleted = 0;
+  uint64_t gc_held = 0;  // objects held for the operator (made while the store heard from no backend)
   uint64_t fence_refusals = 0;
   uint64_t write_conflicts = 0;
   uint64_t errors = 0;
@@ -178,6 +181,7 @@ struct OrphanCandidate {
   TimePoint since{};   // creation time, or when the collector first saw it if earlier
   TimePoint due_at{};  // since + gc_window: deleted at the first pass after it
   bool due = false;    // the next pass deletes it
+  bool held = false;   // made while the store heard from no backend: never deleted (docs/backup.md)
 };
 
 class Controller;  // controller.h

@@ -1,6 +1,7 @@
 // Backend scenarios against the in-memory SQLite store and the fake Cluster Service, driven with a
 // FakeClock through ReconcileOnce() (and, for the event-driven ones, the running threads).
 #include "backend/backend.h"
+#include "backend/divergence.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -1470,6 +1471,96 @@ TEST_F(BackendTest, AnOperationsOwnDeadlineComesBeforeTheDefault) {
   EXPECT_EQ(op.status, arm::kStateFailed);
   ASSERT_TRUE(op.error.has_value());
   EXPECT_THAT(op.error->message, ::testing::HasSubstr("19 minutes"));
+}
+
+// A store restored from an older copy (docs/backup.md): an idle resource whose object the Cluster
+// Service deletes follows that delete, from the events, and goes with its children.
+TEST_F(BackendTest, IdleResourceFollowsADeleteItsStoreDoesNotRemember) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  Flow cluster = Existing("gone", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "gone"}});
+  std::string pool_href = cs_.AddObject(cluster.href + "/node_pools", "ready");
+  const std::string pool_id = cluster.resource_id + "/nodePools/np1";
+  PutResource(sub_, pool_id, arm::kNodePoolDocType, pool_href, arm::kStateSucceeded, std::nullopt);
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());  // (the creations)
+
+  cs_.SetState(cluster.href, "uninstalling");
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());
+  ASSERT_TRUE(Resource(cluster.resource_id).has_value());
+  EXPECT_EQ(Resource(cluster.resource_id)->provisioning_state, arm::kStateDeleting);
+  EXPECT_EQ(b->Stats().implicit_deletes, 1u);
+
+  cs_.RemoveUninstalling();
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());
+  Reconcile(*b);
+  EXPECT_FALSE(Resource(cluster.resource_id).has_value());
+  EXPECT_FALSE(Resource(pool_id).has_value());
+}
+
+// The same found by the orphan collector's pass, when no event told it (the stream lost its history).
+TEST_F(BackendTest, IdleResourceWhoseObjectIsGoneIsRemovedByThePass) {
+  BackendOptions o = Options();
+  o.gc_enabled = true;
+  auto b = MakeBackend(o);
+  Flow kept = Existing("kept", sub_);
+  Flow gone = Existing("gone", sub_);
+  std::string pool_href = cs_.AddObject(gone.href + "/node_pools", "ready");
+  const std::string pool_id = gone.resource_id + "/nodePools/np1";
+  PutResource(sub_, pool_id, arm::kNodePoolDocType, pool_href, arm::kStateSucceeded, std::nullopt);
+  cs_.Remove(gone.href);
+  Reconcile(*b);  // the pass gives it a Delete operation
+  Reconcile(*b);  // whose check finds the object gone
+  EXPECT_FALSE(Resource(gone.resource_id).has_value());
+  EXPECT_FALSE(Resource(pool_id).has_value());
+  ASSERT_TRUE(Resource(kept.resource_id).has_value());
+  EXPECT_EQ(Resource(kept.resource_id)->provisioning_state, arm::kStateSucceeded);
+  EXPECT_EQ(cs_.StateOf(kept.href), "ready");
+}
+
+// An object made while the store heard from no backend (after the backup the store was restored
+// from) is held and recorded, never collected; one made before is an orphan as ever.
+TEST_F(BackendTest, ObjectMadeWhileTheStoreHeardFromNoBackendIsHeldNotCollected) {
+  BackendOptions o = EventsOnlyOptions();
+  o.owner = "b1";
+  o.gc_enabled = true;
+  o.gc_window = 1h;
+  o.gc_interval = 1h;
+  std::string orphan = cs_.AddObject(kClusters, "ready");  // before any backend: an orphan
+  clock_.Advance(1min);
+  {
+    auto b = MakeBackend(o);
+    ASSERT_TRUE(b->Start().ok());
+    ASSERT_TRUE(WaitUntil([&] { return store_->Read(store::kLocks, "hcprp-backend", "events-b1").ok(); }));
+    b->Stop();
+  }
+  clock_.Advance(10min);
+  std::string lost = cs_.AddObject(kClusters, "ready");  // while no backend ran on this store
+  cs_.SetField(
+      lost, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "new"}});
+  clock_.Advance(2h);
+  auto b = MakeBackend(o);
+  ASSERT_TRUE(b->Start().ok());
+  EXPECT_TRUE(WaitUntil([&] { return b->Stats().gc_held == 1 && b->Stats().gc_deleted == 1; }))
+      << b->Stats().gc_held << " held, " << b->Stats().gc_deleted << " deleted";
+  EXPECT_EQ(cs_.StateOf(orphan), "uninstalling");
+  EXPECT_EQ(cs_.StateOf(lost), "ready");
+  auto held = ReadHeldObjects(*store_);
+  ASSERT_TRUE(held.ok());
+  ASSERT_EQ(held->size(), 1u);
+  EXPECT_EQ((*held)[0].href, lost);
+  EXPECT_EQ((*held)[0].resource_id, ClusterId("new"));
+
+  // The operator deletes it: the record goes.
+  cs_.Remove(lost);
+  Reconcile(*b);
+  held = ReadHeldObjects(*store_);
+  ASSERT_TRUE(held.ok());
+  EXPECT_TRUE(held->empty());
+  b->Stop();
 }
 
 }  // namespace

@@ -37,27 +37,10 @@ std::optional<double> CompletedUpgradeSeconds(const json::object& before, const 
 void ConditionSync::SyncIdle(const clusterservice::Event& event) {
   json::object fields = clusterservice::SyncedStatusFields(event.object.status);
   if (event.Deleted() || fields.empty()) return;
-  std::optional<arm::ResourceId> id;
-  switch (KindOfHref(event.href)) {
-    case ObjectKind::kCluster:
-      id = event.object.cluster_resource_id;
-      break;
-    case ObjectKind::kNodePool: {
-      // The node pool names itself; its cluster's object says where the cluster lives in ARM.
-      std::string name(event.object.ArmName());
-      size_t cut = event.href.find("/node_pools/");
-      if (name.empty() || cut == std::string::npos) return;
-      auto cluster = cs_->Get(event.href.substr(0, cut));
-      if (!cluster.ok()) return;
-      id = clusterservice::ParseServiceObject(*cluster).cluster_resource_id;
-      if (!id) return;
-      id->kind = arm::ResourceKind::kNodePool;
-      id->child_name = std::move(name);
-      break;
-    }
-    default:
-      return;
-  }
+  // Conditions are synced for clusters and node pools only.
+  const ObjectKind kind = KindOfHref(event.href);
+  if (kind != ObjectKind::kCluster && kind != ObjectKind::kNodePool) return;
+  std::optional<arm::ResourceId> id = ResourceIdOfObject(*cs_, event.href, event.object);
   if (!id) return;
   std::string pk = arm::PartitionKey(id->subscription_id);
   if (!ownership_->FenceFor(pk)) return;

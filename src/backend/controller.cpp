@@ -63,10 +63,10 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       conditions_(store_, cs, ownership_, &counters_, &logger_, UpgradeHistogram(options_.metrics)),
       checks_(&options_, store_, cs, ownership_, clock_, &logger_, &index_, &memo_, &writer_, &conditions_,
               &counters_, [this] { WakeTimerLoop(); }),
-      events_(&options_, store_, cs, &index_, &checks_, &writer_, &conditions_, &versions_, &counters_,
-              EventToCommitHistogram(options_.metrics)),
-      orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, clock_, &logger_,
-               &counters_),
+      events_(&options_, store_, cs, clock_, &index_, &checks_, &writer_, &conditions_, &versions_,
+              &counters_, EventToCommitHistogram(options_.metrics)),
+      orphans_({options_.gc_window, options_.gc_interval}, store_, cs, ownership_, &index_, &events_,
+               &writer_, clock_, &logger_, &counters_),
       sweeper_({options_.sweep_page_size, options_.resync_interval}, store_, ownership_, clock_, &logger_,
                &counters_,
                [this](const store::Document& resource) { writer_.EnsureDeleteOperation(resource); }),
@@ -230,6 +230,8 @@ bool Controller::SettleEvents(bool resumed) {
   }
   resync_requested_ = true;
   WakeTimerLoop();
+  // What a store restored from an older copy lacks or keeps too long is found at once (divergence.h).
+  orphans_.RequestPass();
   return true;
 }
 
@@ -351,6 +353,7 @@ BackendStats Controller::Stats() const {
   s.implicit_deletes = counters_.implicit_deletes;
   s.resources_deleted = counters_.resources_deleted;
   s.gc_deleted = counters_.gc_deleted;
+  s.gc_held = counters_.gc_held;
   s.fence_refusals = counters_.fence_refusals;
   s.write_conflicts = counters_.write_conflicts;
   s.errors = counters_.errors;

@@ -2,6 +2,7 @@
 
 #include "arm/operation_status.h"
 #include "arm/resource_id.h"
+#include "backend/state_mapping.h"
 
 namespace hcprp::backend {
 
@@ -105,6 +106,25 @@ json::object OperationStatusResource(const store::Document& operation) {
     path = arm::OperationStatusPath(PartitionOfResourceId(op->external_id), op->location, op->id);
   }
   return arm::RenderOperationStatus(*op, path);
+}
+
+std::optional<arm::ResourceId> ResourceIdOfObject(clusterservice::Client& cs, std::string_view href,
+                                                  const clusterservice::ServiceObject& object) {
+  const ObjectKind kind = KindOfHref(href);
+  if (kind == ObjectKind::kCluster) return object.cluster_resource_id;
+  if (kind != ObjectKind::kNodePool && kind != ObjectKind::kExternalAuth) return std::nullopt;
+  // The child names itself; its cluster's object says where the cluster lives in ARM.
+  const std::string_view segment = kind == ObjectKind::kNodePool ? "/node_pools/" : "/external_auth_configs/";
+  const std::string name(object.ArmName());
+  const size_t cut = href.find(segment);
+  if (name.empty() || cut == std::string_view::npos) return std::nullopt;
+  auto cluster = cs.Get(href.substr(0, cut));
+  if (!cluster.ok()) return std::nullopt;
+  std::optional<arm::ResourceId> id = clusterservice::ParseServiceObject(*cluster).cluster_resource_id;
+  if (!id) return std::nullopt;
+  id->kind = kind == ObjectKind::kNodePool ? arm::ResourceKind::kNodePool : arm::ResourceKind::kExternalAuth;
+  id->child_name = name;
+  return id;
 }
 
 }  // namespace hcprp::backend

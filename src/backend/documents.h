@@ -8,6 +8,8 @@
 
 #include "arm/documents.h"
 #include "arm/resource_id.h"
+#include "clusterservice/client.h"
+#include "clusterservice/event.h"
 #include "core/clock.h"
 #include "core/json.h"
 #include "store/store.h"
@@ -45,6 +47,11 @@ std::string InternalIdOf(const json::value& resource_body);
 // The href of an item of the Cluster Service collection `collection`: its "href", else the collection
 // and its "id" ("" when it has neither).
 std::string HrefOfListed(const json::object& item, std::string_view collection);
+// The ARM resource a Cluster Service object `href` (a cluster, node pool or external auth; `object` as
+// listed or from an event) was made for: a cluster's from its azure block; a child's from its name and
+// its cluster's object, read from `cs`. nullopt when they do not say (or the cluster cannot be read).
+std::optional<arm::ResourceId> ResourceIdOfObject(clusterservice::Client& cs, std::string_view href,
+                                                  const clusterservice::ServiceObject& object);
 
 // A pending notification document (arm::PendingNotificationBody); nullopt when it is not well formed.
 struct PendingNotification {

@@ -51,7 +51,35 @@ constexpr std::chrono::seconds kSaveEvery{1};
 
 }  // namespace
 
+Status EventFollower::ReadGap() {
+  const TimePoint start = clock_->Now();
+  {
+    MutexLock lock(mu_);
+    if (gap_read_) return Status::Ok();
+  }
+  store::QueryOptions q;
+  q.container = std::string(store::kLocks);
+  q.partition_key = std::string(kPlacePartition);
+  q.max_items = 500;
+  std::vector<store::Document> places;
+  HCPRP_RETURN_IF_ERROR(store::ForEachDocument(*store_, q, [&](const store::Document& d) {
+    if (d.id.starts_with(kPlacePrefix)) places.push_back(d);
+  }));
+  std::optional<RestoreGap> gap = RestoreGapOf(places, start);
+  MutexLock lock(mu_);
+  gap_read_ = true;
+  gap_ = gap;
+  return Status::Ok();
+}
+
+std::optional<RestoreGap> EventFollower::Gap() const {
+  MutexLock lock(mu_);
+  return gap_;
+}
+
 Result<bool> EventFollower::Resume() {
+  // Before this backend saves a place of its own.
+  HCPRP_RETURN_IF_ERROR(ReadGap());
   if (!resume_tried_) {
     auto saved = store_->Read(store::kLocks, kPlacePartition, std::string(kPlacePrefix) + options_->owner);
     if (!saved.ok() && !saved.error().IsNotFound()) return saved.error();
@@ -160,6 +188,7 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
   std::vector<OperationRecord> ops = index_->ByInternalId(event.href);
   if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
   if (ops.empty()) {
+    FollowIdleDelete(event);
     conditions_->SyncIdle(event);
     return;
   }
@@ -207,6 +236,18 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
     conditions_->Sync(conditions_owner->partition_key, conditions_owner->external_id, event.href,
                       seen->fields);
   }
+}
+
+void EventFollower::FollowIdleDelete(const clusterservice::Event& event) {
+  if (event.Deleted() || event.state != "uninstalling") return;  // a deleted event names no resource
+  std::optional<arm::ResourceId> id = ResourceIdOfObject(*cs_, event.href, event.object);
+  if (!id) return;
+  const std::string pk = arm::PartitionKey(id->subscription_id);
+  auto found = FindResource(*store_, pk, id->ToString());
+  if (!found.ok() || !found->has_value()) return;
+  auto doc = arm::ResourceDocument::FromBody((*found)->body);
+  if (!doc.ok() || !FollowsServiceDelete(*doc, event.href, event.state, false)) return;
+  writer_->EnsureDeleteOperation(**found);
 }
 
 }  // namespace hcprp::backend

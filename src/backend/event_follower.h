@@ -9,16 +9,19 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "backend/backend.h"
 #include "backend/condition_sync.h"
 #include "backend/counters.h"
+#include "backend/divergence.h"
 #include "backend/operation_index.h"
 #include "backend/operation_writer.h"
 #include "backend/status_checks.h"
 #include "backend/version_controller.h"
 #include "clusterservice/client.h"
+#include "core/clock.h"
 #include "core/mutex.h"
 #include "metrics/registry.h"
 #include "store/store.h"
@@ -29,12 +32,13 @@ class EventFollower {
  public:
   // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
   EventFollower(const BackendOptions* options, store::Store* store, clusterservice::Client* cs,
-                OperationIndex* index, StatusChecks* checks, OperationWriter* writer,
+                const Clock* clock, OperationIndex* index, StatusChecks* checks, OperationWriter* writer,
                 ConditionSync* conditions, VersionController* versions, Counters* counters,
                 metrics::Histogram* event_to_commit)
       : options_(options),
         store_(store),
         cs_(cs),
+        clock_(clock),
         index_(index),
         checks_(checks),
         writer_(writer),
@@ -50,6 +54,12 @@ class EventFollower {
   // (true; the next pages apply what it missed; a kPreconditionFailed from PumpOnce() then says the
   // stream no longer reaches back). Otherwise Position() (false). The store's or the stream's error.
   Result<bool> Resume();
+  // Reads, once, the time the store heard nothing from any backend before this one started
+  // (divergence.h): before this backend saves a place of its own (Resume() calls it first). The
+  // store's error, and then the next call reads again.
+  Status ReadGap();
+  // That time; nullopt before ReadGap() succeeded, or when no backend ever saved a place.
+  std::optional<RestoreGap> Gap() const;
   // Saves where the stream was read to, when it moved since the last save and `force` or a second
   // passed since then (a restart re-applies at most that much; applying an event again is harmless).
   void SavePlace(bool force);
@@ -70,11 +80,15 @@ class EventFollower {
   // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
   void ApplyEvents(const std::vector<clusterservice::Event>& events);
   void ApplyEvent(const clusterservice::Event& event);
+  // An event of an object no operation is in flight for: the object is being deleted while its
+  // resource is idle (FollowsServiceDelete): gives the resource a Delete operation.
+  void FollowIdleDelete(const clusterservice::Event& event);
 
   // Constant after construction.
   const BackendOptions* const options_;
   store::Store* const store_;
   clusterservice::Client* const cs_;
+  const Clock* const clock_;
   OperationIndex* const index_;
   StatusChecks* const checks_;
   OperationWriter* const writer_;
@@ -87,6 +101,8 @@ class EventFollower {
   std::atomic<bool> interrupted_{true};
   mutable Mutex mu_;
   uint64_t after_ HCPRP_GUARDED_BY(mu_) = 0;
+  bool gap_read_ HCPRP_GUARDED_BY(mu_) = false;
+  std::optional<RestoreGap> gap_ HCPRP_GUARDED_BY(mu_);
   // Only the thread calling Resume() and SavePlace().
   bool resume_tried_ = false;
   uint64_t saved_after_ = 0;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "arm/documents.h"
+#include "backend/divergence.h"
 #include "clusterservice/event.h"
 #include "clusterservice/update_graph.h"
 #include "core/time.h"
@@ -186,6 +187,8 @@ class Checker {
       cont = parts.continuation;
     }
     if (cs_ != nullptr) {
+      HCPRP_ASSIGN_OR_RETURN(auto held, backend::ReadHeldObjects(store_));
+      for (backend::HeldObject& h : held) held_.emplace(ToLower(h.href), std::move(h));
       HCPRP_ASSIGN_OR_RETURN(auto clusters, cs_->List(std::string(clusterservice::kApiPrefix) + "/clusters"));
       CheckServiceObjects(clusters);
       HCPRP_RETURN_IF_ERROR(
@@ -353,11 +356,33 @@ class Checker {
         ++report_.service_objects;
         const std::string h(GetString(o, "href").value_or(""));
         if (known_internal_ids_.count(ToLower(h))) continue;
+        // Reported at once: the backend never deletes a held object, the operator decides
+        // (docs/backup.md). A node pool goes with its held cluster.
+        const backend::HeldObject* held = HeldOf(h);
+        if (held == nullptr) held = HeldOf(href);
+        if (held != nullptr) {
+          Add(Invariant::kServiceObjectsMatchDocuments, h, HeldMessage(*held, held->href != h));
+          continue;
+        }
         auto created = ParseRfc3339(GetString(o, "creation_timestamp").value_or(""));
         if (created.ok() && clock_.Now() - *created < options_.gc_window) continue;
         Add(Invariant::kServiceObjectsMatchDocuments, h, "Cluster Service object has no resource document");
       }
     }
+  }
+
+  const backend::HeldObject* HeldOf(const std::string& href) const {
+    auto it = held_.find(ToLower(href));
+    return it == held_.end() ? nullptr : &it->second;
+  }
+
+  static std::string HeldMessage(const backend::HeldObject& held, bool of_cluster) {
+    std::string m = of_cluster ? "node pool of a held Cluster Service cluster, " : "Cluster Service object ";
+    m += "of " + (held.resource_id.empty() ? std::string("an unnamed resource") : held.resource_id);
+    m += " made at " + FormatRfc3339(held.created) + " while the store heard from no backend (since ";
+    m += FormatRfc3339(held.gap_since) + "): the store was restored from an older copy that lacks its ";
+    m += "document; held, not deleted, until the operator resolves it";
+    return m;
   }
 
   // Invariant 10 over a cluster (objects[0]) and its node pools.
@@ -403,7 +428,8 @@ class Checker {
   const Clock& clock_;
   const CheckOptions& options_;
   Report report_;
-  std::set<std::string> known_internal_ids_;  // lower hrefs that some resource document points at
+  std::set<std::string> known_internal_ids_;         // lower hrefs that some resource document points at
+  std::map<std::string, backend::HeldObject> held_;  // by lower href: objects the backend holds
 };
 
 constexpr InvariantInfo kInvariants[] = {

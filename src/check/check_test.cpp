@@ -8,6 +8,7 @@
 
 #include "arm/documents.h"
 #include "arm/store_indexes.h"
+#include "backend/divergence.h"
 #include "core/time.h"
 
 namespace hcprp::check {
@@ -161,6 +162,36 @@ TEST_F(CheckTest, ManagedResourceGroupOfNoClusterIsALeak) {
   // A Cluster Service without a simulated Azure is not checked for it.
   cs.objects.erase("/control/azure/resources");
   EXPECT_TRUE(Run(&cs).empty());
+}
+
+// An object the backend holds (made while the store heard from no backend: a store restored from an
+// older copy lacks its document) is reported at once, with its node pools; any other object without a
+// document only after the window.
+TEST_F(CheckTest, HeldObjectsAreReportedAtOnceWithTheirNodePools) {
+  FixedClusterService cs;
+  const std::string held = "/api/aro_hcp/v1alpha1/clusters/late";
+  const std::string pool = held + "/node_pools/np1";
+  const std::string young = "/api/aro_hcp/v1alpha1/clusters/young";
+  const std::string created = FormatRfc3339(clock_.Now());
+  cs.clusters.push_back(json::object{{"href", held}, {"creation_timestamp", created}});
+  cs.clusters.push_back(json::object{{"href", young}, {"creation_timestamp", created}});
+  cs.lists[held + "/node_pools"] = json::array{json::object{{"href", pool}, {"creation_timestamp", created}}};
+  backend::HeldObject record{held, "/subscriptions/s/resourceGroups/rg/x/late", "ready", clock_.Now(),
+                             clock_.Now() - 1h};
+  ASSERT_TRUE(store_
+                  ->Upsert(store::kLocks, backend::kHeldPartition, backend::HeldObjectId(held),
+                           backend::HeldObjectBody(record))
+                  .ok());
+  auto v = Run(&cs);
+  ASSERT_EQ(v.size(), 2u);
+  std::set<std::string> subjects;
+  for (const Violation& x : v) {
+    EXPECT_EQ(x.invariant, Invariant::kServiceObjectsMatchDocuments);
+    EXPECT_NE(x.message.find("held, not deleted"), std::string::npos) << x.message;
+    EXPECT_NE(x.message.find(record.resource_id), std::string::npos) << x.message;
+    subjects.insert(x.subject);
+  }
+  EXPECT_EQ(subjects, (std::set<std::string>{held, pool}));
 }
 
 TEST_F(CheckTest, MachinesOfADeletedNodePoolNotOrphanedAreALeak) {
