@@ -470,6 +470,18 @@ void PrintRollout(const Rollout& r, size_t n, const CriticalPath& c) {
   std::printf(
       "rollout / critical path: %.2f (against the baseline's median; %.2f against its fastest round)\n",
       r.documented.max / c.total, r.documented.max / c.min);
+  // On P cores N independent chains cannot end before the longest chain, nor before their work has
+  // had the cores: the rollout's critical path on this machine is the larger of the two.
+  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const double work_bound = r.cpu_seconds / cores;
+  const double bound = std::max(c.total, work_bound);
+  std::printf(
+      "critical path on %u cores: %s (the larger of one cluster's %s and the rollout's CPU %.2f s over "
+      "%u cores, %.0f us a cluster); rollout / it: %.2f\n",
+      cores, Ms(bound).c_str(), Ms(c.total).c_str(), r.cpu_seconds, cores,
+      1e6 * r.cpu_seconds / static_cast<double>(n), r.documented.max / bound);
+  std::printf("cores the rollout kept busy on average (CPU / wall): %.2f of %u\n",
+              r.cpu_seconds / r.documented.max, cores);
   std::printf(
       "commits: %llu document writes for %llu state changes of the clusters (%llu events): %.2f a state "
       "change; %llu lease commits besides\n",

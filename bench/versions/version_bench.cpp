@@ -118,6 +118,20 @@ class TimedClient final : public clusterservice::Client {
     for (const auto& [href, at] : raised_at_) out.push_back(at);
     return out;
   }
+  // Waits until the backend's event follower asked for events after the stream's newest event now
+  // (it applies a page before it asks for the next): so that a round starts with no events of the
+  // round before still to read, and measures its own work. The seconds it waited.
+  double WaitFollowerCaughtUp() {
+    const SteadyTime t0 = std::chrono::steady_clock::now();
+    auto newest = inner_->WatchEvents(clusterservice::kLatestEvents, std::chrono::milliseconds(0));
+    if (!newest.ok()) Die("event stream: " + newest.error().ToString());
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, std::chrono::seconds(600),
+                      [&] { return followed_after_ >= newest->last_sequence; })) {
+      Die("the backend's event follower did not catch up within 600 s");
+    }
+    return Seconds(std::chrono::steady_clock::now() - t0);
+  }
   // When the first List of the clusters since Expect() started, and how long it took.
   std::pair<SteadyTime, double> FirstClusterList() const {
     std::lock_guard lock(mu_);
@@ -154,6 +168,13 @@ class TimedClient final : public clusterservice::Client {
     return r;
   }
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    {
+      std::lock_guard lock(mu_);
+      if (after != clusterservice::kLatestEvents && after > followed_after_) {
+        followed_after_ = after;
+        cv_.notify_all();
+      }
+    }
     auto page = inner_->WatchEvents(after, timeout);
     std::lock_guard lock(mu_);
     if (page.ok() && hide_) {
@@ -182,6 +203,7 @@ class TimedClient final : public clusterservice::Client {
   bool hide_ = false;
   std::string expected_;
   std::unordered_map<std::string, SteadyTime> raised_at_;
+  uint64_t followed_after_ = 0;  // the highest `after` the follower asked for
   bool list_noted_ = false;
   SteadyTime last_list_start_{};
   double last_list_seconds_ = 0;
@@ -234,8 +256,9 @@ void ResyncPath(simulator::Simulator& sim, backend::Backend& backend, TimedClien
   client.HideReleaseEvents(true);
   client.Expect(id);
   Publish(sim, raw);
-  // Let the event follower read past the (hidden) announcement, so no pass is requested.
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The event follower reads past the (hidden) announcement, so no pass is requested, and has no
+  // events of earlier rounds left to read.
+  client.WaitFollowerCaughtUp();
   const double cpu0 = CpuSeconds();
   const SteadyTime t0 = std::chrono::steady_clock::now();
   auto pass = backend.VersionPassOnce();
@@ -328,7 +351,8 @@ int main(int argc, char** argv) {
       WaitAllReady(**sim, f.clusters);
       ResyncPath(**sim, *be.backend, client, f.clusters, ++z);
       WaitAllReady(**sim, f.clusters);
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the follower catches up
+      std::printf("  the backend read the resync round's events %s after every cluster was ready\n",
+                  Ms(client.WaitFollowerCaughtUp()).c_str());
       EventPath(**sim, client, f.clusters, ++z);
     }
     std::fflush(stdout);
