@@ -1,10 +1,12 @@
 #include "bench_setup.h"
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <thread>
 
 #include "arm/store_indexes.h"
@@ -29,6 +31,34 @@ double CpuSeconds() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
          static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double MachineIdleSeconds() {
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  // cpu  user nice system idle iowait ...
+  uint64_t user = 0, nice = 0, system = 0, idle = 0, iowait = 0;
+  if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait) || cpu != "cpu") return 0;
+  return static_cast<double>(idle + iowait) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+void FollowerPosition::Note(uint64_t after) {
+  if (after == clusterservice::kLatestEvents) return;
+  std::lock_guard lock(mu_);
+  if (after <= after_) return;
+  after_ = after;
+  cv_.notify_all();
+}
+
+double FollowerPosition::WaitCaughtUp(clusterservice::Client& cs) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto newest = cs.WatchEvents(clusterservice::kLatestEvents, std::chrono::milliseconds(0));
+  if (!newest.ok()) Die("bench", "event stream: " + newest.error().ToString());
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::seconds(600), [&] { return after_ >= newest->last_sequence; })) {
+    Die("bench", "the backend's event follower did not catch up within 600 s");
+  }
+  return Seconds(std::chrono::steady_clock::now() - t0);
 }
 
 std::string Ms(double seconds) {

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +40,11 @@ std::string VersionIdOfZ(int z);
 [[noreturn]] void Die(std::string_view program, const std::string& what);
 
 double Seconds(std::chrono::steady_clock::duration d);
-double CpuSeconds();     // user + system of the process
+double CpuSeconds();  // user + system of the process
+// Idle time of all the machine's cores together (/proc/stat; 0 where there is none): what other
+// processes left unused. CPU of the process plus the idle time it saw, over the wall time, is how many
+// cores the process could have had.
+double MachineIdleSeconds();
 std::string Ms(double);  // "123 ms"
 
 // A call through the simulator's handler, without a socket; dies on an answer of 300 or above.
@@ -54,6 +60,23 @@ std::vector<std::string> CreateClusters(simulator::Simulator& sim, size_t n, siz
 void WaitAllReady(simulator::Simulator& sim, size_t n);
 // Publishes the release `raw` ("4.20.16") in every channel group (POST /control/versions).
 void Publish(simulator::Simulator& sim, const std::string& raw);
+
+// Where the backend's event follower has read the Cluster Service's event stream to, as its client
+// sees the `after` of each WatchEvents call (the follower applies a page before it asks for the next).
+// Thread-safe.
+class FollowerPosition {
+ public:
+  void Note(uint64_t after);
+  // Waits until the follower asked for events after the stream's newest event now (read through
+  // `cs`), so that what is measured next has no earlier events still to read; the seconds it waited.
+  // Dies after 600 s.
+  double WaitCaughtUp(clusterservice::Client& cs);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t after_ = 0;
+};
 
 // A SQLite store (the RP's indexes) in a temporary folder removed with it.
 class TempStore {

@@ -249,7 +249,11 @@ class WatchingClient final : public clusterservice::Client {
   Result<json::array> List(std::string_view collection_href, std::string_view search) override {
     return inner_->List(collection_href, search);
   }
+  // See FollowerPosition::WaitCaughtUp.
+  double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*inner_); }
+
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    followed_.Note(after);
     auto page = inner_->WatchEvents(after, timeout);
     if (!page.ok()) return page;
     std::lock_guard lock(mu_);
@@ -283,6 +287,7 @@ class WatchingClient final : public clusterservice::Client {
   std::atomic<uint64_t> state_changes_{0};
   Marks raised_;
   Marks completed_;
+  FollowerPosition followed_;
 };
 
 // A simulator with `clusters` clusters, their resource documents and a started backend.
@@ -318,7 +323,7 @@ class Rig {
     version_concurrency_ = bo.version_concurrency;
     backend_ = StartBackend(bo, &counting_, client_.get(), clock, logger, clusters).backend;
     // The follower reads the creates' events (each a sync that changes nothing) before a rollout.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    client_->WaitFollowerCaughtUp();
   }
   ~Rig() {
     if (backend_) backend_->Stop();
@@ -394,20 +399,24 @@ struct Rollout {
   bool finished = false;
   uint64_t resource_writes = 0, other_commits = 0, cluster_events = 0, state_changes = 0;
   double cpu_seconds = 0;
+  double idle_seconds = 0;  // the machine's, while the rollout ran
 };
 
 Rollout RollOut(Rig& rig, int z) {
+  rig.client().WaitFollowerCaughtUp();  // nothing of an earlier round is counted in this one
   const std::string raw = "4.20." + std::to_string(z);
   rig.client().Expect(raw, VersionIdOfZ(z));
   rig.store().Expect(raw);
   const uint64_t writes0 = rig.store().resource_writes(), other0 = rig.store().other_commits();
   const uint64_t events0 = rig.client().cluster_events(), changes0 = rig.client().state_changes();
   const double cpu0 = CpuSeconds();
+  const double idle0 = MachineIdleSeconds();
   const SteadyTime t0 = std::chrono::steady_clock::now();
   Publish(rig.sim(), raw);
   Rollout r;
   r.finished = rig.store().done().Wait(rig.clusters(), std::chrono::seconds(300));
   r.cpu_seconds = CpuSeconds() - cpu0;
+  r.idle_seconds = MachineIdleSeconds() - idle0;
   r.raised = SpreadOf(rig.client().raised().Snapshot(), t0);
   r.completed = SpreadOf(rig.client().completed().Snapshot(), t0);
   r.documented = SpreadOf(rig.store().done().Snapshot(), t0);
@@ -470,6 +479,24 @@ void PrintRollout(const Rollout& r, size_t n, const CriticalPath& c) {
   std::printf(
       "rollout / critical path: %.2f (against the baseline's median; %.2f against its fastest round)\n",
       r.documented.max / c.total, r.documented.max / c.min);
+  // On P cores N independent chains cannot end before the longest chain, nor before their work has
+  // had the cores: the rollout's critical path on this machine is the larger of the two. On a machine
+  // shared with other work, P is the cores the process could have had: its CPU and the idle time.
+  const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+  const double wall = r.documented.max;
+  const double usable = std::clamp((r.cpu_seconds + r.idle_seconds) / wall, 0.01, double(cores));
+  const double bound = std::max(c.total, r.cpu_seconds / usable);
+  std::printf(
+      "critical path on this machine: %s (the larger of one cluster's %s and the rollout's CPU %.2f s, "
+      "%.0f us a cluster, over the %.2f of %u cores it could have had); rollout / it: %.2f; the rollout "
+      "kept %.2f cores busy\n",
+      Ms(bound).c_str(), Ms(c.total).c_str(), r.cpu_seconds, 1e6 * r.cpu_seconds / static_cast<double>(n),
+      usable, cores, wall / bound, r.cpu_seconds / wall);
+  if (r.idle_seconds < 0.05 * wall) {
+    std::printf(
+        "  (the machine had no idle core time during the rollout: other work took every core the rollout "
+        "did not, so this ratio is 1 by construction and says nothing)\n");
+  }
   std::printf(
       "commits: %llu document writes for %llu state changes of the clusters (%llu events): %.2f a state "
       "change; %llu lease commits besides\n",

@@ -15,6 +15,7 @@
 #include "api/api.h"
 #include "arm/documents.h"
 #include "arm/store_indexes.h"
+#include "backend/event_follower.h"
 #include "clusterservice/mapping.h"
 #include "clusterservice/testing/fake_cluster_service.h"
 #include "clusterservice/update_graph.h"
@@ -983,6 +984,46 @@ TEST_F(BackendTest, ConditionsReadWithAStatusChangeCommitInItsBatch) {
   EXPECT_EQ(*FindPointer(doc->body, std::string(arm::kPathServiceStatus) + "/conditions"),
             json::value(ready));
   EXPECT_EQ(counting.batches.load(), 2);
+}
+
+// An idle object's events that arrive in one page are copied once, from the last: its newer status.
+TEST_F(BackendTest, IdleConditionsOfOnePageCommitOnce) {
+  Flow cluster = Existing("idle", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "idle"}});
+  BatchCountingStore counting(store_.get(), arm::ResourceDocumentId(cluster.resource_id));
+  auto b = Backend::Create(Options(), &counting, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);
+  ASSERT_TRUE((*b)->PumpEventsOnce(0ms).ok());  // (the creation)
+  const int before = counting.batches.load();
+
+  json::array upgrading{json::object{{"type", "Progressing"}, {"status", "True"}, {"reason", "Upgrading"}}};
+  json::array done{json::object{{"type", "Progressing"}, {"status", "False"}, {"reason", "AsExpected"}}};
+  cs_.SetConditions(cluster.href, upgrading);
+  cs_.SetConditions(cluster.href, done);
+  auto n = (*b)->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 2u);
+  auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(cluster.resource_id));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(*FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/conditions"), json::value(done));
+  EXPECT_EQ(counting.batches.load() - before, 1);
+}
+
+TEST(SupersededInPageTest, OnlyTheLastEventOfAnObjectIsNotSuperseded) {
+  auto event = [](std::string href) {
+    clusterservice::Event e;
+    e.href = std::move(href);
+    return e;
+  };
+  const std::vector<clusterservice::Event> page{event("/c/1"), event("/c/1/node_pools/p"), event("/c/1"),
+                                                event("/c/2"), event("/c/1/node_pools/p")};
+  std::vector<const clusterservice::Event*> events;
+  for (const clusterservice::Event& e : page) events.push_back(&e);
+  EXPECT_EQ(SupersededInPage(events), (std::vector<bool>{true, true, false, false, false}));
+  EXPECT_TRUE(SupersededInPage({}).empty());
 }
 
 TEST_F(BackendTest, TerminalOperationsNeverChange) {

@@ -13,7 +13,8 @@ namespace hcprp::backend {
 namespace {
 
 // The seconds an upgrade took when `after` records its completion: its newest version history entry is
-// Completed where `before`'s was Partial for the same version; nullopt otherwise.
+// Completed where `before`'s was Partial for the same version, or another version (the upgrade's
+// Partial entry not synced in between: its events came together); nullopt otherwise.
 std::optional<double> CompletedUpgradeSeconds(const json::object& before, const json::object& after) {
   auto newest = [](const json::object& status) -> const json::object* {
     const json::array* h = GetArray(status, "version_history");
@@ -21,9 +22,11 @@ std::optional<double> CompletedUpgradeSeconds(const json::object& before, const 
   };
   const json::object* was = newest(before);
   const json::object* now = newest(after);
-  if (was == nullptr || now == nullptr || GetString(*was, "state").value_or("") != "Partial" ||
-      GetString(*now, "state").value_or("") != "Completed" ||
-      GetString(*was, "version") != GetString(*now, "version")) {
+  if (was == nullptr || now == nullptr || GetString(*now, "state").value_or("") != "Completed") {
+    return std::nullopt;
+  }
+  if (GetString(*was, "version") == GetString(*now, "version") &&
+      GetString(*was, "state").value_or("") != "Partial") {
     return std::nullopt;
   }
   auto started = ParseRfc3339(GetString(*now, "started_time").value_or(""));

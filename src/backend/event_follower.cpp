@@ -4,6 +4,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace hcprp::backend {
 
@@ -148,6 +149,15 @@ std::string_view ClusterTreeOf(std::string_view href) {
 
 }  // namespace
 
+std::vector<bool> SupersededInPage(const std::vector<const clusterservice::Event*>& events) {
+  std::vector<bool> superseded(events.size(), false);
+  std::unordered_set<std::string_view> later;
+  for (size_t i = events.size(); i-- > 0;) {
+    superseded[i] = !later.insert(events[i]->href).second;
+  }
+  return superseded;
+}
+
 void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events) {
   // Events of one cluster tree, in stream order.
   std::vector<std::vector<const clusterservice::Event*>> groups;
@@ -157,18 +167,18 @@ void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events
     if (added) groups.emplace_back();
     groups[it->second].push_back(&e);
   }
+  auto apply_group = [this](const std::vector<const clusterservice::Event*>& group) {
+    const std::vector<bool> superseded = SupersededInPage(group);
+    for (size_t i = 0; i < group.size(); ++i) ApplyEvent(*group[i], superseded[i]);
+  };
   const size_t threads = std::min(std::max<size_t>(1, options_->event_concurrency), groups.size());
   if (threads <= 1) {
-    for (const auto& group : groups) {
-      for (const clusterservice::Event* e : group) ApplyEvent(*e);
-    }
+    for (const auto& group : groups) apply_group(group);
     return;
   }
   std::atomic<size_t> next{0};
   auto work = [&] {
-    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) {
-      for (const clusterservice::Event* e : groups[g]) ApplyEvent(*e);
-    }
+    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) apply_group(groups[g]);
   };
   std::vector<std::thread> helpers;
   helpers.reserve(threads - 1);
@@ -177,7 +187,7 @@ void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events
   for (std::thread& t : helpers) t.join();
 }
 
-void EventFollower::ApplyEvent(const clusterservice::Event& event) {
+void EventFollower::ApplyEvent(const clusterservice::Event& event, bool superseded) {
   const auto received = std::chrono::steady_clock::now();
   ++counters_->events_received;
   if (event.kind == clusterservice::kVersionEventKind ||
@@ -189,7 +199,8 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event) {
   if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
   if (ops.empty()) {
     FollowIdleDelete(event);
-    conditions_->SyncIdle(event);
+    // A later event of the page carries the object's newer status: only that one is copied.
+    if (!superseded) conditions_->SyncIdle(event);
     return;
   }
   ++counters_->events_applied;

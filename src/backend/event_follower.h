@@ -28,6 +28,13 @@
 
 namespace hcprp::backend {
 
+// For each event of one page, in stream order, whether a later event of the page is of the same object
+// (href). Each event carries the whole object, so the later one's status supersedes the earlier's:
+// the status of an object without an operation in flight is copied once a page, from its last event
+// (one commit where an instant upgrade's two state changes arrive together). Events that move an
+// operation are all applied, in order.
+std::vector<bool> SupersededInPage(const std::vector<const clusterservice::Event*>& events);
+
 class EventFollower {
  public:
   // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
@@ -79,7 +86,8 @@ class EventFollower {
   void Advance(uint64_t last);
   // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
   void ApplyEvents(const std::vector<clusterservice::Event>& events);
-  void ApplyEvent(const clusterservice::Event& event);
+  // `superseded`: a later event of the same page is of the same object (SupersededInPage).
+  void ApplyEvent(const clusterservice::Event& event, bool superseded);
   // An event of an object no operation is in flight for: the object is being deleted while its
   // resource is idle (FollowsServiceDelete): gives the resource a Delete operation.
   void FollowIdleDelete(const clusterservice::Event& event);
