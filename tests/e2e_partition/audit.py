@@ -109,6 +109,16 @@ def writes_after_takeover(writes, owner, ip):
     return taken, late
 
 
+def explain(writes, w):
+    """The lease writes around a write flagged by writes_after_takeover, for its failure message."""
+    hist = lease_history(writes)
+    lines = [f"{w!r}:"]
+    for name, lw in sorted(holder_at(hist, w.at).items()):
+        lines.append(f"  {name[2]}: last {lw.op} by {lw.owner} token {lw.token} at {lw.at:.3f} "
+                     f"expiring {lw.expires_at if lw.expires_at is None else f'{lw.expires_at:.3f}'}")
+    return "\n".join(lines)
+
+
 def takeovers(writes, old_owner, after):
     """Lease writes after `after` that gave a lease last written by `old_owner` to another owner."""
     out = []

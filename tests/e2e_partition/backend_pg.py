@@ -53,8 +53,16 @@ def test_backend_cut_from_postgres(ctx):
         before = shards_held(be[victim], victim)
         cut_at = time.time()
         net.cut(vnode, d.pg_node)
-        wait_until(lambda: len(shards_held(be[survivor], survivor)) == SHARDS, timeout=20, interval=0.05,
-                   what=f"{survivor} to take every shard over")
+        try:
+            wait_until(lambda: len(shards_held(be[survivor], survivor)) == SHARDS, timeout=20, interval=0.05,
+                       what=f"{survivor} to take every shard over")
+        except e2e.TestFailure:
+            print(d.pg.psql("SELECT host(client_addr), state, wait_event_type, wait_event, "
+                            "now() - state_change, left(query, 100) FROM pg_stat_activity "
+                            "WHERE datname = 'hcprp' ORDER BY client_addr"), flush=True)
+            print("\n".join(ln for ln in open(be[survivor].log_path).read().splitlines()[-40:]
+                             if "access" not in ln), flush=True)
+            raise
         took = time.time() - cut_at
         print(f"cut {victim} from PostgreSQL (it held shards {sorted(before)}); {survivor} held all "
               f"{SHARDS} {took:.2f}s later", flush=True)

@@ -7,7 +7,10 @@ needs the Cluster Service's answer, answers 503 with Retry-After within BOUND se
 and never a hang; a create or a delete, durable in the store first, is accepted and the backend carries it
 out; reads the store answers alone still answer 200. Healed, the same
 requests are accepted and their operations succeed; every acknowledged operation ends, `hcprp check` is
-clean and, once everything is deleted, nothing is left anywhere.
+clean and, once everything is deleted, nothing is left anywhere. A client creates clusters throughout.
+
+--known-failures runs the same with that client also deleting clusters, which finds a known defect (see
+test_deletes_racing_create_recovery and docs/partitions.md).
 
 Exits 77 (skipped) when not root or when the PostgreSQL server binaries are absent.
 """
@@ -19,6 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import audit  # noqa: E402
 import deployment  # noqa: E402
 import netns  # noqa: E402
 from deployment import Load, e2e, pg  # noqa: E402
@@ -39,14 +43,26 @@ def timed(arm, method, path, body=None):
 
 
 def test_frontend_cut_from_cluster_service(ctx):
+    run_cut(ctx, deletes=False)
+
+
+def test_deletes_racing_create_recovery(ctx):
+    """Known defect: a create the frontend could not send, deleted about when the backend repeats it, can
+    leave the Cluster Service object the repeat made with no resource document (an orphan until the
+    orphan collector's window, an hour by default, passes)."""
+    run_cut(ctx, deletes=True)
+
+
+def run_cut(ctx, deletes):
     with netns.Net() as net:
         # A create the frontend could not send is repeated by the backend after --create-recovery-seconds
         # (120 s by default: a frontend may still be sending it); shortened so the test ends in time.
         d = deployment.Deployment(ctx, net, frontends=1, backends=1,
                                   backend_extra=("--create-recovery-seconds", str(RECOVERY)))
         fnode, ep, _ = d.frontends[0]
+        audit.install(d.pg)
         stop = threading.Event()
-        load = Load(1, ep, SUBSCRIPTION, 2, stop, call_timeout=BOUND + 10)
+        load = Load(1, ep, SUBSCRIPTION, 2, stop, call_timeout=BOUND + 10, deletes=deletes)
         arm = load.arm  # operations are visible to their caller: the verdict polls them as this one
         arm.register()
         created = []
@@ -122,4 +138,4 @@ def test_frontend_cut_from_cluster_service(ctx):
 if __name__ == "__main__":
     netns.skip_unless_root()
     pg.skip_unless_available()
-    run_tests([test_frontend_cut_from_cluster_service])
+    run_tests([test_frontend_cut_from_cluster_service], known_failures=[test_deletes_racing_create_recovery])
