@@ -32,6 +32,8 @@ from e2e import Arm, TestFailure, expect, expect_eq, run_tests, wait_until  # no
 _own = argparse.ArgumentParser(add_help=False)
 _own.add_argument("--seed", type=int, default=None, help="default: a random one, printed")
 _own.add_argument("--seconds", type=float, default=30.0, help="how long links are cut and healed")
+_own.add_argument("--links", default="backend-pg,frontend-pg,frontend-cs,backend-cs",
+                  help="the kinds of link cut (CTest leaves frontend-cs out: docs/partitions.md, known defects)")
 OWN, _rest = _own.parse_known_args()
 sys.argv = [sys.argv[0], *_rest]
 if OWN.seed is None:
@@ -55,24 +57,27 @@ def guarded(ctx, settled_deletes):
     try:
         run_random_partitions(ctx, settled_deletes)
     except TestFailure as e:
-        print(f"random partition test failed; replay with --seed {OWN.seed} --seconds {OWN.seconds:g}", flush=True)
+        print(f"random partition test failed; replay with --seed {OWN.seed} --seconds {OWN.seconds:g} --links {OWN.links}", flush=True)
         raise TestFailure(f"[seed {OWN.seed}] {e}") from e
 
 
 def run_random_partitions(ctx, settled_deletes):
     rng = random.Random(OWN.seed)
-    print(f"seed {OWN.seed}, {OWN.seconds:g} s of partitions", flush=True)
+    print(f"seed {OWN.seed}, {OWN.seconds:g} s of partitions of {OWN.links}", flush=True)
     with netns.Net() as net:
         d = deployment.Deployment(ctx, net, frontends=2, backends=2)
         be = {o: p for o, (_, p) in d.backends.items()}
         wait_until(lambda: all(len(shards_held(p, o)) == 4 for o, p in be.items()), timeout=20, interval=0.2,
                    what="the backends to hold 4 shards each")
         audit.install(d.pg)
+        kinds = set(OWN.links.split(","))
         links = []
         for fnode, _, _ in d.frontends:
-            links += [(fnode, d.pg_node), (fnode, d.cs_node)]
+            links += [(fnode, peer) for kind, peer in (("frontend-pg", d.pg_node), ("frontend-cs", d.cs_node))
+                      if kind in kinds]
         for bnode, _ in d.backends.values():
-            links += [(bnode, d.pg_node), (bnode, d.cs_node)]
+            links += [(bnode, peer) for kind, peer in (("backend-pg", d.pg_node), ("backend-cs", d.cs_node))
+                      if kind in kinds]
         stop = threading.Event()
         loads = []
         for i, sub in enumerate(SUBSCRIPTIONS):
