@@ -22,6 +22,7 @@
 #include "check/check.h"
 #include "clusterservice/http_client.h"
 #include "core/log.h"
+#include "core/steady_wall_clock.h"
 #include "core/uuid.h"
 #include "frontend/frontend.h"
 #include "http/server.h"
@@ -196,7 +197,7 @@ class Runner {
       HCPRP_RETURN_IF_ERROR(SecureDatabaseFiles(url.substr(std::string_view("sqlite://").size())));
     }
     store::OpenOptions o;
-    o.clock = &clock_;
+    o.clock = &lease_clock_;
     o.indexes = arm::StoreIndexes();
     o.purge_interval = std::chrono::seconds(60);
     o.change_retention =
@@ -246,7 +247,7 @@ class Runner {
     o.operation_ttl_seconds = config_.operation_ttl_seconds;
     o.metrics = &registry_;
     HCPRP_ASSIGN_OR_RETURN(auto b,
-                           backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &clock_,
+                           backend::Backend::Create(o, parts_.writes.get(), parts_.cs.get(), &lease_clock_,
                                                     logger_.WithComponent("backend"), parts_.notifier.get()));
     parts_.backend = std::move(b);
     return parts_.backend->Start();
@@ -643,6 +644,8 @@ class Runner {
 
   Config config_;
   SystemClock clock_;
+  // The store's and the backend's: leases, fences and deadlines ignore steps of the machine's clock.
+  SteadyWallClock lease_clock_;
   Logger logger_;
   std::optional<Logger> sim_logger_;
   metrics::Registry registry_;  // outlives every part that records into it

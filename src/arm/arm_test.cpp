@@ -197,6 +197,14 @@ TEST(CloudErrorTest, UnavailableIs503ServiceUnavailableWithRetryAfter) {
   }
 }
 
+TEST(CloudErrorTest, TimeoutIs503ServiceUnavailableWithRetryAfter) {
+  CloudError e = FromError(Error::Timeout("Cluster Service PATCH: connecting to 10.0.0.3:443: timed out"));
+  EXPECT_EQ(e.status, 503);
+  EXPECT_EQ(e.body.code, codes::kServiceUnavailable);
+  EXPECT_EQ(e.body.message.find("10.0.0.3"), std::string::npos);
+  EXPECT_EQ(DefaultRetryAfterSeconds(e.status), kUnavailableRetryAfterSeconds);
+}
+
 TEST(CloudErrorTest, BodyShape) {
   CloudError e(400, codes::kInvalidParameter, "bad", "t");
   auto j = e.ToJson();

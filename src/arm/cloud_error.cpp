@@ -81,7 +81,9 @@ CloudError FromError(const Error& error) {
     case ErrorCode::kUnavailable:
       return {503, codes::kServiceUnavailable, "The service is temporarily unavailable; retry later."};
     case ErrorCode::kTimeout:
-      return {504, codes::kGatewayTimeout, "A dependency did not answer in time; retry later."};
+      // A dependency that does not answer in time (the Cluster Service across a partition, a query
+      // past its timeout) is as transient as one that refuses: the same 503 and Retry-After.
+      return {503, codes::kServiceUnavailable, "A dependency did not answer in time; retry later."};
     case ErrorCode::kCanceled:
       return {409, codes::kCanceled, "The request was canceled."};
     case ErrorCode::kIoError:

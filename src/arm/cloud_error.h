@@ -35,7 +35,6 @@ inline constexpr std::string_view kInvalidResourceGroupName = "InvalidResourceGr
 inline constexpr std::string_view kPreconditionFailed = "PreconditionFailed";
 inline constexpr std::string_view kMethodNotAllowed = "MethodNotAllowed";
 inline constexpr std::string_view kTooManyRequests = "TooManyRequests";
-inline constexpr std::string_view kGatewayTimeout = "GatewayTimeout";
 inline constexpr std::string_view kRequestEntityTooLarge = "RequestEntityTooLarge";
 inline constexpr std::string_view kAuthenticationFailed = "AuthenticationFailed";
 }  // namespace codes
@@ -75,8 +74,8 @@ struct CloudError {
 // The one mapping from an internal error to what a client sees:
 //   kNotFound -> 404 NotFound          kAlreadyExists, kConflict -> 409 Conflict
 //   kPreconditionFailed -> 412         kInvalidArgument -> 400 InvalidRequestContent
-//   kThrottled -> 429                  kUnavailable, kIoError -> 503 ServiceUnavailable
-//   kTimeout -> 504 GatewayTimeout     kCanceled -> 409 Canceled
+//   kThrottled -> 429                  kUnavailable, kIoError, kTimeout -> 503 ServiceUnavailable
+//   kCanceled -> 409 Canceled
 //   anything else -> 500 InternalServerError
 // The message is a generic one per status; the internal message is for logs only.
 CloudError FromError(const Error& error);

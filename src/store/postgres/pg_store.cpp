@@ -27,12 +27,17 @@ int64_t MigrationLockKey(std::string_view schema) {
 
 }  // namespace
 
+std::string ConnectionOptions(std::string_view schema, std::chrono::milliseconds busy_timeout) {
+  return "-c search_path=" + std::string(schema) +
+         " -c lock_timeout=" + std::to_string(std::max<int64_t>(1, busy_timeout.count())) +
+         " -c idle_in_transaction_session_timeout=" + std::to_string(kIdleInTransactionTimeoutMs);
+}
+
 PgStore::PgStore(PgTarget target, const OpenOptions& options, internal::DocumentIndexer indexer)
     : EngineStore(options.clock, std::move(indexer), /*reruns=*/true),
       target_(std::move(target)),
       options_(options),
-      conn_options_("-c search_path=" + target_.schema +
-                    " -c lock_timeout=" + std::to_string(std::max<int64_t>(1, options.busy_timeout.count()))),
+      conn_options_(ConnectionOptions(target_.schema, options.busy_timeout)),
       channel_("hcprp_feed_" + target_.schema) {}
 
 Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {

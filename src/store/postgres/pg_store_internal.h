@@ -30,6 +30,15 @@ using namespace std::chrono_literals;
 
 constexpr int kTxAttempts = 3;
 constexpr int kConnectTimeoutSeconds = 5;
+constexpr int64_t kIdleInTransactionTimeoutMs = 1000;
+
+// The libpq "options" of every connection of a store: search_path, lock_timeout (busy_timeout) and
+// idle_in_transaction_session_timeout (kIdleInTransactionTimeoutMs). A client cut off inside a
+// transaction (a network partition, its host gone) leaves its session idle in it, holding its row
+// locks, until the server finds the connection dead, which its TCP keepalives take hours to do; a
+// fenced batch's share lock on a lease row would hold off every takeover of that lease meanwhile. The
+// store never waits between the statements of a transaction, so the server ends such a session soon.
+std::string ConnectionOptions(std::string_view schema, std::chrono::milliseconds busy_timeout);
 
 // A change recorded by a transaction, numbered when the transaction appends it (see Commit).
 struct PendingChange {
@@ -139,7 +148,7 @@ class PgStore final : public internal::EngineStore {
   // Constant after construction.
   const PgTarget target_;
   const OpenOptions options_;
-  const std::string conn_options_;  // libpq "options": search_path, lock_timeout
+  const std::string conn_options_;  // ConnectionOptions()
   const std::string channel_;       // NOTIFY channel of this schema
 
   Mutex pool_mu_;

@@ -19,6 +19,7 @@
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_sql.h"
 #include "store/postgres/pg_store.h"
+#include "store/postgres/pg_store_internal.h"
 #include "store/postgres/pg_test_server.h"
 #include "store/store.h"
 
@@ -353,6 +354,30 @@ class SlowWriter {
   std::string schema_;
   std::string etag_;
 };
+
+// A writer cut off inside a fenced batch (its lease row share-locked, then nothing more: a network
+// partition) must not hold off a takeover of the lapsed lease for longer than the idle timeout.
+TEST_F(PgStoreTest, AWriterCutOffInsideAFencedBatchDoesNotHoldOffATakeover) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  auto held = store->AcquireLease("locks", "shards", "shard-0", "cut-off", 3s);
+  ASSERT_TRUE(IsOk(held));
+  auto raw = PgConnection::Connect(server_->Url(), ConnectionOptions(schema_, 5000ms), 10);
+  ASSERT_TRUE(IsOk(raw));
+  PgConnection& cut_off = **raw;
+  ASSERT_TRUE(IsOk(cut_off.Exec(sql::kBegin, Params(), "begin")));
+  Params p;
+  p.Bytea("locks").Bytea("shards").Bytea("shard-0");
+  ASSERT_TRUE(IsOk(cut_off.Exec(sql::kLeaseFence, p, "fence")));
+
+  clock_.Advance(4s);
+  auto t0 = std::chrono::steady_clock::now();
+  auto taken = store->AcquireLease("locks", "shards", "shard-0", "survivor", 3s);
+  ASSERT_TRUE(IsOk(taken));
+  EXPECT_EQ(taken->fencing_token, held->fencing_token + 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 4s) << "the takeover waited for the busy timeout";
+  EXPECT_FALSE(cut_off.Exec(sql::kCommit, Params(), "commit").ok()) << "the idle session was not ended";
+}
 
 TEST_F(PgStoreTest, SlowTransactionCommittingAfterAFasterOneIsNeverSkipped) {
   auto store = Open();
