@@ -10,6 +10,7 @@ pkgs=(
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libgoogle-perftools-dev  # tcmalloc, the programs' allocator
   wrk curl procps prometheus chromium
+  iproute2 faketime  # network namespaces and clock steps of the partition tests
   python3-azure  # the Azure SDK for Python of the SDK client test, for /usr/bin/python3
 )
 missing=()
