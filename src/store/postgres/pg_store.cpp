@@ -33,11 +33,16 @@ PgStore::PgStore(PgTarget target, const OpenOptions& options, internal::Document
       options_(options),
       conn_options_("-c search_path=" + target_.schema +
                     " -c lock_timeout=" + std::to_string(std::max<int64_t>(1, options.busy_timeout.count()))),
-      channel_("hcprp_feed_" + target_.schema) {}
+      channel_("hcprp_feed_" + target_.schema),
+      host_order_(target_.libpq_url) {}
 
-Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {
-  auto c = PgConnection::Connect(target_.libpq_url, conn_options_, kConnectTimeoutSeconds);
-  if (c.ok()) (*c)->set_query_timeout(target_.query_timeout);
+Result<std::unique_ptr<PgConnection>> PgStore::Connect(const std::string* options) {
+  auto c = PgConnection::Connect(target_.libpq_url, options != nullptr ? *options : conn_options_,
+                                 kConnectTimeoutSeconds, host_order_.Preferred());
+  if (c.ok()) {
+    (*c)->set_query_timeout(target_.query_timeout);
+    host_order_.Connected((*c)->raw());
+  }
   return c;
 }
 

@@ -106,7 +106,9 @@ class PgStore final : public internal::EngineStore {
  private:
   PgStore(PgTarget target, const OpenOptions& options, internal::DocumentIndexer indexer);
 
-  Result<std::unique_ptr<PgConnection>> Connect() const;
+  // A new connection to the server that takes writes (the one that last did tried first), with
+  // `options` (default: conn_options_).
+  Result<std::unique_ptr<PgConnection>> Connect(const std::string* options = nullptr);
   static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);
 
   // The pool. Acquire sets `reused` when the connection had been used before.
@@ -141,6 +143,8 @@ class PgStore final : public internal::EngineStore {
   const OpenOptions options_;
   const std::string conn_options_;  // libpq "options": search_path, lock_timeout
   const std::string channel_;       // NOTIFY channel of this schema
+
+  HostOrder host_order_;
 
   Mutex pool_mu_;
   CondVar pool_cv_;
