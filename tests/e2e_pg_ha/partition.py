@@ -32,7 +32,7 @@ import failover  # noqa: E402
 import ha_load  # noqa: E402
 import netns_pg  # noqa: E402
 import pg_ha  # noqa: E402
-from e2e import TestFailure, expect, expect_eq, run_tests  # noqa: E402
+from e2e import expect, expect_eq, run_tests  # noqa: E402
 
 PROBE_TABLE = "partition_probe"
 
@@ -72,23 +72,23 @@ def test_primary_partitioned(ctx):
             new = ha.wait_primary(other_than=old, timeout=60)
             promoted_at = time.monotonic()
             load.wait_acked_after(promoted_at)
-            if probe.poll() is not None:
-                raise TestFailure(f"the write sent to the cut-off old primary ended while it was cut off (psql "
-                                  f"exit {probe.returncode}: {probe.communicate()[1].decode('utf-8', 'replace')})")
-            in_recovery = ha.node_sql(old, "SELECT pg_is_in_recovery()")
+            # Its keeper demotes a primary that has lost the monitor and its standby for 20 s
+            # (network_partition_timeout): on a slow machine the write may fail before the heal.
+            ended_cut_off = probe.poll() is not None
             last, first, gap = load.unavailability(cut_at, promoted_at)
             heal_at = time.monotonic()
             net.heal(old)
             _, err = probe.communicate(timeout=120)
             probe_end = time.monotonic()
             expect(probe.returncode != 0, "the write sent to the cut-off old primary was acknowledged")
+            when = "during the partition" if ended_cut_off else f"{probe_end - heal_at:.1f}s after the heal"
             states = ha.wait_states(list(ha.nodes), timeout=120)
             rejoined_at = time.monotonic()
             expect_eq(states[old], ("secondary", "secondary"), f"{old} after the heal")
             print(f"partition of the primary {old}: {new} promoted {promoted_at - cut_at:.2f}s after the cut; "
                   f"writes unavailable {gap:.2f}s (from {last - cut_at:+.2f}s to {first - cut_at:+.2f}s); a write "
-                  f"sent straight to {old} (in recovery: {in_recovery}) waited unacknowledged through the "
-                  f"partition ({heal_at - cut_at:.1f}s) and failed {probe_end - heal_at:.1f}s after the heal "
+                  f"sent straight to {old} during the partition ({heal_at - cut_at:.1f}s) was not acknowledged "
+                  f"and failed {when} "
                   f"(psql exit {probe.returncode}: {err.decode('utf-8', 'replace').strip().splitlines()[-1:]}); "
                   f"{old} a standby again {rejoined_at - heal_at:.1f}s after the heal", flush=True)
         finally:
