@@ -7,14 +7,16 @@
    --rounds times (the old primary rejoins as a standby between rounds). Prints the write
    unavailability of each round; at the end every acknowledged operation must be present and
    terminal (0 lost), the change feed read without gap or repeat, and `hcprp check` clean.
-   --monitor default runs with pg_auto_failover's default monitor timings instead of the tuned ones.
+   --monitor names the monitor timings (pg_ha.MONITOR_SETTINGS): fast (the tests' own), previous (the
+   tuned timings before them: 3 s unhealthy timeout, 5 s demote timeout) or default
+   (pg_auto_failover's); several, comma-separated, run one series after the other in the same run.
 2. Throughput: bench/frontend's frontend_bench, PUT create only, against a single PostgreSQL server
    (tests/e2e_pg/pg.py) and against the primary of a pg_auto_failover pair through the multi-host
    URL, alternately, --repeat times each, in the same run.
 
 Usage: python3 bench/pg_ha/run.py --hcprp build/release/hcprp --hcpctl build/release/hcpctl
            --frontend-bench build/release/bench/frontend/frontend_bench [--rounds 10]
-           [--monitor fast|default] [--repeat 2] [--duration 10] [--skip-failovers] [--skip-throughput]
+           [--monitor fast,previous] [--repeat 2] [--duration 10] [--skip-failovers] [--skip-throughput]
 """
 
 import argparse
@@ -33,8 +35,8 @@ import pg  # noqa: E402
 import pg_ha  # noqa: E402
 
 
-def failovers(args):
-    env = dict(os.environ, HCPRP_HA_ROUNDS=str(args.rounds), HCPRP_HA_MONITOR=args.monitor)
+def failovers(args, monitor):
+    env = dict(os.environ, HCPRP_HA_ROUNDS=str(args.rounds), HCPRP_HA_MONITOR=monitor)
     cmd = [sys.executable, os.path.join(TESTS, "e2e_pg_ha", "failover.py"), "--hcprp", args.hcprp,
            "--hcpctl", args.hcpctl, "-k", "primary_killed"]
     p = subprocess.run(cmd, env=env, capture_output=True, timeout=600 + 120 * args.rounds)
@@ -47,10 +49,11 @@ def failovers(args):
         print(out[-5000:])
         print(p.stderr.decode("utf-8", "replace")[-3000:])
         raise SystemExit(f"failover run failed (exit {p.returncode})")
-    if gaps:
-        print(f"\nwrite unavailability over {len(gaps)} failovers ({args.monitor} monitor settings): "
-              f"median {statistics.median(gaps):.2f} s, min {min(gaps):.2f} s, max {max(gaps):.2f} s; "
-              f"acknowledged operations lost: 0")
+    summary = (f"write unavailability over {len(gaps)} failovers ({monitor} monitor settings): "
+               f"median {statistics.median(gaps):.2f} s, min {min(gaps):.2f} s, max {max(gaps):.2f} s; "
+               f"acknowledged operations lost: 0") if gaps else f"{monitor}: no failover measured"
+    print(f"\n{summary}\n", flush=True)
+    return summary
 
 
 def put_rate(args, url):
@@ -95,7 +98,8 @@ def main():
     ap.add_argument("--hcpctl", required=True)
     ap.add_argument("--frontend-bench")
     ap.add_argument("--rounds", type=int, default=10)
-    ap.add_argument("--monitor", choices=["fast", "default"], default="fast")
+    ap.add_argument("--monitor", default="fast",
+                    help="comma-separated names of monitor timings: " + ", ".join(pg_ha.MONITOR_SETTINGS))
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--skip-failovers", action="store_true")
@@ -105,8 +109,14 @@ def main():
     if not pg_ha.available():
         raise SystemExit("pg_autoctl or the PostgreSQL server binaries not found "
                          "(Debian: apt-get install postgresql postgresql-15-auto-failover)")
+    monitors = args.monitor.split(",")
+    unknown = [m for m in monitors if m not in pg_ha.MONITOR_SETTINGS]
+    if unknown:
+        raise SystemExit(f"--monitor: unknown timings {unknown}; known: {', '.join(pg_ha.MONITOR_SETTINGS)}")
     if not args.skip_failovers:
-        failovers(args)
+        summaries = [failovers(args, m) for m in monitors]
+        if len(summaries) > 1:
+            print("\n".join(summaries))
     if not args.skip_throughput:
         if not args.frontend_bench:
             raise SystemExit("--frontend-bench is needed for the throughput figures")

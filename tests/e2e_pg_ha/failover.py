@@ -19,7 +19,8 @@ tests print the write unavailability (last acknowledged write before the fault t
 
 HCPRP_HA_ROUNDS (default 1) repeats the fault that many times in each test (the old primary rejoins
 as a standby between rounds); HCPRP_HA_MONITOR=default runs the monitor with pg_auto_failover's
-default timings instead of pg_ha.FAST_MONITOR_SETTINGS (bench/pg_ha/run.py uses both). Exits 77 (skipped) when pg_autoctl or the server binaries are absent.
+default timings instead of pg_ha.FAST_MONITOR_SETTINGS, HCPRP_HA_MONITOR=previous with the tuned
+timings these replaced (bench/pg_ha/run.py compares them). Exits 77 (skipped) when pg_autoctl or the server binaries are absent.
 """
 
 import os
@@ -37,8 +38,7 @@ import pg_ha  # noqa: E402
 from e2e import expect, run_tests  # noqa: E402
 
 ROUNDS = int(os.environ.get("HCPRP_HA_ROUNDS", "1"))
-MONITOR = {"fast": pg_ha.FAST_MONITOR_SETTINGS, "default": pg_ha.DEFAULT_MONITOR_SETTINGS}[
-    os.environ.get("HCPRP_HA_MONITOR", "fast")]
+MONITOR = pg_ha.MONITOR_SETTINGS[os.environ.get("HCPRP_HA_MONITOR", "fast")]
 
 
 def start_layout(ctx, ha):

@@ -229,8 +229,13 @@ class FeedReader:
         self.errors = 0
 
     def _sql(self, sql):
-        r = subprocess.run([self.psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", self.url, "-c", sql],
-                           capture_output=True, stdin=subprocess.DEVNULL, timeout=30)
+        """The query's output, or None when it failed or did not answer within 20 s (a server cut off
+        by a partition leaves a session waiting)."""
+        try:
+            r = subprocess.run([self.psql, "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", self.url, "-c", sql],
+                               capture_output=True, stdin=subprocess.DEVNULL, timeout=20)
+        except subprocess.TimeoutExpired:
+            return None
         if r.returncode != 0:
             return None
         return r.stdout.decode().strip()

@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL high-availability group run by pg_auto_failover, for the HA tests.
 
 PgHaCluster starts a pg_auto_failover monitor, then a primary and a standby (`pg_autoctl create
-postgres`), each a `pg_autoctl run` process in its own temporary directory on a free 127.0.0.1 port,
+postgres`), each a `pg_autoctl run` process in its own temporary directory on a free port,
 as the "postgres" user when the tests run as root (PostgreSQL refuses root). pg_autoctl's own
 configuration and state go to the temporary directory too (XDG_CONFIG_HOME, XDG_DATA_HOME), so
 nothing is left behind in the user's home.
@@ -11,8 +11,12 @@ it is healthy, so a commit is acknowledged only once the standby has flushed it.
 and number_sync_standbys 0 (the default), the primary stops waiting for a standby that failed
 (state wait_primary) instead of refusing writes: one failure at a time loses nothing.
 
-The monitor's timings can be given (MONITOR_SETTINGS below are the ones the tests use): they decide
-how soon a dead primary is noticed and its standby promoted.
+The monitor's timings can be given (FAST_MONITOR_SETTINGS below are the ones the tests use): they
+decide how soon a dead primary is noticed and its standby promoted.
+
+Where each server runs is the `network`'s choice: by default (Loopback) every node on 127.0.0.1 in
+the caller's network namespace; netns_pg.Network puts each data node in a namespace of its own so a
+test can cut it off while it runs.
 
     with PgHaCluster() as ha:
         url = ha.url()                # postgresql://postgres@127.0.0.1:P1,127.0.0.1:P2/hcprp?...
@@ -41,19 +45,29 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pg  # noqa: E402
 
 # Monitor settings (pgautofailover.* GUCs, in the monitor's postgresql.conf). A dead primary is
-# declared unhealthy once its keeper has not reported for node_considered_unhealthy_timeout and the
-# monitor's health check has failed; the standby is then promoted once it has stopped replicating,
-# without waiting primary_demote_timeout for a primary that cannot answer. The defaults (20 s, 5 s
-# checks, 30 s) give a failover of 30-50 s; these give about 5-8 s on loopback.
+# declared unhealthy once its keeper (which reports every second) has not reported for
+# node_considered_unhealthy_timeout and the monitor's health check has failed. The standby then stops
+# replicating and promotes itself read-only (stop_replication); it takes writes (wait_primary) once the
+# old primary reported itself demoted or primary_demote_timeout has passed since it was asked to.
+# That wait adds nothing to safety here: with synchronous replication an old primary that is alive but
+# cut off cannot acknowledge a commit once its standby stopped replicating, so 1 s (less than the
+# promotion itself takes) lets the standby take writes as soon as it is promoted. The defaults (20 s,
+# 5 s checks, 30 s) give a failover of 30-50 s; PREVIOUS_MONITOR_SETTINGS (3 s, 5 s) about 9 s.
 DEFAULT_MONITOR_SETTINGS = {}
 FAST_MONITOR_SETTINGS = {
     "pgautofailover.health_check_period": "1000",
     "pgautofailover.health_check_timeout": "1000",
     "pgautofailover.health_check_max_retries": "1",
     "pgautofailover.health_check_retry_delay": "500",
+    "pgautofailover.node_considered_unhealthy_timeout": "2000",
+    "pgautofailover.primary_demote_timeout": "1000",
+}
+PREVIOUS_MONITOR_SETTINGS = dict(FAST_MONITOR_SETTINGS, **{
     "pgautofailover.node_considered_unhealthy_timeout": "3000",
     "pgautofailover.primary_demote_timeout": "5000",
-}
+})
+MONITOR_SETTINGS = {"fast": FAST_MONITOR_SETTINGS, "previous": PREVIOUS_MONITOR_SETTINGS,
+                    "default": DEFAULT_MONITOR_SETTINGS}
 
 
 def find_pg_autoctl():
@@ -75,6 +89,18 @@ class HaError(RuntimeError):
     pass
 
 
+class Loopback:
+    """Every server on 127.0.0.1 in the caller's network namespace."""
+
+    subnet = None  # clients connect from 127.0.0.1, which initdb's pg_hba.conf already trusts
+
+    def host(self, name):
+        return "127.0.0.1"
+
+    def wrap(self, name, argv):
+        return argv
+
+
 class Node:
     def __init__(self, name, pgdata, port, log_path):
         self.name = name
@@ -87,12 +113,14 @@ class Node:
 class PgHaCluster:
     """A monitor and `standbys + 1` data nodes. Not thread-safe: one test drives it."""
 
-    def __init__(self, database="hcprp", standbys=1, monitor_settings=None, max_connections=400):
+    def __init__(self, database="hcprp", standbys=1, monitor_settings=None, max_connections=400,
+                 network=None):
         self.bin = pg.find_binaries()
         self.autoctl = find_pg_autoctl()
         if self.bin is None or self.autoctl is None:
             raise HaError("pg_autoctl or the PostgreSQL server binaries not found")
         self.database = database
+        self.net = network or Loopback()
         self.max_connections = max_connections
         self.as_root = os.geteuid() == 0
         self.dir = tempfile.mkdtemp(prefix="hcprp-pg-ha-")
@@ -123,19 +151,20 @@ class PgHaCluster:
         env["PGCONNECT_TIMEOUT"] = "5"
         return env
 
-    def _argv(self, *args):
+    def _argv(self, *args, where="monitor"):
+        """The command line of a pg_autoctl command run where node `where` runs."""
         argv = [self.autoctl, *args]
         if self.as_root:
             argv = ["runuser", "-u", pg.SERVER_USER, "--", "env", *[f"{k}={v}" for k, v in self._env().items()
                                                                    if k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME",
                                                                             "PG_CONFIG", "PATH",
                                                                             "PGCONNECT_TIMEOUT")], *argv]
-        return argv
+        return self.net.wrap(where, argv)
 
-    def autoctl_cmd(self, *args, timeout=120):
-        """Runs a pg_autoctl command to completion; returns its stdout."""
+    def autoctl_cmd(self, *args, timeout=120, where="monitor"):
+        """Runs a pg_autoctl command to completion (where node `where` runs); returns its stdout."""
         try:
-            r = subprocess.run(self._argv(*args), capture_output=True, stdin=subprocess.DEVNULL,
+            r = subprocess.run(self._argv(*args, where=where), capture_output=True, stdin=subprocess.DEVNULL,
                                timeout=timeout, cwd=self.dir, env=self._env())
         except subprocess.TimeoutExpired as e:
             raise HaError(f"pg_autoctl {' '.join(args)} did not finish within {timeout}s") from e
@@ -146,7 +175,7 @@ class PgHaCluster:
 
     def _spawn_run(self, node):
         log = open(node.log_path, "ab")
-        node.proc = subprocess.Popen(self._argv("run", "--pgdata", node.pgdata), stdout=log, stderr=log,
+        node.proc = subprocess.Popen(self._argv("run", "--pgdata", node.pgdata, where=node.name), stdout=log, stderr=log,
                                      stdin=subprocess.DEVNULL, cwd=self.dir, env=self._env(),
                                      start_new_session=True)
         log.close()
@@ -155,12 +184,13 @@ class PgHaCluster:
         port = pg.free_port()
         node = Node("monitor", os.path.join(self.dir, "monitor"), port, os.path.join(self.dir, "monitor.log"))
         self.autoctl_cmd("create", "monitor", "--pgdata", node.pgdata, "--pgport", str(port),
-                         "--pgctl", os.path.join(self.bin, "pg_ctl"), "--hostname", "127.0.0.1",
+                         "--pgctl", os.path.join(self.bin, "pg_ctl"), "--hostname", self.net.host("monitor"),
                          "--auth", "trust", "--no-ssl", timeout=180)
         if settings:
             with open(os.path.join(node.pgdata, "postgresql.auto.conf"), "a") as f:
                 for k, v in settings.items():
                     f.write(f"{k} = '{v}'\n")
+        self._trust_subnet(node)
         self.monitor = node
         self._spawn_run(node)
         deadline = time.monotonic() + 60
@@ -173,25 +203,34 @@ class PgHaCluster:
         raise HaError(f"the monitor did not start: {self.log('monitor')[-3000:]}")
 
     def monitor_uri(self):
-        return f"postgres://autoctl_node@127.0.0.1:{self.monitor.port}/pg_auto_failover?sslmode=disable"
+        return (f"postgres://autoctl_node@{self.net.host('monitor')}:{self.monitor.port}/pg_auto_failover"
+                "?sslmode=disable")
 
     def _create_node(self, name):
         port = pg.free_port()
         node = Node(name, os.path.join(self.dir, name), port, os.path.join(self.dir, f"{name}.log"))
         self.autoctl_cmd("create", "postgres", "--pgdata", node.pgdata, "--pgport", str(port),
-                         "--pgctl", os.path.join(self.bin, "pg_ctl"), "--hostname", "127.0.0.1",
+                         "--pgctl", os.path.join(self.bin, "pg_ctl"), "--hostname", self.net.host(name),
                          "--name", name, "--dbname", self.database, "--monitor", self.monitor_uri(),
-                         "--auth", "trust", "--no-ssl", timeout=300)
+                         "--auth", "trust", "--no-ssl", timeout=300, where=name)
         with open(os.path.join(node.pgdata, "postgresql.auto.conf"), "a") as f:
             f.write(f"max_connections = {self.max_connections}\n")
+        self._trust_subnet(node)
         self.nodes[name] = node
         self._spawn_run(node)
+
+    def _trust_subnet(self, node):
+        """Lets every server of the network (clients, monitor, the other nodes) in without a password,
+        as --auth trust does for loopback."""
+        if self.net.subnet:
+            with open(os.path.join(node.pgdata, "pg_hba.conf"), "a") as f:
+                f.write(f"host all all {self.net.subnet} trust\nhost replication all {self.net.subnet} trust\n")
 
     # -- state ------------------------------------------------------------------------------------
 
     def monitor_sql(self, sql):
         argv = [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                "-h", "127.0.0.1", "-p", str(self.monitor.port), "-U", "autoctl_node", "-d", "pg_auto_failover",
+                "-h", self.net.host("monitor"), "-p", str(self.monitor.port), "-U", "autoctl_node", "-d", "pg_auto_failover",
                 "-c", sql]
         r = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=30, env=self._env())
         if r.returncode != 0:
@@ -259,11 +298,16 @@ class PgHaCluster:
                 return name
         return None
 
-    def node_sql(self, name, sql, database=None):
+    def node_psql(self, name, sql, database=None):
+        """The command line of psql running `sql` on node `name`, from where that node runs (so it
+        reaches a node that is cut off from the others)."""
         node = self.nodes[name]
-        argv = [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
-                "-h", "127.0.0.1", "-p", str(node.port), "-U", "postgres", "-d", database or self.database,
-                "-c", sql]
+        return self.net.wrap(name, [os.path.join(self.bin, "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1",
+                                    "-h", self.net.host(name), "-p", str(node.port), "-U", "postgres",
+                                    "-d", database or self.database, "-c", sql])
+
+    def node_sql(self, name, sql, database=None):
+        argv = self.node_psql(name, sql, database)
         r = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=30, env=self._env())
         if r.returncode != 0:
             raise HaError(f"query on {name} failed: {r.stderr.decode('utf-8', 'replace')[-1000:]}")
@@ -343,7 +387,7 @@ class PgHaCluster:
 
     def url(self, schema=None, extra=""):
         """The store URL hcprp takes with --store: every data node, read-write sessions only."""
-        hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes.values())
+        hosts = ",".join(f"{self.net.host(n.name)}:{n.port}" for n in self.nodes.values())
         u = f"postgresql://postgres@{hosts}/{self.database}?target_session_attrs=read-write"
         if schema:
             u += f"&schema={schema}"

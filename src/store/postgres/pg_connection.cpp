@@ -94,18 +94,29 @@ Error PgError(PGconn* conn, const PGresult* r, std::string_view context) {
 
 Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& url,
                                                             const std::string& options,
-                                                            int connect_timeout_seconds) {
+                                                            int connect_timeout_seconds,
+                                                            const std::optional<HostList>& hosts) {
   std::string timeout = std::to_string(connect_timeout_seconds);
   // TCP keepalives and a user timeout make a server that vanished without closing the connection
   // (host down, network partition) a broken connection within about 20 s, on pooled and LISTEN
   // connections alike, instead of a call that waits forever. They come before "dbname", so the
-  // URL's own parameters override them.
-  const char* keys[] = {
-      "keepalives", "keepalives_idle", "keepalives_interval", "keepalives_count", "tcp_user_timeout",
-      "dbname",     "options",         "connect_timeout",     "application_name", nullptr};
-  const char* values[] = {"1",     "10",   "3", "3", "20000", url.c_str(), options.c_str(), timeout.c_str(),
-                          "hcprp", nullptr};
-  PGconn* c = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  // URL's own parameters override them; "host" and "port" come after it, to override the URL's.
+  std::vector<const char*> keys = {"keepalives",       "keepalives_idle",  "keepalives_interval",
+                                   "keepalives_count", "tcp_user_timeout", "dbname",
+                                   "options",          "connect_timeout",  "application_name"};
+  std::vector<const char*> values = {
+      "1", "10", "3", "3", "20000", url.c_str(), options.c_str(), timeout.c_str(), "hcprp"};
+  if (hosts) {
+    keys.push_back("host");
+    values.push_back(hosts->hosts.c_str());
+    if (!hosts->ports.empty()) {
+      keys.push_back("port");
+      values.push_back(hosts->ports.c_str());
+    }
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  PGconn* c = PQconnectdbParams(keys.data(), values.data(), /*expand_dbname=*/1);
   if (c == nullptr) return Error::Unavailable("connect to PostgreSQL: out of memory");
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "store/postgres/pg_host_order.h"
 
 namespace hcprp::store::postgres {
 
@@ -97,9 +98,11 @@ struct PipelineStep {
 class PgConnection {
  public:
   // `url` is a libpq connection URI; `options` the libpq "options" string (server settings such as
-  // search_path). kUnavailable when the server cannot be reached.
+  // search_path); `hosts`, when given, replaces the URL's host and port lists (the same servers in
+  // another order, pg_host_order.h). kUnavailable when the server cannot be reached.
   static Result<std::unique_ptr<PgConnection>> Connect(const std::string& url, const std::string& options,
-                                                       int connect_timeout_seconds);
+                                                       int connect_timeout_seconds,
+                                                       const std::optional<HostList>& hosts = std::nullopt);
   ~PgConnection();
   PgConnection(const PgConnection&) = delete;
   PgConnection& operator=(const PgConnection&) = delete;

@@ -38,11 +38,16 @@ PgStore::PgStore(PgTarget target, const OpenOptions& options, internal::Document
       target_(std::move(target)),
       options_(options),
       conn_options_(ConnectionOptions(target_.schema, options.busy_timeout)),
-      channel_("hcprp_feed_" + target_.schema) {}
+      channel_("hcprp_feed_" + target_.schema),
+      host_order_(target_.libpq_url) {}
 
-Result<std::unique_ptr<PgConnection>> PgStore::Connect() const {
-  auto c = PgConnection::Connect(target_.libpq_url, conn_options_, kConnectTimeoutSeconds);
-  if (c.ok()) (*c)->set_query_timeout(target_.query_timeout);
+Result<std::unique_ptr<PgConnection>> PgStore::Connect(const std::string* options) {
+  auto c = PgConnection::Connect(target_.libpq_url, options != nullptr ? *options : conn_options_,
+                                 kConnectTimeoutSeconds, host_order_.Preferred());
+  if (c.ok()) {
+    (*c)->set_query_timeout(target_.query_timeout);
+    host_order_.Connected((*c)->raw());
+  }
   return c;
 }
 

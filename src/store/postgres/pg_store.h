@@ -21,7 +21,8 @@
 // High availability (a primary and standbys, e.g. pg_auto_failover): the URL lists every host
 // (postgresql://u@h1:p1,h2:p2/db); with several hosts target_session_attrs=read-write is added
 // unless the URL names it, so every connection (pooled, LISTEN, NOTIFY) goes to the server that
-// takes writes now. On a failover the connections to the old primary break (or, for a primary being
+// takes writes now. A new connection tries the server that gave the last session first
+// (pg_host_order.h), so a silent old primary does not cost every connection its connect_timeout. On a failover the connections to the old primary break (or, for a primary being
 // demoted, its writes fail with SQLSTATE 25006, which drops the connection and reruns the
 // transaction once on a new one); calls fail with kUnavailable until the new primary takes
 // connections, then new connections find it. A commit acknowledged under synchronous replication

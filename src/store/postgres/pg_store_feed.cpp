@@ -47,12 +47,9 @@ void PgStore::NotifierLoop() {
     announce_due_ = false;
     lk.unlock();
     if (!conn) {
-      auto c = PgConnection::Connect(target_.libpq_url, conn_options_ + " -c synchronous_commit=off",
-                                     kConnectTimeoutSeconds);
-      if (c.ok()) {
-        conn = std::move(*c);
-        conn->set_query_timeout(target_.query_timeout);
-      }
+      const std::string options = conn_options_ + " -c synchronous_commit=off";
+      auto c = Connect(&options);
+      if (c.ok()) conn = std::move(*c);
     }
     bool sent = conn && conn->ExecSql("NOTIFY " + channel_, "notify").ok();
     lk.lock();

@@ -115,7 +115,9 @@ class PgStore final : public internal::EngineStore {
  private:
   PgStore(PgTarget target, const OpenOptions& options, internal::DocumentIndexer indexer);
 
-  Result<std::unique_ptr<PgConnection>> Connect() const;
+  // A new connection to the server that takes writes (the one that last did tried first), with
+  // `options` (default: conn_options_).
+  Result<std::unique_ptr<PgConnection>> Connect(const std::string* options = nullptr);
   static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);
 
   // The pool. Acquire sets `reused` when the connection had been used before.
@@ -150,6 +152,8 @@ class PgStore final : public internal::EngineStore {
   const OpenOptions options_;
   const std::string conn_options_;  // ConnectionOptions()
   const std::string channel_;       // NOTIFY channel of this schema
+
+  HostOrder host_order_;
 
   Mutex pool_mu_;
   CondVar pool_cv_;

@@ -623,6 +623,24 @@ TEST_F(PgStoreTest, ConnectionsCarryKeepalivesThatTheUrlCanOverride) {
   EXPECT_EQ(ConnOption(**tuned, "keepalives_count"), "3");
 }
 
+// After a failover the server that took writes last is tried first: a first host that does not
+// answer (port 1 here, refused; a machine that is gone would cost connect_timeout) is tried last.
+TEST_F(PgStoreTest, TheServerThatLastGaveASessionIsTriedFirst) {
+  const std::string port = std::to_string(server_->port());
+  const std::string url = "postgresql://postgres@127.0.0.1:1,127.0.0.1:" + port + "/" +
+                          server_->Url().substr(server_->Url().rfind('/') + 1);
+  HostOrder order(url);
+  ASSERT_EQ(order.Preferred(), std::nullopt);
+  auto first = PgConnection::Connect(url, "", 5, order.Preferred());
+  ASSERT_TRUE(IsOk(first));
+  order.Connected((*first)->raw());
+  EXPECT_EQ(order.Preferred(), (HostList{.hosts = "127.0.0.1,127.0.0.1", .ports = port + ",1"}));
+  auto next = PgConnection::Connect(url, "", 5, order.Preferred());
+  ASSERT_TRUE(IsOk(next));
+  EXPECT_EQ(std::string(PQport((*next)->raw())), port);
+  EXPECT_EQ(std::string(PQhost((*next)->raw())), "127.0.0.1");
+}
+
 TEST_F(PgStoreTest, ServerThatStopsAnsweringFailsTheCallInsteadOfHangingIt) {
   auto c = Raw();
   ASSERT_NE(c, nullptr);

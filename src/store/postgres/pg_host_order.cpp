@@ -1,0 +1,74 @@
+#include "store/postgres/pg_host_order.h"
+
+#include <vector>
+
+namespace hcprp::store::postgres {
+namespace {
+
+std::vector<std::string_view> SplitCommas(std::string_view s) {
+  std::vector<std::string_view> parts;
+  if (s.empty()) return parts;
+  while (true) {
+    size_t comma = s.find(',');
+    parts.push_back(s.substr(0, comma));
+    if (comma == std::string_view::npos) return parts;
+    s = s.substr(comma + 1);
+  }
+}
+
+std::string JoinFirst(const std::vector<std::string_view>& parts, size_t first) {
+  std::string out(parts[first]);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i == first) continue;
+    out += ',';
+    out += parts[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<HostList> HostsWithFirst(const HostList& list, std::string_view host, std::string_view port) {
+  auto hosts = SplitCommas(list.hosts);
+  auto ports = SplitCommas(list.ports);
+  const bool per_host = ports.size() > 1;
+  if (hosts.size() < 2 || (per_host && ports.size() != hosts.size())) return std::nullopt;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    if (hosts[i] != host || (per_host && ports[i] != port)) continue;
+    return HostList{.hosts = JoinFirst(hosts, i), .ports = per_host ? JoinFirst(ports, i) : list.ports};
+  }
+  return std::nullopt;
+}
+
+HostOrder::HostOrder(const std::string& libpq_url) {
+  PQconninfoOption* options = PQconninfoParse(libpq_url.c_str(), nullptr);
+  if (options == nullptr) return;
+  HostList list;
+  bool hostaddr = false;
+  for (PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+    std::string_view key = o->keyword;
+    if (o->val == nullptr || *o->val == '\0') continue;
+    if (key == "host") list.hosts = o->val;
+    if (key == "port") list.ports = o->val;
+    if (key == "hostaddr") hostaddr = true;
+  }
+  PQconninfoFree(options);
+  if (!hostaddr && list.hosts.find(',') != std::string::npos) url_hosts_ = std::move(list);
+}
+
+std::optional<HostList> HostOrder::Preferred() const {
+  MutexLock lk(mu_);
+  return preferred_;
+}
+
+void HostOrder::Connected(PGconn* c) {
+  if (!url_hosts_) return;
+  const char* host = PQhost(c);
+  const char* port = PQport(c);
+  if (host == nullptr || port == nullptr) return;
+  auto order = HostsWithFirst(*url_hosts_, host, port);
+  MutexLock lk(mu_);
+  preferred_ = std::move(order);
+}
+
+}  // namespace hcprp::store::postgres

@@ -1,0 +1,48 @@
+#include "store/postgres/pg_host_order.h"
+
+#include <gtest/gtest.h>
+
+namespace hcprp::store::postgres {
+namespace {
+
+TEST(HostsWithFirst, MovesTheServerWithItsPortToTheFront) {
+  HostList list{.hosts = "db1,db2,db3", .ports = "5432,5433,5434"};
+  EXPECT_EQ(HostsWithFirst(list, "db2", "5433"),
+            (HostList{.hosts = "db2,db1,db3", .ports = "5433,5432,5434"}));
+  EXPECT_EQ(HostsWithFirst(list, "db3", "5434"),
+            (HostList{.hosts = "db3,db1,db2", .ports = "5434,5432,5433"}));
+  EXPECT_EQ(HostsWithFirst(list, "db1", "5432"), list);
+}
+
+TEST(HostsWithFirst, TellsServersOnOneHostApartByPort) {
+  HostList list{.hosts = "127.0.0.1,127.0.0.1", .ports = "6001,6002"};
+  EXPECT_EQ(HostsWithFirst(list, "127.0.0.1", "6002"),
+            (HostList{.hosts = "127.0.0.1,127.0.0.1", .ports = "6002,6001"}));
+}
+
+TEST(HostsWithFirst, KeepsAPortThatServesEveryHost) {
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1,db2", .ports = "5432"}, "db2", "5432"),
+            (HostList{.hosts = "db2,db1", .ports = "5432"}));
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1,db2", .ports = ""}, "db2", "5432"),
+            (HostList{.hosts = "db2,db1", .ports = ""}));
+}
+
+TEST(HostsWithFirst, LeavesTheOrderAloneWhenItCannot) {
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1,db2", .ports = "1,2"}, "db3", "1"), std::nullopt);
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1,db2", .ports = "1,2"}, "db2", "1"), std::nullopt);
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1", .ports = "1"}, "db1", "1"), std::nullopt);
+  EXPECT_EQ(HostsWithFirst({.hosts = "db1,db2,db3", .ports = "1,2"}, "db2", "2"), std::nullopt);
+}
+
+TEST(HostOrder, KeepsTheUrlsOrderUntilASessionOpens) {
+  HostOrder order("postgresql://u@db1:5432,db2:5433/hcprp?target_session_attrs=read-write");
+  EXPECT_EQ(order.Preferred(), std::nullopt);
+}
+
+TEST(HostOrder, HasNothingToReorderWithOneHost) {
+  HostOrder order("postgresql://u@db1:5432/hcprp");
+  EXPECT_EQ(order.Preferred(), std::nullopt);
+}
+
+}  // namespace
+}  // namespace hcprp::store::postgres
