@@ -152,7 +152,7 @@ def test_cluster_service_names_the_resource_provider_by_its_dns_names_first(ctx)
 
 
 def test_unauthenticated_callers_are_refused_on_their_headers(ctx):
-    data, arm, _, _, metrics, _ = serve(ctx)
+    data, arm, _, control, metrics, _ = serve(ctx)
     host, port = host_port(arm)
     anonymous = ssl.create_default_context(cafile=ctx.tls.ca)
     body_len = 4 * 1024 * 1024
@@ -168,6 +168,12 @@ def test_unauthenticated_callers_are_refused_on_their_headers(ctx):
     answer, took = raw_exchange(ahost, aport, raw)
     expect(answer.startswith(b"HTTP/1.1 401"), f"admin listener without the token: {answer[:200]!r}")
     expect(b"100 Continue" not in answer and took < 5, f"admin refusal: {answer[:100]!r} after {took:.1f} s")
+    chost, cport = host_port(control)
+    raw = (f"POST /control/faults HTTP/1.1\r\nHost: {chost}:{cport}\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {body_len}\r\nExpect: 100-continue\r\n\r\n").encode()
+    answer, took = raw_exchange(chost, cport, raw)
+    expect(answer.startswith(b"HTTP/1.1 401"), f"control listener without the token: {answer[:200]!r}")
+    expect(b"100 Continue" not in answer and took < 5, f"control refusal: {answer[:100]!r} after {took:.1f} s")
     # The console's cookie is a session value, not the token, and another page on 127.0.0.1 cannot use it.
     with open(os.path.join(data, "admin-token")) as f:
         token = f.read().strip()
