@@ -132,9 +132,10 @@ void AddArmFlags(CLI::App* s, Config& c) {
 }
 
 void AddClusterServiceIdentityFlags(CLI::App* s, Config& c) {
-  s->add_option("--clusters-service-client-name", c.cs_client_name,
-                "Subject common name of the only client certificate the Cluster Service listener accepts "
-                "(the resource provider's)")
+  s->add_option(
+       "--clusters-service-client-name", c.cs_client_name,
+       "Name of the only client certificate the Cluster Service listener accepts (the resource "
+       "provider's): one of its subjectAltName DNS entries, or its subject common name when it has none")
       ->capture_default_str();
   s->add_option("--arm-metadata-file", c.arm_metadata_file,
                 "Serve this document (ARM's client-certificate metadata) at /metadata/authentication on the "

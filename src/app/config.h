@@ -38,7 +38,7 @@ struct Config {
   int version_concurrency = 4;
   size_t check_concurrency = 4;
   size_t event_concurrency = 8;
-  int create_recovery_seconds = 120;
+  int create_recovery_seconds = 10;
   int gc_window_seconds = 3600;
   int stuck_after_seconds = 600;
   int64_t operation_ttl_seconds = 604800;

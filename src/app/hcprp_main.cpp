@@ -37,6 +37,7 @@
 #include "tls/atomic_file.h"
 #include "tls/context.h"
 #include "tls/local_ca.h"
+#include "tls/peer_certificate.h"
 
 namespace hcprp::app {
 namespace {
@@ -182,11 +183,12 @@ class Runner {
   }
 
   // The Cluster Service listener's trust: the local CA's chain (checked in the handshake) is not enough,
-  // ARM's client certificate chains to it too; only the resource provider's certificate is let in.
+  // ARM's client certificate chains to it too; only the resource provider's certificate is let in, by
+  // its DNS names, or its common name when it has none (tls::CertificateNamed).
   static http::Authenticator ResourceProviderOnly(std::string name) {
     return [name = std::move(name)](const tls::PeerCertificate* peer) -> std::optional<http::Refusal> {
       if (peer == nullptr) return http::Refusal{"no_certificate"};
-      if (peer->common_name != name) return http::Refusal{"not_the_resource_provider"};
+      if (!tls::CertificateNamed(*peer, name)) return http::Refusal{"not_the_resource_provider"};
       return std::nullopt;
     };
   }

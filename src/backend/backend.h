@@ -105,8 +105,17 @@ struct BackendOptions {
   Duration update_deadline = std::chrono::minutes(60);
   Duration delete_deadline = std::chrono::hours(12);
   Duration credential_deadline = std::chrono::minutes(60);
-  // An Accepted Create without internalId older than this lost its frontend midway.
-  Duration create_recovery_grace = std::chrono::minutes(2);
+  // An Accepted Create without internalId older than this, whose object a search does not find, lost
+  // its frontend midway (or the Cluster Service was down): the backend POSTs it again with the same
+  // idempotency key, which makes no second object even while its frontend is still at it.
+  Duration create_recovery_grace = std::chrono::seconds(10);
+  // An Update whose Cluster Service request its frontend has not confirmed (awaitingClusterService;
+  // update_recovery.h), by the age of its startTime: from update_held_after on it is confirmed as
+  // soon as the Cluster Service object holds the update (the request was applied, and the
+  // confirmation was lost); from update_recovery_grace on, when the object does not hold it, its
+  // frontend is taken for gone and the backend sends the request itself.
+  Duration update_held_after = std::chrono::seconds(1);
+  Duration update_recovery_grace = std::chrono::seconds(5);
   // Lifetime of the operation documents the backend creates (implicit deletes), as the frontend's.
   int64_t operation_ttl_seconds = arm::kDefaultOperationTtlSeconds;
 
@@ -152,6 +161,7 @@ struct BackendStats {
   uint64_t terminal = 0;     // of which terminal
   uint64_t deadline_failures = 0;
   uint64_t recovered_creates = 0;
+  uint64_t recovered_updates = 0;  // unconfirmed updates resolved by the backend (update_recovery.h)
   // Delete operations the backend created: for deleted subscriptions, and for idle resources whose
   // Cluster Service object is being deleted or gone (a store restored from an older copy)
   uint64_t implicit_deletes = 0;

@@ -172,6 +172,50 @@ class BackendTest : public ::testing::Test {
     return op;
   }
 
+  // A node pool update to `replicas` that the frontend recorded and has not confirmed; its Cluster
+  // Service object holds `held` replicas and is in `state`.
+  struct UnconfirmedScale {
+    std::string href;
+    std::string resource_id;
+    std::string op;
+  };
+  UnconfirmedScale PutUnconfirmedScale(int64_t replicas, int64_t held, std::string_view state) {
+    Flow cluster = Existing("c1", sub_);
+    UnconfirmedScale u;
+    u.href = cs_.AddObject(cluster.href + "/node_pools", state);
+    cs_.SetField(u.href, "replicas", json::value(held));
+    u.resource_id = cluster.resource_id + "/nodePools/np1";
+    u.op = PutOperation(sub_, arm::OperationRequest::kUpdate, u.resource_id, u.href, arm::kStateAccepted);
+    EXPECT_TRUE(
+        store_
+            ->Patch(store::kResources, sub_, u.op,
+                    {store::PatchOp{store::PatchOp::Kind::kSet, std::string(arm::kPathAwaitingClusterService),
+                                    json::value(true)}})
+            .ok());
+    arm::ResourceDocument d;
+    d.resource_type = std::string(arm::kNodePoolDocType);
+    d.resource_id = u.resource_id;
+    d.internal_id = u.href;
+    d.provisioning_state = std::string(arm::kStateAccepted);
+    d.active_operation_id = u.op;
+    d.resource = api::ToStorage(api::Resource{
+        api::Kind::kNodePool, "eastus", {}, std::nullopt, json::object{{"replicas", replicas}}, {}, {}});
+    EXPECT_TRUE(
+        store_->Upsert(store::kResources, sub_, arm::ResourceDocumentId(u.resource_id), d.ToBody()).ok());
+    return u;
+  }
+
+  size_t UpdatesSent() const {
+    size_t n = 0;
+    for (const std::string& call : cs_.Calls()) n += call.rfind("Update ", 0) == 0 ? 1 : 0;
+    return n;
+  }
+
+  std::string EtagOf(const std::string& resource_id) {
+    auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(resource_id));
+    return d.ok() ? d->etag : "";
+  }
+
   // A create the frontend finished: resource + Accepted operation + a Cluster Service object.
   Flow StartCreate(std::string_view name, std::string notification_uri = "") {
     Flow f;
@@ -357,6 +401,75 @@ TEST_F(BackendTest, UpdateNeverConfirmedIsJudgedAfterTheGrace) {
   clock_.Advance(2min);  // the frontend died before confirming: the state decides after the grace
   Reconcile(*b);
   EXPECT_EQ(Op(op).status, arm::kStateSucceeded);
+}
+
+TEST_F(BackendTest, UnconfirmedUpdateTheObjectHoldsIsConfirmedWithoutWaitingForTheGrace) {
+  auto b = MakeBackend();
+  // The Cluster Service took the PATCH; the store failed under the frontend's confirmation.
+  UnconfirmedScale u = PutUnconfirmedScale(5, 5, "updating");
+  Reconcile(*b);
+  EXPECT_TRUE(Op(u.op).awaiting_cluster_service);  // its frontend may still confirm it
+  EXPECT_EQ(Op(u.op).status, arm::kStateAccepted);
+  clock_.Advance(1s);
+  const std::string etag = EtagOf(u.resource_id);
+  Reconcile(*b);
+  EXPECT_FALSE(Op(u.op).awaiting_cluster_service);
+  EXPECT_EQ(Op(u.op).status, arm::kStateUpdating);  // judged by the object's state from then on
+  EXPECT_NE(EtagOf(u.resource_id), etag);           // a late undo of its frontend can no longer win
+  EXPECT_EQ(UpdatesSent(), 0u);
+  EXPECT_EQ(b->Stats().recovered_updates, 1u);
+  cs_.SetState(u.href, "ready");
+  Reconcile(*b);
+  EXPECT_EQ(Op(u.op).status, arm::kStateSucceeded);
+  EXPECT_FALSE(Resource(u.resource_id)->active_operation_id.has_value());
+}
+
+TEST_F(BackendTest, UnconfirmedUpdateTheObjectLacksIsSentByTheBackendOnceItsFrontendIsTakenForGone) {
+  auto b = MakeBackend();
+  // The frontend stopped after recording the update, before its PATCH.
+  UnconfirmedScale u = PutUnconfirmedScale(5, 3, "ready");
+  clock_.Advance(2s);
+  Reconcile(*b);
+  EXPECT_TRUE(Op(u.op).awaiting_cluster_service);  // not held, and its frontend may still send it
+  EXPECT_EQ(UpdatesSent(), 0u);
+  clock_.Advance(3s);
+  Reconcile(*b);
+  EXPECT_EQ(UpdatesSent(), 1u);
+  auto object = cs_.Get(u.href);
+  ASSERT_TRUE(object.ok());
+  EXPECT_EQ(object->at("replicas"), json::value(5));
+  EXPECT_FALSE(Op(u.op).awaiting_cluster_service);
+  EXPECT_EQ(b->Stats().recovered_updates, 1u);
+}
+
+TEST_F(BackendTest, UnconfirmedUpdateTheClusterServiceRefusesEndsFailedWithItsReason) {
+  auto b = MakeBackend();
+  UnconfirmedScale u = PutUnconfirmedScale(500, 3, "ready");
+  cs_.FailUpdatesWith(Error::InvalidArgument("replicas must be at most 250"));
+  clock_.Advance(5s);
+  Reconcile(*b);
+  auto op = Op(u.op);
+  EXPECT_EQ(op.status, arm::kStateFailed);
+  ASSERT_TRUE(op.error.has_value());
+  EXPECT_EQ(op.error->code, "InvalidRequestContent");
+  EXPECT_NE(op.error->message.find("at most 250"), std::string::npos);
+  EXPECT_EQ(Resource(u.resource_id)->provisioning_state, arm::kStateFailed);
+  EXPECT_FALSE(Resource(u.resource_id)->active_operation_id.has_value());
+}
+
+TEST_F(BackendTest, UnconfirmedUpdateABusyObjectRefusesIsSentAgainLater) {
+  auto b = MakeBackend();
+  UnconfirmedScale u = PutUnconfirmedScale(5, 3, "ready");
+  cs_.FailUpdatesWith(Error::Conflict("node pool is in state 'updating' and cannot be updated"));
+  clock_.Advance(5s);
+  Reconcile(*b);
+  EXPECT_TRUE(Op(u.op).awaiting_cluster_service);
+  EXPECT_EQ(Op(u.op).status, arm::kStateAccepted);
+  cs_.FailUpdatesWith(std::nullopt);
+  clock_.Advance(1s);
+  Reconcile(*b);
+  EXPECT_FALSE(Op(u.op).awaiting_cluster_service);
+  EXPECT_EQ(UpdatesSent(), 2u);
 }
 
 TEST_F(BackendTest, NodePoolErrorIsInternalServerError) {

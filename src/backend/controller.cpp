@@ -350,6 +350,7 @@ BackendStats Controller::Stats() const {
   s.terminal = counters_.terminal;
   s.deadline_failures = counters_.deadline_failures;
   s.recovered_creates = counters_.recovered_creates;
+  s.recovered_updates = counters_.recovered_updates;
   s.implicit_deletes = counters_.implicit_deletes;
   s.resources_deleted = counters_.resources_deleted;
   s.gc_deleted = counters_.gc_deleted;
@@ -390,6 +391,7 @@ void Controller::Step(bool exhaustive) {
   ResyncOrPoll(now, exhaustive);
 
   checks_.ApplyDeadlines();
+  checks_.EnqueueUnconfirmed();
   std::atomic<size_t> delete_budget{exhaustive ? std::numeric_limits<size_t>::max()
                                                : options_.max_cs_deletes_per_step};
   size_t check_budget = exhaustive ? std::numeric_limits<size_t>::max() : options_.max_checks_per_step;

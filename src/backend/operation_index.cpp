@@ -35,6 +35,11 @@ bool OperationIndex::Upsert(OperationRecord op) {
   } else {
     unknown_creates_.erase(key);
   }
+  if (op.awaiting_cluster_service) {
+    unconfirmed_.insert(key);
+  } else {
+    unconfirmed_.erase(key);
+  }
   if (!fresh) {
     if (it->second.internal_id == op.internal_id) {
       // Still news when the frontend just confirmed an update's Cluster Service request.
@@ -59,6 +64,7 @@ void OperationIndex::Remove(std::string_view partition_key, std::string_view id)
   if (it == by_key_.end()) return;
   if (!it->second.internal_id.empty()) EraseLink(by_internal_id_, it->second.internal_id, key);
   unknown_creates_.erase(key);
+  unconfirmed_.erase(key);
   by_key_.erase(it);
 }
 
@@ -93,6 +99,15 @@ std::vector<OperationRecord> OperationIndex::UnknownCreates() const {
   std::vector<OperationRecord> out;
   MutexLock lock(mu_);
   for (const std::string& key : unknown_creates_) {
+    if (auto it = by_key_.find(key); it != by_key_.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<OperationRecord> OperationIndex::Unconfirmed() const {
+  std::vector<OperationRecord> out;
+  MutexLock lock(mu_);
+  for (const std::string& key : unconfirmed_) {
     if (auto it = by_key_.find(key); it != by_key_.end()) out.push_back(it->second);
   }
   return out;

@@ -32,6 +32,8 @@ class OperationIndex {
   std::vector<OperationRecord> All() const;
   // The creates whose Cluster Service object is not known yet.
   std::vector<OperationRecord> UnknownCreates() const;
+  // The updates whose frontend has not confirmed their Cluster Service request (awaitingClusterService).
+  std::vector<OperationRecord> Unconfirmed() const;
   // The internal IDs of every indexed operation (for the orphan collector).
   std::vector<std::string> InternalIds() const;
   size_t Size() const;
@@ -43,6 +45,7 @@ class OperationIndex {
   std::map<std::string, OperationRecord> by_key_ HCPRP_GUARDED_BY(mu_);
   std::unordered_multimap<std::string, std::string> by_internal_id_ HCPRP_GUARDED_BY(mu_);  // href -> key
   std::set<std::string> unknown_creates_ HCPRP_GUARDED_BY(mu_);                             // keys
+  std::set<std::string> unconfirmed_ HCPRP_GUARDED_BY(mu_);                                 // keys
 };
 
 }  // namespace hcprp::backend

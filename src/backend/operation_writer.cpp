@@ -1,6 +1,7 @@
 #include "backend/operation_writer.h"
 
 #include "arm/operation_writes.h"
+#include "backend/update_recovery.h"
 
 namespace hcprp::backend {
 
@@ -269,6 +270,29 @@ bool OperationWriter::RecordObject(const OperationRecord& op, const store::Docum
   if (auto updated = ParseOperation(r->documents[0])) {
     index_->Upsert(*updated);
     hooks_.check(*updated);
+  }
+  return true;
+}
+
+bool OperationWriter::ConfirmUpdate(const OperationRecord& op) {
+  MutexLock lock(ApplyMutex(op.partition_key));
+  auto fence = ownership_->FenceFor(op.partition_key);
+  if (!fence) return false;
+  auto current = store_->Read(store::kResources, op.partition_key, op.id);
+  if (!current.ok()) return false;
+  auto cur = ParseOperation(*current);
+  if (!cur || arm::IsTerminalState(cur->status) || !cur->awaiting_cluster_service) return false;
+  auto resource = FindResource(*store_, op.partition_key, op.external_id);
+  if (!resource.ok()) return false;
+  auto r = store_->Batch(store::kResources, op.partition_key, PlanUpdateConfirmation(*current, *resource),
+                         &*fence);
+  if (!r.ok()) {
+    CountRefusal(r.error(), *fence);
+    return false;
+  }
+  if (auto confirmed = ParseOperation(r->documents[0])) {
+    index_->Upsert(*confirmed);
+    hooks_.check(*confirmed);
   }
   return true;
 }

@@ -70,6 +70,10 @@ class OperationWriter {
   // create's operation and resource in one fenced batch. False when not written.
   bool RecordObject(const OperationRecord& op, const store::Document& res, const arm::ResourceDocument& doc,
                     const std::string& href, json::object observed);
+  // Removes an unconfirmed update's awaitingClusterService mark in one fenced batch
+  // (PlanUpdateConfirmation, update_recovery.h), then queues the operation's check. False when not
+  // written (the operation ended, was confirmed meanwhile, or the write failed).
+  bool ConfirmUpdate(const OperationRecord& op);
   // A resource of a deleted subscription: gives it a Delete operation unless it has one.
   void EnsureDeleteOperation(const store::Document& resource);
 

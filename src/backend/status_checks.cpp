@@ -119,6 +119,10 @@ std::optional<Duration> StatusChecks::DeadlineOf(Request request) const {
   return std::nullopt;
 }
 
+void StatusChecks::EnqueueUnconfirmed() {
+  for (const OperationRecord& op : index_->Unconfirmed()) Enqueue(op);
+}
+
 void StatusChecks::ApplyDeadlines() {
   TimePoint now = clock_->Now();
   for (const OperationRecord& op : index_->All()) {
@@ -149,9 +153,11 @@ bool StatusChecks::Check(const OperationRecord& op, std::atomic<size_t>* cs_dele
       deadline && op.start_time && now >= *op.start_time + *deadline) {
     return true;  // ApplyDeadlines ends it
   }
-  if (op.awaiting_cluster_service && op.start_time &&
-      now - *op.start_time < options_->create_recovery_grace) {
-    return true;  // the frontend has not confirmed the update's Cluster Service request yet
+  if (op.awaiting_cluster_service) {
+    // The frontend has not confirmed the update's Cluster Service request: the object's state says
+    // nothing of the update until it is resolved (and the confirmation queues its check).
+    unconfirmed_.Resolve(op);
+    return true;
   }
   const std::string href = ObjectOf(op, now, events_available);
   if (href.empty()) return true;

@@ -19,6 +19,7 @@
 #include "backend/operation_writer.h"
 #include "backend/ownership.h"
 #include "backend/state_mapping.h"
+#include "backend/update_recovery.h"
 #include "clusterservice/client.h"
 #include "clusterservice/mapping.h"
 
@@ -49,7 +50,8 @@ class StatusChecks {
         writer_(writer),
         conditions_(conditions),
         counters_(counters),
-        wake_(std::move(wake)) {}
+        wake_(std::move(wake)),
+        unconfirmed_(options, store, cs, clock, logger, writer, counters) {}
 
   // Queues a check of `op` (once).
   void Enqueue(const OperationRecord& op);
@@ -61,6 +63,9 @@ class StatusChecks {
   // Whether the event stream alone drives `op` while it is available: not a credential operation,
   // the object known, the Cluster Service delete issued. The others are polled.
   bool EventsCover(const OperationRecord& op) const;
+  // Queues a check of every update whose frontend has not confirmed its Cluster Service request
+  // (update_recovery.h resolves them; each timer step looks again until it did).
+  void EnqueueUnconfirmed();
   // Fails the operations whose deadline passed.
   void ApplyDeadlines();
   // An event for an object no operation knows: when a create waits for it (ObjectFor), remembers it
@@ -128,6 +133,7 @@ class StatusChecks {
   const std::function<void()> wake_;
 
   CheckQueue queue_;
+  UnconfirmedUpdates unconfirmed_;
 };
 
 }  // namespace hcprp::backend

@@ -184,3 +184,73 @@ TEST(Convert, ExperimentalFeaturesReachTheClusterService) {
 
 }  // namespace
 }  // namespace hcprp::clusterservice
+
+namespace hcprp::clusterservice {
+namespace {
+
+json::object Json(std::string_view text) {
+  auto v = ParseJson(text);
+  EXPECT_TRUE(v.ok());
+  return v->as_object();
+}
+
+TEST(ObjectHoldsUpdate, EqualMembersAreHeldAndADifferentOneIsNot) {
+  const json::object pool = Json(R"({"id": "p1", "replicas": 3, "auto_repair": true,
+                                     "labels": {"a": "1", "b": "2"}, "status": {"state": "ready"}})");
+  EXPECT_TRUE(ObjectHoldsUpdate(pool, Json(R"({"replicas": 3})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(pool, Json(R"({"replicas": 3, "labels": {"a": "1"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(pool, Json(R"({"replicas": 5})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(pool, Json(R"({"labels": {"a": "9"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(pool, Json(R"({"taints": [{"key": "k", "effect": "NoSchedule"}]})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(pool, json::object()));
+}
+
+TEST(ObjectHoldsUpdate, ANullIsHeldOnlyWhenTheMemberIsAbsent) {
+  const json::object pool = Json(R"({"replicas": 3, "node_drain_grace_period": {"length": 5}})");
+  EXPECT_TRUE(ObjectHoldsUpdate(pool, Json(R"({"autoscaling": null})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(pool, Json(R"({"node_drain_grace_period": null})")));
+}
+
+TEST(ObjectHoldsUpdate, AMinorOnlyVersionIsHeldByAnyReleaseOfThatMinor) {
+  const json::object cluster =
+      Json(R"({"version": {"id": "openshift-v4.20.3", "channel_group": "stable"}, "api": {}})");
+  EXPECT_TRUE(ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.20"}})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.20.3"}})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(
+      cluster, Json(R"({"version": {"id": "openshift-v4.20", "channel_group": "stable"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.2"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.21"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.20.4"}})")));
+  EXPECT_FALSE(
+      ObjectHoldsUpdate(cluster, Json(R"({"version": {"id": "openshift-v4.20", "channel_group": "fast"}})")));
+}
+
+TEST(ObjectHoldsUpdate, AClustersPropertiesAreComparedWhole) {
+  const json::object with = Json(R"({"properties": {"a": "1", "b": "2"}})");
+  EXPECT_TRUE(ObjectHoldsUpdate(with, Json(R"({"properties": {"a": "1", "b": "2"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(with, Json(R"({"properties": {"a": "1"}})")));
+  EXPECT_FALSE(ObjectHoldsUpdate(with, Json(R"({"properties": {}})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(Json(R"({"id": "c"})"), Json(R"({"properties": {}})")));
+  EXPECT_TRUE(ObjectHoldsUpdate(Json(R"({"properties": {}})"), Json(R"({"properties": {}})")));
+}
+
+TEST(ObjectHoldsUpdate, TheBodyOfAnUpdateIsHeldByTheObjectItMade) {
+  // The frontend's patch for a node pool scaled to 5, against the object before and after it.
+  const arm::ResourceId id = arm::ParseResourceId(kClusterId + "/nodePools/np1").value();
+  api::Resource pool{api::Kind::kNodePool,
+                     "eastus",
+                     {},
+                     std::nullopt,
+                     Json(R"({"replicas": 5, "autoRepair": true})"),
+                     {},
+                     {}};
+  const json::object patch = ClusterServiceUpdateBody(id, pool);
+  json::object before = Json(R"({"id": "p1", "replicas": 3, "auto_repair": true})");
+  EXPECT_FALSE(ObjectHoldsUpdate(before, patch));
+  json::object after = before;
+  for (const auto& [key, value] : patch) after[key] = value;
+  EXPECT_TRUE(ObjectHoldsUpdate(after, patch));
+}
+
+}  // namespace
+}  // namespace hcprp::clusterservice

@@ -104,6 +104,59 @@ json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Reso
   return std::move(patch).value();
 }
 
+namespace {
+
+// A release ID held for a requested one: the same, or a release of the requested minor.
+bool VersionIdHolds(std::string_view held, std::string_view asked) {
+  if (held == asked) return true;
+  const size_t first = asked.find('.');
+  const bool minor_only =
+      first != std::string_view::npos && asked.find('.', first + 1) == std::string_view::npos;
+  return minor_only && held.size() > asked.size() && held.substr(0, asked.size()) == asked &&
+         held[asked.size()] == '.';
+}
+
+bool Holds(const json::object& object, const json::object& patch, bool top) {
+  for (const auto& [key, asked] : patch) {
+    const json::value* held = object.if_contains(key);
+    if (asked.is_null()) {
+      if (held != nullptr && !held->is_null()) return false;
+      continue;
+    }
+    if (top && key == "properties" && asked.is_object()) {
+      const bool none = held == nullptr || (held->is_object() && held->get_object().empty());
+      if (asked.get_object().empty() ? !none : (held == nullptr || *held != asked)) return false;
+      continue;
+    }
+    if (held == nullptr) return false;
+    if (top && key == "version" && asked.is_object() && held->is_object()) {
+      json::object rest = asked.get_object();
+      const json::value* id = rest.if_contains("id");
+      const json::value* held_id = held->get_object().if_contains("id");
+      if (id != nullptr && id->is_string()) {
+        if (held_id == nullptr || !held_id->is_string() ||
+            !VersionIdHolds(held_id->get_string(), id->get_string()))
+          return false;
+        rest.erase("id");
+      }
+      if (!Holds(held->get_object(), rest, false)) return false;
+      continue;
+    }
+    if (asked.is_object()) {
+      if (!held->is_object() || !Holds(held->get_object(), asked.get_object(), false)) return false;
+      continue;
+    }
+    if (*held != asked) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ObjectHoldsUpdate(const json::object& object, const json::object& patch) {
+  return Holds(object, patch, true);
+}
+
 json::object ObservedFromClusterService(arm::ResourceKind kind, const json::object& cs_object) {
   if (kind != arm::ResourceKind::kCluster) return {};
   return ClusterReadOnlyFromCs(cs_object);
@@ -125,6 +178,12 @@ Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::st
   req.collection_href = ClusterServiceCollection(id.kind, parent_internal_id);
   HCPRP_ASSIGN_OR_RETURN(req.body, BuildClusterServiceCreateBody(id, model, tenant_id));
   return req;
+}
+
+Result<json::object> UpdateRequestFor(const arm::ResourceDocument& doc) {
+  HCPRP_ASSIGN_OR_RETURN(arm::ResourceId id, arm::ParseResourceId(doc.resource_id));
+  HCPRP_ASSIGN_OR_RETURN(api::Resource model, api::FromStorage(doc.resource));
+  return ClusterServiceUpdateBody(id, model);
 }
 
 }  // namespace hcprp::clusterservice

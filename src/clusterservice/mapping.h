@@ -33,6 +33,14 @@ json::object ClusterServiceCreateBody(const arm::ResourceId& id, const api::Reso
 // The OCM patch after a PUT or PATCH: only the fields the Cluster Service lets change.
 json::object ClusterServiceUpdateBody(const arm::ResourceId& id, const api::Resource& resource);
 
+// Whether `object` (a Cluster Service object as read) already holds `patch` (a ClusterServiceUpdateBody):
+// applying the patch as the Cluster Service applies it would change nothing. Members are compared as
+// a JSON merge patch (a null removes, an object merges), a cluster's "properties" as a whole (the
+// Cluster Service replaces them), and a version ID that names only a minor ("openshift-v4.20") as held
+// by any release of that minor (the Cluster Service pins it to one). What tells the backend whether an
+// update the frontend recorded reached the Cluster Service.
+bool ObjectHoldsUpdate(const json::object& object, const json::object& patch);
+
 // The read-only values the Cluster Service assigned to `cs_object` (the answer to a create, update
 // or GET), in the canonical shape of api::Resource::observed: clusters {api.url, console.url,
 // dns.baseDomain, platform.issuerUrl}; empty for other kinds and for objects without them.
@@ -50,6 +58,11 @@ struct CreateRequest {
 };
 Result<CreateRequest> CreateRequestFor(const arm::ResourceDocument& doc, std::string_view parent_internal_id,
                                        std::string_view tenant_id);
+
+// The Cluster Service update of a stored resource: the patch the frontend sent for the resource the
+// document holds (ClusterServiceUpdateBody), which the backend sends again when the frontend stopped
+// before confirming it.
+Result<json::object> UpdateRequestFor(const arm::ResourceDocument& doc);
 
 // `text` as a string literal of the Cluster Service's search language: single-quoted, a quote doubled.
 std::string SearchLiteral(std::string_view text);

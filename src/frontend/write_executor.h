@@ -47,10 +47,10 @@ CommitResult CommitCreate(Env& env, std::string_view request_id, CreatePlan& pla
 // Cluster Service failure is a refusal: the previous document comes back and the operation goes; if
 // the document moved on meanwhile (a DELETE superseded the update) the answer is 409, else 400
 // InvalidRequestContent for an invalid change or the Cluster Service's error. Once accepted, the
-// operation is confirmed (a failed confirmation is logged: the backend then judges the operation
-// after its recovery grace) and the values the answer shows that the document lacks are recorded
-// while the document is still the version written. Consumes plan.writes, plan.doc and plan.call;
-// plan.op stays for the answer.
+// operation is confirmed (a failed confirmation is logged: the backend then confirms the operation
+// from the Cluster Service object, src/backend/update_recovery.h) and the values the answer shows that the
+// document lacks are recorded while the document is still the version written. Consumes plan.writes, plan.doc
+// and plan.call; plan.op stays for the answer.
 CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& plan);
 
 // Carries out a DELETE of `resource`: StartDelete's batches (its children first, the operation

@@ -64,6 +64,23 @@ bool TokenMatches(std::string_view got, std::string_view expected) {
   return diff == 0;
 }
 
+// The control listener's refusal of a request, judged on its headers alone (http::ServerOptions::screen):
+// before any of its body is read or "100 Continue" is sent. Another path is 404, a control call without
+// the bearer token 401; nullopt lets the request through to the handler.
+std::optional<http::Response> ControlRefusal(const http::Request& header, std::string_view expected) {
+  if (IsArmMetadataPath(header)) return std::nullopt;
+  if (!IsControlPath(header)) {
+    return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
+                              "application/json");
+  }
+  if (TokenMatches(http::BearerToken(header), expected)) return std::nullopt;
+  http::Response res =
+      http::MakeResponse(http::StatusCode::unauthorized,
+                         R"({"error":"the control API requires its bearer token"})", "application/json");
+  res.set(http::Field::www_authenticate, "Bearer");
+  return res;
+}
+
 }  // namespace
 
 // Destroyed in reverse order: the service goes before the engine it calls, the engine before the host.
@@ -179,22 +196,15 @@ Result<std::unique_ptr<Simulator>> Simulator::Start(const SimulatorOptions& opti
       co.max_connections = 256;
       co.max_body_bytes = options.max_body_bytes;
       co.server_header = ho.server_header;
-      auto control = http::Server::Start(co, [self, expected = options.control_token,
-                                              metadata = options.arm_metadata_file](http::Request&& req) {
-        if (IsArmMetadataPath(req)) return ArmMetadata(metadata);
-        if (!IsControlPath(req)) {
-          return http::MakeResponse(http::StatusCode::not_found, R"({"error":"only /control here"})",
-                                    "application/json");
-        }
-        if (!TokenMatches(http::BearerToken(req), expected)) {
-          http::Response res = http::MakeResponse(http::StatusCode::unauthorized,
-                                                  R"({"error":"the control API requires its bearer token"})",
-                                                  "application/json");
-          res.set(http::Field::www_authenticate, "Bearer");
-          return res;
-        }
-        return self->Handle(std::move(req));
-      });
+      co.screen = [expected = options.control_token](const http::Request& header) {
+        return ControlRefusal(header, expected);
+      };
+      // Only what ControlRefusal let through reaches the handler.
+      auto control =
+          http::Server::Start(co, [self, metadata = options.arm_metadata_file](http::Request&& req) {
+            if (IsArmMetadataPath(req)) return ArmMetadata(metadata);
+            return self->Handle(std::move(req));
+          });
       if (!control.ok()) {
         sim->Stop();
         return control.error();

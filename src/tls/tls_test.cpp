@@ -15,6 +15,7 @@
 #include "tls/atomic_file.h"
 #include "tls/context.h"
 #include "tls/local_ca.h"
+#include "tls/peer_certificate.h"
 
 namespace hcprp::tls {
 namespace {
@@ -79,6 +80,52 @@ TEST(LocalFiles, LeafCertificatesAreValidAtMost398Days) {
     EXPECT_LE(info->not_after - info->not_before, std::chrono::hours(24 * 398)) << p;
     EXPECT_LE(info->not_before, clock.Now()) << p;
   }
+}
+
+PeerCertificate Named(std::string common_name, std::vector<std::string> dns_names) {
+  PeerCertificate p;
+  p.common_name = std::move(common_name);
+  p.dns_names = std::move(dns_names);
+  return p;
+}
+
+TEST(CertificateNamed, TheDnsNamesDecideWhenThereAreAny) {
+  EXPECT_TRUE(CertificateNamed(Named("other", {"rp.example", "rp.internal"}), "rp.internal"));
+  EXPECT_TRUE(CertificateNamed(Named("", {"RP.Example"}), "rp.example"));  // DNS names ignore ASCII case
+  // A DNS name present: the common name no longer counts (RFC 6125, 6.4.4).
+  EXPECT_FALSE(CertificateNamed(Named("rp.example", {"intruder.example"}), "rp.example"));
+  EXPECT_FALSE(CertificateNamed(Named("rp.example", {"rp.example.evil"}), "rp.example"));
+  EXPECT_FALSE(CertificateNamed(Named("x", {"*.example"}), "rp.example"));  // no wildcards
+}
+
+TEST(CertificateNamed, TheCommonNameCountsOnlyWithoutDnsNames) {
+  EXPECT_TRUE(CertificateNamed(Named("hcprp resource provider", {}), "hcprp resource provider"));
+  EXPECT_FALSE(CertificateNamed(Named("hcprp resource provider", {}), "HCPRP resource provider"));
+  EXPECT_FALSE(CertificateNamed(Named("ARM", {}), "hcprp resource provider"));
+  EXPECT_FALSE(CertificateNamed(Named("", {}), ""));
+}
+
+TEST(PeerCertificate, ReadsTheSubjectAltNamesDnsEntries) {
+  SystemClock clock;
+  const TimePoint now = clock.Now();
+  auto ca = pki::NewCertificateAuthority("test CA", now, std::chrono::hours(24));
+  ASSERT_TRUE(ca.ok()) << ca.error().message();
+  auto server = pki::IssueCertificate(*ca, "rp.example", pki::Usage::kServer, {"rp.internal", "rp.example"},
+                                      {"127.0.0.1"}, now, now + std::chrono::hours(1));
+  ASSERT_TRUE(server.ok()) << server.error().message();
+  auto peer = PeerCertificateOfPemForTest(server->cert_pem);
+  ASSERT_TRUE(peer.ok()) << peer.error().message();
+  EXPECT_EQ(peer->common_name, "rp.example");
+  EXPECT_EQ(peer->dns_names, (std::vector<std::string>{"rp.internal", "rp.example"}));
+  EXPECT_TRUE(CertificateNamed(*peer, "rp.internal"));
+  // A client certificate of the local CA carries no DNS name: its common name names it.
+  auto client = pki::IssueCertificate(*ca, "hcprp resource provider", pki::Usage::kClient, {}, {}, now,
+                                      now + std::chrono::hours(1));
+  ASSERT_TRUE(client.ok()) << client.error().message();
+  auto rp = PeerCertificateOfPemForTest(client->cert_pem);
+  ASSERT_TRUE(rp.ok()) << rp.error().message();
+  EXPECT_TRUE(rp->dns_names.empty());
+  EXPECT_TRUE(CertificateNamed(*rp, "hcprp resource provider"));
 }
 
 mode_t ModeOf(const std::string& p) {

@@ -113,8 +113,46 @@ def test_cluster_service_lets_in_the_resource_provider_only(ctx):
     expect(r.status in (200, 204), f"control with a lower-case scheme: {r!r}")
 
 
+def ca_signed_client_cert(ctx, name, subject, dns_names):
+    """A client certificate of the local CA with `subject` and the subjectAltName DNS entries `dns_names`."""
+    d = ctx.path(name)
+    os.makedirs(d)
+    ext = os.path.join(d, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("extendedKeyUsage = clientAuth\n")
+        if dns_names:
+            f.write("subjectAltName = " + ", ".join("DNS:" + n for n in dns_names) + "\n")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", f"{d}/key.pem", "-out", f"{d}/req.pem", "-subj", subject],
+                   check=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    subprocess.run(["openssl", "x509", "-req", "-in", f"{d}/req.pem", "-CA", ctx.tls.ca,
+                    "-CAkey", os.path.join(ctx.tls.dir, "ca-key.pem"), "-CAcreateserial", "-days", "2",
+                    "-extfile", ext, "-out", f"{d}/cert.pem"],
+                   check=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    c = ssl.create_default_context(cafile=ctx.tls.ca)
+    c.load_cert_chain(f"{d}/cert.pem", f"{d}/key.pem")
+    return c
+
+
+def test_cluster_service_names_the_resource_provider_by_its_dns_names_first(ctx):
+    """RFC 6125: a certificate with DNS names is named by them, its common name counts only without any."""
+    _, _, cs, _, _, _ = serve(ctx)
+    url = cs + "/api/aro_hcp/v1alpha1/clusters"
+    impostor = ca_signed_client_cert(ctx, "impostor", "/CN=hcprp resource provider", ["intruder.example"])
+    expect_eq(http_request("GET", url, context=impostor).status, 401,
+              "the resource provider's common name on a certificate whose DNS name is another's")
+    plain = ca_signed_client_cert(ctx, "plain", "/CN=hcprp resource provider", [])
+    expect_eq(http_request("GET", url, context=plain).status, 200, "the common name of a certificate without DNS names")
+    _, _, cs2, _, _, _ = serve(ctx, "serve-dns", ("--clusters-service-client-name", "rp.hcprp.example"))
+    url2 = cs2 + "/api/aro_hcp/v1alpha1/clusters"
+    named = ca_signed_client_cert(ctx, "named", "/CN=someone else", ["other.example", "RP.hcprp.example"])
+    expect_eq(http_request("GET", url2, context=named).status, 200, "a DNS name matching the configured name")
+    by_cn = ca_signed_client_cert(ctx, "by-cn", "/CN=rp.hcprp.example", ["other.example"])
+    expect_eq(http_request("GET", url2, context=by_cn).status, 401, "the configured name as common name only")
+
+
 def test_unauthenticated_callers_are_refused_on_their_headers(ctx):
-    data, arm, _, _, metrics, _ = serve(ctx)
+    data, arm, _, control, metrics, _ = serve(ctx)
     host, port = host_port(arm)
     anonymous = ssl.create_default_context(cafile=ctx.tls.ca)
     body_len = 4 * 1024 * 1024
@@ -130,6 +168,12 @@ def test_unauthenticated_callers_are_refused_on_their_headers(ctx):
     answer, took = raw_exchange(ahost, aport, raw)
     expect(answer.startswith(b"HTTP/1.1 401"), f"admin listener without the token: {answer[:200]!r}")
     expect(b"100 Continue" not in answer and took < 5, f"admin refusal: {answer[:100]!r} after {took:.1f} s")
+    chost, cport = host_port(control)
+    raw = (f"POST /control/faults HTTP/1.1\r\nHost: {chost}:{cport}\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {body_len}\r\nExpect: 100-continue\r\n\r\n").encode()
+    answer, took = raw_exchange(chost, cport, raw)
+    expect(answer.startswith(b"HTTP/1.1 401"), f"control listener without the token: {answer[:200]!r}")
+    expect(b"100 Continue" not in answer and took < 5, f"control refusal: {answer[:100]!r} after {took:.1f} s")
     # The console's cookie is a session value, not the token, and another page on 127.0.0.1 cannot use it.
     with open(os.path.join(data, "admin-token")) as f:
         token = f.read().strip()
@@ -214,5 +258,6 @@ def test_frontend_follows_arm_metadata_through_rotation_and_outage(ctx):
 if __name__ == "__main__":
     run_tests([test_admin_listener_off_loopback_needs_tls_and_the_token, test_data_dir_is_the_owners_alone,
                test_cluster_service_lets_in_the_resource_provider_only,
+               test_cluster_service_names_the_resource_provider_by_its_dns_names_first,
                test_unauthenticated_callers_are_refused_on_their_headers,
                test_frontend_follows_arm_metadata_through_rotation_and_outage])

@@ -143,6 +143,7 @@ Result<json::object> FakeClusterService::GetStatus(std::string_view href) {
 Result<json::object> FakeClusterService::Update(std::string_view href, const json::object& patch) {
   MutexLock lock(mu_);
   if (auto failed = CallLocked("Update " + std::string(href))) return *failed;
+  if (fail_updates_) return *fail_updates_;
   auto it = objects_.find(std::string(href));
   if (it == objects_.end()) return Error::NotFound("no object " + std::string(href));
   for (const auto& kv : patch) it->second.fields[kv.key()] = kv.value();
@@ -388,6 +389,11 @@ void FakeClusterService::FailWith(std::optional<Error> error) {
 void FakeClusterService::FailNextCreate(Error error) {
   MutexLock lock(mu_);
   fail_next_create_ = std::move(error);
+}
+
+void FakeClusterService::FailUpdatesWith(std::optional<Error> error) {
+  MutexLock lock(mu_);
+  fail_updates_ = std::move(error);
 }
 
 void FakeClusterService::RejectCreates(std::string message) {

@@ -77,6 +77,8 @@ class FakeClusterService final : public Client {
   void FailNextCreate(Error error);
   // Create answers 400 with this message while set (empty: cleared).
   void RejectCreates(std::string message);
+  // Update answers this error while set (nullopt: cleared); other calls are not affected.
+  void FailUpdatesWith(std::optional<Error> error);
 
   bool Exists(std::string_view href) const;
   std::string StateOf(std::string_view href) const;
@@ -118,6 +120,7 @@ class FakeClusterService final : public Client {
   std::string reject_creates_ HCPRP_GUARDED_BY(mu_);
   std::optional<Error> fail_all_ HCPRP_GUARDED_BY(mu_);
   std::optional<Error> fail_next_create_ HCPRP_GUARDED_BY(mu_);
+  std::optional<Error> fail_updates_ HCPRP_GUARDED_BY(mu_);
   std::optional<json::array> versions_ HCPRP_GUARDED_BY(mu_);
   std::vector<std::string> calls_ HCPRP_GUARDED_BY(mu_);
   std::vector<json::object> created_bodies_ HCPRP_GUARDED_BY(mu_);
