@@ -22,13 +22,13 @@
 // (postgresql://u@h1:p1,h2:p2/db); with several hosts target_session_attrs=read-write is added
 // unless the URL names it, so every connection (pooled, LISTEN, NOTIFY) goes to the server that
 // takes writes now. A new connection tries the server that gave the last session first
-// (pg_host_order.h), so a silent old primary does not cost every connection its connect_timeout. On a failover the connections to the old primary break (or, for a primary being
-// demoted, its writes fail with SQLSTATE 25006, which drops the connection and reruns the
-// transaction once on a new one); calls fail with kUnavailable until the new primary takes
-// connections, then new connections find it. A commit acknowledged under synchronous replication
-// is on the standby; a COMMIT whose answer was lost returns kUnavailable (outcome unknown). A
-// reader's feed position past the feed's end (the new primary lacks changes the reader saw, which
-// only asynchronous replication allows) is kOutOfRange.
+// (pg_host_order.h), so a silent old primary does not cost every connection its connect_timeout. On a
+// failover the connections to the old primary break (or, for a primary being demoted, its writes fail with
+// SQLSTATE 25006, which drops the connection and reruns the transaction once on a new one); calls fail with
+// kUnavailable until the new primary takes connections, then new connections find it. A commit acknowledged
+// under synchronous replication is on the standby; a COMMIT whose answer was lost returns kUnavailable
+// (outcome unknown). A reader's feed position past the feed's end (the new primary lacks changes the reader
+// saw, which only asynchronous replication allows) is kOutOfRange.
 //
 // Schema migrations: at open, in one transaction under pg_advisory_xact_lock(hash of the schema
 // name), the schema and the schema_migrations table are created if missing and every migration of
