@@ -69,6 +69,23 @@ std::variant<CloudError, Error> UndoRefusedUpdate(Env& env, std::string_view req
   return e;
 }
 
+// The resource as the backend left it when it sent and confirmed this update itself (the operation no
+// longer awaits the Cluster Service and was neither canceled nor failed); nullopt otherwise.
+std::optional<LoadedResource> TakenOverByBackend(Env& env, const UpdatePlan& plan) {
+  auto op_doc = env.store->Read(store::kResources, plan.partition_key, ToLower(plan.op.id));
+  if (!op_doc.ok()) return std::nullopt;
+  auto op = arm::OperationDocument::FromBody(op_doc->id, op_doc->body);
+  if (!op.ok() || op->awaiting_cluster_service || op->status == arm::kStateFailed ||
+      op->status == arm::kStateCanceled) {
+    return std::nullopt;
+  }
+  auto doc = env.store->Read(store::kResources, plan.partition_key, plan.previous->doc_id);
+  if (!doc.ok()) return std::nullopt;
+  auto parsed = arm::ResourceDocument::FromBody(std::move(doc->body));
+  if (!parsed.ok()) return std::nullopt;
+  return LoadedResource{plan.previous->doc_id, std::move(doc->etag), std::move(*parsed), doc->timestamp_ms};
+}
+
 // What follows an update the Cluster Service took: the operation's confirmation, then the assigned
 // values the document lacks (`written` becomes the document's version after their record).
 void RecordAccepted(Env& env, std::string_view request_id, const UpdatePlan& plan, const json::object& answer,
@@ -133,6 +150,11 @@ CommitResult CommitUpdate(Env& env, std::string_view request_id, UpdatePlan& pla
 
   auto cs = env.cs->Update(plan.call.href, plan.call.patch);
   if (!cs.ok()) {
+    // The backend sends an update the frontend has not confirmed within a few seconds itself
+    // (update recovery): when it did, the update goes on and the caller is told so.
+    if (!cs.error().Is(ErrorCode::kInvalidArgument)) {
+      if (auto taken = TakenOverByBackend(env, plan)) return Committed{std::move(*taken), std::nullopt};
+    }
     auto refused = UndoRefusedUpdate(env, request_id, plan, written.etag, written.doc.resource, cs.error());
     if (auto* e = std::get_if<Error>(&refused)) return std::move(*e);
     return std::get<CloudError>(std::move(refused));

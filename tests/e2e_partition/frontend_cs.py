@@ -2,10 +2,12 @@
 """A frontend cut off from the Cluster Service while it keeps running.
 
 PostgreSQL, the Cluster Service simulator, one frontend and one backend each in their own network
-namespace. While every packet between the frontend and the Cluster Service is dropped, an update, which
-needs the Cluster Service's answer, answers 503 with Retry-After within BOUND seconds, never another 5xx
-and never a hang; a create or a delete, durable in the store first, is accepted and the backend carries it
-out; reads the store answers alone still answer 200. Healed, the same
+namespace. While every packet between the frontend and the Cluster Service is dropped, every request
+answers within BOUND seconds, never with a 5xx other than 503 with Retry-After and never a hang: an update,
+recorded in the store before its Cluster Service call, is sent by the backend once the frontend has not
+confirmed it for a few seconds (update recovery), so it is accepted (202), or 503 when the backend could not
+take it over in time; a create or a delete, durable in the store first, is accepted and the backend carries
+it out; reads the store answers alone still answer 200. Healed, the same
 requests are accepted and their operations succeed; every acknowledged operation ends, `hcprp check` is
 clean and, once everything is deleted, nothing is left anywhere.
 
@@ -80,10 +82,11 @@ def run_cut(ctx, deletes):
         mine = ["before", "parent"]  # clusters this thread made, added to the load's once it stopped
         net.cut(fnode, d.cs_node)
         cut_at = time.monotonic()
-        # An update needs the Cluster Service's answer: 503. A create or a delete is durable in the store
-        # first and the backend (which still reaches the Cluster Service) carries it out: 201/202 then.
+        # Each is durable in the store first and the backend (which still reaches the Cluster Service)
+        # carries it out: 201/202. An update waits for the frontend's call to time out: the backend has
+        # sent it by then (202), or 503 when it could not.
         requests = [
-            ("update", "PATCH", arm.cluster_path("before"), {"tags": {"cut": "yes"}}, None),
+            ("update", "PATCH", arm.cluster_path("before"), {"tags": {"cut": "yes"}}, 202),
             ("create", "PUT", arm.cluster_path("during"), arm.cluster_body("during"), 201),
             ("node pool create", "PUT", arm.nodepool_path("parent", "np1"), arm.nodepool_body("parent"), 201),
             ("delete", "DELETE", arm.cluster_path("doomed"), None, 202)]
