@@ -1,7 +1,7 @@
 """Which process committed which write, read back from PostgreSQL itself, for the fence checks.
 
-install() adds a deferred constraint trigger on the store's documents and leases tables: it fires at
-COMMIT, once per row written, and records the commit instant (clock_timestamp(), the machine's clock,
+install() records the leases as they stand (op SNAPSHOT) and adds a deferred constraint trigger on the
+store's documents and leases tables: it fires at COMMIT, once per row written, and records the commit instant (clock_timestamp(), the machine's clock,
 which every namespace shares), the client's address (each process has its own namespace, so its own
 address), the table, the row's key and, for a lease, its owner, fencing token and expiry. A transaction
 that rolls back records nothing.
@@ -41,6 +41,12 @@ CREATE CONSTRAINT TRIGGER write_audit AFTER INSERT OR UPDATE OR DELETE ON hcprp.
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.audit_write();
 CREATE CONSTRAINT TRIGGER write_audit AFTER INSERT OR UPDATE OR DELETE ON hcprp.leases
   DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.audit_write();
+-- The leases as they stand when the audit starts: a backend that took its leases before and writes
+-- before its next renewal holds them.
+INSERT INTO public.write_audit
+  SELECT clock_timestamp(), NULL, 'leases', 'SNAPSHOT', encode(container, 'escape'), encode(pk, 'escape'),
+         encode(name, 'escape'), encode(owner, 'escape'), fencing_token, expires_at
+  FROM hcprp.leases;
 """
 
 
