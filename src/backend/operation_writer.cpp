@@ -262,16 +262,7 @@ bool OperationWriter::RecordObject(const OperationRecord& op, const store::Docum
                                         {arm::Unchanged(res.body, arm::kPathActiveOperationId),
                                          arm::Unchanged(res.body, arm::kPathInternalId)}));
   }
-  auto r = store_->Batch(store::kResources, op.partition_key, std::move(ops), &*fence);
-  if (!r.ok()) {
-    CountRefusal(r.error(), *fence);
-    return false;
-  }
-  if (auto updated = ParseOperation(r->documents[0])) {
-    index_->Upsert(*updated);
-    hooks_.check(*updated);
-  }
-  return true;
+  return CommitOperationBatch(op.partition_key, std::move(ops), *fence);
 }
 
 bool OperationWriter::ConfirmUpdate(const OperationRecord& op) {
@@ -284,15 +275,19 @@ bool OperationWriter::ConfirmUpdate(const OperationRecord& op) {
   if (!cur || arm::IsTerminalState(cur->status) || !cur->awaiting_cluster_service) return false;
   auto resource = FindResource(*store_, op.partition_key, op.external_id);
   if (!resource.ok()) return false;
-  auto r = store_->Batch(store::kResources, op.partition_key, PlanUpdateConfirmation(*current, *resource),
-                         &*fence);
+  return CommitOperationBatch(op.partition_key, PlanUpdateConfirmation(*current, *resource), *fence);
+}
+
+bool OperationWriter::CommitOperationBatch(const std::string& partition_key, std::vector<store::WriteOp> ops,
+                                           const store::Lease& fence) {
+  auto r = store_->Batch(store::kResources, partition_key, std::move(ops), &fence);
   if (!r.ok()) {
-    CountRefusal(r.error(), *fence);
+    CountRefusal(r.error(), fence);
     return false;
   }
-  if (auto confirmed = ParseOperation(r->documents[0])) {
-    index_->Upsert(*confirmed);
-    hooks_.check(*confirmed);
+  if (auto written = ParseOperation(r->documents[0])) {
+    index_->Upsert(*written);
+    hooks_.check(*written);
   }
   return true;
 }

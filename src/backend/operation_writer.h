@@ -88,6 +88,10 @@ class OperationWriter {
   void AfterTerminal(const std::vector<store::Document>& ended_operations, const TransitionPlan& plan);
   // Counts a refused batch: a stale fence (told to the ownership) or a conflicting write.
   void CountRefusal(const Error& e, const store::Lease& fence);
+  // Commits `ops`, whose first write is an operation document, under `fence`; indexes and checks the
+  // operation as written. False (the refusal counted) when the store refused it.
+  bool CommitOperationBatch(const std::string& partition_key, std::vector<store::WriteOp> ops,
+                            const store::Lease& fence);
 
   Mutex& ApplyMutex(std::string_view pk) {
     return apply_mu_[std::hash<std::string_view>{}(pk) % apply_mu_.size()];
