@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e_pg"))
 
 import e2e  # noqa: E402
+from multiprocess import shards_held  # noqa: E402,F401  (the partition tests take it from here)
 import pg  # noqa: E402
 from e2e import TERMINAL, Arm, CsClient, TestFailure, expect, expect_eq, url_after  # noqa: E402
 
@@ -146,37 +147,6 @@ class Deployment:
 
     def check(self):
         return self.ctx.check(self.store, self.cs_url)
-
-
-def shard_events(proc):
-    """The backend's lease log lines (JSON on stderr): [(record)] with 'shard' and a lease message."""
-    out = []
-    try:
-        with open(proc.log_path, "rb") as f:
-            lines = f.read().decode("utf-8", "replace").splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if "shard" in rec:
-            out.append(rec)
-    return out
-
-
-def shards_held(proc, owner):
-    held = set()
-    for rec in shard_events(proc):
-        if rec.get("owner") != owner:
-            continue
-        msg = rec.get("msg") or rec.get("message") or ""
-        if "acquired" in msg:
-            held.add(rec["shard"])
-        elif "released" in msg or "lapsed" in msg or "lost" in msg:
-            held.discard(rec["shard"])
-    return held
 
 
 class Load(threading.Thread):
