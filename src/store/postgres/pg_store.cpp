@@ -129,41 +129,64 @@ PgStore::~PgStore() {
   }
 }
 
+Result<PgStore::Reservation> PgStore::Reserve() {
+  using Clock = ConnectGate::Clock;
+  const Clock::time_point give_up = Clock::now() + kConnectRetryPeriod;
+  MutexLock lk(pool_mu_);
+  while (true) {
+    if (!idle_.empty()) {
+      Reservation r{.idle = std::move(idle_.back()), .attempt = {}};
+      idle_.pop_back();
+      return r;
+    }
+    if (open_ >= kMaxConnections) {
+      pool_cv_.Wait(lk);
+      continue;
+    }
+    const Clock::time_point now = Clock::now();
+    if (gate_.MayStart(now)) {
+      ++open_;
+      return Reservation{.idle = nullptr, .attempt = gate_.Start(now)};
+    }
+    if (now >= give_up) {
+      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(gate_.Waited(now));
+      return Error::Unavailable("connect to PostgreSQL: no answer to a connection attempt for " +
+                                std::to_string(waited.count()) + " ms (a new one starts every " +
+                                std::to_string(kConnectRetryPeriod.count()) + " ms)");
+    }
+    (void)pool_cv_.WaitUntil(lk, std::min(give_up, gate_.Opens(now)));
+  }
+}
+
+void PgStore::Unreserve() {
+  {
+    MutexLock lk(pool_mu_);
+    --open_;
+  }
+  pool_cv_.NotifyOne();
+}
+
 Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
   while (true) {
-    std::unique_ptr<PgConnection> c;
-    {
-      MutexLock lk(pool_mu_);
-      pool_cv_.Wait(lk, [&]() HCPRP_REQUIRES(pool_mu_) { return !idle_.empty() || open_ < kMaxConnections; });
-      if (idle_.empty()) {
-        ++open_;
-      } else {
-        c = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
-    if (c) {
-      if (!c->LooksDead()) {
+    HCPRP_ASSIGN_OR_RETURN(Reservation r, Reserve());
+    if (r.idle) {
+      if (!r.idle->LooksDead()) {
         reused = true;
-        return c;
+        return std::move(r.idle);
       }
-      c.reset();
-      {
-        MutexLock lk(pool_mu_);
-        --open_;
-      }
-      pool_cv_.NotifyOne();
+      r.idle.reset();
+      Unreserve();
       continue;
     }
     reused = false;
     auto opened = Connect();
-    if (!opened.ok()) {
-      {
-        MutexLock lk(pool_mu_);
-        --open_;
-      }
-      pool_cv_.NotifyOne();
+    {
+      MutexLock lk(pool_mu_);
+      gate_.Finish(r.attempt, ConnectGate::Clock::now(), opened.ok());
+      if (!opened.ok()) --open_;
     }
+    // Waiters held by the gate may go now (a success), or take the place given back.
+    pool_cv_.NotifyAll();
     return opened;
   }
 }

@@ -14,7 +14,11 @@
 // transaction that fails on a reused connection that broke (before any COMMIT was sent) is retried
 // once on a new one. A transaction's BEGIN travels with its first statement, and its change
 // inserts with its COMMIT, each pair in one round trip (libpq's pipeline mode). While the
-// server is down every call fails with kUnavailable; the pool reconnects when it is back. Each
+// server is down every call fails with kUnavailable; the pool reconnects when it is back. While
+// connection attempts get no answer at all (a network partition, a host gone), a new attempt starts
+// every kConnectRetryPeriod (500 ms) and a call that needs a new connection fails with kUnavailable
+// after waiting that long, instead of every call waiting out connect_timeout (pg_connect_gate.h):
+// calls do not pile up, and connections open again within about that period of the network's return. Each
 // connection prepares the statements of pg_sql.h on first use and binds every value as a binary
 // parameter. lock_timeout is OpenOptions::busy_timeout.
 //

@@ -14,6 +14,7 @@
 #include "core/mutex.h"
 #include "store/document_logic.h"
 #include "store/engine_store.h"
+#include "store/postgres/pg_connect_gate.h"
 #include "store/postgres/pg_connection.h"
 #include "store/postgres/pg_sql.h"
 #include "store/postgres/pg_store.h"
@@ -30,6 +31,10 @@ using namespace std::chrono_literals;
 
 constexpr int kTxAttempts = 3;
 constexpr int kConnectTimeoutSeconds = 5;
+// While connection attempts go unanswered (pg_connect_gate.h), a new one starts this often, and a
+// caller that needs a new connection waits at most this long for the gate or an idle connection
+// before it fails with kUnavailable. Half of TCP's first SYN retransmission interval (1 s).
+constexpr std::chrono::milliseconds kConnectRetryPeriod{500};
 constexpr int64_t kIdleInTransactionTimeoutMs = 1000;
 
 // The libpq "options" of every connection of a store: search_path, lock_timeout (busy_timeout) and
@@ -120,8 +125,18 @@ class PgStore final : public internal::EngineStore {
   Result<std::unique_ptr<PgConnection>> Connect(const std::string* options = nullptr);
   static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);
 
-  // The pool. Acquire sets `reused` when the connection had been used before.
+  // The pool. Acquire sets `reused` when the connection had been used before. kUnavailable when it
+  // needs a new connection and the gate stays closed for kConnectRetryPeriod.
   Result<std::unique_ptr<PgConnection>> Acquire(bool& reused);
+  // What Acquire takes under the pool's lock: an idle connection, or a place in the pool and the
+  // gate's record of the attempt to fill it.
+  struct Reservation {
+    std::unique_ptr<PgConnection> idle;
+    ConnectGate::Attempt attempt;
+  };
+  Result<Reservation> Reserve();
+  // Gives back the place of a connection that was dropped or never opened.
+  void Unreserve();
   void Release(std::unique_ptr<PgConnection> c);
   void DropIdle();
 
@@ -159,6 +174,7 @@ class PgStore final : public internal::EngineStore {
   CondVar pool_cv_;
   std::vector<std::unique_ptr<PgConnection>> idle_ HCPRP_GUARDED_BY(pool_mu_);
   size_t open_ HCPRP_GUARDED_BY(pool_mu_) = 0;
+  ConnectGate gate_ HCPRP_GUARDED_BY(pool_mu_){kConnectRetryPeriod};
 
   Mutex notify_mu_;
   CondVar notify_cv_;
