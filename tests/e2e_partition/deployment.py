@@ -89,6 +89,23 @@ def reissue_server_certificate(tls, net):
             raise TestFailure(f"{' '.join(argv[:2])}: {r.stderr.decode(errors='replace')}")
 
 
+def prepare_tls(ctx, net):
+    """The run's TLS folder, made by a first, short-lived simulator, then a certificate for the network."""
+    p = ctx.spawn("tls-init", [e2e.ARGS.hcprp, "clusters-service", "--listen", "127.0.0.1:0",
+                               "--data-dir", ctx.path("tls-init"), "--tls-dir", ctx.tls.dir])
+    p.wait_line(url_after("listening on"))
+    p.stop()
+    reissue_server_certificate(ctx.tls, net)
+
+
+def spawn_frontend(ctx, node, store, cs_url, extra=()):
+    """An hcprp frontend in `node`'s namespace, listening on its address; returns (ARM endpoint, Proc)."""
+    p = ctx.spawn(node.name, node.wrap([
+        e2e.ARGS.hcprp, "frontend", "--store", store, "--clusters-service", cs_url,
+        "--listen", f"{node.ip}:0", "--retry-after", "1", "--tls-dir", ctx.tls.dir, *extra]))
+    return p.wait_line(url_after("listening on")), p
+
+
 class Deployment:
     def __init__(self, ctx, net, frontends=1, backends=2, time_scale="0.1", backend_extra=(),
                  frontend_extra=(), backend_env=None):
@@ -101,7 +118,7 @@ class Deployment:
         self.pg = NamespacedPg(self.pg_node)
         ctx.closers.append(self.pg.close)
         self.store = self.pg.url()
-        self._prepare_tls()
+        prepare_tls(ctx, net)
         self.cs_node = net.node("cs")
         self.cs_proc = ctx.spawn("clusters-service", self.cs_node.wrap([
             self.hcprp, "clusters-service", "--listen", f"{self.cs_node.ip}:0", "--data-dir", ctx.path("cs"),
@@ -115,23 +132,13 @@ class Deployment:
         for i in range(backends):
             self.start_backend(f"be{i + 1}")
 
-    def _prepare_tls(self):
-        """The run's TLS folder, made by a first, short-lived simulator, then a certificate for the network."""
-        p = self.ctx.spawn("tls-init", [self.hcprp, "clusters-service", "--listen", "127.0.0.1:0",
-                                        "--data-dir", self.ctx.path("tls-init"), "--tls-dir", self.ctx.tls.dir])
-        p.wait_line(url_after("listening on"))
-        p.stop()
-        reissue_server_certificate(self.ctx.tls, self.net)
-
     def start_frontend(self, name, extra=()):
-        node = next((n for n in self.net.nodes if n.name == name), None) or self.net.node(name)
-        p = self.ctx.spawn(name, node.wrap([
-            self.hcprp, "frontend", "--store", self.store, "--clusters-service", self.cs_url,
-            "--listen", f"{node.ip}:0", "--retry-after", "1", "--tls-dir", self.ctx.tls.dir, *extra]))
-        return node, p.wait_line(url_after("listening on")), p
+        node = self.net.get(name) or self.net.node(name)
+        endpoint, p = spawn_frontend(self.ctx, node, self.store, self.cs_url, extra)
+        return node, endpoint, p
 
     def start_backend(self, owner, extra=(), env=None):
-        node = next((n for n in self.net.nodes if n.name == owner), None) or self.net.node(owner)
+        node = self.net.get(owner) or self.net.node(owner)
         argv = [self.hcprp, "backend", "--store", self.store, "--clusters-service", self.cs_url,
                 "--tls-dir", self.ctx.tls.dir, "--owner", owner, *self.backend_extra, *extra]
         full_env = None

@@ -7,6 +7,7 @@
     net.heal(be, pg)
     net.isolate(be) / net.rejoin(be)  # be cut from every other node
     net.link_down(be) / net.link_up(be)
+    net.get("pg")                     # the node of that name (net.host for "host"), or None
     net.close()                       # kills what still runs inside, removes namespaces, veths, bridge
 
 The root namespace (the test itself and whatever runs there) is the node net.host, address .1.
@@ -92,6 +93,16 @@ def remove_stale():
             run("ip", "link", "del", f"hb{m.group(1)}", check=False)
 
 
+class Closing:
+    """`with x:` closes x at the end of the block."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 class Node:
     """One namespace (or the root namespace, for Net.host) with one address on the bridge."""
 
@@ -114,12 +125,13 @@ class Node:
         return f"{self.name}({self.ip})"
 
 
-class Net:
+class Net(Closing):
     def __init__(self):
         remove_stale()
         self.pid = os.getpid()
         self.bridge = f"hb{self.pid}"
         self.prefix = self._pick_prefix()
+        self.subnet = f"{self.prefix}.0/24"
         self.nodes = []
         self.cuts = set()  # frozenset({a, b}) of node names
         self.closed = False
@@ -165,6 +177,10 @@ class Net:
         node.mac = _mac(node.sh("ip", "-o", "link", "show", "eth0"))
         return node
 
+    def get(self, name):
+        """The node called `name` (the root namespace's is "host"), or None."""
+        return next((n for n in [self.host, *self.nodes] if n.name == name), None)
+
     # -- faults -----------------------------------------------------------------------------------
 
     def _neigh(self, at, peer, mac):
@@ -191,10 +207,9 @@ class Net:
         self.cuts.discard(key)
 
     def heal_all(self):
-        by_name = {n.name: n for n in [self.host, *self.nodes]}
         for key in list(self.cuts):
             a, b = sorted(key)
-            self.heal(by_name[a], by_name[b])
+            self.heal(self.get(a), self.get(b))
 
     def isolate(self, node):
         """Cuts the node from every other node."""
@@ -238,9 +253,3 @@ class Net:
             run("ip", "netns", "del", n.ns, check=False)
             run("ip", "link", "del", n.host_if, check=False)
         run("ip", "link", "del", self.bridge, check=False)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
