@@ -1651,14 +1651,17 @@ class ReleaseWhilePositioningClient final : public clusterservice::Client {
     return inner_->List(collection_href, search);
   }
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    bool announce = false;
     {
       std::unique_lock lock(mu_);
-      if (timeout.count() > 0 || published_) return inner_->WatchEvents(after, timeout);
-      cv_.wait_for(lock, 5s, [&] { return graph_reads_ > 0; });
-      published_ = true;
+      if (timeout.count() == 0 && !published_) {
+        cv_.wait_for(lock, 5s, [&] { return graph_reads_ > 0; });
+        published_ = true;
+        announce = true;
+      }
     }
     auto page = inner_->WatchEvents(after, timeout);
-    if (!page.ok()) return page;
+    if (!page.ok() || !announce) return page;
     clusterservice::Event announced;
     announced.sequence = std::max(after, page->last_sequence) + 1;
     announced.href = std::string(clusterservice::kApiPrefix) + "/versions/openshift-v4.20.16-fast";
