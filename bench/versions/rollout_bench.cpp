@@ -249,11 +249,13 @@ class WatchingClient final : public clusterservice::Client {
   Result<json::array> List(std::string_view collection_href, std::string_view search) override {
     return inner_->List(collection_href, search);
   }
-  // See FollowerPosition::WaitCaughtUp.
+  // See FollowerPosition::WaitCaughtUp. Only the follower's long-polls count: its reads without a
+  // wait position it on the stream (they pass over the events they read, unapplied), so a rollout
+  // published while they run would start before the follower settled.
   double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*inner_); }
 
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
-    followed_.Note(after);
+    if (timeout.count() > 0) followed_.Note(after);
     auto page = inner_->WatchEvents(after, timeout);
     if (!page.ok()) return page;
     std::lock_guard lock(mu_);

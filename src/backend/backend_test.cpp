@@ -1605,6 +1605,109 @@ TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
   EXPECT_EQ(again->by_version, (std::map<std::string, size_t>{{"4.20.16 desired", 12}}));
 }
 
+// The fake Cluster Service with an update service whose fast-4.20 channel offers 4.20.15, and 4.20.16
+// once published. The release is published, and announced on the event stream, while the backend
+// positions on the stream (its first WatchEvents without a wait), after a version pass read the graph
+// (waiting up to 5 s for one): the positioning reads the announcement and passes over it.
+class ReleaseWhilePositioningClient final : public clusterservice::Client {
+ public:
+  explicit ReleaseWhilePositioningClient(FakeClusterService* inner) : inner_(inner) {}
+  bool published() const {
+    std::lock_guard lock(mu_);
+    return published_;
+  }
+  int graph_reads() const {
+    std::lock_guard lock(mu_);
+    return graph_reads_;
+  }
+
+  Result<json::object> Create(std::string_view collection_href, const json::object& body,
+                              std::string_view idempotency_key) override {
+    return inner_->Create(collection_href, body, idempotency_key);
+  }
+  Result<json::object> Get(std::string_view href) override {
+    if (href != clusterservice::GraphPath("fast-4.20")) return inner_->Get(href);
+    std::lock_guard lock(mu_);
+    ++graph_reads_;
+    cv_.notify_all();
+    json::array nodes{json::object{{"version", "4.20.15"}}};
+    json::array edges;
+    if (published_) {
+      nodes.emplace_back(json::object{{"version", "4.20.16"}});
+      edges.emplace_back(json::array{0, 1});
+    }
+    return json::object{{"nodes", std::move(nodes)}, {"edges", std::move(edges)}};
+  }
+  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
+  Result<json::object> Update(std::string_view href, const json::object& patch) override {
+    return inner_->Update(href, patch);
+  }
+  Status Delete(std::string_view href) override { return inner_->Delete(href); }
+  Result<json::object> Action(std::string_view href, std::string_view action,
+                              const json::object& body) override {
+    return inner_->Action(href, action, body);
+  }
+  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+    return inner_->List(collection_href, search);
+  }
+  Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    bool announce = false;
+    {
+      std::unique_lock lock(mu_);
+      if (timeout.count() == 0 && !published_) {
+        cv_.wait_for(lock, 5s, [&] { return graph_reads_ > 0; });
+        published_ = true;
+        announce = true;
+      }
+    }
+    auto page = inner_->WatchEvents(after, timeout);
+    if (!page.ok() || !announce) return page;
+    clusterservice::Event announced;
+    announced.sequence = std::max(after, page->last_sequence) + 1;
+    announced.href = std::string(clusterservice::kApiPrefix) + "/versions/openshift-v4.20.16-fast";
+    announced.kind = std::string(clusterservice::kVersionEventKind);
+    announced.state = "published";
+    page->events.push_back(std::move(announced));
+    page->last_sequence = page->events.back().sequence;
+    return page;
+  }
+
+ private:
+  FakeClusterService* const inner_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool published_ = false;
+  int graph_reads_ = 0;
+};
+
+// A release announced while the event follower positions on the stream is passed over unapplied;
+// the version pass that settling the stream requests still raises the cluster to it (without one,
+// nothing would before the version resync).
+TEST_F(BackendTest, AReleaseAnnouncedWhileTheStreamIsPositionedStillRaisesTheClusters) {
+  json::object body{{"name", "c1"},
+                    {"azure", json::object{{"subscription_id", sub_}}},
+                    {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
+  auto c = cs_.Create(kClusters, body, "");
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  const std::string href(*GetString(*c, "href"));
+  ReleaseWhilePositioningClient cs(&cs_);
+  BackendOptions o = EventsOnlyOptions();
+  o.version_resync = 1h;
+  auto b = Backend::Create(o, store_.get(), &cs, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  // Owns every shard before it starts: the one version pass requested by then runs at the start, and
+  // no later change of ownership requests another.
+  Reconcile(**b);
+  ASSERT_TRUE((*b)->Start().ok());
+  ASSERT_TRUE(WaitUntil([&] { return cs.published(); }));
+  EXPECT_GE(cs.graph_reads(), 1);
+  EXPECT_TRUE(WaitUntil([&] {
+    auto now = cs_.Get(href);
+    return now.ok() && GetString(*GetObject(*now, "version"), "id") == "openshift-v4.20.16-fast";
+  })) << "the cluster was not raised to the release announced while the stream was positioned";
+  (*b)->Stop();
+}
+
 TEST_F(BackendTest, AnOperationsOwnDeadlineComesBeforeTheDefault) {
   auto b = MakeBackend(Options());
   Flow f = StartCreate("c1");

@@ -219,7 +219,11 @@ bool Controller::SettleEvents(bool resumed) {
   }
   if (!resumed) {
     // Positioned at the stream's newest: what changed before is read from the objects themselves,
-    // at once (the resync requested below checks the operations in flight).
+    // at once (the resync requested below checks the operations in flight). The releases announced
+    // before are read from the update service by a version pass: the positioning may have passed
+    // over an announcement made after the last pass read the graph (while it read the stream's
+    // history), and nothing else would start one before the version resync.
+    versions_.Request();
     if (Status s = conditions_.SyncListed(); !s.ok()) {
       logger_.Warn("listing the Cluster Service after the event stream's history was lost failed",
                    {{"error", s.error().ToString()}});

@@ -89,9 +89,10 @@ class Controller {
   void WakeNotifierLoop();
   void FeedLoop();
   void EventLoop();
-  // Once the event stream is positioned and this backend owns a shard: syncs every object's status
-  // from a listing unless `resumed` (where an earlier run left off), then requests a resync. False
-  // when it must be tried again.
+  // Once the event stream is positioned and this backend owns a shard: unless `resumed` (where an
+  // earlier run left off), requests a version pass and syncs every object's status from a listing
+  // (what the positioning passed over unapplied); then requests a resync. False when it must be
+  // tried again.
   bool SettleEvents(bool resumed);
   void TimerLoop();
   // Renews ownership on its own cadence, so that a long step (slow Cluster Service) never lets the
