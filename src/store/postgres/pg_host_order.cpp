@@ -16,28 +16,45 @@ std::vector<std::string_view> SplitCommas(std::string_view s) {
   }
 }
 
-std::string JoinFirst(const std::vector<std::string_view>& parts, size_t first) {
-  std::string out(parts[first]);
+enum class Place { kFirst, kLast };
+
+// `parts` joined with commas, the one at `moved` put at `place` and the others in their order.
+std::string JoinMoved(const std::vector<std::string_view>& parts, size_t moved, Place place) {
+  std::string out;
+  auto add = [&out](std::string_view part) {
+    if (!out.empty()) out += ',';
+    out += part;
+  };
+  if (place == Place::kFirst) add(parts[moved]);
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (i == first) continue;
-    out += ',';
-    out += parts[i];
+    if (i != moved) add(parts[i]);
   }
+  if (place == Place::kLast) add(parts[moved]);
   return out;
 }
 
-}  // namespace
-
-std::optional<HostList> HostsWithFirst(const HostList& list, std::string_view host, std::string_view port) {
+std::optional<HostList> HostsWithMoved(const HostList& list, std::string_view host, std::string_view port,
+                                       Place place) {
   auto hosts = SplitCommas(list.hosts);
   auto ports = SplitCommas(list.ports);
   const bool per_host = ports.size() > 1;
   if (hosts.size() < 2 || (per_host && ports.size() != hosts.size())) return std::nullopt;
   for (size_t i = 0; i < hosts.size(); ++i) {
     if (hosts[i] != host || (per_host && ports[i] != port)) continue;
-    return HostList{.hosts = JoinFirst(hosts, i), .ports = per_host ? JoinFirst(ports, i) : list.ports};
+    return HostList{.hosts = JoinMoved(hosts, i, place),
+                    .ports = per_host ? JoinMoved(ports, i, place) : list.ports};
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<HostList> HostsWithFirst(const HostList& list, std::string_view host, std::string_view port) {
+  return HostsWithMoved(list, host, port, Place::kFirst);
+}
+
+std::optional<HostList> HostsWithLast(const HostList& list, std::string_view host, std::string_view port) {
+  return HostsWithMoved(list, host, port, Place::kLast);
 }
 
 HostOrder::HostOrder(const std::string& libpq_url) {
@@ -62,13 +79,30 @@ std::optional<HostList> HostOrder::Preferred() const {
 }
 
 void HostOrder::Connected(PGconn* c) {
-  if (!url_hosts_) return;
   const char* host = PQhost(c);
   const char* port = PQport(c);
-  if (host == nullptr || port == nullptr) return;
+  if (host != nullptr && port != nullptr) Connected(std::string_view(host), std::string_view(port));
+}
+
+void HostOrder::Unresponsive(PGconn* c) {
+  const char* host = PQhost(c);
+  const char* port = PQport(c);
+  if (host != nullptr && port != nullptr) Unresponsive(std::string_view(host), std::string_view(port));
+}
+
+void HostOrder::Connected(std::string_view host, std::string_view port) {
+  if (!url_hosts_) return;
   auto order = HostsWithFirst(*url_hosts_, host, port);
   MutexLock lk(mu_);
   preferred_ = std::move(order);
+}
+
+void HostOrder::Unresponsive(std::string_view host, std::string_view port) {
+  if (!url_hosts_) return;
+  MutexLock lk(mu_);
+  // From the order in use, so that the server tried first after it is still the one that last worked.
+  auto order = HostsWithLast(preferred_ ? *preferred_ : *url_hosts_, host, port);
+  if (order) preferred_ = std::move(order);
 }
 
 }  // namespace hcprp::store::postgres

@@ -3,7 +3,9 @@
 // does not answer, so once h2 is the primary and h1's machine is gone or cut off (no refusal, just
 // silence), every new connection would first wait connect_timeout for h1. HostOrder remembers the
 // server that last gave a session and has it tried first; the others follow in the URL's order, so
-// a later failover is still found.
+// a later failover is still found. A server that stopped answering in the middle of a session (a
+// query timed out: a primary cut off from its synchronous standby waits for it for ever) goes to the
+// back instead, so that once the standby is promoted new sessions reach it before the old primary.
 #pragma once
 
 #include <libpq-fe.h>
@@ -27,6 +29,8 @@ struct HostList {
 // front and the others in their order; nullopt when that server is not in the list, the list names
 // one host only, or its ports do not pair up with its hosts.
 std::optional<HostList> HostsWithFirst(const HostList& list, std::string_view host, std::string_view port);
+// The same with that server moved to the back.
+std::optional<HostList> HostsWithLast(const HostList& list, std::string_view host, std::string_view port);
 
 // Thread-safe.
 class HostOrder {
@@ -37,8 +41,13 @@ class HostOrder {
 
   // The "host" and "port" values to give libpq after the URL, or nullopt for the URL's own order.
   std::optional<HostList> Preferred() const;
-  // Records the server of a session just opened on `c`.
+  // Records the server of a session just opened on `c`: it is tried first.
   void Connected(PGconn* c);
+  // Records that the server of `c` did not answer a query in time: it is tried last.
+  void Unresponsive(PGconn* c);
+  // The same, by the server's host and port.
+  void Connected(std::string_view host, std::string_view port);
+  void Unresponsive(std::string_view host, std::string_view port);
 
  private:
   std::optional<HostList> url_hosts_;  // constant after construction; nullopt: nothing to reorder

@@ -192,6 +192,7 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
 }
 
 void PgStore::Release(std::unique_ptr<PgConnection> c) {
+  if (c->timed_out()) host_order_.Unresponsive(c->raw());
   {
     MutexLock lk(pool_mu_);
     if (c->broken() || PQtransactionStatus(c->raw()) != PQTRANS_IDLE) {
