@@ -19,6 +19,16 @@ bool EndsTheResource(const arm::OperationDocument& op) {
   return op.request == arm::OperationRequest::kDelete && op.status == arm::kStateSucceeded;
 }
 
+// Whether the document of `resource_id` points at `href` or names an operation in flight: the common
+// case (the later events of a recent object), decided without reading the resource's operations.
+Result<bool> KeptByItsDocument(store::Store& store, const std::string& pk, const std::string& resource_id,
+                               std::string_view href) {
+  HCPRP_ASSIGN_OR_RETURN(std::optional<store::Document> resource, FindResource(store, pk, resource_id));
+  if (!resource) return false;
+  const json::object* props = GetObject(resource->body.as_object(), "properties");
+  return InternalIdOf(resource->body) == href || (props != nullptr && GetString(*props, "activeOperationId"));
+}
+
 }  // namespace
 
 bool MayBeLateObject(std::string_view state, std::optional<TimePoint> created,
@@ -42,6 +52,8 @@ bool LateObjects::CollectIfLate(const clusterservice::Event& event, const std::o
   const std::string pk = arm::PartitionKey(id->subscription_id);
   if (!ownership_->FenceFor(pk)) return false;  // the partition's owner decides
   const std::string resource_id = id->ToString();
+  Result<bool> kept = KeptByItsDocument(*store_, pk, resource_id, event.href);
+  if (kept.ok() && *kept) return false;
   Result<LateObjectFacts> facts = FactsOf(pk, resource_id);
   if (!facts.ok()) {
     ++counters_->errors;  // a later event of the object, or the orphan collector, decides again
