@@ -546,6 +546,56 @@ TEST_F(BackendTest, DeleteOfACreateWhoseInternalIdWasNeverRecordedDeletesItsObje
   EXPECT_EQ(cs_.deletes(), 1);
 }
 
+// A create request given up on that reaches the Cluster Service after its resource was deleted (a
+// partition healed, TCP delivered it) makes an object nothing records: it is deleted at its first
+// event, not after the orphan collector's window (disabled here). An object a create in flight may
+// still record, and one whose resource's ending the store does not know, are kept.
+TEST_F(BackendTest, ObjectOfACreateThatArrivedAfterItsResourceWasDeletedIsDeletedAtItsFirstEvent) {
+  auto b = MakeBackend();
+  Reconcile(*b);
+  auto late_create = [&](std::string_view name, const std::string& key) {
+    json::object azure{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", name}};
+    auto made = cs_.Create(kClusters, json::object{{"name", name}, {"azure", azure}}, key);
+    EXPECT_TRUE(made.ok());
+    return std::string(GetString(*made, "href").value_or(""));
+  };
+  // c1: its create canceled by the DELETE, which found nothing to delete and succeeded.
+  const std::string deleted_id = ClusterId("c1");
+  const std::string canceled =
+      PutOperation(sub_, arm::OperationRequest::kCreate, deleted_id, "", arm::kStateCanceled);
+  PutOperation(sub_, arm::OperationRequest::kDelete, deleted_id, "", arm::kStateSucceeded);
+  // c2: its create in flight (the frontend's request timed out; the backend has not found the object).
+  const std::string in_doubt_id = ClusterId("c2");
+  const std::string in_doubt =
+      PutOperation(sub_, arm::OperationRequest::kCreate, in_doubt_id, "", arm::kStateAccepted);
+  PutResource(sub_, in_doubt_id, arm::kClusterDocType, "", arm::kStateAccepted, in_doubt);
+  // A node pool of a live cluster, deleted the same way.
+  Flow cluster = Existing("c3", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "c3"}});
+  const std::string pool_id = cluster.resource_id + "/nodePools/np1";
+  const std::string pool_create =
+      PutOperation(sub_, arm::OperationRequest::kCreate, pool_id, "", arm::kStateCanceled);
+  PutOperation(sub_, arm::OperationRequest::kDelete, pool_id, "", arm::kStateSucceeded);
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());  // (the cluster's creation)
+
+  const std::string late = late_create("c1", canceled);
+  const std::string kept = late_create("c2", in_doubt);
+  const std::string unknown = late_create("c4", NewUuidV4());  // no document, no operation
+  auto pool = cs_.Create(cluster.href + "/node_pools", json::object{{"name", "np1"}}, pool_create);
+  ASSERT_TRUE(pool.ok());
+  const std::string late_pool(GetString(*pool, "href").value_or(""));
+  ASSERT_TRUE(b->PumpEventsOnce(0ms).ok());
+
+  EXPECT_EQ(cs_.StateOf(late), "uninstalling");
+  EXPECT_EQ(cs_.StateOf(late_pool), "uninstalling");
+  EXPECT_EQ(cs_.StateOf(kept), "validating");
+  EXPECT_EQ(cs_.StateOf(unknown), "validating");
+  EXPECT_EQ(cs_.StateOf(cluster.href), "ready");
+  EXPECT_EQ(b->Stats().gc_deleted, 2u);
+}
+
 // The billing record commits with the operation's terminal batch: one durable commit, so a failed
 // commit leaves neither and the retry writes both.
 TEST_F(BackendTest, BillingRecordCommitsInTheOperationsTerminalBatch) {

@@ -3,6 +3,7 @@
 // timer steps, leases, notifications, orphan collection). The parts own their state:
 //   StatusChecks (status_checks.h): the check queue, status reads, deadlines, create recovery;
 //   EventFollower (event_follower.h): the event stream's position and the application of events;
+//   LateObjects (late_objects.h): objects made by create requests that arrived after their create ended;
 //   OperationWriter (operation_writer.h): the fenced writes of transitions;
 //   Steering (steering.h): the operators' actions;
 //   ObjectMemo, ConditionSync, OrphanCollector, SubscriptionSweeper, OperationIndex, NotificationQueue.
@@ -24,6 +25,7 @@
 #include "backend/counters.h"
 #include "backend/documents.h"
 #include "backend/event_follower.h"
+#include "backend/late_objects.h"
 #include "backend/object_memo.h"
 #include "backend/operation_index.h"
 #include "backend/operation_writer.h"
@@ -119,6 +121,7 @@ class Controller {
   OperationWriter writer_;
   ConditionSync conditions_;
   StatusChecks checks_;
+  LateObjects late_;
   EventFollower events_;
   OrphanCollector orphans_;
   SubscriptionSweeper sweeper_;

@@ -198,6 +198,7 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event, bool supersed
   std::vector<OperationRecord> ops = index_->ByInternalId(event.href);
   if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
   if (ops.empty()) {
+    if (late_->CollectIfLate(event, Gap())) return;
     FollowIdleDelete(event);
     // A later event of the page carries the object's newer status: only that one is copied.
     if (!superseded) conditions_->SyncIdle(event);

@@ -16,6 +16,7 @@
 #include "backend/condition_sync.h"
 #include "backend/counters.h"
 #include "backend/divergence.h"
+#include "backend/late_objects.h"
 #include "backend/operation_index.h"
 #include "backend/operation_writer.h"
 #include "backend/status_checks.h"
@@ -39,15 +40,16 @@ class EventFollower {
  public:
   // Not owned; all must outlive this. `event_to_commit` may be null (no metrics).
   EventFollower(const BackendOptions* options, store::Store* store, clusterservice::Client* cs,
-                const Clock* clock, OperationIndex* index, StatusChecks* checks, OperationWriter* writer,
-                ConditionSync* conditions, VersionController* versions, Counters* counters,
-                metrics::Histogram* event_to_commit)
+                const Clock* clock, OperationIndex* index, StatusChecks* checks, LateObjects* late,
+                OperationWriter* writer, ConditionSync* conditions, VersionController* versions,
+                Counters* counters, metrics::Histogram* event_to_commit)
       : options_(options),
         store_(store),
         cs_(cs),
         clock_(clock),
         index_(index),
         checks_(checks),
+        late_(late),
         writer_(writer),
         conditions_(conditions),
         versions_(versions),
@@ -86,7 +88,8 @@ class EventFollower {
   void Advance(uint64_t last);
   // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
   void ApplyEvents(const std::vector<clusterservice::Event>& events);
-  // `superseded`: a later event of the same page is of the same object (SupersededInPage).
+  // `superseded`: a later event of the same page is of the same object (SupersededInPage). An event of
+  // an object no operation is in flight for, that a late create request made, deletes it (LateObjects).
   void ApplyEvent(const clusterservice::Event& event, bool superseded);
   // An event of an object no operation is in flight for: the object is being deleted while its
   // resource is idle (FollowsServiceDelete): gives the resource a Delete operation.
@@ -99,6 +102,7 @@ class EventFollower {
   const Clock* const clock_;
   OperationIndex* const index_;
   StatusChecks* const checks_;
+  LateObjects* const late_;
   OperationWriter* const writer_;
   ConditionSync* const conditions_;
   VersionController* const versions_;

@@ -83,6 +83,26 @@ bool LooksClosed(Connection& c) {
   return true;
 }
 
+// While a request is in flight its connection closes with a reset (SO_LINGER {1, 0}) instead of a FIN:
+// the kernel then discards what it has not sent yet. A request given up on (timed out, failed midway)
+// must not reach the server later, when a partition heals and TCP retransmits it, after the caller was
+// told it failed and may have acted on that. The stream's own timeout closes the socket, so the
+// option is set before the request is written, and cleared once its response arrived (an idle pooled
+// connection closes in order).
+void ResetOnClose(Connection& c, bool reset) {
+  boost::system::error_code ec;
+  c.stream.socket().set_option(asio::socket_base::linger(reset, 0), ec);
+}
+
+// Closes `c` with a reset (ResetOnClose), unless its stream's timeout already did.
+void Abort(Connection& c) {
+  auto& sock = c.stream.socket();
+  if (!sock.is_open()) return;
+  ResetOnClose(c, true);
+  boost::system::error_code ec;
+  sock.close(ec);
+}
+
 }  // namespace
 
 class Client::Impl {
@@ -116,6 +136,8 @@ class Client::Impl {
         }
         return res;
       }
+      // Never reused, and nothing of the request left in the kernel to be delivered later.
+      Abort(*conn);
       // A reused connection that the server closed before answering: try once on a new one.
       if (reused && !got_some && replayable && attempt == 0 && !res.error().Is(ErrorCode::kTimeout)) continue;
       return res;
@@ -258,6 +280,7 @@ class Client::Impl {
     parser.header_limit(64 * 1024);
     parser.body_limit(options_.max_response_body_bytes);
     if (req.method() == Verb::head) parser.skip(true);
+    ResetOnClose(c, true);
     c.stream.expires_after(timeout);
     auto exchange = [&](auto& s) {
       beast_http::async_write(s, req, [&](const boost::system::error_code& e, size_t) {
@@ -279,6 +302,7 @@ class Client::Impl {
       return TransportError(ec, std::string(got_some ? "reading response from" : "sending request to"), ep);
     }
     c.stream.expires_never();
+    ResetOnClose(c, false);
     return parser.release();
   }
 

@@ -5,6 +5,11 @@
 // Send() never throws: connection refused, reset or closed is kUnavailable, an expired timeout is
 // kTimeout, a malformed response is kIoError. Retries are the caller's business; SendWithRetry()
 // (retry.h) is a small helper for the common case.
+//
+// A request that fails, a timeout included, ends its connection with a reset rather than a FIN: the
+// kernel drops what it had not sent, so a request the caller was told failed is never delivered
+// later (a partition that heals would otherwise let TCP retransmit it). That connection is never
+// reused.
 #pragma once
 
 #include <chrono>

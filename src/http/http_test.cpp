@@ -10,6 +10,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "http/bearer.h"
 #include "http/client.h"
@@ -208,6 +209,36 @@ TEST(Client, ReadTimeoutIsTimeout) {
   ASSERT_FALSE(res.ok());
   EXPECT_TRUE(res.error().Is(ErrorCode::kTimeout)) << res.error().ToString();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 350ms);
+}
+
+// A request given up on is reset, not closed with a FIN: what the kernel had not sent is dropped
+// instead of reaching the server later. The server's small receive window keeps most of the request
+// in the client until the client gives up.
+TEST(Client, RequestGivenUpOnIsResetNotDeliveredLater) {
+  namespace asio = boost::asio;
+  asio::io_context ioc;
+  asio::ip::tcp::acceptor acceptor(ioc);
+  acceptor.open(asio::ip::tcp::v4());
+  acceptor.set_option(asio::socket_base::receive_buffer_size(4096));
+  acceptor.bind({asio::ip::make_address("127.0.0.1"), 0});
+  acceptor.listen();
+  const uint16_t port = acceptor.local_endpoint().port();
+  const std::string body(1 << 20, 'x');
+  std::thread sender([&] {
+    Client client;
+    auto res = client.Send({"127.0.0.1", port}, MakeRequest(Verb::post, "/", body), 200ms);
+    ASSERT_FALSE(res.ok());
+    EXPECT_TRUE(res.error().Is(ErrorCode::kTimeout)) << res.error().ToString();
+  });
+  asio::ip::tcp::socket peer(ioc);
+  acceptor.accept(peer);
+  sender.join();  // the client gave up before the server read anything
+  std::vector<char> buf(64 * 1024);
+  size_t received = 0;
+  boost::system::error_code ec;
+  while (!ec) received += peer.read_some(asio::buffer(buf), ec);
+  EXPECT_EQ(ec, asio::error::connection_reset) << ec.message();
+  EXPECT_LT(received, body.size());
 }
 
 TEST(Client, StalePooledConnectionIsReplaced) {

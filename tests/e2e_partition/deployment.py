@@ -166,8 +166,7 @@ class Load(threading.Thread):
                  settled_deletes=False):
         super().__init__(daemon=True)
         self.deletes = deletes
-        # Delete only clusters whose create has ended: keeps clear of the known leak of a delete racing
-        # a create whose Cluster Service request timed out (docs/partitions.md).
+        # Delete only clusters whose create has ended (else also those whose create is in flight).
         self.settled_deletes = settled_deletes
         self.create_ops = {}  # name -> its create's Azure-AsyncOperation URL
         self.index = index

@@ -11,8 +11,9 @@ it out; reads the store answers alone still answer 200. Healed, the same
 requests are accepted and their operations succeed; every acknowledged operation ends, `hcprp check` is
 clean and, once everything is deleted, nothing is left anywhere.
 
---known-failures runs the same with a client creating and deleting clusters across the cut, which meets a
-known defect (see test_deletes_racing_create_recovery and docs/partitions.md).
+test_deletes_racing_create_recovery runs the same with a client creating and deleting clusters across the
+cut: a create whose Cluster Service request the frontend gave up on must not land after the heal and leave
+an object behind once its cluster is deleted (docs/partitions.md).
 
 Exits 77 (skipped) when not root or when the PostgreSQL server binaries are absent.
 """
@@ -49,9 +50,10 @@ def test_frontend_cut_from_cluster_service(ctx):
 
 
 def test_deletes_racing_create_recovery(ctx):
-    """Known defect: a create whose Cluster Service request the frontend gave up on, delivered after the
-    heal, can leave a Cluster Service object with no resource document once the cluster is deleted (an
-    orphan until the orphan collector's window, an hour by default, passes)."""
+    """A create whose Cluster Service request the frontend gave up on, and whose cluster is deleted before
+    the heal, leaves no Cluster Service object behind: the frontend reset the request's connection, so
+    the request is not delivered after the heal, and an object that a late request made anyway is deleted
+    by the backend at its first event (not by the orphan collector an hour later)."""
     run_cut(ctx, deletes=True)
 
 
@@ -75,7 +77,7 @@ def run_cut(ctx, deletes):
         for name, url in created:
             seen, final = arm.poll_operation(url, timeout=60, interval=0.2)
             expect_eq(seen[-1], "Succeeded", f"create of {name} before the cut ({final})")
-        if deletes:  # the known-failure variant: the client runs across the cut
+        if deletes:  # the client runs across the cut
             load.start()
             time.sleep(2)
 
@@ -143,4 +145,4 @@ def run_cut(ctx, deletes):
 if __name__ == "__main__":
     netns.skip_unless_root()
     pg.skip_unless_available()
-    run_tests([test_frontend_cut_from_cluster_service], known_failures=[test_deletes_racing_create_recovery])
+    run_tests([test_frontend_cut_from_cluster_service, test_deletes_racing_create_recovery])
