@@ -17,8 +17,9 @@ exactly one Cluster Service cluster per present name and never two for a name, t
 change twice, its numbers naming the same changes on the new primary, and `hcprp check` clean. The
 tests print the write unavailability (last acknowledged write before the fault to the first after).
 
-Each round of test_primary_killed also prints the failover's steps in seconds after the kill, from
-the monitor's events (pg_ha.FAILOVER_STEPS), and when the first write was acknowledged.
+Each round also prints the failover's steps in seconds after the fault, from the monitor's events
+and the new primary's server log (pg_ha.FAILOVER_STEPS, SERVER_STEPS), and when the first write was
+acknowledged.
 
 HCPRP_HA_ROUNDS (default 1) repeats the fault that many times in each test (the old primary rejoins
 as a standby between rounds); HCPRP_HA_MONITOR names the settings (pg_ha.PROFILES: "fast", the
