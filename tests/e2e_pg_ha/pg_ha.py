@@ -301,6 +301,7 @@ class PgHaCluster:
                          "--auth", "trust", "--no-ssl", timeout=300, where=name)
         with open(os.path.join(node.pgdata, "postgresql.auto.conf"), "a") as f:
             f.write(f"max_connections = {self.max_connections}\n")
+            f.write("log_timezone = 'UTC'\n")  # server_steps() reads its timestamps as UTC
             for k, v in self.node_settings.items():
                 f.write(f"{k} = '{v}'\n")
         self._trust_subnet(node)
