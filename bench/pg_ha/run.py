@@ -7,9 +7,11 @@
    --rounds times (the old primary rejoins as a standby between rounds). Prints the write
    unavailability of each round; at the end every acknowledged operation must be present and
    terminal (0 lost), the change feed read without gap or repeat, and `hcprp check` clean.
-   --monitor names the monitor timings (pg_ha.MONITOR_SETTINGS): fast (the tests' own), previous (the
-   tuned timings before them: 3 s unhealthy timeout, 5 s demote timeout) or default
-   (pg_auto_failover's); several, comma-separated, run one series after the other in the same run.
+   Each round's failover steps (seconds after the kill, from the monitor's events) are printed and
+   their medians summed up. --monitor names the settings (pg_ha.PROFILES): fast (the tests' own),
+   previous (the tuned timings before them: 2 s unhealthy timeout, 1 s health checks), older (3 s
+   unhealthy timeout, 5 s demote timeout) or default (pg_auto_failover's); several, comma-separated,
+   run one series after the other in the same run.
 2. Throughput: bench/frontend's frontend_bench, PUT create only, against a single PostgreSQL server
    (tests/e2e_pg/pg.py) and against the primary of a pg_auto_failover pair through the multi-host
    URL, alternately, --repeat times each, in the same run.
@@ -42,16 +44,23 @@ def failovers(args, monitor):
     p = subprocess.run(cmd, env=env, capture_output=True, timeout=600 + 120 * args.rounds)
     out = p.stdout.decode("utf-8", "replace")
     gaps = [float(m) for m in re.findall(r"writes unavailable ([0-9.]+)s", out)]
+    steps = {}  # step name -> [seconds after the fault, one per round]
     for line in out.splitlines():
         if "round" in line or "acknowledged operations" in line or "PASS" in line or "FAIL" in line:
             print(line)
+        m = re.search(r"round \d+ steps: (.*)", line)
+        for name, t in re.findall(r"([a-z_ -]+?) ([+-][0-9.]+)s", m.group(1)) if m else []:
+            steps.setdefault(name.strip(), []).append(float(t))
     if p.returncode != 0:
         print(out[-5000:])
         print(p.stderr.decode("utf-8", "replace")[-3000:])
         raise SystemExit(f"failover run failed (exit {p.returncode})")
-    summary = (f"write unavailability over {len(gaps)} failovers ({monitor} monitor settings): "
+    summary = (f"write unavailability over {len(gaps)} failovers ({monitor} settings): "
                f"median {statistics.median(gaps):.2f} s, min {min(gaps):.2f} s, max {max(gaps):.2f} s; "
                f"acknowledged operations lost: 0") if gaps else f"{monitor}: no failover measured"
+    if steps:
+        summary += "\n  median seconds after the kill: " + "; ".join(
+            f"{name} {statistics.median(ts):+.2f}" for name, ts in steps.items())
     print(f"\n{summary}\n", flush=True)
     return summary
 
@@ -70,7 +79,8 @@ def throughput(args):
     single = pg.PgServer(database="bench")
     ha = None
     try:
-        ha = pg_ha.PgHaCluster(database="bench", monitor_settings=pg_ha.FAST_MONITOR_SETTINGS)
+        ha = pg_ha.PgHaCluster(database="bench", monitor_settings=pg_ha.FAST_MONITOR_SETTINGS,
+                               node_settings=pg_ha.FAST_NODE_SETTINGS)
         ha.wait_states(list(ha.nodes))
         primary = ha.primary()
         print(f"\nPUT create throughput (frontend_bench, {args.duration} s each, alternating):")
@@ -99,7 +109,7 @@ def main():
     ap.add_argument("--frontend-bench")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--monitor", default="fast",
-                    help="comma-separated names of monitor timings: " + ", ".join(pg_ha.MONITOR_SETTINGS))
+                    help="comma-separated names of settings: " + ", ".join(pg_ha.PROFILES))
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--skip-failovers", action="store_true")
@@ -110,9 +120,9 @@ def main():
         raise SystemExit("pg_autoctl or the PostgreSQL server binaries not found "
                          "(Debian: apt-get install postgresql postgresql-15-auto-failover)")
     monitors = args.monitor.split(",")
-    unknown = [m for m in monitors if m not in pg_ha.MONITOR_SETTINGS]
+    unknown = [m for m in monitors if m not in pg_ha.PROFILES]
     if unknown:
-        raise SystemExit(f"--monitor: unknown timings {unknown}; known: {', '.join(pg_ha.MONITOR_SETTINGS)}")
+        raise SystemExit(f"--monitor: unknown timings {unknown}; known: {', '.join(pg_ha.PROFILES)}")
     if not args.skip_failovers:
         summaries = [failovers(args, m) for m in monitors]
         if len(summaries) > 1:

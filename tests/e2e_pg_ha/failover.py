@@ -17,10 +17,15 @@ exactly one Cluster Service cluster per present name and never two for a name, t
 change twice, its numbers naming the same changes on the new primary, and `hcprp check` clean. The
 tests print the write unavailability (last acknowledged write before the fault to the first after).
 
+Each round also prints the failover's steps in seconds after the fault, from the monitor's events
+and the new primary's server log (pg_ha.FAILOVER_STEPS, SERVER_STEPS), and when the first write was
+acknowledged.
+
 HCPRP_HA_ROUNDS (default 1) repeats the fault that many times in each test (the old primary rejoins
-as a standby between rounds); HCPRP_HA_MONITOR=default runs the monitor with pg_auto_failover's
-default timings instead of pg_ha.FAST_MONITOR_SETTINGS, HCPRP_HA_MONITOR=previous with the tuned
-timings these replaced (bench/pg_ha/run.py compares them). Exits 77 (skipped) when pg_autoctl or the server binaries are absent.
+as a standby between rounds); HCPRP_HA_MONITOR names the settings (pg_ha.PROFILES: "fast", the
+default, is the tests' own; "previous" and "older" the tuned timings these replaced; "default"
+pg_auto_failover's; bench/pg_ha/run.py compares them). Exits 77 (skipped) when pg_autoctl or the
+server binaries are absent.
 """
 
 import os
@@ -38,7 +43,7 @@ import pg_ha  # noqa: E402
 from e2e import expect, run_tests  # noqa: E402
 
 ROUNDS = int(os.environ.get("HCPRP_HA_ROUNDS", "1"))
-MONITOR = pg_ha.MONITOR_SETTINGS[os.environ.get("HCPRP_HA_MONITOR", "fast")]
+MONITOR, NODES = pg_ha.PROFILES[os.environ.get("HCPRP_HA_MONITOR", "fast")]
 
 
 def start_layout(ctx, ha):
@@ -57,7 +62,7 @@ def start_layout(ctx, ha):
 
 def run_with_faults(ctx, fault, label, outage_expected):
     started = time.monotonic()
-    with pg_ha.PgHaCluster(monitor_settings=MONITOR) as ha:
+    with pg_ha.PgHaCluster(monitor_settings=MONITOR, node_settings=NODES) as ha:
         store, cs_url, arms = start_layout(ctx, ha)
         load = ha_load.WriteLoad(arms, workers=4)
         reader = ha_load.FeedReader(os.path.join(ha.bin, "psql"), ha.url())
@@ -72,7 +77,7 @@ def run_with_faults(ctx, fault, label, outage_expected):
                 t0 = time.monotonic()
                 ha_load.wait_until(lambda: sum(1 for r in load.acked_writes() if r.start >= t0) >= 10,
                                    timeout=60, what="writes acknowledged before the fault")
-                fault_at = time.monotonic()
+                fault_at, fault_wall = time.monotonic(), time.time()
                 fault(ha, before)
                 after = ha.wait_primary(other_than=before, timeout=180)
                 settled_at = time.monotonic()
@@ -82,8 +87,18 @@ def run_with_faults(ctx, fault, label, outage_expected):
                 print(f"{label} round {rnd + 1}: {before} -> {after}; writes unavailable {gap:.2f}s "
                       f"(from {last - fault_at:+.2f}s to {first - fault_at:+.2f}s after the fault; the "
                       f"monitor had the new primary at {settled_at - fault_at:+.2f}s)", flush=True)
+                steps = pg_ha.failover_steps(ha.events_since(fault_wall), before, after)
+                steps.update(pg_ha.server_steps(ha.nodes[after].pgdata, fault_wall))
+                steps = dict(sorted(steps.items(), key=lambda kv: kv[1]))
+                steps["first write acknowledged"] = first - fault_at
+                print(f"{label} round {rnd + 1} steps: " +
+                      "; ".join(f"{name} {t:+.2f}s" for name, t in steps.items()), flush=True)
                 if ha.nodes[before].proc is None:
                     ha.start_node(before)  # killed: it rejoins as a standby
+        except BaseException as e:
+            # Stopping the load below can fail too (its threads wait for a primary) and would hide this.
+            print(f"{label}: failed in round {len(gaps) + 1}: {type(e).__name__}: {e}", flush=True)
+            raise
         finally:
             load.stop()
             feed.stop()

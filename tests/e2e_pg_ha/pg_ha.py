@@ -11,8 +11,8 @@ it is healthy, so a commit is acknowledged only once the standby has flushed it.
 and number_sync_standbys 0 (the default), the primary stops waiting for a standby that failed
 (state wait_primary) instead of refusing writes: one failure at a time loses nothing.
 
-The monitor's timings can be given (FAST_MONITOR_SETTINGS below are the ones the tests use): they
-decide how soon a dead primary is noticed and its standby promoted.
+The monitor's timings and the data nodes' settings can be given (PROFILES below; "fast" is the
+tests' own): they decide how soon a dead primary is noticed and its standby promoted.
 
 Where each server runs is the `network`'s choice: by default (Loopback) every node on 127.0.0.1 in
 the caller's network namespace; netns_pg.Network puts each data node in a namespace of its own so a
@@ -30,6 +30,7 @@ Needs pg_autoctl (Debian: postgresql-15-auto-failover) and the server binaries; 
 whether they are there.
 """
 
+import datetime
 import json
 import os
 import pwd
@@ -44,30 +45,114 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import pg  # noqa: E402
 
-# Monitor settings (pgautofailover.* GUCs, in the monitor's postgresql.conf). A dead primary is
-# declared unhealthy once its keeper (which reports every second) has not reported for
-# node_considered_unhealthy_timeout and the monitor's health check has failed. The standby then stops
-# replicating and promotes itself read-only (stop_replication); it takes writes (wait_primary) once the
-# old primary reported itself demoted or primary_demote_timeout has passed since it was asked to.
-# That wait adds nothing to safety here: with synchronous replication an old primary that is alive but
-# cut off cannot acknowledge a commit once its standby stopped replicating, so 1 s (less than the
-# promotion itself takes) lets the standby take writes as soon as it is promoted. The defaults (20 s,
-# 5 s checks, 30 s) give a failover of 30-50 s; PREVIOUS_MONITOR_SETTINGS (3 s, 5 s) about 9 s.
+# Failover timings, the one place they are set (docs/postgresql.md, "High availability", explains
+# them to operators). A kill -9 of the primary goes through these steps (FAILOVER_STEPS below names
+# them as the monitor's events show them):
+#
+# 1. Detection. The monitor's health check connects to every node each health_check_period; a
+#    refused or timed-out connection (health_check_timeout) is retried health_check_max_retries times,
+#    health_check_retry_delay apart, then the node is marked unhealthy. The primary is failed over
+#    once that has happened and its keeper (which reports every second) has also been silent for
+#    node_considered_unhealthy_timeout; the decision is taken when the standby's keeper next reports
+#    (at once: the health change wakes it). Both conditions are needed, so a short timeout fails
+#    over a keeper that is merely slow only if its postgres also refuses connections twice.
+# 2. Promotion, all done by the standby's keeper (pg_autoctl 2.0; nothing in it is a setting): report
+#    prepare_promotion, then at stop_replication set default_transaction_read_only, pg_ctl promote,
+#    wait 1 s, CHECKPOINT (which waits for the end-of-recovery checkpoint), clean up, report.
+# 3. Writes. The monitor assigns wait_primary once the standby reported stop_replication and
+#    primary_demote_timeout has passed since it asked the old primary to demote itself; the keeper
+#    then turns default_transaction_read_only off and libpq (target_session_attrs=read-write) finds
+#    the new primary at hcprp's next call. The demote timeout protects an asynchronous pair; under
+#    synchronous replication an old primary cut off from its standby cannot acknowledge a commit, so
+#    1 s (less than step 2 takes) adds nothing.
+#
+# pg_auto_failover's defaults (5 s checks retried twice 2 s apart, a 20 s unhealthy timeout, a 30 s
+# demote timeout) give a failover of 30-50 s. FAST_* are the tests' and the benchmark's; PREVIOUS_*
+# and OLDER_* the tuned timings they replaced, kept so that bench/pg_ha/run.py compares them in one run.
 DEFAULT_MONITOR_SETTINGS = {}
 FAST_MONITOR_SETTINGS = {
-    "pgautofailover.health_check_period": "1000",
+    # A dead primary refuses at once on its own machine; a silent one (cut off) costs the timeout.
+    "pgautofailover.health_check_period": "500",
     "pgautofailover.health_check_timeout": "1000",
     "pgautofailover.health_check_max_retries": "1",
-    "pgautofailover.health_check_retry_delay": "500",
-    "pgautofailover.node_considered_unhealthy_timeout": "2000",
+    "pgautofailover.health_check_retry_delay": "250",
+    # One keeper round (1 s): a primary is failed over only once it missed a report and failed two
+    # health checks in a row.
+    "pgautofailover.node_considered_unhealthy_timeout": "1000",
     "pgautofailover.primary_demote_timeout": "1000",
 }
+# Data nodes (postgresql.auto.conf of each). A standby writes the pages it replayed only at its
+# restartpoints, which follow the primary's checkpoints; the promotion's CHECKPOINT writes whatever
+# is dirty since the last one. Checkpoints every 30 s instead of 5 min keep that short, at the cost
+# of more full-page writes on the primary.
+FAST_NODE_SETTINGS = {
+    "checkpoint_timeout": "30s",
+}
 PREVIOUS_MONITOR_SETTINGS = dict(FAST_MONITOR_SETTINGS, **{
+    "pgautofailover.health_check_period": "1000",
+    "pgautofailover.health_check_retry_delay": "500",
+    "pgautofailover.node_considered_unhealthy_timeout": "2000",
+})
+OLDER_MONITOR_SETTINGS = dict(PREVIOUS_MONITOR_SETTINGS, **{
     "pgautofailover.node_considered_unhealthy_timeout": "3000",
     "pgautofailover.primary_demote_timeout": "5000",
 })
-MONITOR_SETTINGS = {"fast": FAST_MONITOR_SETTINGS, "previous": PREVIOUS_MONITOR_SETTINGS,
-                    "default": DEFAULT_MONITOR_SETTINGS}
+# Named profiles (HCPRP_HA_MONITOR, bench/pg_ha/run.py --monitor): (monitor settings, data node settings).
+PROFILES = {"fast": (FAST_MONITOR_SETTINGS, FAST_NODE_SETTINGS), "previous": (PREVIOUS_MONITOR_SETTINGS, {}),
+            "older": (OLDER_MONITOR_SETTINGS, {}), "default": (DEFAULT_MONITOR_SETTINGS, {})}
+
+
+# The steps of a failover as the monitor's events show them, in order: (name, the node it concerns
+# ("old" primary or "new" one), a test on an event (reported state, goal state, description)).
+FAILOVER_STEPS = [
+    ("health check failed", "old", lambda r, g, d: "marked as unhealthy" in d),
+    ("failover decided", "new", lambda r, g, d: g == "prepare_promotion"),
+    ("prepare_promotion reached", "new", lambda r, g, d: r == "prepare_promotion"),
+    ("promoted read-only", "new", lambda r, g, d: r == "stop_replication"),
+    ("wait_primary assigned", "new", lambda r, g, d: g == "wait_primary"),
+    ("wait_primary reached", "new", lambda r, g, d: r == "wait_primary"),
+]
+
+
+# The same steps as the new primary's postgres logs them (its log/ directory, one line each, with
+# milliseconds): promoted, and writable once default_transaction_read_only is off again.
+SERVER_STEPS = [
+    ("postgres promoted", "database system is ready to accept connections"),
+    ("read-write", 'parameter "default_transaction_read_only" changed to "off"'),
+]
+
+
+def server_steps(pgdata, wall_time):
+    """{step name: seconds after wall_time} for SERVER_STEPS, from the server logs in `pgdata`."""
+    lines = []
+    log_dir = os.path.join(pgdata, "log")
+    for name in sorted(os.listdir(log_dir)) if os.path.isdir(log_dir) else []:
+        with open(os.path.join(log_dir, name), "rb") as f:
+            lines += f.read().decode("utf-8", "replace").splitlines()
+    steps = {}
+    for line in lines:
+        try:  # "2026-11-28 05:16:04.042 UTC [16778] LOG:  ..."
+            at = datetime.datetime.strptime(" ".join(line.split(" ", 3)[:3]), "%Y-%m-%d %H:%M:%S.%f %Z")
+        except ValueError:
+            continue
+        t = at.replace(tzinfo=datetime.timezone.utc).timestamp() - wall_time
+        for name, text in SERVER_STEPS:
+            if t >= 0 and name not in steps and text in line:
+                steps[name] = t
+    return steps
+
+
+def failover_steps(events, old, new):
+    """{step name: seconds after the fault} for FAILOVER_STEPS, from events_since(fault time); a step
+    without an event is left out."""
+    steps = {}
+    for name, which, matches in FAILOVER_STEPS:
+        node = old if which == "old" else new
+        for t, n, r, g, d in events:
+            if n == node and matches(r, g, d or ""):
+                steps[name] = t
+                break
+    return steps
 
 
 def find_pg_autoctl():
@@ -114,7 +199,7 @@ class PgHaCluster:
     """A monitor and `standbys + 1` data nodes. Not thread-safe: one test drives it."""
 
     def __init__(self, database="hcprp", standbys=1, monitor_settings=None, max_connections=400,
-                 network=None):
+                 network=None, node_settings=None):
         self.bin = pg.find_binaries()
         self.autoctl = find_pg_autoctl()
         if self.bin is None or self.autoctl is None:
@@ -122,6 +207,7 @@ class PgHaCluster:
         self.database = database
         self.net = network or Loopback()
         self.max_connections = max_connections
+        self.node_settings = node_settings or {}
         self.as_root = os.geteuid() == 0
         self.dir = tempfile.mkdtemp(prefix="hcprp-pg-ha-")
         if self.as_root:
@@ -215,6 +301,9 @@ class PgHaCluster:
                          "--auth", "trust", "--no-ssl", timeout=300, where=name)
         with open(os.path.join(node.pgdata, "postgresql.auto.conf"), "a") as f:
             f.write(f"max_connections = {self.max_connections}\n")
+            f.write("log_timezone = 'UTC'\n")  # server_steps() reads its timestamps as UTC
+            for k, v in self.node_settings.items():
+                f.write(f"{k} = '{v}'\n")
         self._trust_subnet(node)
         self.nodes[name] = node
         self._spawn_run(node)
@@ -250,6 +339,14 @@ class PgHaCluster:
             if reported == goal and reported in ("primary", "wait_primary", "single"):
                 return name
         return None
+
+    def events_since(self, wall_time):
+        """The monitor's events (pgautofailover.event) from `wall_time` (time.time()) on, oldest first:
+        [(seconds after wall_time, node name, reported state, goal state, description)]."""
+        out = self.monitor_sql(
+            "SELECT json_agg(json_build_array(extract(epoch FROM eventtime), nodename, reportedstate, goalstate, "
+            f"description) ORDER BY eventid) FROM pgautofailover.event WHERE eventtime >= to_timestamp({wall_time})")
+        return [(float(t) - wall_time, n, r, g, d) for t, n, r, g, d in (json.loads(out) if out else [])]
 
     def wait_states(self, expected, timeout=60):
         """Waits until the group is stable: a primary and every other node a secondary (`expected` only
