@@ -249,11 +249,15 @@ bool ShardedLeases::Tick() {
     Heartbeat(now);
   }
   // A backend that holds nothing has nothing else to do: it looks for work at every tick.
-  if (!due && HeldShards() > 0) return reclaimed;
-  last_balance_ = now;
-  if (!Balance(now)) return reclaimed;
-  Heartbeat(now);  // lists the leases just acquired
-  return true;
+  if (due || HeldShards() == 0) {
+    last_balance_ = now;
+    if (Balance(now)) {
+      Heartbeat(now);  // lists the leases just acquired
+      reclaimed = true;
+    }
+  }
+  const bool regained = RegainedLapsed(now);
+  return regained || reclaimed;
 }
 
 std::chrono::milliseconds ShardedLeases::NextTickIn() const {
@@ -288,8 +292,22 @@ size_t ShardedLeases::LiveMembers() const {
 std::optional<store::Lease> ShardedLeases::FenceFor(std::string_view partition_key) const {
   MutexLock lock(mu_);
   const Shard& s = shards_[ShardOf(partition_key, options_.shards)];
-  if (!HeldLocked(s, clock_->Now())) return std::nullopt;
+  if (!HeldLocked(s, clock_->Now())) {
+    if (s.lease.has_value() && !s.suspect) s.refused_while_lapsed = true;
+    return std::nullopt;
+  }
   return s.lease;
+}
+
+bool ShardedLeases::RegainedLapsed(TimePoint now) {
+  MutexLock lock(mu_);
+  bool regained = false;
+  for (Shard& s : shards_) {
+    if (!s.refused_while_lapsed || !HeldLocked(s, now)) continue;
+    s.refused_while_lapsed = false;
+    regained = true;
+  }
+  return regained;
 }
 
 void ShardedLeases::FenceRefused(const store::Lease& lease) {

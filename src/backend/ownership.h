@@ -92,8 +92,14 @@ class ShardedLeases final : public Ownership {
     std::optional<store::Lease> lease;
     TimePoint last_renewal{};
     bool suspect = false;  // a fenced write was refused
+    // FenceFor() refused a caller because the lease had lapsed by the clock while its renewal was
+    // still under way: the renewal that succeeds counts as gaining the shard, so that the work
+    // skipped meanwhile is looked at again.
+    mutable bool refused_while_lapsed = false;
   };
   bool HeldLocked(const Shard& s, TimePoint now) const HCPRP_REQUIRES(mu_);
+  // True when a shard FenceFor() refused as lapsed is held again; clears the marks of held shards.
+  bool RegainedLapsed(TimePoint now);
   // The leases this backend holds, as its member record lists them: [{"shard", "etag"}].
   json::array HeldLeasesJson() const;
   // Takes back, with new fences, the leases an earlier run under this backend's name still held as

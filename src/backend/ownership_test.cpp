@@ -2,9 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <map>
 #include <memory>
 #include <set>
+
+#include "store/forwarding_store.h"
 
 namespace hcprp::backend {
 namespace {
@@ -206,6 +210,45 @@ TEST_F(ShardedLeasesTest, AStaleFenceIsRefusedByTheStoreAfterTakeover) {
   EXPECT_TRUE(r.error().IsPreconditionFailed());
   a->FenceRefused(*old_fence);
   EXPECT_FALSE(a->FenceFor("sub").has_value());
+}
+
+// A store whose RenewLease runs `during` before it forwards the call: a renewal that takes long.
+class SlowRenewalStore final : public store::ForwardingStore {
+ public:
+  using store::ForwardingStore::ForwardingStore;
+  Result<store::Lease> RenewLease(const store::Lease& lease, std::chrono::milliseconds ttl) override {
+    if (during) during();
+    return store::ForwardingStore::RenewLease(lease, ttl);
+  }
+  std::function<void()> during;
+};
+
+TEST_F(ShardedLeasesTest, ARenewalAfterAFenceWasRefusedAsLapsedCountsAsGainingTheShard) {
+  // The store judges the lease by its own clock: the renewal reached it before the lease expired,
+  // while by the backend's clock it lapsed as the renewal took 2.5 s.
+  FakeClock store_clock;
+  auto opened = store::OpenStore("sqlite::memory:", {.clock = &store_clock});
+  ASSERT_TRUE(opened.ok()) << opened.error().ToString();
+  SlowRenewalStore slow(opened->get());
+  ShardedLeaseOptions o;
+  o.owner = "a";
+  o.shards = 1;
+  o.ttl = 3000ms;
+  ShardedLeases a(o, &slow, &clock_, logger_);
+  a.Tick();
+  ASSERT_TRUE(a.FenceFor("sub").has_value());
+  clock_.Advance(1000ms);
+  store_clock.Advance(1000ms);
+  bool refused_meanwhile = false;
+  slow.during = [&] {
+    clock_.Advance(2500ms);
+    refused_meanwhile = !a.FenceFor("sub").has_value();  // the work asking meanwhile is skipped
+  };
+  EXPECT_TRUE(a.Tick());  // the renewal: that work must be looked at again
+  EXPECT_TRUE(refused_meanwhile);
+  EXPECT_TRUE(a.FenceFor("sub").has_value());
+  slow.during = nullptr;
+  EXPECT_FALSE(a.Tick());  // once only
 }
 
 TEST_F(ShardedLeasesTest, TicksBetweenRenewalsDoNotTouchTheStore) {
