@@ -222,8 +222,8 @@ class CommitTimes final : public store::ForwardingStore {
     return batches_;
   }
 
-  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<store::WriteOp> ops,
-                                   const store::Lease* fence) override {
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops, const store::Lease* fence) override {
     std::vector<std::string> hrefs;
     {
       std::lock_guard lock(mu_);

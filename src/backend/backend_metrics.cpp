@@ -115,7 +115,7 @@ void Controller::RegisterMetrics(metrics::Registry& r) {
                   return out;
                 });
   r.AddCallback("hcprp_backend_version_raises_total",
-                "Desired control-plane versions raised to a newer z-stream (upgrades started)",
+                "Desired control-plane versions recorded above the Cluster Service's (upgrades decided)",
                 Type::kCounter, {}, [this] { return One(static_cast<double>(versions_.raised_total())); });
   r.AddCallback("hcprp_backend_write_refusals_total", "Backend writes the store refused, by reason",
                 Type::kCounter, {"reason"}, [this] {

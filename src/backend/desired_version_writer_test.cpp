@@ -36,8 +36,8 @@ class OneLease final : public Ownership {
 class CountingStore final : public store::ForwardingStore {
  public:
   using ForwardingStore::ForwardingStore;
-  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk, std::vector<store::WriteOp> ops,
-                                   const store::Lease* fence) override {
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops, const store::Lease* fence) override {
     ++batches;
     return ForwardingStore::Batch(container, pk, std::move(ops), fence);
   }
@@ -110,8 +110,9 @@ TEST_F(DesiredVersionWriterTest, ALostRaceIsReadAgainAndNeverLowersWhatIsStored)
                   ->Create(store::kResources, "p1", ServiceProviderClusterId("/c/c"),
                            ServiceProviderCluster{"/c/c", "4.20.18", "fast"}.ToBody())
                   .ok());
-  DesiredCommit second = writer.Commit(
-      {Write("/c/a", "p1", "4.20.16", etag_a), Write("/c/b", "p1", "4.20.17", etag_b), Write("/c/c", "p1", "4.20.16")});
+  DesiredCommit second =
+      writer.Commit({Write("/c/a", "p1", "4.20.16", etag_a), Write("/c/b", "p1", "4.20.17", etag_b),
+                     Write("/c/c", "p1", "4.20.16")});
   EXPECT_EQ(second.failed, 0u);
   ASSERT_EQ(second.written.size(), 1u);  // only b still rose
   EXPECT_EQ(second.written[0].href, "/c/b");

@@ -82,10 +82,9 @@ std::string ServiceProviderClusterId(std::string_view href) {
 json::value ServiceProviderCluster::ToBody() const {
   return json::object{
       {"resourceType", kServiceProviderClusterDocType},
-      {"properties",
-       json::object{{"internalId", href},
-                    {"controlPlaneVersion",
-                     json::object{{"desiredVersion", desired_version}, {"channelGroup", channel_group}}}}}};
+      {"properties", json::object{{"internalId", href},
+                                  {"controlPlaneVersion", json::object{{"desiredVersion", desired_version},
+                                                                       {"channelGroup", channel_group}}}}}};
 }
 
 std::optional<ServiceProviderCluster> ServiceProviderCluster::FromBody(const json::value& body) {

@@ -229,7 +229,8 @@ std::vector<ClusterVersionState> VersionController::OwnedOfView() const {
   return owned;
 }
 
-VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clusters, VersionPassResult result) {
+VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clusters,
+                                           VersionPassResult result) {
   const ChannelPicks picks = PicksOf(clusters);
   for (const ClusterVersionState& c : clusters) {
     auto pick = picks.find(DecidingChannel(c));

@@ -40,9 +40,9 @@ struct DesiredWrite {
   std::string href;
   std::string partition_key;
   std::string channel_group;
-  std::string from;  // the stored desired version; empty: none
-  std::string to;    // newer than `from`
-  std::string etag;  // the write is conditioned on it; empty: it creates the document
+  std::string from;             // the stored desired version; empty: none
+  std::string to;               // newer than `from`
+  std::string etag;             // the write is conditioned on it; empty: it creates the document
   bool raises_service = false;  // `to` is newer than the Cluster Service's desired version
 };
 

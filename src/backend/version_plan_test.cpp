@@ -8,7 +8,7 @@ namespace {
 ClusterVersionState Cluster(std::string href, std::string service, std::string stored = "",
                             std::string pk = "p1", std::string group = "fast") {
   std::string etag = stored.empty() ? "" : "etag-" + stored;
-  return ClusterVersionState{std::move(href), std::move(pk),     std::move(group),
+  return ClusterVersionState{std::move(href),    std::move(pk),     std::move(group),
                              std::move(service), std::move(stored), std::move(etag)};
 }
 
@@ -52,8 +52,10 @@ TEST(VersionPlanTest, WritesRaiseOnlyWhatIsBelowTheDesiredVersionOrderedByPartit
 
 TEST(VersionPlanTest, BatchesHoldOnePartitionAndAtMostTheLimit) {
   std::vector<DesiredWrite> writes;
-  for (int i = 0; i < 5; ++i) writes.push_back(DesiredWrite{"a" + std::to_string(i), "p1", "fast", "", "4.20.16"});
-  for (int i = 0; i < 2; ++i) writes.push_back(DesiredWrite{"b" + std::to_string(i), "p2", "fast", "", "4.20.16"});
+  for (int i = 0; i < 5; ++i)
+    writes.push_back(DesiredWrite{"a" + std::to_string(i), "p1", "fast", "", "4.20.16"});
+  for (int i = 0; i < 2; ++i)
+    writes.push_back(DesiredWrite{"b" + std::to_string(i), "p2", "fast", "", "4.20.16"});
   auto batches = BatchesOf(writes, 2);
   ASSERT_EQ(batches.size(), 4u);
   EXPECT_EQ(batches[0].size(), 2u);
@@ -67,7 +69,8 @@ TEST(VersionPlanTest, BatchesHoldOnePartitionAndAtMostTheLimit) {
 }
 
 TEST(VersionPlanTest, TriggersAreTheClustersStoredAboveTheClusterService) {
-  std::vector<ClusterVersionState> clusters{Cluster("a", "4.20.15", "4.20.16"), Cluster("b", "4.20.16", "4.20.16"),
+  std::vector<ClusterVersionState> clusters{Cluster("a", "4.20.15", "4.20.16"),
+                                            Cluster("b", "4.20.16", "4.20.16"),
                                             Cluster("c", "4.21.1", "4.20.16"), Cluster("d", "4.20.15")};
   auto t = PlanTriggers(clusters);
   ASSERT_EQ(t.size(), 1u);

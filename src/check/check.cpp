@@ -437,7 +437,7 @@ class Checker {
   const Clock& clock_;
   const CheckOptions& options_;
   Report report_;
-  std::set<std::string> known_internal_ids_;         // lower hrefs that some resource document points at
+  std::set<std::string> known_internal_ids_;  // lower hrefs that some resource document points at
   // By lower href: the control plane's desired version in the store (backend::ServiceProviderCluster).
   std::map<std::string, std::string> stored_desired_;
   std::map<std::string, backend::HeldObject> held_;  // by lower href: objects the backend holds

@@ -8,8 +8,8 @@
 
 #include "arm/documents.h"
 #include "arm/store_indexes.h"
-#include "backend/documents.h"
 #include "backend/divergence.h"
+#include "backend/documents.h"
 #include "core/time.h"
 
 namespace hcprp::check {
@@ -283,11 +283,13 @@ TEST_F(CheckTest, VersionsAreConsistent) {
 TEST_F(CheckTest, AStoredDesiredVersionBelowWhatRunsIsReported) {
   FixedClusterService cs;
   PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
-  cs.clusters.push_back(Versioned(std::string(kHref), "4.20.14", R"([{"version":"4.20.14","state":"Completed"}])"));
+  cs.clusters.push_back(
+      Versioned(std::string(kHref), "4.20.14", R"([{"version":"4.20.14","state":"Completed"}])"));
   const std::string pk = arm::PartitionKey(kSub);
   auto put_stored = [&](std::string desired) {
     backend::ServiceProviderCluster spc{std::string(kHref), std::move(desired), "stable"};
-    ASSERT_TRUE(store_->Upsert(store::kResources, pk, backend::ServiceProviderClusterId(kHref), spc.ToBody()).ok());
+    ASSERT_TRUE(
+        store_->Upsert(store::kResources, pk, backend::ServiceProviderClusterId(kHref), spc.ToBody()).ok());
   };
   CheckOptions o;
   o.gc_window = std::chrono::seconds(0);
