@@ -108,7 +108,7 @@ void Controller::RegisterMetrics(metrics::Registry& r) {
                 "running; desired: to be rolled out), as of the last version pass",
                 Type::kGauge, {"version", "state"}, [this] {
                   std::vector<Sample> out;
-                  for (const auto& [key, n] : versions_.LastCounts()) {
+                  for (const auto& [key, n] : versions_.Counts()) {
                     size_t cut = key.find(' ');
                     out.push_back({{key.substr(0, cut), key.substr(cut + 1)}, static_cast<double>(n)});
                   }

@@ -12,7 +12,8 @@ namespace {
 
 // Counts a cluster under "<version> <state>": its running versions (completed, partial) and its
 // desired version when nothing runs it yet.
-void Count(const clusterservice::ServiceObject& o, std::map<std::string, size_t>* counts) {
+std::vector<std::string> CountedAs(const clusterservice::ServiceObject& o) {
+  std::vector<std::string> keys;
   bool desired_runs = false;
   if (o.status.version_history) {
     for (const json::value& v : *o.status.version_history) {
@@ -22,11 +23,12 @@ void Count(const clusterservice::ServiceObject& o, std::map<std::string, size_t>
       if (key == o.desired_version) desired_runs = true;
       const bool completed = GetString(*e, "state").value_or("") == "Completed";
       key += completed ? " completed" : " partial";
-      ++(*counts)[key];
+      keys.push_back(std::move(key));
       if (completed) break;
     }
   }
-  if (!desired_runs) ++(*counts)[o.desired_version + " desired"];
+  if (!desired_runs) keys.push_back(o.desired_version + " desired");
+  return keys;
 }
 
 // The view's entry of a cluster object; nullopt when it is not one the controller keeps (being
@@ -39,6 +41,7 @@ std::optional<ClusterVersionState> StateOf(const clusterservice::ServiceObject& 
   c.partition_key = arm::PartitionKey(o.subscription_id);
   c.channel_group = o.channel_group;
   c.service_desired = o.desired_version;
+  c.counted_as = CountedAs(o);
   return c;
 }
 
@@ -92,6 +95,7 @@ bool VersionController::ApplyEvent(const clusterservice::Event& event, View* vie
   if (!added) {
     c.channel_group = seen->channel_group;
     c.service_desired = seen->service_desired;
+    c.counted_as = std::move(seen->counted_as);
   }
   return added || clusterservice::NewerThan(c.service_desired, c.stored_desired);
 }
@@ -154,10 +158,6 @@ Result<VersionPassResult> VersionController::FullPassLocked() {
     view_ = std::move(view).value();
     view_loaded_ = true;
   }
-  {
-    MutexLock counts(mu_);
-    last_counts_ = result.by_version;
-  }
   std::vector<ClusterVersionState> owned = OwnedOfView();
   result.clusters = owned.size();
   return Apply(std::move(owned), std::move(result));
@@ -174,7 +174,7 @@ Result<VersionController::View> VersionController::ListClusters(VersionPassResul
     clusterservice::ServiceObject o = clusterservice::ParseServiceObject(*object);
     std::optional<ClusterVersionState> c = StateOf(o, o.status.state);
     if (!c || !ownership_->FenceFor(c->partition_key)) continue;
-    Count(o, &result->by_version);
+    for (const std::string& key : c->counted_as) ++result->by_version[key];
     view.emplace(c->href, std::move(*c));
   }
   return view;
@@ -324,9 +324,13 @@ bool VersionController::TriggerOne(const ClusterVersionState& c) {
   return true;
 }
 
-std::map<std::string, size_t> VersionController::LastCounts() const {
-  MutexLock lock(mu_);
-  return last_counts_;
+std::map<std::string, size_t> VersionController::Counts() const {
+  std::map<std::string, size_t> counts;
+  MutexLock lock(view_mu_);
+  for (const auto& [href, c] : view_) {
+    for (const std::string& key : c.counted_as) ++counts[key];
+  }
+  return counts;
 }
 
 }  // namespace hcprp::backend

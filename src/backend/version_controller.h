@@ -88,8 +88,8 @@ class VersionController {
   // A pass over the view as it stands (a full pass when there is none yet).
   Result<VersionPassResult> ViewPass();
 
-  // The clusters by version and state of the last full pass, for the hcprp_cluster_versions gauge.
-  std::map<std::string, size_t> LastCounts() const;
+  // The clusters of the view by version and state, for the hcprp_cluster_versions gauge.
+  std::map<std::string, size_t> Counts() const;
   uint64_t raised_total() const { return raised_total_; }
 
  private:
@@ -127,7 +127,6 @@ class VersionController {
   bool requested_ HCPRP_GUARDED_BY(mu_) = true;
   bool resync_requested_ HCPRP_GUARDED_BY(mu_) = true;
   bool stopping_ HCPRP_GUARDED_BY(mu_) = false;
-  std::map<std::string, size_t> last_counts_ HCPRP_GUARDED_BY(mu_);
 
   mutable Mutex view_mu_;
   View view_ HCPRP_GUARDED_BY(view_mu_);

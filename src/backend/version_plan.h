@@ -20,6 +20,9 @@ struct ClusterVersionState {
   std::string service_desired;  // raw: the Cluster Service's version.id (what it was asked to run)
   std::string stored_desired;   // raw: the desired version in the store; empty: none stored yet
   std::string etag;             // of the stored document; empty: there is none
+  // What runs, as the hcprp_cluster_versions gauge counts it: "<version> completed|partial" for each
+  // running version, and "<version> desired" for the Cluster Service's desired one while nothing runs it.
+  std::vector<std::string> counted_as;
 };
 
 // The pick of each channel a plan reads ("fast-4.20" -> the release clusterservice::
