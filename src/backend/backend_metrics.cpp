@@ -108,14 +108,14 @@ void Controller::RegisterMetrics(metrics::Registry& r) {
                 "running; desired: to be rolled out), as of the last version pass",
                 Type::kGauge, {"version", "state"}, [this] {
                   std::vector<Sample> out;
-                  for (const auto& [key, n] : versions_.LastCounts()) {
+                  for (const auto& [key, n] : versions_.Counts()) {
                     size_t cut = key.find(' ');
                     out.push_back({{key.substr(0, cut), key.substr(cut + 1)}, static_cast<double>(n)});
                   }
                   return out;
                 });
   r.AddCallback("hcprp_backend_version_raises_total",
-                "Desired control-plane versions raised to a newer z-stream (upgrades started)",
+                "Desired control-plane versions recorded above the Cluster Service's (upgrades decided)",
                 Type::kCounter, {}, [this] { return One(static_cast<double>(versions_.raised_total())); });
   r.AddCallback("hcprp_backend_write_refusals_total", "Backend writes the store refused, by reason",
                 Type::kCounter, {"reason"}, [this] {

@@ -49,7 +49,8 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       logger_(std::move(logger)),
       owned_ownership_(MakeOwnership(options_, store_, clock_, logger_)),
       ownership_(options_.ownership != nullptr ? options_.ownership : owned_ownership_.get()),
-      versions_(cs, ownership_, &counters_, &logger_, options_.version_resync, options_.version_concurrency),
+      versions_(store_, cs, ownership_, &counters_, &logger_, options_.version_resync,
+                options_.version_concurrency),
       notifications_(
           options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier"),
           [this](const std::string& pk, const std::string& id) {
@@ -380,7 +381,7 @@ BackendStats Controller::Stats() const {
 void Controller::OwnershipChanged() {
   resync_requested_ = true;
   load_subscriptions_requested_ = true;
-  versions_.Request();  // the clusters of the partitions it now owns
+  versions_.RequestResync();  // the clusters of the partitions it now owns
   shards_taken_ = true;
   // The event loop waits for shards: it saw the old ownership and waits, or sees the new one.
   { MutexLock lock(run_mu_); }

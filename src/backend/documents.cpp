@@ -75,6 +75,31 @@ std::optional<OperationRecord> ParseOperation(const store::Document& doc) {
   return r;
 }
 
+std::string ServiceProviderClusterId(std::string_view href) {
+  return "serviceprovidercluster:" + ToLower(href);
+}
+
+json::value ServiceProviderCluster::ToBody() const {
+  return json::object{
+      {"resourceType", kServiceProviderClusterDocType},
+      {"properties", json::object{{"internalId", href},
+                                  {"controlPlaneVersion", json::object{{"desiredVersion", desired_version},
+                                                                       {"channelGroup", channel_group}}}}}};
+}
+
+std::optional<ServiceProviderCluster> ServiceProviderCluster::FromBody(const json::value& body) {
+  if (!EqualsIgnoreCase(ResourceTypeOf(body), kServiceProviderClusterDocType)) return std::nullopt;
+  const json::value* props = FindPointer(body, "/properties");
+  if (props == nullptr || !props->is_object()) return std::nullopt;
+  const json::object* version = GetObject(props->as_object(), "controlPlaneVersion");
+  auto href = GetString(props->as_object(), "internalId");
+  if (version == nullptr || !href) return std::nullopt;
+  auto desired = GetString(*version, "desiredVersion");
+  if (!desired) return std::nullopt;
+  return ServiceProviderCluster{std::string(*href), std::string(*desired),
+                                std::string(GetString(*version, "channelGroup").value_or("stable"))};
+}
+
 std::string PartitionOfResourceId(std::string_view resource_id) {
   auto id = arm::ParseResourceId(resource_id);
   return id.ok() ? arm::PartitionKey(id->subscription_id) : std::string();

@@ -60,6 +60,27 @@ struct PendingNotification {
 };
 std::optional<PendingNotification> ParsePendingNotification(const json::value& body);
 
+// The service provider's own record of a Cluster Service cluster, a sibling of its resource document
+// in the same partition that only the backend writes and that is never rendered to ARM (the real
+// service's ServiceProviderCluster): the control plane's desired z-stream the version controller
+// decided (version_controller.h). Keyed by the Cluster Service href, so a cluster deleted and made
+// again under the same ARM name starts without one.
+//   id = ServiceProviderClusterId(href)
+//   {"resourceType": kServiceProviderClusterDocType,
+//    "properties": {"internalId": href, "controlPlaneVersion": {"desiredVersion": "4.20.16",
+//                   "channelGroup": "fast"}}}
+inline constexpr std::string_view kServiceProviderClusterDocType = "hcprp/serviceproviderclusters";
+std::string ServiceProviderClusterId(std::string_view href);
+struct ServiceProviderCluster {
+  std::string href;
+  std::string desired_version;  // raw ("4.20.16")
+  std::string channel_group;
+
+  json::value ToBody() const;
+  // nullopt when the body is not a well-formed service provider cluster document.
+  static std::optional<ServiceProviderCluster> FromBody(const json::value& body);
+};
+
 // The partition key (lower-cased subscription ID) of a resource ID, by arm::ParseResourceId ("" when
 // it is not the ID of a cluster, node pool or external auth).
 std::string PartitionOfResourceId(std::string_view resource_id);

@@ -195,6 +195,7 @@ void EventFollower::ApplyEvent(const clusterservice::Event& event, bool supersed
     versions_->Request();  // the update service changed: every cluster's desired version may rise
     return;
   }
+  versions_->Observe(event);
   std::vector<OperationRecord> ops = index_->ByInternalId(event.href);
   if (ops.empty() && checks_->FindCreateOfEvent(event)) ops = index_->ByInternalId(event.href);
   if (ops.empty()) {

@@ -1,14 +1,27 @@
-// Raises each cluster's desired control-plane z-stream as the update service publishes releases
-// (private to src/backend). A pass lists the Cluster Service's clusters of the partitions this backend
-// owns, reads the graph of each cluster's channel ("<group>-<minor>", once per pass) and, where the
-// release clusterservice::SelectDesiredVersion picks is newer than the cluster's desired version,
-// sets it on the Cluster Service object, which starts the upgrade; up to `concurrency` clusters are
-// raised at once. The desired version never goes down.
-// A pass runs when the Cluster Service announces a release or an edge change on its event stream
-// (Request()) and at least every `resync` as a safety net (the real service's resyncs every 5 min).
+// Keeps each cluster's desired control-plane z-stream as the update service publishes releases
+// (private to src/backend), in two stages, as the real service's backend does:
 //
-// Thread-safe: Request() from any thread; Run() on one thread; Pass() from any thread (passes run one
-// at a time).
+//  1. Decide and record. The desired version lives in the store, on the cluster's service provider
+//     cluster document (documents.h), decided from an in-memory view of the clusters of the
+//     partitions this backend owns (channel group, the Cluster Service's desired version, the stored
+//     one): each channel's graph ("<group>-<minor>") is read once a pass and the release
+//     clusterservice::SelectDesiredVersion picks raises every cluster of the channel whose desired
+//     version is older (version_plan.h). A customer's change to the next minor reaches the Cluster
+//     Service first; the stored version follows it (never below what the Cluster Service holds). The
+//     writes go in batches of up to kMaxBatch documents of one partition, conditioned on what was
+//     read (desired_version_writer.h); the desired version never goes down.
+//  2. Trigger. Every cluster whose stored desired version is above the Cluster Service's is asked to
+//     upgrade (a PATCH of version.id), up to `concurrency` at once. Idempotent: a stop between the two
+//     stages is caught by the next pass, and a pass runs on start.
+//
+// The view is built by a full pass (a List of the Cluster Service's clusters and one query of the
+// stored documents) on start, on a change of ownership and every `resync` (the real service resyncs
+// every 5 min); the event follower keeps it current between them (Observe), so that a release
+// announced on the event stream (Request) costs a pass over the view, without a List. A full pass
+// also removes the documents of clusters that are gone.
+//
+// Thread-safe: Request(), RequestResync() and Observe() from any thread; Run() on one thread;
+// Pass() and ViewPass() from any thread (passes run one at a time).
 #pragma once
 
 #include <algorithm>
@@ -17,81 +30,111 @@
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "backend/counters.h"
+#include "backend/desired_version_writer.h"
 #include "backend/ownership.h"
+#include "backend/version_plan.h"
 #include "clusterservice/client.h"
-#include "core/clock.h"
+#include "clusterservice/event.h"
 #include "core/log.h"
 #include "core/mutex.h"
 #include "core/result.h"
-#include "metrics/registry.h"
+#include "store/store.h"
 
 namespace hcprp::backend {
 
 struct VersionPassResult {
-  size_t clusters = 0;  // clusters of owned partitions looked at
-  size_t raised = 0;    // desired versions raised (upgrades started)
-  size_t failed = 0;    // clusters whose channel had no release to pick, or whose raise failed
-  std::map<std::string, size_t> by_version;  // "4.20.12 completed|partial|desired" -> clusters
+  size_t clusters = 0;   // clusters of owned partitions looked at
+  size_t recorded = 0;   // desired versions written to the store
+  size_t raised = 0;     // of which above the Cluster Service's desired version (upgrades decided)
+  size_t triggered = 0;  // upgrades asked of the Cluster Service
+  size_t failed = 0;     // channels without a release to pick, writes and upgrade requests refused
+  // "4.20.12 completed|partial|desired" -> clusters, as the Cluster Service listed them (full passes)
+  std::map<std::string, size_t> by_version;
 };
 
 class VersionController {
  public:
+  static constexpr size_t kMaxBatch = 500;
+
   // Not owned; all must outlive this.
-  VersionController(clusterservice::Client* cs, Ownership* ownership, Counters* counters,
+  VersionController(store::Store* store, clusterservice::Client* cs, Ownership* ownership, Counters* counters,
                     const Logger* logger, std::chrono::milliseconds resync, size_t concurrency)
-      : cs_(cs),
+      : store_(store),
+        cs_(cs),
         ownership_(ownership),
         counters_(counters),
         logger_(logger),
         resync_(resync),
-        concurrency_(std::max<size_t>(concurrency, 1)) {}
+        concurrency_(std::max<size_t>(concurrency, 1)),
+        writer_(store, ownership, kMaxBatch, concurrency_) {}
 
-  // A release or an upgrade edge changed: the next pass runs at once.
+  // A release or an upgrade edge changed: the next pass (over the view) runs at once.
   void Request();
-  // Runs passes until Stop(): when requested, else every `resync`.
+  // The owned partitions changed: the next pass builds the view again.
+  void RequestResync();
+  // A Cluster Service event: the view follows a cluster's desired version, channel group and
+  // deletion; a cluster new to the view, or whose Cluster Service desired version passed the stored
+  // one, requests a pass.
+  void Observe(const clusterservice::Event& event);
+  // Runs passes until Stop(): when requested, else a full pass every `resync`.
   void Run();
   void Stop();
-  // One pass over every cluster of the owned partitions.
+  // A full pass: the view built again, then planned, recorded and triggered.
   Result<VersionPassResult> Pass();
+  // A pass over the view as it stands (a full pass when there is none yet).
+  Result<VersionPassResult> ViewPass();
 
-  // The clusters by version and state of the last pass, for the hcprp_cluster_versions gauge.
-  std::map<std::string, size_t> LastCounts() const;
+  // The clusters of the view by version and state, for the hcprp_cluster_versions gauge.
+  std::map<std::string, size_t> Counts() const;
   uint64_t raised_total() const { return raised_total_; }
 
  private:
-  // A cluster whose desired version rises from `from` to `to` (raw versions).
-  struct Raise {
-    std::string href;
-    std::string from;
-    std::string to;
-    std::string channel_group;
-  };
-  // Counts every owned cluster into `result` and returns those whose channel offers a newer pick.
-  std::vector<Raise> PlanRaises(const json::array& clusters, VersionPassResult* result);
-  // The desired version of a cluster at `minor` in `channel_group`, from the channel's graph.
-  Result<std::string> PickOf(const std::string& channel, std::string_view minor,
-                             std::string_view channel_group);
-  // PATCHes the clusters on up to concurrency_ threads; adds what was raised and failed to `result`.
-  void RaiseAll(const std::vector<Raise>& raises, VersionPassResult* result);
-  bool RaiseOne(const Raise& r);  // false: the Cluster Service refused it, or could not be reached
+  using View = std::unordered_map<std::string, ClusterVersionState>;  // by href
 
+  Result<VersionPassResult> FullPassLocked() HCPRP_REQUIRES(pass_mu_);
+  // The owned clusters the Cluster Service lists, counted into `result`.
+  Result<View> ListClusters(VersionPassResult* result);
+  // Adds the stored desired versions to `view`; removes the documents of clusters it lacks.
+  Status ReadStored(View* view);
+  // Plans, records and triggers over `clusters` (a copy of the view's owned clusters).
+  VersionPassResult Apply(std::vector<ClusterVersionState> clusters, VersionPassResult result)
+      HCPRP_REQUIRES(pass_mu_);
+  // The pick of every deciding channel of `clusters`, each graph read once.
+  ChannelPicks PicksOf(const std::vector<ClusterVersionState>& clusters);
+  // Asks the Cluster Service to upgrade each cluster to its stored desired version; the count asked.
+  size_t TriggerAll(const std::vector<const ClusterVersionState*>& triggers);
+  bool TriggerOne(const ClusterVersionState& c);  // false: refused, or could not be reached
+  std::vector<ClusterVersionState> OwnedOfView() const;
+  // Applies one cluster event to `view`; true when it asks for a pass.
+  static bool ApplyEvent(const clusterservice::Event& event, View* view);
+
+  store::Store* const store_;
   clusterservice::Client* const cs_;
   Ownership* const ownership_;
   Counters* const counters_;
   const Logger* const logger_;
   const std::chrono::milliseconds resync_;
   const size_t concurrency_;
+  const DesiredVersionWriter writer_;
 
-  Mutex pass_mu_;  // one Pass() at a time
+  Mutex pass_mu_;  // one pass at a time
   mutable Mutex mu_;
   CondVar cv_;
   bool requested_ HCPRP_GUARDED_BY(mu_) = true;
+  bool resync_requested_ HCPRP_GUARDED_BY(mu_) = true;
   bool stopping_ HCPRP_GUARDED_BY(mu_) = false;
-  std::map<std::string, size_t> last_counts_ HCPRP_GUARDED_BY(mu_);
+
+  mutable Mutex view_mu_;
+  View view_ HCPRP_GUARDED_BY(view_mu_);
+  bool view_loaded_ HCPRP_GUARDED_BY(view_mu_) = false;
+  // While a full pass builds the view: the events to apply to the new one too.
+  bool loading_ HCPRP_GUARDED_BY(view_mu_) = false;
+  std::vector<clusterservice::Event> replay_ HCPRP_GUARDED_BY(view_mu_);
+
   std::atomic<uint64_t> raised_total_{0};
 };
 

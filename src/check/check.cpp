@@ -8,6 +8,7 @@
 
 #include "arm/documents.h"
 #include "backend/divergence.h"
+#include "backend/documents.h"
 #include "clusterservice/event.h"
 #include "clusterservice/update_graph.h"
 #include "core/time.h"
@@ -238,6 +239,8 @@ class Checker {
         }
         ++report_.operations;
         p.operations.emplace(d.id, std::move(o).value());
+      } else if (auto spc = backend::ServiceProviderCluster::FromBody(d.body)) {
+        stored_desired_[ToLower(spc->href)] = spc->desired_version;
       }
     }
     for (const auto& [id, op] : p.operations) p.ops_by_resource[ToLower(op.external_id)].push_back(&op);
@@ -407,9 +410,15 @@ class Checker {
       const json::object* version = GetObject(o, "version");
       const std::string desired =
           clusterservice::RawVersionOf(version != nullptr ? GetString(*version, "id").value_or("") : "");
+      auto stored = i == 0 ? stored_desired_.find(ToLower(href)) : stored_desired_.end();
       for (const std::string& v : running(o)) {
         if (clusterservice::NewerThan(v, desired)) {
           std::string message = "desired version " + desired;
+          message += " is below running version " + v;
+          Add(Invariant::kVersionsConsistent, href, std::move(message));
+        }
+        if (stored != stored_desired_.end() && clusterservice::NewerThan(v, stored->second)) {
+          std::string message = "stored desired version " + stored->second;
           message += " is below running version " + v;
           Add(Invariant::kVersionsConsistent, href, std::move(message));
         }
@@ -428,7 +437,9 @@ class Checker {
   const Clock& clock_;
   const CheckOptions& options_;
   Report report_;
-  std::set<std::string> known_internal_ids_;         // lower hrefs that some resource document points at
+  std::set<std::string> known_internal_ids_;  // lower hrefs that some resource document points at
+  // By lower href: the control plane's desired version in the store (backend::ServiceProviderCluster).
+  std::map<std::string, std::string> stored_desired_;
   std::map<std::string, backend::HeldObject> held_;  // by lower href: objects the backend holds
 };
 
@@ -450,8 +461,8 @@ constexpr InvariantInfo kInvariants[] = {
      "Every Azure resource the service created lies in the managed resource group of a live cluster and "
      "belongs to a node pool the Cluster Service has, or was orphaned."},
     {Invariant::kVersionsConsistent, "versions-consistent",
-     "No node pool runs a newer minor than its control plane, and no object's desired version is below a "
-     "version it runs."},
+     "No node pool runs a newer minor than its control plane, and no object's desired version (nor a "
+     "cluster's desired version in the store) is below a version it runs."},
 };
 
 const InvariantInfo& Info(Invariant invariant) {

@@ -9,6 +9,7 @@
 #include "arm/documents.h"
 #include "arm/store_indexes.h"
 #include "backend/divergence.h"
+#include "backend/documents.h"
 #include "core/time.h"
 
 namespace hcprp::check {
@@ -275,6 +276,37 @@ TEST_F(CheckTest, VersionsAreConsistent) {
   v = only_versions();
   ASSERT_EQ(v.size(), 1u);
   EXPECT_EQ(v[0].message, "desired version 4.20.10 is below running version 4.20.14");
+}
+
+// The control plane's desired version the backend keeps in the store may not be below what runs
+// either, while the Cluster Service's is.
+TEST_F(CheckTest, AStoredDesiredVersionBelowWhatRunsIsReported) {
+  FixedClusterService cs;
+  PutCluster(arm::OperationRequest::kCreate, "Succeeded", clock_.Now(), std::nullopt);
+  cs.clusters.push_back(
+      Versioned(std::string(kHref), "4.20.14", R"([{"version":"4.20.14","state":"Completed"}])"));
+  const std::string pk = arm::PartitionKey(kSub);
+  auto put_stored = [&](std::string desired) {
+    backend::ServiceProviderCluster spc{std::string(kHref), std::move(desired), "stable"};
+    ASSERT_TRUE(
+        store_->Upsert(store::kResources, pk, backend::ServiceProviderClusterId(kHref), spc.ToBody()).ok());
+  };
+  CheckOptions o;
+  o.gc_window = std::chrono::seconds(0);
+  auto only_versions = [&] {
+    std::vector<Violation> out;
+    for (Violation& v : Run(&cs, o)) {
+      if (v.invariant == Invariant::kVersionsConsistent) out.push_back(std::move(v));
+    }
+    return out;
+  };
+  put_stored("4.20.16");  // above what runs: the upgrade not yet asked for
+  EXPECT_TRUE(only_versions().empty());
+  put_stored("4.20.12");
+  auto v = only_versions();
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].subject, std::string(kHref));
+  EXPECT_EQ(v[0].message, "stored desired version 4.20.12 is below running version 4.20.14");
 }
 
 TEST(InvariantTest, TheTableNamesEachInvariantOnceInNumberOrder) {

@@ -1,6 +1,7 @@
 #include "clusterservice/event.h"
 
 #include "clusterservice/convert.h"
+#include "clusterservice/update_graph.h"
 #include "core/time.h"
 
 namespace hcprp::clusterservice {
@@ -79,6 +80,7 @@ ServiceObject ParseServiceObject(const json::object& object) {
   out.name = StringOf(object, "name");
   if (const json::object* azure = GetObject(object, "azure")) {
     out.azure_resource_name = StringOf(*azure, "resource_name");
+    out.subscription_id = StringOf(*azure, "subscription_id");
     out.cluster_resource_id = ClusterResourceIdOf(*azure);
   }
   if (auto created = ParseRfc3339(GetString(object, "creation_timestamp").value_or("")); created.ok())
@@ -91,6 +93,11 @@ ServiceObject ParseServiceObject(const json::object& object) {
       out.status.provision_error_message = std::move(top.provision_error_message);
   }
   out.assigned = ClusterReadOnlyFromCs(object);
+  if (const json::object* version = GetObject(object, "version")) {
+    out.desired_version = RawVersionOf(StringOf(*version, "id"));
+    out.channel_group = StringOf(*version, "channel_group");
+  }
+  if (out.channel_group.empty()) out.channel_group = "stable";
   return out;
 }
 

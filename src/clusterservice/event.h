@@ -56,6 +56,11 @@ struct ServiceObject {
   // The read-only values the service assigned, in ARM shape (ClusterReadOnlyFromCs); only a
   // cluster has any.
   json::object assigned;
+  // version.id as the Cluster Service holds it, raw ("4.20.12"; empty when absent), and
+  // version.channel_group ("stable" when absent); only a cluster's are read by the backend.
+  std::string desired_version;
+  std::string channel_group;
+  std::string subscription_id;  // azure.subscription_id; empty when absent
 
   // The name of the ARM resource the object was made for: azure.resource_name, else its name.
   std::string_view ArmName() const { return azure_resource_name.empty() ? name : azure_resource_name; }
