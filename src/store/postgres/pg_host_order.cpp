@@ -95,6 +95,7 @@ void HostOrder::Connected(std::string_view host, std::string_view port) {
   auto order = HostsWithFirst(*url_hosts_, host, port);
   MutexLock lk(mu_);
   preferred_ = std::move(order);
+  if (unresponsive_ && unresponsive_->first == host && unresponsive_->second == port) unresponsive_.reset();
 }
 
 void HostOrder::Unresponsive(std::string_view host, std::string_view port) {
@@ -102,7 +103,20 @@ void HostOrder::Unresponsive(std::string_view host, std::string_view port) {
   MutexLock lk(mu_);
   // From the order in use, so that the server tried first after it is still the one that last worked.
   auto order = HostsWithLast(preferred_ ? *preferred_ : *url_hosts_, host, port);
-  if (order) preferred_ = std::move(order);
+  if (!order) return;
+  preferred_ = std::move(order);
+  unresponsive_.emplace(host, port);
+}
+
+bool HostOrder::Avoided(PGconn* c) const {
+  const char* host = PQhost(c);
+  const char* port = PQport(c);
+  return host != nullptr && port != nullptr && Avoided(std::string_view(host), std::string_view(port));
+}
+
+bool HostOrder::Avoided(std::string_view host, std::string_view port) const {
+  MutexLock lk(mu_);
+  return unresponsive_ && unresponsive_->first == host && unresponsive_->second == port;
 }
 
 }  // namespace hcprp::store::postgres

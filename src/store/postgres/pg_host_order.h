@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/mutex.h"
 
@@ -48,12 +49,17 @@ class HostOrder {
   // The same, by the server's host and port.
   void Connected(std::string_view host, std::string_view port);
   void Unresponsive(std::string_view host, std::string_view port);
+  // True when `c`'s server is the one last found unresponsive and no session has opened on it since:
+  // the pool then closes `c` instead of keeping it, so that the next session tries the others first.
+  bool Avoided(PGconn* c) const;
+  bool Avoided(std::string_view host, std::string_view port) const;
 
  private:
   std::optional<HostList> url_hosts_;  // constant after construction; nullopt: nothing to reorder
 
   mutable Mutex mu_;
   std::optional<HostList> preferred_ HCPRP_GUARDED_BY(mu_);
+  std::optional<std::pair<std::string, std::string>> unresponsive_ HCPRP_GUARDED_BY(mu_);  // host, port
 };
 
 }  // namespace hcprp::store::postgres

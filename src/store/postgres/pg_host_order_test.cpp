@@ -52,8 +52,25 @@ TEST(HostOrder, TriesAServerThatStoppedAnsweringLast) {
   EXPECT_EQ(order.Preferred(), (HostList{.hosts = "db1,db3,db2", .ports = "5432,5434,5433"}));
   order.Unresponsive("db1", "5432");
   EXPECT_EQ(order.Preferred(), (HostList{.hosts = "db3,db2,db1", .ports = "5434,5433,5432"}));
-  order.Connected("db1", "5432");  // the one that worked again goes first
+  EXPECT_TRUE(order.Avoided("db1", "5432"));
+  EXPECT_FALSE(order.Avoided("db2", "5433"));  // only the last one found unresponsive
+  order.Connected("db1", "5432");              // the one that worked again goes first
   EXPECT_EQ(order.Preferred(), (HostList{.hosts = "db1,db2,db3", .ports = "5432,5433,5434"}));
+  EXPECT_FALSE(order.Avoided("db1", "5432"));
+}
+
+TEST(HostOrder, ASessionOnAnotherServerKeepsTheUnresponsiveOneAvoided) {
+  HostOrder order("postgresql://u@db1:5432,db2:5433/hcprp");
+  order.Unresponsive("db1", "5432");
+  order.Connected("db2", "5433");
+  EXPECT_TRUE(order.Avoided("db1", "5432"));
+  EXPECT_EQ(order.Preferred(), (HostList{.hosts = "db2,db1", .ports = "5433,5432"}));
+}
+
+TEST(HostOrder, AvoidsNothingWithOneHost) {
+  HostOrder order("postgresql://u@db1:5432/hcprp");
+  order.Unresponsive("db1", "5432");
+  EXPECT_FALSE(order.Avoided("db1", "5432"));
 }
 
 TEST(HostOrder, AnUnresponsiveServerBeforeAnySessionLeavesTheUrlsFirstServerBehind) {

@@ -192,10 +192,12 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
 }
 
 void PgStore::Release(std::unique_ptr<PgConnection> c) {
-  if (c->timed_out()) host_order_.Unresponsive(c->raw());
+  const bool timed_out = c->timed_out();
+  if (timed_out) host_order_.Unresponsive(c->raw());
+  const bool avoided = host_order_.Avoided(c->raw());
   {
     MutexLock lk(pool_mu_);
-    if (c->broken() || PQtransactionStatus(c->raw()) != PQTRANS_IDLE) {
+    if (avoided || c->broken() || PQtransactionStatus(c->raw()) != PQTRANS_IDLE) {
       --open_;
       c.reset();
     } else {
@@ -203,6 +205,7 @@ void PgStore::Release(std::unique_ptr<PgConnection> c) {
     }
   }
   pool_cv_.NotifyOne();
+  if (timed_out) DropIdle();  // most are sessions on the server that stopped answering
 }
 
 void PgStore::DropIdle() {
