@@ -46,6 +46,7 @@
 
 #include "arm/documents.h"
 #include "bench_setup.h"
+#include "clusterservice/forwarding_client.h"
 #include "clusterservice/http_client.h"
 #include "store/forwarding_store.h"
 
@@ -212,9 +213,9 @@ class CountingStore final : public store::ForwardingStore {
 
 // The backend's view of the Cluster Service, noting the PATCH that raised each cluster to the expected
 // version.id, the event that shows its upgrade Completed, and the clusters' events and state changes.
-class WatchingClient final : public clusterservice::Client {
+class WatchingClient final : public clusterservice::ForwardingClient {
  public:
-  explicit WatchingClient(clusterservice::Client* inner) : inner_(inner) {}
+  using clusterservice::ForwardingClient::ForwardingClient;
 
   void Expect(std::string raw, std::string version_id) {
     std::lock_guard lock(mu_);
@@ -228,35 +229,21 @@ class WatchingClient final : public clusterservice::Client {
   uint64_t cluster_events() const { return cluster_events_.load(); }
   uint64_t state_changes() const { return state_changes_.load(); }
 
-  Result<json::object> Create(std::string_view collection_href, const json::object& body,
-                              std::string_view idempotency_key) override {
-    return inner_->Create(collection_href, body, idempotency_key);
-  }
-  Result<json::object> Get(std::string_view href) override { return inner_->Get(href); }
-  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
   Result<json::object> Update(std::string_view href, const json::object& patch) override {
-    auto r = inner_->Update(href, patch);
+    auto r = target()->Update(href, patch);
     const json::object* version = GetObject(patch, "version");
     auto id = version != nullptr ? GetString(*version, "id") : std::nullopt;
     if (r.ok() && id && *id == VersionId()) raised_.Note(std::string(href));
     return r;
   }
-  Status Delete(std::string_view href) override { return inner_->Delete(href); }
-  Result<json::object> Action(std::string_view href, std::string_view action,
-                              const json::object& body) override {
-    return inner_->Action(href, action, body);
-  }
-  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
-    return inner_->List(collection_href, search);
-  }
   // See FollowerPosition::WaitCaughtUp. Only the follower's long-polls count: its reads without a
   // wait position it on the stream (they pass over the events they read, unapplied), so a rollout
   // published while they run would start before the follower settled.
-  double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*inner_); }
+  double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*target()); }
 
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
     if (timeout.count() > 0) followed_.Note(after);
-    auto page = inner_->WatchEvents(after, timeout);
+    auto page = target()->WatchEvents(after, timeout);
     if (!page.ok()) return page;
     std::lock_guard lock(mu_);
     for (const clusterservice::Event& e : page->events) {
@@ -280,7 +267,6 @@ class WatchingClient final : public clusterservice::Client {
     return version_id_;
   }
 
-  clusterservice::Client* const inner_;
   mutable std::mutex mu_;
   std::string raw_;
   std::string version_id_;

@@ -41,6 +41,7 @@
 #include "backend/backend.h"
 #include "backend/documents.h"
 #include "bench_setup.h"
+#include "clusterservice/forwarding_client.h"
 #include "clusterservice/http_client.h"
 #include "clusterservice/update_graph.h"
 #include "core/json.h"
@@ -98,10 +99,11 @@ Flags ParseFlags(int argc, char** argv) {
 // The backend's view of the Cluster Service, with two additions: it can hide the update service's
 // events (Version, UpgradeEdge) from the event stream, and it notes when the PATCH that set each
 // cluster's version.id to the expected ID was answered.
-class TimedClient final : public clusterservice::Client {
+class TimedClient final : public clusterservice::ForwardingClient {
  public:
   // `rtt`: added to every PATCH, as a network round trip to a remote Cluster Service would.
-  TimedClient(clusterservice::Client* inner, std::chrono::microseconds rtt) : inner_(inner), rtt_(rtt) {}
+  TimedClient(clusterservice::Client* inner, std::chrono::microseconds rtt)
+      : clusterservice::ForwardingClient(inner), rtt_(rtt) {}
 
   void HideReleaseEvents(bool hide) {
     std::lock_guard lock(mu_);
@@ -124,33 +126,22 @@ class TimedClient final : public clusterservice::Client {
     return out;
   }
   // See FollowerPosition::WaitCaughtUp: a round starts with no events of the round before to read.
-  double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*inner_); }
+  double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*target()); }
   // When the first List of the clusters since Expect() started, and how long it took.
   std::pair<SteadyTime, double> FirstClusterList() const {
     std::lock_guard lock(mu_);
     return {last_list_start_, last_list_seconds_};
   }
 
-  Result<json::object> Create(std::string_view collection_href, const json::object& body,
-                              std::string_view idempotency_key) override {
-    return inner_->Create(collection_href, body, idempotency_key);
-  }
-  Result<json::object> Get(std::string_view href) override { return inner_->Get(href); }
-  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
   Result<json::object> Update(std::string_view href, const json::object& patch) override {
     if (rtt_.count() > 0) std::this_thread::sleep_for(rtt_);
-    auto r = inner_->Update(href, patch);
+    auto r = target()->Update(href, patch);
     if (r.ok()) Note(href, patch);
     return r;
   }
-  Status Delete(std::string_view href) override { return inner_->Delete(href); }
-  Result<json::object> Action(std::string_view href, std::string_view action,
-                              const json::object& body) override {
-    return inner_->Action(href, action, body);
-  }
   Result<json::array> List(std::string_view collection_href, std::string_view search) override {
     const SteadyTime start = std::chrono::steady_clock::now();
-    auto r = inner_->List(collection_href, search);
+    auto r = target()->List(collection_href, search);
     if (collection_href == kClusters && search.empty()) {
       std::lock_guard lock(mu_);
       if (list_noted_) return r;
@@ -164,7 +155,7 @@ class TimedClient final : public clusterservice::Client {
   // stream, passing over the events they read (as in rollout_bench).
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
     if (timeout.count() > 0) followed_.Note(after);
-    auto page = inner_->WatchEvents(after, timeout);
+    auto page = target()->WatchEvents(after, timeout);
     std::lock_guard lock(mu_);
     if (page.ok() && hide_) {
       std::erase_if(page->events, [](const clusterservice::Event& e) {
@@ -185,7 +176,6 @@ class TimedClient final : public clusterservice::Client {
     cv_.notify_all();
   }
 
-  clusterservice::Client* const inner_;
   const std::chrono::microseconds rtt_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

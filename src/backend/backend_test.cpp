@@ -16,6 +16,7 @@
 #include "arm/documents.h"
 #include "arm/store_indexes.h"
 #include "backend/event_follower.h"
+#include "clusterservice/forwarding_client.h"
 #include "clusterservice/mapping.h"
 #include "clusterservice/testing/fake_cluster_service.h"
 #include "clusterservice/update_graph.h"
@@ -1570,22 +1571,18 @@ TEST_F(BackendTest, StandbyTakesOverWhenTheActiveBackendStops) {
 
 // The fake Cluster Service with an update service whose fast-4.20 channel offers 4.20.15 and 4.20.16.
 // Its PATCHes wait (up to 5 s) until `want_in_flight` of them are in progress at once.
-class UpdateServiceClient final : public clusterservice::Client {
+class UpdateServiceClient final : public clusterservice::ForwardingClient {
  public:
-  UpdateServiceClient(FakeClusterService* inner, int want_in_flight) : inner_(inner), want_(want_in_flight) {}
+  UpdateServiceClient(FakeClusterService* inner, int want_in_flight)
+      : clusterservice::ForwardingClient(inner), inner_(inner), want_(want_in_flight) {}
   int max_in_flight() const { return max_in_flight_; }
 
-  Result<json::object> Create(std::string_view collection_href, const json::object& body,
-                              std::string_view idempotency_key) override {
-    return inner_->Create(collection_href, body, idempotency_key);
-  }
   Result<json::object> Get(std::string_view href) override {
     if (href != clusterservice::GraphPath("fast-4.20")) return inner_->Get(href);
     return json::object{
         {"nodes", json::array{json::object{{"version", "4.20.15"}}, json::object{{"version", "4.20.16"}}}},
         {"edges", json::array{json::array{0, 1}}}};
   }
-  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
   Result<json::object> Update(std::string_view href, const json::object& patch) override {
     {
       std::unique_lock lock(mu_);
@@ -1597,17 +1594,6 @@ class UpdateServiceClient final : public clusterservice::Client {
     std::lock_guard lock(mu_);
     --in_flight_;
     return r;
-  }
-  Status Delete(std::string_view href) override { return inner_->Delete(href); }
-  Result<json::object> Action(std::string_view href, std::string_view action,
-                              const json::object& body) override {
-    return inner_->Action(href, action, body);
-  }
-  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
-    return inner_->List(collection_href, search);
-  }
-  Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
-    return inner_->WatchEvents(after, timeout);
   }
 
  private:
@@ -1659,9 +1645,10 @@ TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
 // once published. The release is published, and announced on the event stream, while the backend
 // positions on the stream (its first WatchEvents without a wait), after a version pass read the graph
 // (waiting up to 5 s for one): the positioning reads the announcement and passes over it.
-class ReleaseWhilePositioningClient final : public clusterservice::Client {
+class ReleaseWhilePositioningClient final : public clusterservice::ForwardingClient {
  public:
-  explicit ReleaseWhilePositioningClient(FakeClusterService* inner) : inner_(inner) {}
+  explicit ReleaseWhilePositioningClient(FakeClusterService* inner)
+      : clusterservice::ForwardingClient(inner), inner_(inner) {}
   bool published() const {
     std::lock_guard lock(mu_);
     return published_;
@@ -1671,10 +1658,6 @@ class ReleaseWhilePositioningClient final : public clusterservice::Client {
     return graph_reads_;
   }
 
-  Result<json::object> Create(std::string_view collection_href, const json::object& body,
-                              std::string_view idempotency_key) override {
-    return inner_->Create(collection_href, body, idempotency_key);
-  }
   Result<json::object> Get(std::string_view href) override {
     if (href != clusterservice::GraphPath("fast-4.20")) return inner_->Get(href);
     std::lock_guard lock(mu_);
@@ -1687,18 +1670,6 @@ class ReleaseWhilePositioningClient final : public clusterservice::Client {
       edges.emplace_back(json::array{0, 1});
     }
     return json::object{{"nodes", std::move(nodes)}, {"edges", std::move(edges)}};
-  }
-  Result<json::object> GetStatus(std::string_view href) override { return inner_->GetStatus(href); }
-  Result<json::object> Update(std::string_view href, const json::object& patch) override {
-    return inner_->Update(href, patch);
-  }
-  Status Delete(std::string_view href) override { return inner_->Delete(href); }
-  Result<json::object> Action(std::string_view href, std::string_view action,
-                              const json::object& body) override {
-    return inner_->Action(href, action, body);
-  }
-  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
-    return inner_->List(collection_href, search);
   }
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
     bool announce = false;
