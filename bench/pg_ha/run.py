@@ -11,14 +11,16 @@
    their medians summed up. --monitor names the settings (pg_ha.PROFILES): fast (the tests' own),
    previous (the tuned timings before them: 2 s unhealthy timeout, 1 s health checks), older (3 s
    unhealthy timeout, 5 s demote timeout) or default (pg_auto_failover's); several, comma-separated,
-   run one series after the other in the same run.
+   run one series after the other in the same run. --hcprp-before names an older hcprp binary (a
+   baseline): each series runs with it first, then with --hcprp.
 2. Throughput: bench/frontend's frontend_bench, PUT create only, against a single PostgreSQL server
    (tests/e2e_pg/pg.py) and against the primary of a pg_auto_failover pair through the multi-host
    URL, alternately, --repeat times each, in the same run.
 
 Usage: python3 bench/pg_ha/run.py --hcprp build/release/hcprp --hcpctl build/release/hcpctl
            --frontend-bench build/release/bench/frontend/frontend_bench [--rounds 10]
-           [--monitor fast,previous] [--repeat 2] [--duration 10] [--skip-failovers] [--skip-throughput]
+           [--monitor fast,previous] [--hcprp-before OLD/hcprp] [--repeat 2] [--duration 10]
+           [--skip-failovers] [--skip-throughput]
 """
 
 import argparse
@@ -37,9 +39,10 @@ import pg  # noqa: E402
 import pg_ha  # noqa: E402
 
 
-def failovers(args, monitor):
+def failovers(args, monitor, hcprp, label):
     env = dict(os.environ, HCPRP_HA_ROUNDS=str(args.rounds), HCPRP_HA_MONITOR=monitor)
-    cmd = [sys.executable, os.path.join(TESTS, "e2e_pg_ha", "failover.py"), "--hcprp", args.hcprp,
+    print(f"\n{label}: {hcprp}, {monitor} settings", flush=True)
+    cmd = [sys.executable, os.path.join(TESTS, "e2e_pg_ha", "failover.py"), "--hcprp", hcprp,
            "--hcpctl", args.hcpctl, "-k", "primary_killed"]
     p = subprocess.run(cmd, env=env, capture_output=True, timeout=600 + 120 * args.rounds)
     out = p.stdout.decode("utf-8", "replace")
@@ -55,9 +58,9 @@ def failovers(args, monitor):
         print(out[-5000:])
         print(p.stderr.decode("utf-8", "replace")[-3000:])
         raise SystemExit(f"failover run failed (exit {p.returncode})")
-    summary = (f"write unavailability over {len(gaps)} failovers ({monitor} settings): "
+    summary = (f"{label}: write unavailability over {len(gaps)} failovers ({monitor} settings): "
                f"median {statistics.median(gaps):.2f} s, min {min(gaps):.2f} s, max {max(gaps):.2f} s; "
-               f"acknowledged operations lost: 0") if gaps else f"{monitor}: no failover measured"
+               f"acknowledged operations lost: 0") if gaps else f"{label}, {monitor}: no failover measured"
     if steps:
         summary += "\n  median seconds after the kill: " + "; ".join(
             f"{name} {statistics.median(ts):+.2f}" for name, ts in steps.items())
@@ -106,6 +109,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hcprp", required=True)
     ap.add_argument("--hcpctl", required=True)
+    ap.add_argument("--hcprp-before", help="an older hcprp binary, run first in each series as the baseline")
     ap.add_argument("--frontend-bench")
     ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--monitor", default="fast",
@@ -116,6 +120,8 @@ def main():
     ap.add_argument("--skip-throughput", action="store_true")
     args = ap.parse_args()
     args.hcprp, args.hcpctl = os.path.abspath(args.hcprp), os.path.abspath(args.hcpctl)
+    binaries = [("before", os.path.abspath(args.hcprp_before))] if args.hcprp_before else []
+    binaries.append(("hcprp", args.hcprp))
     if not pg_ha.available():
         raise SystemExit("pg_autoctl or the PostgreSQL server binaries not found "
                          "(Debian: apt-get install postgresql postgresql-15-auto-failover)")
@@ -124,7 +130,7 @@ def main():
     if unknown:
         raise SystemExit(f"--monitor: unknown timings {unknown}; known: {', '.join(pg_ha.PROFILES)}")
     if not args.skip_failovers:
-        summaries = [failovers(args, m) for m in monitors]
+        summaries = [failovers(args, m, hcprp, label) for m in monitors for label, hcprp in binaries]
         if len(summaries) > 1:
             print("\n".join(summaries))
     if not args.skip_throughput:

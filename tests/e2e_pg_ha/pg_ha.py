@@ -417,18 +417,19 @@ class PgHaCluster:
         and children)."""
         node = self.monitor if name == "monitor" else self.nodes[name]
         pids = set()
-        if node.proc and node.proc.poll() is None:
-            try:
-                pgid = os.getpgid(node.proc.pid)
-            except ProcessLookupError:
-                pgid = None
+        if node.proc:
+            # `pg_autoctl run` started a session of its own, so its group is its PID; the group's
+            # members stay in it after the leader died.
+            pgid = node.proc.pid
             for d in os.listdir("/proc"):
                 if not d.isdigit():
                     continue
                 try:
-                    if pgid is not None and os.getpgid(int(d)) == pgid:
+                    with open(f"/proc/{d}/stat") as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    if int(fields[2]) == pgid and fields[0] != "Z":  # a zombie is dead already
                         pids.add(int(d))
-                except (ProcessLookupError, PermissionError):
+                except (OSError, IndexError, ValueError):
                     continue
         try:
             with open(os.path.join(node.pgdata, "postmaster.pid")) as f:
@@ -452,10 +453,12 @@ class PgHaCluster:
     def kill_node(self, name):
         """kill -9 of the node's postgres and its pg_autoctl (nothing restarts it): the machine died."""
         node = self.monitor if name == "monitor" else self.nodes[name]
-        for _ in range(3):  # the supervisor may have forked meanwhile: until nothing is left
-            pids = self.node_pids(name)
-            if not pids:
-                break
+        # The supervisor may fork (a service it restarts) between a scan and the kills: scan again
+        # until nothing is left.
+        deadline = time.monotonic() + 10
+        while pids := self.node_pids(name):
+            if time.monotonic() > deadline:
+                raise HaError(f"processes of {name} still alive after kill -9: {sorted(pids)}")
             for pid in pids:
                 try:
                     os.kill(pid, signal.SIGKILL)

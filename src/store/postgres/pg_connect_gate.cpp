@@ -9,11 +9,20 @@ const ConnectGate::Clock::time_point* ConnectGate::OldestUnanswered() const {
 
 bool ConnectGate::MayStart(Clock::time_point now) const { return Opens(now) <= now; }
 
+ConnectGate::Clock::duration ConnectGate::Backoff() const {
+  Clock::duration wait = min_backoff_;
+  for (int i = 1; i < failures_ && wait < max_backoff_; ++i) wait *= 2;
+  return std::min<Clock::duration>(wait, max_backoff_);
+}
+
 ConnectGate::Clock::time_point ConnectGate::Opens(Clock::time_point now) const {
+  Clock::time_point opens = now;
+  // Both are set once failures_ is positive, so this does not overflow.
+  if (failures_ > 0) opens = std::max(opens, std::max(last_failed_, newest_start_) + Backoff());
   const Clock::time_point* oldest = OldestUnanswered();
-  if (oldest == nullptr || now - *oldest < period_) return now;
+  if (oldest == nullptr || now - *oldest < period_) return opens;
   // newest_start_ is at least *oldest, so this does not overflow.
-  return std::max(now, newest_start_ + period_);
+  return std::max(opens, newest_start_ + period_);
 }
 
 ConnectGate::Clock::duration ConnectGate::Waited(Clock::time_point now) const {
@@ -28,9 +37,16 @@ ConnectGate::Attempt ConnectGate::Start(Clock::time_point now) {
   return Attempt{.started = now};
 }
 
-void ConnectGate::Finish(const Attempt& attempt, Clock::time_point now, bool connected) {
+void ConnectGate::Finish(const Attempt& attempt, Clock::time_point now, Outcome outcome) {
   if (auto it = in_flight_.find(attempt.started); it != in_flight_.end()) in_flight_.erase(it);
-  if (connected) last_connected_ = std::max(last_connected_, now);
+  if (outcome == Outcome::kConnected) {
+    last_connected_ = std::max(last_connected_, now);
+    failures_ = 0;
+  } else if (outcome == Outcome::kFailed && attempt.started >= last_connected_) {
+    // (one that began before the last success tells nothing about the servers now)
+    last_failed_ = std::max(last_failed_, now);
+    ++failures_;
+  }
 }
 
 }  // namespace hcprp::store::postgres

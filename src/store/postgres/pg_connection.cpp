@@ -135,6 +135,19 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& u
   return std::unique_ptr<PgConnection>(new PgConnection(c));
 }
 
+bool OnlyRefused(std::string_view message) {
+  // libpq reports each server it tried as `connection to server at "h", port p failed: <why>` (or
+  // `on socket "..."`), one after the other.
+  constexpr std::string_view kFailed = " failed: ";
+  size_t tried = 0;
+  for (size_t at = message.find(kFailed); at != std::string_view::npos; at = message.find(kFailed, at + 1)) {
+    std::string_view why = message.substr(at + kFailed.size());
+    if (!why.starts_with("Connection refused") && !why.starts_with("No such file or directory")) return false;
+    ++tried;
+  }
+  return tried > 0;
+}
+
 PgConnection::~PgConnection() { PQfinish(conn_); }
 
 bool PgConnection::WaitSocket(short events, std::chrono::steady_clock::time_point deadline) {

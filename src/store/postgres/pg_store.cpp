@@ -148,14 +148,25 @@ Result<PgStore::Reservation> PgStore::Reserve() {
       ++open_;
       return Reservation{.idle = nullptr, .attempt = gate_.Start(now)};
     }
-    if (now >= give_up) {
-      auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(gate_.Waited(now));
-      return Error::Unavailable("connect to PostgreSQL: no answer to a connection attempt for " +
-                                std::to_string(waited.count()) + " ms (a new one starts every " +
-                                std::to_string(kConnectRetryPeriod.count()) + " ms)");
+    const Clock::time_point opens = gate_.Opens(now);
+    if (now >= give_up || (opens > give_up && gate_.Waited(now) == Clock::duration::zero())) {
+      return ConnectGateClosed(now, opens);
     }
-    (void)pool_cv_.WaitUntil(lk, std::min(give_up, gate_.Opens(now)));
+    (void)pool_cv_.WaitUntil(lk, std::min(give_up, opens));
   }
+}
+
+Error PgStore::ConnectGateClosed(ConnectGate::Clock::time_point now, ConnectGate::Clock::time_point opens) {
+  auto ms = [](ConnectGate::Clock::duration d) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) + " ms";
+  };
+  if (const auto waited = gate_.Waited(now); waited > ConnectGate::Clock::duration::zero()) {
+    return Error::Unavailable("connect to PostgreSQL: no answer to a connection attempt for " + ms(waited) +
+                              " (a new one starts every " + ms(kConnectRetryPeriod) + ")");
+  }
+  return Error::Unavailable("connect to PostgreSQL: " + std::to_string(gate_.failures()) +
+                            " attempts failed in a row, the last with: " + last_connect_error_ +
+                            " (the next starts in " + ms(opens - now) + ")");
 }
 
 void PgStore::Unreserve() {
@@ -182,8 +193,14 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
     auto opened = Connect();
     {
       MutexLock lk(pool_mu_);
-      gate_.Finish(r.attempt, ConnectGate::Clock::now(), opened.ok());
-      if (!opened.ok()) --open_;
+      gate_.Finish(r.attempt, ConnectGate::Clock::now(),
+                   opened.ok()                             ? ConnectGate::Outcome::kConnected
+                   : OnlyRefused(opened.error().message()) ? ConnectGate::Outcome::kRefused
+                                                           : ConnectGate::Outcome::kFailed);
+      if (!opened.ok()) {
+        --open_;
+        last_connect_error_ = opened.error().message();
+      }
     }
     // Waiters held by the gate may go now (a success), or take the place given back.
     pool_cv_.NotifyAll();

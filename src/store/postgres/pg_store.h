@@ -18,7 +18,11 @@
 // connection attempts get no answer at all (a network partition, a host gone), a new attempt starts
 // every kConnectRetryPeriod (500 ms) and a call that needs a new connection fails with kUnavailable
 // after waiting that long, instead of every call waiting out connect_timeout (pg_connect_gate.h):
-// calls do not pile up, and connections open again within about that period of the network's return. Each
+// calls do not pile up, and connections open again within about that period of the network's return.
+// While servers answer attempts but turn the session down (no server takes writes during a
+// failover), attempts start 100 ms, 200 ms, ... at most 1 s after the last failure, one at a time,
+// and calls in between fail at once: a standby being promoted is not slowed by a process start per
+// call. Attempts that every server refuses (nothing listens) cost nothing and never wait. Each
 // connection prepares the statements of pg_sql.h on first use and binds every value as a binary
 // parameter. lock_timeout is OpenOptions::busy_timeout.
 //

@@ -35,6 +35,11 @@ constexpr int kConnectTimeoutSeconds = 5;
 // caller that needs a new connection waits at most this long for the gate or an idle connection
 // before it fails with kUnavailable. Half of TCP's first SYN retransmission interval (1 s).
 constexpr std::chrono::milliseconds kConnectRetryPeriod{500};
+// After a failed connection attempt (ConnectGate): the next one starts 100 ms later, then 200, 400,
+// 800 ms and at most 1 s later while they keep failing. A standby being promoted gets at most one
+// attempt a second from each process instead of one per call.
+constexpr std::chrono::milliseconds kConnectBackoffMin{100};
+constexpr std::chrono::milliseconds kConnectBackoffMax{1000};
 constexpr int64_t kIdleInTransactionTimeoutMs = 1000;
 
 // The libpq "options" of every connection of a store: search_path, lock_timeout (busy_timeout) and
@@ -135,6 +140,9 @@ class PgStore final : public internal::EngineStore {
     ConnectGate::Attempt attempt;
   };
   Result<Reservation> Reserve();
+  // Why Reserve gives up at `now` when the gate opens only at `opens`.
+  Error ConnectGateClosed(ConnectGate::Clock::time_point now, ConnectGate::Clock::time_point opens)
+      HCPRP_REQUIRES(pool_mu_);
   // Gives back the place of a connection that was dropped or never opened.
   void Unreserve();
   void Release(std::unique_ptr<PgConnection> c);
@@ -174,7 +182,8 @@ class PgStore final : public internal::EngineStore {
   CondVar pool_cv_;
   std::vector<std::unique_ptr<PgConnection>> idle_ HCPRP_GUARDED_BY(pool_mu_);
   size_t open_ HCPRP_GUARDED_BY(pool_mu_) = 0;
-  ConnectGate gate_ HCPRP_GUARDED_BY(pool_mu_){kConnectRetryPeriod};
+  ConnectGate gate_ HCPRP_GUARDED_BY(pool_mu_){kConnectRetryPeriod, kConnectBackoffMin, kConnectBackoffMax};
+  std::string last_connect_error_ HCPRP_GUARDED_BY(pool_mu_);  // of the last attempt that failed
 
   Mutex notify_mu_;
   CondVar notify_cv_;

@@ -167,6 +167,94 @@ TEST(PgUrlTest, UnreachableServerIsUnavailable) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 10s);
 }
 
+TEST(PgConnectTest, TellsAConnectionRefusedFromASessionAServerTurnedDown) {
+  // Nothing listens on port 1: refused, no server started anything.
+  auto refused = PgConnection::Connect("postgresql://postgres@127.0.0.1:1/db", "", 5, std::nullopt);
+  ASSERT_FALSE(IsOk(refused));
+  EXPECT_TRUE(OnlyRefused(refused.error().message())) << refused.error().message();
+
+  // A server that starts a session and turns it down: read-only, where writes are asked for.
+  auto server = PgTestServer::Start();
+  ASSERT_TRUE(IsOk(server)) << "cannot start the PostgreSQL test server";
+  auto target = ParsePostgresUrl((*server)->Url());
+  ASSERT_TRUE(IsOk(target));
+  std::string url = target->libpq_url;
+  url += url.find('?') == std::string::npos ? "?" : "&";
+  url += "target_session_attrs=read-write";
+  auto read_only = PgConnection::Connect(url, "-c default_transaction_read_only=on", 5, std::nullopt);
+  ASSERT_FALSE(IsOk(read_only));
+  EXPECT_FALSE(OnlyRefused(read_only.error().message())) << read_only.error().message();
+  ASSERT_TRUE(IsOk(PgConnection::Connect(url, "", 5, std::nullopt)));
+
+  // Several servers: refused only if every one refused.
+  EXPECT_TRUE(OnlyRefused(
+      "connect to PostgreSQL: connection to server at \"10.0.0.1\", port 5432 failed: Connection refused\n"
+      "\tIs the server running on that host and accepting TCP/IP connections?\n"
+      "connection to server at \"10.0.0.2\", port 5432 failed: Connection refused"));
+  EXPECT_FALSE(OnlyRefused(
+      "connect to PostgreSQL: connection to server at \"10.0.0.1\", port 5432 failed: Connection refused\n"
+      "connection to server at \"10.0.0.2\", port 5432 failed: session is read-only"));
+  EXPECT_FALSE(
+      OnlyRefused("connect to PostgreSQL: connection to server at \"10.0.0.1\", port 5432 failed: "
+                  "timeout expired"));
+  EXPECT_FALSE(OnlyRefused("connect to PostgreSQL: out of memory"));
+}
+
+// While no server takes writes (a standby being promoted), each new session the store asks for costs
+// the server a process start: the store starts them only as its back-off allows, not one per call.
+TEST(PgRestartTest, WhileNoServerTakesWritesSessionsAreAttemptedOnlyAsTheBackoffAllows) {
+  auto server = PgTestServer::Start();
+  ASSERT_TRUE(IsOk(server)) << "cannot start the PostgreSQL test server";
+  FakeClock clock;
+  // As the URL of several servers gets it (ParsePostgresUrl).
+  auto opened = OpenStore((*server)->Url() + "?target_session_attrs=read-write", {.clock = &clock});
+  ASSERT_TRUE(IsOk(opened));
+  Store& store = **opened;
+  ASSERT_TRUE(IsOk(store.Create("resources", "p", "a", Body(1))));
+  auto sessions = [&]() -> int64_t {
+    auto c = PgConnection::Connect((*server)->Url(), "", 5, std::nullopt);
+    if (!c.ok()) return -1;
+    auto r = (*c)->ExecSql(
+        "SELECT pg_stat_force_next_flush(), sessions FROM pg_stat_database WHERE datname = "
+        "current_database()",
+        "");
+    return r.ok() && r->rows() == 1 ? std::stoll(r->String(0, 1)) : -1;
+  };
+  // Read-only as pg_auto_failover makes a standby it promotes, and the store's sessions gone.
+  ASSERT_TRUE(IsOk((*server)->Exec("ALTER SYSTEM SET default_transaction_read_only = on")));
+  ASSERT_TRUE(IsOk((*server)->Exec("SELECT pg_reload_conf()")));
+  ASSERT_TRUE(
+      IsOk((*server)->Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE application_name = 'hcprp' AND pid <> pg_backend_pid()")));
+  std::this_thread::sleep_for(200ms);
+  const int64_t before = sessions();
+  ASSERT_GE(before, 0);
+  int calls = 0;
+  for (auto end = std::chrono::steady_clock::now() + 1s; std::chrono::steady_clock::now() < end; ++calls) {
+    EXPECT_TRUE(HasCode(store.Create("resources", "p", "b" + std::to_string(calls), Body(2)),
+                        ErrorCode::kUnavailable));
+    std::this_thread::sleep_for(10ms);
+  }
+  std::this_thread::sleep_for(200ms);
+  // Attempts at 0, 0.1, 0.3, 0.7 s (and 1.5 s): at most 5 in that second, against one per call;
+  // the counter also has the two sessions of sessions() itself.
+  const int64_t attempts = sessions() - before - 1;
+  EXPECT_GE(calls, 15);
+  EXPECT_GE(attempts, 1);
+  EXPECT_LE(attempts, 5) << calls << " calls";
+
+  // Writable again: the store finds it within the longest back-off.
+  ASSERT_TRUE(IsOk((*server)->Exec("ALTER SYSTEM SET default_transaction_read_only = off")));
+  ASSERT_TRUE(IsOk((*server)->Exec("SELECT pg_reload_conf()")));
+  bool created = false;
+  for (auto end = std::chrono::steady_clock::now() + 3s;
+       !created && std::chrono::steady_clock::now() < end;) {
+    created = store.Create("resources", "p", "c", Body(3)).ok();
+    if (!created) std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_TRUE(created);
+}
+
 TEST_F(PgStoreTest, MigrationsAreRecordedOnceAndReopeningAppliesNothing) {
   auto s = Open();
   ASSERT_NE(s, nullptr);
