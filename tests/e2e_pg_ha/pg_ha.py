@@ -58,7 +58,8 @@ import pg  # noqa: E402
 #    over a keeper that is merely slow only if its postgres also refuses connections twice.
 # 2. Promotion, all done by the standby's keeper (pg_autoctl 2.0; nothing in it is a setting): report
 #    prepare_promotion, then at stop_replication set default_transaction_read_only, pg_ctl promote,
-#    wait 1 s, CHECKPOINT (which waits for the end-of-recovery checkpoint), clean up, report.
+#    wait 1 s, CHECKPOINT (which waits for the end-of-recovery checkpoint), clean up, report. Every
+#    step starts processes or sessions: CPU taken by clients' session attempts slows it down.
 # 3. Writes. The monitor assigns wait_primary once the standby reported stop_replication and
 #    primary_demote_timeout has passed since it asked the old primary to demote itself; the keeper
 #    then turns default_transaction_read_only off and libpq (target_session_attrs=read-write) finds
