@@ -42,7 +42,7 @@ void ConnectGate::Finish(const Attempt& attempt, Clock::time_point now, Outcome 
   if (outcome == Outcome::kConnected) {
     last_connected_ = std::max(last_connected_, now);
     failures_ = 0;
-  } else if (outcome == Outcome::kFailed && attempt.started >= last_connected_) {
+  } else if (outcome == Outcome::kTurnedDown && attempt.started >= last_connected_) {
     // (one that began before the last success tells nothing about the servers now)
     last_failed_ = std::max(last_failed_, now);
     ++failures_;

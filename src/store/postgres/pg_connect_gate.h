@@ -8,13 +8,14 @@
 // fresh one start only every period: after a heal an attempt's first SYN leaves within a period, and
 // its success opens the gate for everyone.
 //
-// An attempt that every server refuses (nothing listens: a server restarting) ends at once and costs
-// the servers nothing, so it never closes the gate: the first call after the server is back gets a
-// session. An attempt that a server answers and turns down (no server takes writes while a standby
-// is being promoted; a server starting up) costs that server a process start, tens of milliseconds
-// of CPU on a small machine, taken from the promotion it waits for. After such a failure the next
-// attempt starts only a back-off after it (and after the newest attempt): the back-off doubles with
-// each failure in a row, from `min_backoff` to `max_backoff`, and a success resets it.
+// An attempt that no server answers (refused: nothing listens, a server restarting; unreachable;
+// silent until connect_timeout) costs the servers nothing, so it starts no back-off: the first call
+// after a server is back gets a session, and silent ones are handled by the rule above. An attempt
+// that a server answers and turns down (no server takes writes while a standby is being promoted; a
+// server starting up) costs that server a process start, tens of milliseconds of CPU on a small
+// machine, taken from the promotion it waits for. After such an attempt the next starts only a
+// back-off after it (and after the newest attempt): the back-off doubles with each one in a row,
+// from `min_backoff` to `max_backoff`, and a success resets it.
 #pragma once
 
 #include <chrono>
@@ -29,9 +30,9 @@ class ConnectGate {
 
   // How an attempt ended.
   enum class Outcome {
-    kConnected,  // a session
-    kRefused,    // every server refused the connection itself
-    kFailed,     // anything else: turned down by a server, or no answer within the timeout
+    kConnected,    // a session
+    kNotAnswered,  // no server answered: refused, unreachable, or silent until connect_timeout
+    kTurnedDown,   // a server answered and turned the session down (or a failure it does not know)
   };
 
   // An attempt in flight, from Start to Finish.
@@ -43,8 +44,8 @@ class ConnectGate {
               std::chrono::milliseconds max_backoff)
       : period_(period), min_backoff_(min_backoff), max_backoff_(max_backoff) {}
 
-  // Whether an attempt may start at `now`: the back-off after the last failure (if any since the
-  // last success) has passed, and no attempt started since the last success has waited a period
+  // Whether an attempt may start at `now`: the back-off after the last attempt turned down (if any
+  // since the last success) has passed, and no attempt started since the last success has waited a period
   // yet, or the newest attempt started a period ago or more.
   [[nodiscard]] bool MayStart(Clock::time_point now) const;
   // When MayStart becomes true if no attempt starts or ends before (now, when it is true already).
@@ -59,13 +60,14 @@ class ConnectGate {
   void Finish(const Attempt& attempt, Clock::time_point now, Outcome outcome);
 
   [[nodiscard]] std::chrono::milliseconds period() const { return period_; }
-  // Failures in a row since the last success.
+  // Attempts turned down since the last success.
   [[nodiscard]] int failures() const { return failures_; }
 
  private:
   // The oldest attempt in flight that started after the last success, if any.
   [[nodiscard]] const Clock::time_point* OldestUnanswered() const;
-  // The wait after the last failure: min_backoff_ doubled per failure in a row, at most max_backoff_.
+  // The wait after the last attempt turned down: min_backoff_ doubled per one in a row, at most
+  // max_backoff_.
   [[nodiscard]] Clock::duration Backoff() const;
 
   const std::chrono::milliseconds period_;
@@ -74,8 +76,8 @@ class ConnectGate {
   std::multiset<Clock::time_point> in_flight_;  // start instants of the attempts in flight
   Clock::time_point newest_start_ = Clock::time_point::min();
   Clock::time_point last_connected_ = Clock::time_point::min();
-  Clock::time_point last_failed_ = Clock::time_point::min();
-  int failures_ = 0;  // attempts that failed since the last success
+  Clock::time_point last_failed_ = Clock::time_point::min();  // the end of the last one
+  int failures_ = 0;                                          // attempts turned down since the last success
 };
 
 }  // namespace hcprp::store::postgres

@@ -8,8 +8,8 @@ namespace {
 using namespace std::chrono_literals;
 using Tp = ConnectGate::Clock::time_point;
 constexpr auto kConnected = ConnectGate::Outcome::kConnected;
-constexpr auto kRefused = ConnectGate::Outcome::kRefused;
-constexpr auto kFailed = ConnectGate::Outcome::kFailed;
+constexpr auto kNotAnswered = ConnectGate::Outcome::kNotAnswered;
+constexpr auto kTurnedDown = ConnectGate::Outcome::kTurnedDown;
 
 constexpr Tp kT0 = Tp() + 1000s;
 
@@ -29,22 +29,22 @@ TEST(ConnectGate, LetsAttemptsRunSideBySideWhileTheServerAnswers) {
   EXPECT_TRUE(gate.MayStart(kT0 + 2s));
 }
 
-TEST(ConnectGate, RefusedAttemptsNeverCloseIt) {
+TEST(ConnectGate, AttemptsNoServerAnsweredNeverCloseIt) {
   ConnectGate gate(500ms, 100ms, 1000ms);
   for (int i = 0; i < 10; ++i) {
     Tp now = kT0 + i * 10ms;
     ASSERT_TRUE(gate.MayStart(now));
-    gate.Finish(gate.Start(now), now + 1ms, kRefused);  // nothing listens (a server restarting)
+    gate.Finish(gate.Start(now), now + 1ms, kNotAnswered);  // nothing listens (a server restarting)
   }
   EXPECT_EQ(gate.failures(), 0);
   EXPECT_TRUE(gate.MayStart(kT0 + 101ms));
 }
 
-TEST(ConnectGate, FailuresInARowBackOffDoublingUpToTheMaximum) {
+TEST(ConnectGate, AttemptsTurnedDownInARowBackOffDoublingUpToTheMaximum) {
   ConnectGate gate(500ms, 100ms, 1000ms);
   Tp now = kT0;
   ASSERT_TRUE(gate.MayStart(now));
-  gate.Finish(gate.Start(now), now + 5ms, kFailed);  // turned down: the server is read-only
+  gate.Finish(gate.Start(now), now + 5ms, kTurnedDown);  // turned down: the server is read-only
   EXPECT_EQ(gate.failures(), 1);
   EXPECT_FALSE(gate.MayStart(kT0 + 104ms));
   EXPECT_EQ(gate.Opens(kT0 + 50ms), kT0 + 105ms);
@@ -53,7 +53,7 @@ TEST(ConnectGate, FailuresInARowBackOffDoublingUpToTheMaximum) {
   for (auto wait : waits) {
     now = gate.Opens(now + 1ms);
     ASSERT_TRUE(gate.MayStart(now));
-    gate.Finish(gate.Start(now), now + 5ms, kFailed);
+    gate.Finish(gate.Start(now), now + 5ms, kTurnedDown);
     EXPECT_FALSE(gate.MayStart(now + 5ms + wait - 1ms)) << wait.count();
     EXPECT_EQ(gate.Opens(now + 5ms), now + 5ms + wait) << wait.count();
   }
@@ -61,9 +61,9 @@ TEST(ConnectGate, FailuresInARowBackOffDoublingUpToTheMaximum) {
   EXPECT_EQ(gate.Waited(now + 6ms), 0s);  // failed, not unanswered
 }
 
-TEST(ConnectGate, WhileFailingOnlyOneAttemptStartsPerBackoff) {
+TEST(ConnectGate, AfterOneTurnedDownOnlyOneAttemptStartsPerBackoff) {
   ConnectGate gate(500ms, 100ms, 1000ms);
-  gate.Finish(gate.Start(kT0), kT0 + 1ms, kFailed);
+  gate.Finish(gate.Start(kT0), kT0 + 1ms, kTurnedDown);
   ASSERT_TRUE(gate.MayStart(kT0 + 101ms));
   (void)gate.Start(kT0 + 101ms);  // still connecting
   EXPECT_FALSE(gate.MayStart(kT0 + 150ms));
@@ -75,7 +75,7 @@ TEST(ConnectGate, ASuccessEndsTheBackoff) {
   Tp now = kT0;
   for (int i = 0; i < 5; ++i) {
     now = gate.Opens(now);
-    gate.Finish(gate.Start(now), now + 1ms, kFailed);
+    gate.Finish(gate.Start(now), now + 1ms, kTurnedDown);
   }
   ASSERT_EQ(gate.failures(), 5);
   now = gate.Opens(now);
@@ -84,15 +84,15 @@ TEST(ConnectGate, ASuccessEndsTheBackoff) {
   EXPECT_EQ(gate.failures(), 0);
   EXPECT_TRUE(gate.MayStart(now + 2ms));
   // The next failure starts again from the shortest wait.
-  gate.Finish(gate.Start(now + 3ms), now + 4ms, kFailed);
+  gate.Finish(gate.Start(now + 3ms), now + 4ms, kTurnedDown);
   EXPECT_EQ(gate.Opens(now + 4ms), now + 104ms);
 }
 
-TEST(ConnectGate, AFailureOfAnAttemptOlderThanTheLastSuccessDoesNotCount) {
+TEST(ConnectGate, AnAttemptOlderThanTheLastSuccessTurnedDownDoesNotCount) {
   ConnectGate gate(500ms, 100ms, 1000ms);
   auto old = gate.Start(kT0);
   gate.Finish(gate.Start(kT0 + 10ms), kT0 + 20ms, kConnected);
-  gate.Finish(old, kT0 + 5s, kFailed);  // its connect_timeout, long after
+  gate.Finish(old, kT0 + 5s, kTurnedDown);  // its connect_timeout, long after
   EXPECT_EQ(gate.failures(), 0);
   EXPECT_TRUE(gate.MayStart(kT0 + 5s));
 }
@@ -130,10 +130,10 @@ TEST(ConnectGate, AttemptsThatEndReopenIt) {
   auto a = gate.Start(kT0);
   auto b = gate.Start(kT0 + 500ms);
   EXPECT_FALSE(gate.MayStart(kT0 + 900ms));
-  gate.Finish(a, kT0 + 900ms, kFailed);  // connect_timeout
+  gate.Finish(a, kT0 + 900ms, kTurnedDown);  // connect_timeout
   // `b` has waited 400 ms only.
   EXPECT_TRUE(gate.MayStart(kT0 + 900ms));
-  gate.Finish(b, kT0 + 950ms, kFailed);
+  gate.Finish(b, kT0 + 950ms, kTurnedDown);
   EXPECT_TRUE(gate.MayStart(kT0 + 5s));
 }
 
@@ -143,9 +143,9 @@ TEST(ConnectGate, TellsAttemptsThatStartedAtTheSameInstantApart) {
   auto b = gate.Start(kT0);
   ASSERT_TRUE(gate.MayStart(kT0 + 600ms));
   (void)gate.Start(kT0 + 600ms);
-  gate.Finish(a, kT0 + 700ms, kFailed);
+  gate.Finish(a, kT0 + 700ms, kTurnedDown);
   EXPECT_FALSE(gate.MayStart(kT0 + 700ms));  // `b`, started with `a`, still waits
-  gate.Finish(b, kT0 + 700ms, kFailed);
+  gate.Finish(b, kT0 + 700ms, kTurnedDown);
   EXPECT_TRUE(gate.MayStart(kT0 + 700ms));
 }
 

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -135,14 +136,17 @@ Result<std::unique_ptr<PgConnection>> PgConnection::Connect(const std::string& u
   return std::unique_ptr<PgConnection>(new PgConnection(c));
 }
 
-bool OnlyRefused(std::string_view message) {
+bool NoServerAnswered(std::string_view message) {
   // libpq reports each server it tried as `connection to server at "h", port p failed: <why>` (or
   // `on socket "..."`), one after the other.
   constexpr std::string_view kFailed = " failed: ";
   size_t tried = 0;
   for (size_t at = message.find(kFailed); at != std::string_view::npos; at = message.find(kFailed, at + 1)) {
     std::string_view why = message.substr(at + kFailed.size());
-    if (!why.starts_with("Connection refused") && !why.starts_with("No such file or directory")) return false;
+    constexpr std::string_view kNoAnswer[] = {"Connection refused", "No such file or directory",
+                                              "timeout expired",    "Connection timed out",
+                                              "No route to host",   "Network is unreachable"};
+    if (std::ranges::none_of(kNoAnswer, [&](std::string_view n) { return why.starts_with(n); })) return false;
     ++tried;
   }
   return tried > 0;

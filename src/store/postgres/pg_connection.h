@@ -182,11 +182,11 @@ class PgConnection {
 // exceptions kInvalidArgument; storage errors kIoError or kCorruption; the rest kInternal.
 Error PgError(PGconn* conn, const PGresult* r, std::string_view context);
 
-// Whether a failed connection attempt's message (PgConnection::Connect) says that every server it
-// tried refused the connection itself (nothing listens there), so no server started a session for
-// it. False for anything else: a server that turned the session down (read-only, starting up), a
-// timeout, a message it does not know.
-bool OnlyRefused(std::string_view message);
+// Whether a failed connection attempt's message (PgConnection::Connect) says that no server it tried
+// answered: each refused the connection (nothing listens), was unreachable, or stayed silent until
+// connect_timeout, so no server started a session for it. False for anything else: a server that
+// turned the session down (read-only, starting up), a message it does not know.
+bool NoServerAnswered(std::string_view message);
 
 // Whether a SQLSTATE means the transaction was rolled back by the server and may simply be rerun.
 inline bool IsRetryableSqlstate(std::string_view s) { return s == "40P01" || s == "40001"; }

@@ -194,9 +194,9 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
     {
       MutexLock lk(pool_mu_);
       gate_.Finish(r.attempt, ConnectGate::Clock::now(),
-                   opened.ok()                             ? ConnectGate::Outcome::kConnected
-                   : OnlyRefused(opened.error().message()) ? ConnectGate::Outcome::kRefused
-                                                           : ConnectGate::Outcome::kFailed);
+                   opened.ok()                                  ? ConnectGate::Outcome::kConnected
+                   : NoServerAnswered(opened.error().message()) ? ConnectGate::Outcome::kNotAnswered
+                                                                : ConnectGate::Outcome::kTurnedDown);
       if (!opened.ok()) {
         --open_;
         last_connect_error_ = opened.error().message();

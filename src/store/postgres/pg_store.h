@@ -22,7 +22,7 @@
 // While servers answer attempts but turn the session down (no server takes writes during a
 // failover), attempts start 100 ms, 200 ms, ... at most 1 s after the last failure, one at a time,
 // and calls in between fail at once: a standby being promoted is not slowed by a process start per
-// call. Attempts that every server refuses (nothing listens) cost nothing and never wait. Each
+// call. Attempts no server answers (refused, silent) cost nothing and start no back-off. Each
 // connection prepares the statements of pg_sql.h on first use and binds every value as a binary
 // parameter. lock_timeout is OpenOptions::busy_timeout.
 //
