@@ -12,6 +12,7 @@
 #include "frontend/testing/scenario.h"
 #include "metrics/registry.h"
 #include "store/fault_injecting_store.h"
+#include "store/forwarding_store.h"
 
 namespace hcprp::frontend::testing {
 namespace {
@@ -270,6 +271,39 @@ TEST_F(FrontendTest, ChildOfProvisioningClusterIsConflictAndMissingParentIs404) 
   auto orphan = s.Put(ClusterPath("absent") + "/nodePools/np1" + V(), NodePoolBody());
   EXPECT_EQ(orphan.result_int(), 404u);
   EXPECT_EQ(ErrorCodeOf(orphan), "ParentResourceNotFound");
+}
+
+// A cluster's delete can finish between the frontend's read of the cluster and the batch of a child's
+// create (the batch's condition on the cluster then fails with NotFound): the PUT is decided again
+// and answers 404 ParentResourceNotFound, as when the cluster was gone before, never a bare NotFound.
+TEST_F(FrontendTest, ChildCreateWhoseClusterWentBeforeItsBatchIsParentResourceNotFound) {
+  CreateCluster("going");
+  const std::string cluster = ClusterPath("going");
+  // Removes the cluster's document, as its finished delete does, just before the first batch.
+  class DeletesBeforeFirstBatch : public store::ForwardingStore {
+   public:
+    DeletesBeforeFirstBatch(store::Store* target, std::string doc_id)
+        : ForwardingStore(target), doc_id_(std::move(doc_id)) {}
+    Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                     std::vector<store::WriteOp> ops, const store::Lease* fence) override {
+      if (!done_) {
+        done_ = true;
+        EXPECT_TRUE(target()->Delete(store::kResources, arm::PartitionKey(kSub), doc_id_).ok());
+      }
+      return ForwardingStore::Batch(container, pk, std::move(ops), fence);
+    }
+
+   private:
+    std::string doc_id_;
+    bool done_ = false;
+  };
+  DeletesBeforeFirstBatch racing(s.store.get(), arm::ResourceDocumentId(cluster));
+  auto fe = Frontend::Create({}, &racing, &s.cs, &s.clock, Logger(s.log, &s.clock, LogLevel::kDebug, "fe"));
+  ASSERT_TRUE(fe.ok());
+  s.frontend = std::move(fe).value();
+  auto r = s.Put(cluster + "/nodePools/np1" + V(), NodePoolBody());
+  EXPECT_EQ(r.result_int(), 404u) << r.body();
+  EXPECT_EQ(ErrorCodeOf(r), "ParentResourceNotFound") << r.body();
 }
 
 // A child's create body is judged before its parent's state (the real service's

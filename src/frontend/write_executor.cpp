@@ -112,9 +112,11 @@ void RecordAccepted(Env& env, std::string_view request_id, const UpdatePlan& pla
 }  // namespace
 
 CommitResult CommitCreate(Env& env, std::string_view request_id, CreatePlan& plan) {
-  // The document exists, or (a child) its cluster changed since it was read.
-  auto first = CommitFirst(env, plan.partition_key, std::move(plan.writes),
-                           [](const Error& e) { return e.IsAlreadyExists() || e.IsPreconditionFailed(); });
+  // The document exists, or (a child) its cluster changed or went since it was read: the batch's
+  // other writes create documents, so only the condition on the cluster can find nothing.
+  auto first = CommitFirst(env, plan.partition_key, std::move(plan.writes), [](const Error& e) {
+    return e.IsAlreadyExists() || e.IsPreconditionFailed() || e.IsNotFound();
+  });
   if (auto* lost = std::get_if<LostRace>(&first)) return *lost;
   if (auto* e = std::get_if<Error>(&first)) return std::move(*e);
   store::Document& doc = std::get<store::Document>(first);

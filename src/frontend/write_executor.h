@@ -35,8 +35,8 @@ struct Committed {
 using CommitResult = std::variant<Committed, LostRace, arm::CloudError, Error>;
 
 // Carries out a create. The batch failing because the document exists, or because a child's cluster
-// changed since it was read (a DELETE may have started), is a LostRace. A Cluster
-// Service refusal (400 or 409) removes both documents (a failed removal is logged) and answers 400
+// changed since it was read (a DELETE may have started) or is gone (a DELETE finished), is a LostRace. A
+// Cluster Service refusal (400 or 409) removes both documents (a failed removal is logged) and answers 400
 // InvalidRequestContent or 409 Conflict with the Cluster Service's message. Any other Cluster Service
 // failure leaves the create to the backend, which repeats it with the same idempotency key: the
 // create is still accepted. Consumes plan.writes, plan.doc and plan.call; plan.resource and plan.op

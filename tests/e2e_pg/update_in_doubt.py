@@ -211,11 +211,12 @@ def test_frontend_killed_before_its_patch_reached_the_cluster_service(ctx):
         raise ConnectionAbortedError("the frontend is gone")  # the PATCH goes no further
 
     fault.arm("request", kill_frontend)
+    answer = None
     try:
-        scale(arm, 3, timeout=10)
+        answer = scale(arm, 3, timeout=10)
     except OSError:
         pass  # the frontend died with the request
-    expect(killed.is_set(), "the relay killed the frontend at the PATCH")
+    expect(killed.is_set(), f"the relay killed the frontend at the PATCH (the PATCH was answered {answer!r})")
     endpoint, _ = ctx.frontend(store, cs_url)
     arm2 = Arm(endpoint, subscription=arm.subscription, tenant=arm.tenant, client_id=arm.client_id,
                resource_group=arm.resource_group)
