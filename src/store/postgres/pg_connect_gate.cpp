@@ -44,7 +44,10 @@ void ConnectGate::Finish(const Attempt& attempt, Clock::time_point now, Outcome 
     failures_ = 0;
   } else if (outcome == Outcome::kTurnedDown && attempt.started >= last_connected_) {
     // (one that began before the last success tells nothing about the servers now)
-    last_failed_ = std::max(last_failed_, now);
+    if (now >= last_failed_) {
+      last_failed_ = now;
+      last_failed_start_ = attempt.started;
+    }
     ++failures_;
   }
 }

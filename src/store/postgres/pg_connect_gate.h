@@ -62,6 +62,10 @@ class ConnectGate {
   [[nodiscard]] std::chrono::milliseconds period() const { return period_; }
   // Attempts turned down since the last success.
   [[nodiscard]] int failures() const { return failures_; }
+  // Whether the last attempt turned down (with none succeeding since) started at `t` or later.
+  [[nodiscard]] bool TurnedDownSince(Clock::time_point t) const {
+    return failures_ > 0 && last_failed_start_ >= t;
+  }
 
  private:
   // The oldest attempt in flight that started after the last success, if any.
@@ -76,8 +80,9 @@ class ConnectGate {
   std::multiset<Clock::time_point> in_flight_;  // start instants of the attempts in flight
   Clock::time_point newest_start_ = Clock::time_point::min();
   Clock::time_point last_connected_ = Clock::time_point::min();
-  Clock::time_point last_failed_ = Clock::time_point::min();  // the end of the last one
-  int failures_ = 0;                                          // attempts turned down since the last success
+  Clock::time_point last_failed_ = Clock::time_point::min();        // the end of the last one
+  Clock::time_point last_failed_start_ = Clock::time_point::min();  // and its start
+  int failures_ = 0;  // attempts turned down since the last success
 };
 
 }  // namespace hcprp::store::postgres

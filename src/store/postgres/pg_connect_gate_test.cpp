@@ -70,6 +70,19 @@ TEST(ConnectGate, AfterOneTurnedDownOnlyOneAttemptStartsPerBackoff) {
   EXPECT_EQ(gate.Opens(kT0 + 150ms), kT0 + 201ms);
 }
 
+TEST(ConnectGate, TellsWhetherAnAttemptTurnedDownStartedSinceAnInstant) {
+  ConnectGate gate(500ms, 100ms, 1000ms);
+  EXPECT_FALSE(gate.TurnedDownSince(kT0));
+  gate.Finish(gate.Start(kT0), kT0 + 5ms, kTurnedDown);
+  EXPECT_TRUE(gate.TurnedDownSince(kT0));
+  // A call that came after that attempt started waits for the next one's outcome.
+  EXPECT_FALSE(gate.TurnedDownSince(kT0 + 1ms));
+  gate.Finish(gate.Start(kT0 + 105ms), kT0 + 110ms, kTurnedDown);
+  EXPECT_TRUE(gate.TurnedDownSince(kT0 + 1ms));
+  gate.Finish(gate.Start(kT0 + 310ms), kT0 + 320ms, kConnected);
+  EXPECT_FALSE(gate.TurnedDownSince(kT0));
+}
+
 TEST(ConnectGate, ASuccessEndsTheBackoff) {
   ConnectGate gate(500ms, 100ms, 1000ms);
   Tp now = kT0;

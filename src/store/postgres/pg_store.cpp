@@ -131,7 +131,8 @@ PgStore::~PgStore() {
 
 Result<PgStore::Reservation> PgStore::Reserve() {
   using Clock = ConnectGate::Clock;
-  const Clock::time_point give_up = Clock::now() + kConnectRetryPeriod;
+  const Clock::time_point arrived = Clock::now();
+  const Clock::time_point give_up = arrived + kConnectRetryPeriod;
   MutexLock lk(pool_mu_);
   while (true) {
     if (!idle_.empty()) {
@@ -149,10 +150,18 @@ Result<PgStore::Reservation> PgStore::Reserve() {
       return Reservation{.idle = nullptr, .attempt = gate_.Start(now)};
     }
     const Clock::time_point opens = gate_.Opens(now);
-    if (now >= give_up || (opens > give_up && gate_.Waited(now) == Clock::duration::zero())) {
-      return ConnectGateClosed(now, opens);
+    if (gate_.Waited(now) > Clock::duration::zero()) {
+      // A silent server: a call waits a period at most.
+      if (now >= give_up) return ConnectGateClosed(now, opens);
+      (void)pool_cv_.WaitUntil(lk, std::min(give_up, opens));
+      continue;
     }
-    (void)pool_cv_.WaitUntil(lk, std::min(give_up, opens));
+    // Backing off after attempts a server turned down: a call fails with the outcome of an attempt
+    // that started after it came (its own or another call's), so a server that came back meanwhile
+    // is found; the next attempt starts within kConnectBackoffMax, and its end wakes the waiters.
+    if (gate_.TurnedDownSince(arrived) || now >= give_up + kConnectBackoffMax)
+      return ConnectGateClosed(now, opens);
+    (void)pool_cv_.WaitUntil(lk, opens);
   }
 }
 
@@ -165,7 +174,7 @@ Error PgStore::ConnectGateClosed(ConnectGate::Clock::time_point now, ConnectGate
                               " (a new one starts every " + ms(kConnectRetryPeriod) + ")");
   }
   return Error::Unavailable("connect to PostgreSQL: " + std::to_string(gate_.failures()) +
-                            " attempts failed in a row, the last with: " + last_connect_error_ +
+                            " attempts turned down in a row, the last with: " + last_connect_error_ +
                             " (the next starts in " + ms(opens - now) + ")");
 }
 

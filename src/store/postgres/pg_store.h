@@ -20,11 +20,11 @@
 // after waiting that long, instead of every call waiting out connect_timeout (pg_connect_gate.h):
 // calls do not pile up, and connections open again within about that period of the network's return.
 // While servers answer attempts but turn the session down (no server takes writes during a
-// failover), attempts start 100 ms, 200 ms, ... at most 1 s after the last failure, one at a time,
-// and calls in between fail at once: a standby being promoted is not slowed by a process start per
-// call. Attempts no server answers (refused, silent) cost nothing and start no back-off. Each
-// connection prepares the statements of pg_sql.h on first use and binds every value as a binary
-// parameter. lock_timeout is OpenOptions::busy_timeout.
+// failover, a server in crash recovery), attempts start 100, 200, 400 ms, at most 500 ms after the
+// last one, one at a time, and calls in between wait for the next attempt: a standby being promoted
+// is not slowed by a process start per call. Attempts no server answers (refused, silent) cost nothing and
+// start no back-off. Each connection prepares the statements of pg_sql.h on first use and binds every value
+// as a binary parameter. lock_timeout is OpenOptions::busy_timeout.
 //
 // High availability (a primary and standbys, e.g. pg_auto_failover): the URL lists every host
 // (postgresql://u@h1:p1,h2:p2/db); with several hosts target_session_attrs=read-write is added

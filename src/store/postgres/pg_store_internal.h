@@ -35,11 +35,13 @@ constexpr int kConnectTimeoutSeconds = 5;
 // caller that needs a new connection waits at most this long for the gate or an idle connection
 // before it fails with kUnavailable. Half of TCP's first SYN retransmission interval (1 s).
 constexpr std::chrono::milliseconds kConnectRetryPeriod{500};
-// After a failed connection attempt (ConnectGate): the next one starts 100 ms later, then 200, 400,
-// 800 ms and at most 1 s later while they keep failing. A standby being promoted gets at most one
-// attempt a second from each process instead of one per call.
+// After a connection attempt a server turned down (ConnectGate): the next one starts 100 ms later,
+// then 200, 400 and at most 500 ms later while they keep being turned down. A standby being promoted
+// gets at most two attempts a second from each process instead of one per call. A call that needs a
+// connection meanwhile waits for the outcome of the next attempt (PgStore::Reserve), so the first
+// calls after a server is back (from a restart's crash recovery, a promotion) get a session.
 constexpr std::chrono::milliseconds kConnectBackoffMin{100};
-constexpr std::chrono::milliseconds kConnectBackoffMax{1000};
+constexpr std::chrono::milliseconds kConnectBackoffMax = kConnectRetryPeriod;
 constexpr int64_t kIdleInTransactionTimeoutMs = 1000;
 
 // The libpq "options" of every connection of a store: search_path, lock_timeout (busy_timeout) and
@@ -131,7 +133,7 @@ class PgStore final : public internal::EngineStore {
   static Status Migrate(PgConnection& c, const PgTarget& t, const OpenOptions& options);
 
   // The pool. Acquire sets `reused` when the connection had been used before. kUnavailable when it
-  // needs a new connection and the gate stays closed for kConnectRetryPeriod.
+  // needs a new connection and the gate stays closed (Reserve says how long a call waits).
   Result<std::unique_ptr<PgConnection>> Acquire(bool& reused);
   // What Acquire takes under the pool's lock: an idle connection, or a place in the pool and the
   // gate's record of the attempt to fill it.
