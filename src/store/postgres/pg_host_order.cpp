@@ -115,6 +115,7 @@ bool HostOrder::Avoided(PGconn* c) const {
 }
 
 bool HostOrder::Avoided(std::string_view host, std::string_view port) const {
+  if (!url_hosts_) return false;  // one server: never avoided (every Release asks)
   MutexLock lk(mu_);
   return unresponsive_ && unresponsive_->first == host && unresponsive_->second == port;
 }

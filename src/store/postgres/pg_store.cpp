@@ -202,13 +202,15 @@ Result<std::unique_ptr<PgConnection>> PgStore::Acquire(bool& reused) {
     auto opened = Connect();
     {
       MutexLock lk(pool_mu_);
-      gate_.Finish(r.attempt, ConnectGate::Clock::now(),
-                   opened.ok()                                  ? ConnectGate::Outcome::kConnected
-                   : NoServerAnswered(opened.error().message()) ? ConnectGate::Outcome::kNotAnswered
-                                                                : ConnectGate::Outcome::kTurnedDown);
-      if (!opened.ok()) {
+      if (opened.ok()) {
+        gate_.Finish(r.attempt, ConnectGate::Clock::now(), ConnectGate::Outcome::kConnected);
+      } else {
+        const std::string& why = opened.error().message();
+        gate_.Finish(
+            r.attempt, ConnectGate::Clock::now(),
+            NoServerAnswered(why) ? ConnectGate::Outcome::kNotAnswered : ConnectGate::Outcome::kTurnedDown);
+        last_connect_error_ = why;
         --open_;
-        last_connect_error_ = opened.error().message();
       }
     }
     // Waiters held by the gate may go now (a success), or take the place given back.
