@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include "arm/store_indexes.h"
 #include "backend/documents.h"
 #include "core/clock.h"
@@ -32,7 +34,7 @@ class OneLease final : public Ownership {
   store::Lease lease_;
 };
 
-// Counts the batches the writer commits.
+// Counts the batches the writer commits (from the writer's threads).
 class CountingStore final : public store::ForwardingStore {
  public:
   using ForwardingStore::ForwardingStore;
@@ -41,7 +43,7 @@ class CountingStore final : public store::ForwardingStore {
     ++batches;
     return ForwardingStore::Batch(container, pk, std::move(ops), fence);
   }
-  int batches = 0;
+  std::atomic<int> batches = 0;
 };
 
 class DesiredVersionWriterTest : public ::testing::Test {
