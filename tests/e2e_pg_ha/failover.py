@@ -108,7 +108,7 @@ def run_with_faults(ctx, fault, label, outage_expected):
         print(f"{label}: {acked} acknowledged operations on {names} names, all present and terminal; "
               f"{load.count(503)} answers 503 (with Retry-After), {load.count(409)} retried creates found "
               f"their first attempt committed; {len(orphans)} deleted clusters left to the orphan collector "
-              f"{orphans}; feed read {numbers} changes without gap or repeat", flush=True)
+              f"{orphans}; feed read {numbers} changes without gap or repeat, {reader.behind()}", flush=True)
         # A killed primary is away for seconds; a switchover may go by with every call rerun.
         expect(load.count(503) > 0 or not outage_expected, "the load never saw the failover")
         check(store, cs_url, gc_window=int(time.monotonic() - started) + 60 if orphans else 0)

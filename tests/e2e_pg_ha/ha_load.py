@@ -19,7 +19,11 @@ failure.
 FeedReader: reads the store's change feed as the PostgreSQL engine's readers do (number_changes,
 then the numbered changes past its position), through the same multi-host URL, and remembers the
 serial of the change that each number gave. It fails on a gap, on a change delivered twice, and on a
-number that the server later maps to another change (checked across failovers by recheck()).
+number that the server later maps to another change (checked across failovers by recheck()). A server
+whose feed ends before the reader's position is one that has not received what the reader read on
+another: a healed old primary that still takes read-write sessions until its keeper demotes it. Such a
+read is counted (behind_reads) and skipped, as the store's readers resync from it; recheck() then finds
+any number the final primary lost or gave to another change.
 """
 
 import os
@@ -227,6 +231,7 @@ class FeedReader:
         self.serials = set()
         self.reads = 0
         self.errors = 0
+        self.behind_reads = []  # (server port, its feed's end, the reader's position)
 
     def _sql(self, sql):
         """The query's output, or None when it failed or did not answer within 20 s (a server cut off
@@ -243,15 +248,17 @@ class FeedReader:
     def read_once(self):
         """One read (numbering first); False when the server could not be reached."""
         c = f"'\\x{self.container.encode().hex()}'::bytea"
-        last = self._sql(f"SET search_path={self.schema}; SELECT number_changes({c}, 5000)")
-        if last is None:
+        out = self._sql(f"SET search_path={self.schema}; SELECT inet_server_port(), number_changes({c}, 5000)")
+        if out is None:
             self.errors += 1
             return False
-        last = int(last.splitlines()[-1])
+        port, last = (int(x) for x in out.splitlines()[-1].split("|"))
         if self.position is None:
             self.position = last
             return True
-        expect(self.position <= last, f"feed position {self.position} past the feed's end {last}")
+        if last < self.position:
+            self.behind_reads.append((port, last, self.position))
+            return False
         out = self._sql(f"SET search_path={self.schema}; SELECT seq, serial FROM changes "
                         f"WHERE container={c} AND seq > {self.position} ORDER BY seq LIMIT 5000")
         if out is None:
@@ -266,6 +273,15 @@ class FeedReader:
             self.serials.add(serial)
             self.position = seq
         return True
+
+    def behind(self):
+        """The reads skipped because the server's feed ended before the reader's position, in words."""
+        if not self.behind_reads:
+            return "no read from a server behind the reader"
+        ports = sorted({p for p, _, _ in self.behind_reads})
+        worst = max(pos - last for _, last, pos in self.behind_reads)
+        return (f"{len(self.behind_reads)} reads skipped from a server behind the reader (port {ports}, "
+                f"at most {worst} numbers behind)")
 
     def recheck(self):
         """Every number read so far still names the same change on the current primary."""

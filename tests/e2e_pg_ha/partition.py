@@ -131,7 +131,7 @@ def verdict(label, loads, reader, store, cs_url, started):
           f"0 stuck); {sum(ld.count(503) for ld in loads)} answers 503 (with Retry-After), "
           f"{sum(ld.count(409) for ld in loads)} retried creates found their first attempt committed; "
           f"{len(orphans)} deleted clusters left to the orphan collector {orphans}; feed read {numbers} "
-          f"changes without gap or repeat", flush=True)
+          f"changes without gap or repeat, {reader.behind()}", flush=True)
     failover.check(store, cs_url, gc_window=int(time.monotonic() - started) + 60 if orphans else 0)
 
 
