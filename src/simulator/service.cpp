@@ -246,7 +246,7 @@ Status Service::CommitLocked(Txn& txn) {
   for (auto& e : txn.events) {
     uint64_t seq = ++last_sequence_;
     e["sequence"] = seq;
-    history_.push_back(EventRecord{seq, std::move(e)});
+    history_.push_back(EventRecord{seq, std::make_shared<const json::object>(std::move(e))});
   }
   while (history_.size() > options_.event_history) {
     first_retained_ = history_.front().sequence;

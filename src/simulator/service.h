@@ -91,7 +91,7 @@ class Service {
   struct Txn;
   struct EventRecord {
     uint64_t sequence;
-    json::object item;  // {sequence, href, kind, state, object}
+    std::shared_ptr<const json::object> item;  // {sequence, href, kind, state, object}; never changed
   };
   struct ProvisioningFault {
     int64_t id = 0;

@@ -316,7 +316,12 @@ http::Response Service::ListObjects(std::string_view kind, const std::string& pa
   std::vector<std::pair<uint64_t, const Record*>> matches;
   {
     MutexLock lock(mu_);
-    for (const auto& [href, rec] : records_) {
+    // A child's href extends its parent's ("<cluster>/node_pools/<id>"): the children of a parent are
+    // one range of the map, so listing a cluster's node pools does not scan every object.
+    const std::string prefix = parent.empty() ? std::string() : parent + "/";
+    for (auto it = records_.lower_bound(prefix); it != records_.end() && it->first.starts_with(prefix);
+         ++it) {
+      const Record& rec = it->second;
       if (rec.kind != kind || rec.parent != parent) continue;
       if (Matches(search, rec.object)) matches.emplace_back(rec.created, &rec);
     }

@@ -8,6 +8,21 @@ namespace hcprp::simulator {
 
 using http::StatusCode;
 
+namespace {
+
+// An EventList of recorded events (never changed once recorded, so read without the service's lock).
+std::string EventListJson(const std::vector<std::shared_ptr<const json::object>>& items, uint64_t last) {
+  std::string text = R"({"kind":"EventList","items":[)";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) text += ',';
+    text += ToJson(*items[i]);
+  }
+  text += R"(],"last_sequence":)" + std::to_string(last) + "}";
+  return text;
+}
+
+}  // namespace
+
 http::Response Service::WatchEvents(std::string_view query) {
   std::optional<uint64_t> after;
   bool latest = false;
@@ -33,39 +48,42 @@ http::Response Service::WatchEvents(std::string_view query) {
       limit = static_cast<size_t>(*v);
     }
   }
-  MutexLock lock(mu_);
-  if (latest) {
-    return Ocm(
-        StatusCode::ok,
-        json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
+  std::vector<std::shared_ptr<const json::object>> items;
+  uint64_t last = 0;
+  {
+    MutexLock lock(mu_);
+    if (latest) {
+      return Ocm(
+          StatusCode::ok,
+          json::object{{"kind", "EventList"}, {"items", json::array{}}, {"last_sequence", last_sequence_}});
+    }
+    const uint64_t from = after.value_or(0);
+    auto gone = [&]() HCPRP_REQUIRES(mu_) {
+      json::object body{
+          {"kind", "Error"},
+          {"id", "410"},
+          {"href", std::string(kApiPrefix) + "/errors/410"},
+          {"code", "CLUSTERS-MGMT-410"},
+          {"reason", "Events after sequence " + std::to_string(from) +
+                         " are no longer available; list the objects and resume from last_sequence"},
+          {"last_sequence", last_sequence_}};
+      return Ocm(StatusCode::gone, body);
+    };
+    if (from > last_sequence_ || from < first_retained_) return gone();
+    events_cv_.WaitFor(lock, timeout,
+                       [&]() HCPRP_REQUIRES(mu_) { return last_sequence_ > from || shutdown_.load(); });
+    if (from < first_retained_) return gone();
+    last = from;
+    // history_ is ordered by sequence: find the first event after `from`.
+    auto it = std::lower_bound(history_.begin(), history_.end(), from + 1,
+                               [](const EventRecord& e, uint64_t s) { return e.sequence < s; });
+    for (; it != history_.end() && items.size() < limit; ++it) {
+      items.push_back(it->item);
+      last = it->sequence;
+    }
   }
-  const uint64_t from = after.value_or(0);
-  auto gone = [&]() HCPRP_REQUIRES(mu_) {
-    json::object body{
-        {"kind", "Error"},
-        {"id", "410"},
-        {"href", std::string(kApiPrefix) + "/errors/410"},
-        {"code", "CLUSTERS-MGMT-410"},
-        {"reason", "Events after sequence " + std::to_string(from) +
-                       " are no longer available; list the objects and resume from last_sequence"},
-        {"last_sequence", last_sequence_}};
-    return Ocm(StatusCode::gone, body);
-  };
-  if (from > last_sequence_ || from < first_retained_) return gone();
-  events_cv_.WaitFor(lock, timeout,
-                     [&]() HCPRP_REQUIRES(mu_) { return last_sequence_ > from || shutdown_.load(); });
-  if (from < first_retained_) return gone();
-  json::array items;
-  uint64_t last = from;
-  // history_ is ordered by sequence: find the first event after `from`.
-  auto it = std::lower_bound(history_.begin(), history_.end(), from + 1,
-                             [](const EventRecord& e, uint64_t s) { return e.sequence < s; });
-  for (; it != history_.end() && items.size() < limit; ++it) {
-    items.push_back(it->item);
-    last = it->sequence;
-  }
-  return Ocm(StatusCode::ok,
-             json::object{{"kind", "EventList"}, {"items", std::move(items)}, {"last_sequence", last}});
+  // Written out after the lock is released: a large page must not hold up the service's writes.
+  return http::JsonResponse(StatusCode::ok, EventListJson(items, last));
 }
 
 }  // namespace hcprp::simulator
