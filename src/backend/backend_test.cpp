@@ -1176,6 +1176,107 @@ TEST_F(BackendTest, IdleConditionsOfOnePageCommitOnce) {
   EXPECT_EQ(counting.batches.load() - before, 1);
 }
 
+// Holds each batch that writes a given document until the client has been asked for the page after
+// the one being applied (at most 5 s), and says whether it was.
+class PageAfterClient final : public clusterservice::ForwardingClient {
+ public:
+  using clusterservice::ForwardingClient::ForwardingClient;
+  // `on_read_ahead` runs once, at the first read without a wait after `after`, before it is answered.
+  void ExpectReadAfter(uint64_t after, std::function<void()> on_read_ahead) {
+    std::lock_guard lock(mu_);
+    after_ = after;
+    on_read_ahead_ = std::move(on_read_ahead);
+  }
+  bool WaitReadAhead() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, 5s, [&] { return read_ahead_; });
+  }
+  Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
+    std::function<void()> hook;
+    {
+      std::lock_guard lock(mu_);
+      if (timeout.count() == 0 && after_ && after >= *after_ && !read_ahead_) {
+        read_ahead_ = true;
+        hook = std::move(on_read_ahead_);
+      }
+    }
+    if (hook) hook();
+    cv_.notify_all();
+    return target()->WatchEvents(after, timeout);
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<uint64_t> after_;
+  std::function<void()> on_read_ahead_;
+  bool read_ahead_ = false;
+};
+
+class HeldBatchStore final : public store::ForwardingStore {
+ public:
+  HeldBatchStore(store::Store* target, std::string doc_id, PageAfterClient* client)
+      : store::ForwardingStore(target), doc_id_(std::move(doc_id)), client_(client) {}
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops,
+                                   const store::Lease* fence = nullptr) override {
+    if (hold &&
+        std::any_of(ops.begin(), ops.end(), [&](const store::WriteOp& w) { return w.id == doc_id_; })) {
+      read_ahead_while_held = client_->WaitReadAhead();
+    }
+    return store::ForwardingStore::Batch(container, pk, std::move(ops), fence);
+  }
+  std::atomic<bool> hold{false};
+  std::atomic<bool> read_ahead_while_held{false};
+
+ private:
+  const std::string doc_id_;
+  PageAfterClient* const client_;
+};
+
+// The follower reads the next page while it applies one: an event that comes meanwhile is in that
+// read, and the next call applies it without reading again; nothing is applied twice.
+TEST_F(BackendTest, TheNextPageIsReadWhileAPageIsApplied) {
+  Flow cluster = Existing("idle", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "idle"}});
+  PageAfterClient cs(&cs_);
+  HeldBatchStore held(store_.get(), arm::ResourceDocumentId(cluster.resource_id), &cs);
+  auto b = Backend::Create(Options(), &held, &cs, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);
+  ASSERT_TRUE((*b)->PumpEventsOnce(0ms).ok());  // (the creation)
+
+  auto conditions = [](std::string reason) {
+    return json::array{
+        json::object{{"type", "Progressing"}, {"status", "True"}, {"reason", std::move(reason)}}};
+  };
+  auto stored = [&] {
+    auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(cluster.resource_id));
+    return d.ok() ? *FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/conditions")
+                  : json::value();
+  };
+  const uint64_t before = cs_.WatchEvents(clusterservice::kLatestEvents, 0ms)->last_sequence;
+  cs_.SetConditions(cluster.href, conditions("First"));
+  // Comes while the first is applied, before the read of the page after it is answered.
+  cs.ExpectReadAfter(before + 1, [&] { cs_.SetConditions(cluster.href, conditions("Second")); });
+  held.hold = true;
+  auto n = (*b)->PumpEventsOnce(0ms);
+  held.hold = false;
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, 1u);
+  EXPECT_TRUE(held.read_ahead_while_held) << "the page after was not read while the first was applied";
+  EXPECT_EQ(stored(), json::value(conditions("First")));
+  n = (*b)->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, 1u);
+  EXPECT_EQ(stored(), json::value(conditions("Second")));
+  n = (*b)->PumpEventsOnce(0ms);
+  ASSERT_TRUE(n.ok()) << n.error().ToString();
+  EXPECT_EQ(*n, 0u);
+}
+
 TEST(SupersededInPageTest, OnlyTheLastEventOfAnObjectIsNotSuperseded) {
   auto event = [](std::string href) {
     clusterservice::Event e;

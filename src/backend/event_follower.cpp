@@ -121,8 +121,34 @@ void EventFollower::SavePlace(bool force) {
   saved_at_ = now;
 }
 
+Result<clusterservice::EventPage> EventFollower::NextPage(std::chrono::milliseconds wait) {
+  const uint64_t after = After();
+  if (prefetch_) {
+    Prefetch p = std::move(*prefetch_);
+    prefetch_.reset();
+    // Read before the page it follows was applied; taken when it is still the next page and holds
+    // events (an empty or failed read is made again, with the wait).
+    if (p.after == after) {
+      auto page = p.page.get();
+      if (page.ok() && !page->events.empty()) return page;
+    } else {
+      p.page.wait();
+    }
+  }
+  return cs_->WatchEvents(after, wait);
+}
+
+void EventFollower::PrefetchAfter(const clusterservice::EventPage& page) {
+  if (page.events.empty()) return;  // nothing came: the next read long-polls
+  uint64_t last = page.last_sequence;
+  for (const clusterservice::Event& e : page.events) last = std::max(last, e.sequence);
+  prefetch_ = Prefetch{last, std::async(std::launch::async, [this, last] {
+                         return cs_->WatchEvents(last, std::chrono::milliseconds(0));
+                       })};
+}
+
 Result<size_t> EventFollower::PumpOnce(std::chrono::milliseconds wait) {
-  auto page = cs_->WatchEvents(After(), wait);
+  auto page = NextPage(wait);
   if (!page.ok()) {
     if (page.error().Is(ErrorCode::kUnavailable)) available_ = false;
     interrupted_ = true;
@@ -130,9 +156,13 @@ Result<size_t> EventFollower::PumpOnce(std::chrono::milliseconds wait) {
   }
   available_ = true;
   uint64_t last = page->last_sequence;
+  PrefetchAfter(*page);
   ApplyEvents(page->events);
   for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
   Advance(last);
+  // The next page was read while this one was applied (it is short: no wait); a call returns once
+  // both are done, so that the next call starts from a read already made.
+  if (prefetch_) prefetch_->page.wait();
   return page->events.size();
 }
 

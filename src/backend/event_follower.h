@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <vector>
 
@@ -72,7 +73,9 @@ class EventFollower {
   // Saves where the stream was read to, when it moved since the last save and `force` or a second
   // passed since then (a restart re-applies at most that much; applying an event again is harmless).
   void SavePlace(bool force);
-  // Applies one page of events, waiting up to `wait` for it; the number of events.
+  // Applies one page of events, waiting up to `wait` for it; the number of events. While it applies
+  // a page it reads the next, without a wait: the next call applies that page when it holds events
+  // (else it reads again, waiting), so reading the stream overlaps applying it.
   Result<size_t> PumpOnce(std::chrono::milliseconds wait);
 
   // The stream works (its last read succeeded, or it has not failed with kUnavailable since).
@@ -85,6 +88,11 @@ class EventFollower {
 
  private:
   uint64_t After() const;
+  // The page after After(): the prefetched one when it is that page and holds events, else read now,
+  // waiting up to `wait`.
+  Result<clusterservice::EventPage> NextPage(std::chrono::milliseconds wait);
+  // Starts reading the page after `page` (when it held events), without waiting.
+  void PrefetchAfter(const clusterservice::EventPage& page);
   void Advance(uint64_t last);
   // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
   void ApplyEvents(const std::vector<clusterservice::Event>& events);
@@ -115,6 +123,13 @@ class EventFollower {
   uint64_t after_ HCPRP_GUARDED_BY(mu_) = 0;
   bool gap_read_ HCPRP_GUARDED_BY(mu_) = false;
   std::optional<RestoreGap> gap_ HCPRP_GUARDED_BY(mu_);
+  // Only the thread calling PumpOnce(), Resume() and Position(): the read of the page after the one
+  // being applied, started before applying it (its `after`), so that reading overlaps applying.
+  struct Prefetch {
+    uint64_t after = 0;
+    std::future<Result<clusterservice::EventPage>> page;
+  };
+  std::optional<Prefetch> prefetch_;
   // Only the thread calling Resume() and SavePlace().
   bool resume_tried_ = false;
   uint64_t saved_after_ = 0;

@@ -156,7 +156,8 @@ Result<json::array> HttpClient::List(std::string_view collection_href, std::stri
 Result<EventPage> HttpClient::WatchEvents(uint64_t after, std::chrono::milliseconds timeout) {
   std::string target = "/api/aro_hcp/v1alpha1/events?after=" +
                        (after == kLatestEvents ? std::string("latest") : std::to_string(after)) +
-                       "&timeout=" + std::to_string(timeout.count());
+                       "&timeout=" + std::to_string(timeout.count()) +
+                       "&limit=" + std::to_string(options_.event_page_size);
   auto res = Call(http::Verb::get, target, nullptr, "", true, timeout + options_.watch_margin);
   if (!res.ok()) {
     // A service without an event stream: the caller falls back to polling.

@@ -23,6 +23,9 @@ struct HttpClientOptions {
   http::RetryPolicy retry;
   http::ClientOptions http;
   size_t page_size = 500;  // List() page size
+  // WatchEvents() page size: at most this many events a call. The backend applies a page while it
+  // reads the next, so a page that is small against a burst keeps both going.
+  size_t event_page_size = 250;
 };
 
 // Thread-safe. Errors as client.h says; messages carry the OCM code and reason.

@@ -238,6 +238,30 @@ TEST_F(HttpClientTest, WatchEvents) {
   EXPECT_TRUE(future.error().IsPreconditionFailed());
 }
 
+// A page holds at most event_page_size events; last_sequence says where it ended.
+TEST_F(HttpClientTest, EventPagesHoldAtMostThePageSize) {
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(client_->Create(kClusters, ClusterBody("p" + std::to_string(i)), "").ok());
+  HttpClientOptions co;
+  co.base_url = sim_->base_url();
+  co.event_page_size = 2;
+  auto paged = HttpClient::Create(co);
+  ASSERT_TRUE(paged.ok());
+  uint64_t after = 0;
+  std::vector<uint64_t> sequences;
+  for (int reads = 0; reads < 10; ++reads) {
+    auto page = (*paged)->WatchEvents(after, 0ms);
+    ASSERT_TRUE(page.ok()) << page.error().ToString();
+    if (page->events.empty()) break;
+    EXPECT_LE(page->events.size(), 2u);
+    for (const auto& e : page->events) sequences.push_back(e.sequence);
+    EXPECT_EQ(page->last_sequence, page->events.back().sequence);
+    after = page->last_sequence;
+  }
+  ASSERT_GE(sequences.size(), 3u);  // at least each cluster's creation
+  for (size_t i = 0; i < sequences.size(); ++i) EXPECT_EQ(sequences[i], i + 1);
+}
+
 TEST(HttpClientNoEvents, ServiceWithoutEventStreamIsUnavailable) {
   // Any server answering 404 for /events looks like a Cluster Service without an event stream.
   auto server = http::Server::Start({}, [](http::Request&&) {
