@@ -27,6 +27,7 @@
 // Prints figures only; never asserts a timing.
 //
 //   rollout_bench [--clusters 1000] [--subscriptions 100] [--baseline-rounds 5] [--page-size 500]
+//                 [--event-page-size N]  (HttpClientOptions::event_page_size; default: the client's)
 //                 [--concurrency K]   (BackendOptions::version_concurrency; default: the backend's)
 #include <algorithm>
 #include <atomic>
@@ -62,6 +63,7 @@ struct Flags {
   size_t subscriptions = 100;
   size_t baseline_rounds = 5;
   size_t page_size = 500;
+  size_t event_page_size = clusterservice::HttpClientOptions{}.event_page_size;
   std::optional<size_t> concurrency;
 };
 
@@ -72,7 +74,7 @@ Flags ParseFlags(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: rollout_bench [--clusters 1000] [--subscriptions 100] [--baseline-rounds 5] "
-          "[--page-size 500] [--concurrency K]\n");
+          "[--page-size 500] [--event-page-size N] [--concurrency K]\n");
       std::exit(0);
     }
     if (i + 1 >= argc) Die("expected --flag value, got " + a);
@@ -85,6 +87,8 @@ Flags ParseFlags(int argc, char** argv) {
       f.baseline_rounds = std::max<size_t>(v, 1);
     } else if (a == "--page-size") {
       f.page_size = std::max<size_t>(v, 1);
+    } else if (a == "--event-page-size") {
+      f.event_page_size = std::max<size_t>(v, 1);
     } else if (a == "--concurrency") {
       f.concurrency = std::max<size_t>(v, 1);
     } else {
@@ -241,6 +245,36 @@ class WatchingClient final : public clusterservice::ForwardingClient {
   // published while they run would start before the follower settled.
   double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*target()); }
 
+  // The backend's reads of the Cluster Service (its passes: resyncs, the orphan collector's listing of
+  // every object), for WaitQuiet.
+  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+    NoteRead();
+    auto r = target()->List(collection_href, search);
+    NoteRead();
+    return r;
+  }
+  Result<json::object> Get(std::string_view href) override {
+    NoteRead();
+    auto r = target()->Get(href);
+    NoteRead();
+    return r;
+  }
+  Result<json::object> GetStatus(std::string_view href) override {
+    NoteRead();
+    auto r = target()->GetStatus(href);
+    NoteRead();
+    return r;
+  }
+  // Waits until the backend has read nothing from the Cluster Service for `quiet` (its start-up passes
+  // ended; `quiet` longer than the backend's timer tick, which starts a requested pass).
+  void WaitQuiet(std::chrono::milliseconds quiet) {
+    while (true) {
+      const auto since =
+          std::chrono::steady_clock::now() - SteadyTime(SteadyTime::duration(last_read_.load()));
+      if (since >= quiet) return;
+      std::this_thread::sleep_for(quiet - std::chrono::duration_cast<std::chrono::milliseconds>(since));
+    }
+  }
   Result<clusterservice::EventPage> WatchEvents(uint64_t after, std::chrono::milliseconds timeout) override {
     if (timeout.count() > 0) followed_.Note(after);
     auto page = target()->WatchEvents(after, timeout);
@@ -262,6 +296,7 @@ class WatchingClient final : public clusterservice::ForwardingClient {
   }
 
  private:
+  void NoteRead() { last_read_ = std::chrono::steady_clock::now().time_since_epoch().count(); }
   std::string VersionId() const {
     std::lock_guard lock(mu_);
     return version_id_;
@@ -271,11 +306,21 @@ class WatchingClient final : public clusterservice::ForwardingClient {
   std::string raw_;
   std::string version_id_;
   std::unordered_map<std::string, std::string> last_state_;  // each cluster's state at its last event
+  std::atomic<SteadyTime::rep> last_read_{0};
   std::atomic<uint64_t> cluster_events_{0};
   std::atomic<uint64_t> state_changes_{0};
   Marks raised_;
   Marks completed_;
   FollowerPosition followed_;
+};
+
+// The wall clock a day back. A z-stream reaches clusters that have run for weeks: the simulator keeps
+// this time, so the clusters it creates are a day old to the backend, older than the window in which a
+// backend asks whether an object was made by a create request that came late (late_objects.h, one
+// store read an event), as the clusters of a real rollout are.
+class DayBehindClock final : public Clock {
+ public:
+  TimePoint Now() const override { return std::chrono::system_clock::now() - std::chrono::hours(24); }
 };
 
 // A simulator with `clusters` clusters, their resource documents and a started backend.
@@ -287,6 +332,7 @@ class Rig {
     so.profile = simulator::Profile::kInstant;
     so.seed = 1;
     so.logger = &logger;
+    so.clock = &service_clock_;
     // Every event of the run stays in the history (creates, and up to 8 events an upgrade).
     so.event_history = 8 * (f.baseline_rounds + 2) * clusters + 10'000;
     auto sim = simulator::Simulator::Start(so);
@@ -300,6 +346,7 @@ class Rig {
     clusterservice::HttpClientOptions co;
     co.base_url = sim_->base_url();
     co.page_size = f.page_size;
+    co.event_page_size = f.event_page_size;
     auto http = clusterservice::HttpClient::Create(co);
     if (!http.ok()) Die("client: " + http.error().ToString());
     http_ = std::move(*http);
@@ -310,8 +357,10 @@ class Rig {
     if (f.concurrency) bo.version_concurrency = *f.concurrency;
     version_concurrency_ = bo.version_concurrency;
     backend_ = StartBackend(bo, &counting_, client_.get(), clock, logger, clusters).backend;
-    // The follower reads the creates' events (each a sync that changes nothing) before a rollout.
+    // The follower reads the creates' events (each a sync that changes nothing) before a rollout,
+    // and the start-up passes (a resync, the orphan collector's listing of every object) end.
     client_->WaitFollowerCaughtUp();
+    client_->WaitQuiet(std::chrono::milliseconds(1500));
   }
   ~Rig() {
     if (backend_) backend_->Stop();
@@ -349,6 +398,7 @@ class Rig {
     }
   }
 
+  DayBehindClock service_clock_;
   const size_t clusters_;
   TempStore store_;
   CountingStore counting_;
@@ -502,8 +552,10 @@ int main(int argc, char** argv) {
   SystemClock clock;
   Logger logger(std::make_shared<StreamLogSink>(), &clock, LogLevel::kWarn);
 
-  std::printf("rollout_bench: instant profile, clusters at %s, %zu baseline rounds; page size %zu\n",
-              VersionIdOfZ(kStartZ).c_str(), f.baseline_rounds, f.page_size);
+  std::printf(
+      "rollout_bench: instant profile, clusters at %s, %zu baseline rounds; page size %zu, event page size "
+      "%zu\n",
+      VersionIdOfZ(kStartZ).c_str(), f.baseline_rounds, f.page_size, f.event_page_size);
   const CriticalPath c = Baseline(f, &clock, logger);
   std::printf(
       "critical path (one cluster, median of %zu): %s (min %s, max %s); raised %s, Completed on the event "
