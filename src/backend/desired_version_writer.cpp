@@ -22,43 +22,6 @@ void ForEachOnThreads(size_t count, size_t threads, const std::function<void(siz
   for (std::thread& t : helpers) t.join();
 }
 
-WorkStream::WorkStream(size_t threads, std::function<void(size_t)> fn) : fn_(std::move(fn)) {
-  threads_.reserve(std::max<size_t>(threads, 1));
-  for (size_t i = 0; i < std::max<size_t>(threads, 1); ++i) threads_.emplace_back([this] { Work(); });
-}
-
-void WorkStream::Add(size_t item) {
-  {
-    MutexLock lock(mu_);
-    items_.push_back(item);
-  }
-  added_.NotifyOne();
-}
-
-void WorkStream::Finish() {
-  {
-    MutexLock lock(mu_);
-    finished_ = true;
-  }
-  added_.NotifyAll();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
-}
-
-void WorkStream::Work() {
-  while (true) {
-    size_t item = 0;
-    {
-      MutexLock lock(mu_);
-      added_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return finished_ || !items_.empty(); });
-      if (items_.empty()) return;  // finished, and nothing left
-      item = items_.front();
-      items_.pop_front();
-    }
-    fn_(item);
-  }
-}
-
 namespace {
 
 store::WriteOp WriteOf(const DesiredWrite& w) {
@@ -70,14 +33,10 @@ store::WriteOp WriteOf(const DesiredWrite& w) {
 
 }  // namespace
 
-DesiredCommit DesiredVersionWriter::Commit(const std::vector<DesiredWrite>& writes,
-                                           const BatchDone& done) const {
+DesiredCommit DesiredVersionWriter::Commit(const std::vector<DesiredWrite>& writes) const {
   const std::vector<std::span<const DesiredWrite>> batches = BatchesOf(writes, max_batch_);
   std::vector<DesiredCommit> outs(batches.size());
-  ForEachOnThreads(batches.size(), concurrency_, [&](size_t i) {
-    CommitBatch(batches[i], &outs[i]);
-    if (done) done(outs[i]);
-  });
+  ForEachOnThreads(batches.size(), concurrency_, [&](size_t i) { CommitBatch(batches[i], &outs[i]); });
   DesiredCommit all;
   for (DesiredCommit& o : outs) {
     std::move(o.stored.begin(), o.stored.end(), std::back_inserter(all.stored));

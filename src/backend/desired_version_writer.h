@@ -12,16 +12,13 @@
 #pragma once
 
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backend/ownership.h"
 #include "backend/version_plan.h"
-#include "core/mutex.h"
 #include "store/store.h"
 
 namespace hcprp::backend {
@@ -29,29 +26,6 @@ namespace hcprp::backend {
 // Calls fn(i) for every i < count on up to `threads` threads (the caller's included); returns when
 // all are done.
 void ForEachOnThreads(size_t count, size_t threads, const std::function<void(size_t)>& fn);
-
-// Calls fn(i) for every i added, on `threads` threads of its own, as the items come (Add from any
-// thread); Finish() (or the destructor) returns when every item added is done.
-class WorkStream {
- public:
-  WorkStream(size_t threads, std::function<void(size_t)> fn);
-  ~WorkStream() { Finish(); }
-  WorkStream(const WorkStream&) = delete;
-  WorkStream& operator=(const WorkStream&) = delete;
-
-  void Add(size_t item);
-  void Finish();
-
- private:
-  void Work();
-
-  const std::function<void(size_t)> fn_;
-  Mutex mu_;
-  CondVar added_;
-  std::deque<size_t> items_ HCPRP_GUARDED_BY(mu_);
-  bool finished_ HCPRP_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;  // only the constructing thread and Finish()
-};
 
 // What the store holds for a cluster after a commit: its desired version and the etag to condition
 // the next write on.
@@ -76,12 +50,8 @@ class DesiredVersionWriter {
   DesiredVersionWriter(store::Store* store, Ownership* ownership, size_t max_batch, size_t concurrency)
       : store_(store), ownership_(ownership), max_batch_(max_batch), concurrency_(concurrency) {}
 
-  // Called on the committing thread once a batch is done, with that batch's outcome; calls for
-  // different batches may run at once.
-  using BatchDone = std::function<void(const DesiredCommit& batch)>;
-
-  // REQUIRES: `writes` as PlanDesiredWrites orders them. `done` may be empty.
-  DesiredCommit Commit(const std::vector<DesiredWrite>& writes, const BatchDone& done = {}) const;
+  // REQUIRES: `writes` as PlanDesiredWrites orders them.
+  DesiredCommit Commit(const std::vector<DesiredWrite>& writes) const;
 
  private:
   // One partition's batch, retried after a lost race; adds its outcome to `out`.

@@ -237,32 +237,7 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
     if (pick == picks.end() || !pick->second) ++result.failed;
   }
   const std::vector<DesiredWrite> writes = PlanDesiredWrites(clusters, picks);
-  // The clusters of a batch are asked to upgrade (up to `concurrency` at once) as soon as the batch
-  // committed, while later batches are still written; what the store holds now goes into the view
-  // first. Then the clusters no batch stored (nothing to write, or the write failed), from what was read.
-  std::unordered_map<std::string_view, size_t> index_of;
-  for (size_t i = 0; i < clusters.size(); ++i) index_of.emplace(clusters[i].href, i);
-  std::vector<char> stored(clusters.size(), 0);  // each element written by the one batch of its cluster
-  std::atomic<size_t> asked{0}, triggered{0};
-  DesiredCommit commit;
-  {
-    WorkStream triggers(concurrency_, [&](size_t i) {
-      ++asked;
-      if (TriggerOne(clusters[i])) ++triggered;
-    });
-    commit = writer_.Commit(writes, [&](const DesiredCommit& batch) {
-      std::vector<size_t> mine = RecordStored(batch, index_of, &clusters);
-      for (size_t i : mine) {
-        stored[i] = 1;
-        if (NeedsTrigger(clusters[i])) triggers.Add(i);
-      }
-    });
-    for (size_t i = 0; i < clusters.size(); ++i) {
-      if (stored[i] == 0 && NeedsTrigger(clusters[i])) triggers.Add(i);
-    }
-  }
-  result.triggered = triggered;
-  result.failed += asked - triggered;
+  DesiredCommit commit = writer_.Commit(writes);
   result.failed += commit.failed;
   result.recorded = commit.written.size();
   for (const DesiredWrite& w : commit.written) {
@@ -271,6 +246,25 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
     logger_->Info("desired version raised", {{"cluster", w.href}, {"from", w.from}, {"to", w.to}});
   }
   raised_total_ += result.raised;
+  // What the store holds now, in the view and in the plan of the trigger stage.
+  std::unordered_map<std::string_view, const StoredDesired*> stored;
+  for (const StoredDesired& s : commit.stored) stored[s.href] = &s;
+  {
+    MutexLock lock(view_mu_);
+    for (ClusterVersionState& c : clusters) {
+      auto s = stored.find(c.href);
+      if (s == stored.end()) continue;
+      c.stored_desired = s->second->desired;
+      c.etag = s->second->etag;
+      if (auto v = view_.find(c.href); v != view_.end()) {
+        v->second.stored_desired = c.stored_desired;
+        v->second.etag = c.etag;
+      }
+    }
+  }
+  const std::vector<const ClusterVersionState*> triggers = PlanTriggers(clusters);
+  result.triggered = TriggerAll(triggers);
+  result.failed += triggers.size() - result.triggered;
   if (result.recorded > 0 || result.triggered > 0 || result.failed > 0) {
     logger_->Info("version pass", {{"clusters", result.clusters},
                                    {"recorded", result.recorded},
@@ -304,24 +298,12 @@ ChannelPicks VersionController::PicksOf(const std::vector<ClusterVersionState>& 
   return picks;
 }
 
-std::vector<size_t> VersionController::RecordStored(
-    const DesiredCommit& batch, const std::unordered_map<std::string_view, size_t>& index_of,
-    std::vector<ClusterVersionState>* clusters) {
-  std::vector<size_t> mine;
-  MutexLock lock(view_mu_);
-  for (const StoredDesired& s : batch.stored) {
-    auto it = index_of.find(s.href);
-    if (it == index_of.end()) continue;
-    ClusterVersionState& c = (*clusters)[it->second];
-    c.stored_desired = s.desired;
-    c.etag = s.etag;
-    mine.push_back(it->second);
-    if (auto v = view_.find(c.href); v != view_.end()) {
-      v->second.stored_desired = c.stored_desired;
-      v->second.etag = c.etag;
-    }
-  }
-  return mine;
+size_t VersionController::TriggerAll(const std::vector<const ClusterVersionState*>& triggers) {
+  std::atomic<size_t> triggered{0};
+  ForEachOnThreads(triggers.size(), concurrency_, [&](size_t i) {
+    if (TriggerOne(*triggers[i])) triggered.fetch_add(1);
+  });
+  return triggered;
 }
 
 bool VersionController::TriggerOne(const ClusterVersionState& c) {

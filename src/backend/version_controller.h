@@ -11,9 +11,8 @@
 //     writes go in batches of up to kMaxBatch documents of one partition, conditioned on what was
 //     read (desired_version_writer.h); the desired version never goes down.
 //  2. Trigger. Every cluster whose stored desired version is above the Cluster Service's is asked to
-//     upgrade (a PATCH of version.id): the clusters of a batch as soon as the batch committed, on the
-//     writer's thread (up to `concurrency` at once), the others after the writes. Idempotent: a stop
-//     between the two stages is caught by the next pass, and a pass runs on start.
+//     upgrade (a PATCH of version.id), up to `concurrency` at once. Idempotent: a stop between the two
+//     stages is caught by the next pass, and a pass runs on start.
 //
 // The view is built by a full pass (a List of the Cluster Service's clusters and one query of the
 // stored documents) on start, on a change of ownership and every `resync` (the real service resyncs
@@ -106,11 +105,8 @@ class VersionController {
       HCPRP_REQUIRES(pass_mu_);
   // The pick of every deciding channel of `clusters`, each graph read once.
   ChannelPicks PicksOf(const std::vector<ClusterVersionState>& clusters);
-  // Copies what the store now holds after `batch` (stored desired version, etag) into `clusters`
-  // (found by href in `index_of`) and the view; the indexes of the clusters it names.
-  std::vector<size_t> RecordStored(const DesiredCommit& batch,
-                                   const std::unordered_map<std::string_view, size_t>& index_of,
-                                   std::vector<ClusterVersionState>* clusters);
+  // Asks the Cluster Service to upgrade each cluster to its stored desired version; the count asked.
+  size_t TriggerAll(const std::vector<const ClusterVersionState*>& triggers);
   bool TriggerOne(const ClusterVersionState& c);  // false: refused, or could not be reached
   std::vector<ClusterVersionState> OwnedOfView() const;
   // Applies one cluster event to `view`; true when it asks for a pass.

@@ -61,14 +61,10 @@ std::vector<std::span<const DesiredWrite>> BatchesOf(const std::vector<DesiredWr
   return batches;
 }
 
-bool NeedsTrigger(const ClusterVersionState& c) {
-  return clusterservice::NewerThan(c.stored_desired, c.service_desired);
-}
-
 std::vector<const ClusterVersionState*> PlanTriggers(const std::vector<ClusterVersionState>& clusters) {
   std::vector<const ClusterVersionState*> triggers;
   for (const ClusterVersionState& c : clusters) {
-    if (NeedsTrigger(c)) triggers.push_back(&c);
+    if (clusterservice::NewerThan(c.stored_desired, c.service_desired)) triggers.push_back(&c);
   }
   return triggers;
 }

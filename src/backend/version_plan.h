@@ -58,11 +58,8 @@ std::vector<DesiredWrite> PlanDesiredWrites(const std::vector<ClusterVersionStat
 std::vector<std::span<const DesiredWrite>> BatchesOf(const std::vector<DesiredWrite>& writes,
                                                      size_t max_batch);
 
-// Whether the cluster's stored desired version is newer than the Cluster Service's: an upgrade to ask
-// the Cluster Service for (again, after a crash between the store write and the request).
-bool NeedsTrigger(const ClusterVersionState& c);
-
-// The clusters that NeedsTrigger.
+// The clusters whose stored desired version is newer than the Cluster Service's: the upgrades to
+// ask the Cluster Service for (again, after a crash between the store write and the request).
 std::vector<const ClusterVersionState*> PlanTriggers(const std::vector<ClusterVersionState>& clusters);
 
 }  // namespace hcprp::backend
