@@ -15,7 +15,7 @@ std::string EventListJson(const std::vector<std::shared_ptr<const json::object>>
   std::string text = R"({"kind":"EventList","items":[)";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i > 0) text += ',';
-    text += ToJson(*items[i]);
+    text += json::serialize(*items[i]);  // not ToJson: it would copy the object into a value
   }
   text += R"(],"last_sequence":)" + std::to_string(last) + "}";
   return text;
