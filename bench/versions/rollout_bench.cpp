@@ -246,24 +246,22 @@ class WatchingClient final : public clusterservice::ForwardingClient {
   double WaitFollowerCaughtUp() { return followed_.WaitCaughtUp(*target()); }
 
   // The backend's reads of the Cluster Service (its passes: resyncs, the orphan collector's listing of
-  // every object), for WaitQuiet.
-  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+  // every object), for WaitQuiet: each noted when it starts and when it ends.
+  template <typename Read>
+  auto Noted(Read read) {
     NoteRead();
-    auto r = target()->List(collection_href, search);
+    auto r = read();
     NoteRead();
     return r;
+  }
+  Result<json::array> List(std::string_view collection_href, std::string_view search) override {
+    return Noted([&] { return target()->List(collection_href, search); });
   }
   Result<json::object> Get(std::string_view href) override {
-    NoteRead();
-    auto r = target()->Get(href);
-    NoteRead();
-    return r;
+    return Noted([&] { return target()->Get(href); });
   }
   Result<json::object> GetStatus(std::string_view href) override {
-    NoteRead();
-    auto r = target()->GetStatus(href);
-    NoteRead();
-    return r;
+    return Noted([&] { return target()->GetStatus(href); });
   }
   // Waits until the backend has read nothing from the Cluster Service for `quiet` (its start-up passes
   // ended; `quiet` longer than the backend's timer tick, which starts a requested pass).

@@ -18,6 +18,17 @@ void EventFollower::Advance(uint64_t last) {
   after_ = std::max(after_, last);
 }
 
+namespace {
+
+// The sequence a page reads up to: the next read continues after it.
+uint64_t EndOf(const clusterservice::EventPage& page) {
+  uint64_t last = page.last_sequence;
+  for (const clusterservice::Event& e : page.events) last = std::max(last, e.sequence);
+  return last;
+}
+
+}  // namespace
+
 Status EventFollower::Position() {
   while (true) {
     auto page = cs_->WatchEvents(After(), std::chrono::milliseconds(0));
@@ -31,9 +42,7 @@ Status EventFollower::Position() {
       interrupted_ = true;
       return page.error();
     }
-    uint64_t last = page->last_sequence;
-    for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
-    Advance(last);
+    Advance(EndOf(*page));
     if (page->events.empty()) break;
   }
   available_ = true;
@@ -124,15 +133,13 @@ void EventFollower::SavePlace(bool force) {
 Result<clusterservice::EventPage> EventFollower::NextPage(std::chrono::milliseconds wait) {
   const uint64_t after = After();
   if (prefetch_) {
+    // Read while the page it follows was applied (PumpOnce waited for it); taken when it is still the
+    // next page and holds events (an empty or failed read is made again, with the wait).
     Prefetch p = std::move(*prefetch_);
     prefetch_.reset();
-    // Read before the page it follows was applied; taken when it is still the next page and holds
-    // events (an empty or failed read is made again, with the wait).
     if (p.after == after) {
       auto page = p.page.get();
       if (page.ok() && !page->events.empty()) return page;
-    } else {
-      p.page.wait();
     }
   }
   return cs_->WatchEvents(after, wait);
@@ -140,8 +147,7 @@ Result<clusterservice::EventPage> EventFollower::NextPage(std::chrono::milliseco
 
 void EventFollower::PrefetchAfter(const clusterservice::EventPage& page) {
   if (page.events.empty()) return;  // nothing came: the next read long-polls
-  uint64_t last = page.last_sequence;
-  for (const clusterservice::Event& e : page.events) last = std::max(last, e.sequence);
+  const uint64_t last = EndOf(page);
   prefetch_ = Prefetch{last, std::async(std::launch::async, [this, last] {
                          return cs_->WatchEvents(last, std::chrono::milliseconds(0));
                        })};
@@ -155,11 +161,9 @@ Result<size_t> EventFollower::PumpOnce(std::chrono::milliseconds wait) {
     return page.error();
   }
   available_ = true;
-  uint64_t last = page->last_sequence;
   PrefetchAfter(*page);
   ApplyEvents(page->events);
-  for (const clusterservice::Event& e : page->events) last = std::max(last, e.sequence);
-  Advance(last);
+  Advance(EndOf(*page));
   // The next page was read while this one was applied (it is short: no wait); a call returns once
   // both are done, so that the next call starts from a read already made.
   if (prefetch_) prefetch_->page.wait();
