@@ -29,6 +29,9 @@
 //   rollout_bench [--clusters 1000] [--subscriptions 100] [--baseline-rounds 5] [--page-size 500]
 //                 [--event-page-size N]  (HttpClientOptions::event_page_size; default: the client's)
 //                 [--concurrency K]   (BackendOptions::version_concurrency; default: the backend's)
+//                 [--write-concurrency W]   (BackendOptions::version_write_concurrency; default:
+//                                            the backend's)
+//                 [--event-concurrency E]   (BackendOptions::event_concurrency; default: the backend's)
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,6 +68,8 @@ struct Flags {
   size_t page_size = 500;
   size_t event_page_size = clusterservice::HttpClientOptions{}.event_page_size;
   std::optional<size_t> concurrency;
+  std::optional<size_t> write_concurrency;
+  std::optional<size_t> event_concurrency;
 };
 
 Flags ParseFlags(int argc, char** argv) {
@@ -74,7 +79,8 @@ Flags ParseFlags(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::printf(
           "usage: rollout_bench [--clusters 1000] [--subscriptions 100] [--baseline-rounds 5] "
-          "[--page-size 500] [--event-page-size N] [--concurrency K]\n");
+          "[--page-size 500] [--event-page-size N] [--concurrency K] [--write-concurrency W] "
+          "[--event-concurrency E]\n");
       std::exit(0);
     }
     if (i + 1 >= argc) Die("expected --flag value, got " + a);
@@ -91,6 +97,10 @@ Flags ParseFlags(int argc, char** argv) {
       f.event_page_size = std::max<size_t>(v, 1);
     } else if (a == "--concurrency") {
       f.concurrency = std::max<size_t>(v, 1);
+    } else if (a == "--write-concurrency") {
+      f.write_concurrency = std::max<size_t>(v, 1);
+    } else if (a == "--event-concurrency") {
+      f.event_concurrency = std::max<size_t>(v, 1);
     } else {
       Die("unknown flag " + a);
     }
@@ -352,8 +362,12 @@ class Rig {
 
     backend::BackendOptions bo;
     bo.version_resync = std::chrono::hours(1);  // the rollout runs on the release event
+    if (f.write_concurrency) bo.version_write_concurrency = *f.write_concurrency;
+    if (f.event_concurrency) bo.event_concurrency = *f.event_concurrency;
     if (f.concurrency) bo.version_concurrency = *f.concurrency;
-    version_concurrency_ = bo.version_concurrency;
+    concurrency_ = "versions " + std::to_string(bo.version_concurrency) + " at once, their writes " +
+                   std::to_string(bo.version_write_concurrency) + ", events " +
+                   std::to_string(bo.event_concurrency);
     backend_ = StartBackend(bo, &counting_, client_.get(), clock, logger, clusters).backend;
     // The follower reads the creates' events (each a sync that changes nothing) before a rollout,
     // and the start-up passes (a resync, the orphan collector's listing of every object) end.
@@ -372,7 +386,7 @@ class Rig {
   WatchingClient& client() { return *client_; }
   size_t clusters() const { return clusters_; }
   double setup_seconds() const { return setup_seconds_; }
-  size_t version_concurrency() const { return version_concurrency_; }
+  const std::string& concurrency() const { return concurrency_; }
 
  private:
   // The documents as the frontend and the backend leave them after a create: the Cluster Service's
@@ -406,7 +420,7 @@ class Rig {
   std::unique_ptr<WatchingClient> client_;
   std::unique_ptr<backend::Backend> backend_;
   double setup_seconds_ = 0;
-  size_t version_concurrency_ = 0;
+  std::string concurrency_;
 };
 
 struct Spread {
@@ -564,9 +578,8 @@ int main(int argc, char** argv) {
 
   Rig rig(f, f.clusters, &clock, logger);
   std::printf(
-      "setup: %zu clusters in %zu subscriptions created, ready and documented in %.1f s; version "
-      "concurrency %zu\n",
-      f.clusters, f.subscriptions, rig.setup_seconds(), rig.version_concurrency());
+      "setup: %zu clusters in %zu subscriptions created, ready and documented in %.1f s; backend: %s\n",
+      f.clusters, f.subscriptions, rig.setup_seconds(), rig.concurrency().c_str());
   const Rollout r = RollOut(rig, kStartZ + 1);
   PrintRollout(r, f.clusters, c);
   std::fflush(stdout);

@@ -37,7 +37,7 @@ struct Config {
   double version_resync_seconds = 300;
   int version_concurrency = 4;
   size_t check_concurrency = 4;
-  size_t event_concurrency = 8;
+  size_t event_concurrency = 32;
   int create_recovery_seconds = 10;
   int gc_window_seconds = 3600;
   int stuck_after_seconds = 600;

@@ -91,6 +91,10 @@ struct BackendOptions {
   std::chrono::milliseconds version_resync{std::chrono::minutes(5)};
   // A version pass raises up to this many clusters at once (each a PATCH to the Cluster Service).
   size_t version_concurrency = 4;
+  // A version pass commits its desired versions in batches (one partition each), up to this many at
+  // once. A batch waits on the store's commit rather than on a core, and batches committed together
+  // share one (group commit): on SQLite 1,000 clusters take about 10 ms at 32, 15-20 ms at 4.
+  size_t version_write_concurrency = 32;
   // Status polling of in-flight operations when the Cluster Service has no event stream, and of
   // credential operations always (Clock time).
   Duration poll_interval = std::chrono::seconds(10);
@@ -128,11 +132,12 @@ struct BackendOptions {
   // Queued checks run on up to this many threads at once (each waits on the Cluster Service and
   // on durable commits).
   size_t check_concurrency = 4;
-  // The events of one page of the Cluster Service event stream are applied on up to this many
-  // threads: the events of one cluster (its node pools and credentials included) in stream order on
-  // one thread, different clusters at once, so that their transitions share the store's commits
-  // (group commit) instead of waiting for each other's. Each transition is still its own fenced batch.
-  size_t event_concurrency = 8;
+  // The events of one page of the Cluster Service event stream are applied on this many threads
+  // (started with the backend): the events of one cluster (its node pools and credentials included)
+  // in stream order on one thread, different clusters at once, so that their writes share the store's
+  // commits (group commit) instead of waiting for each other's. Each write is still its own fenced
+  // batch; the threads mostly wait on those commits, so there are more of them than cores.
+  size_t event_concurrency = 32;
   // Work bounds of one timer step (ReconcileOnce has none).
   size_t max_checks_per_step = 500;
   size_t max_cs_deletes_per_step = 50;

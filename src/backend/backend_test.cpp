@@ -1176,6 +1176,66 @@ TEST_F(BackendTest, IdleConditionsOfOnePageCommitOnce) {
   EXPECT_EQ(counting.batches.load() - before, 1);
 }
 
+// Before the first batch that writes a given document, changes the document's tags (as a frontend
+// PATCH would between a reader's read and its write), and notes the kind of each write to it.
+class TagsChangingStore final : public store::ForwardingStore {
+ public:
+  TagsChangingStore(store::Store* target, std::string pk, std::string doc_id)
+      : store::ForwardingStore(target), pk_(std::move(pk)), doc_id_(std::move(doc_id)) {}
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops,
+                                   const store::Lease* fence = nullptr) override {
+    for (const store::WriteOp& w : ops) {
+      if (w.id != doc_id_) continue;
+      kinds.push_back(w.kind);
+      if (kinds.size() == 1) {
+        auto tagged = target()->Patch(store::kResources, pk_, doc_id_,
+                                      {arm::SetAt("/properties/tags", json::object{{"team", "blue"}})}, {});
+        EXPECT_TRUE(tagged.ok()) << tagged.error().ToString();
+      }
+    }
+    return store::ForwardingStore::Batch(container, pk, std::move(ops), fence);
+  }
+  std::vector<store::WriteOp::Kind> kinds;
+
+ private:
+  std::string pk_;
+  std::string doc_id_;
+};
+
+// A status is copied by replacing the document as read; when the document changed since (another
+// field), by patching the status alone: neither change is lost.
+TEST_F(BackendTest, IdleConditionsSurviveAChangeOfTheDocumentSinceItWasRead) {
+  Flow cluster = Existing("tagged", sub_);
+  cs_.SetField(
+      cluster.href, "azure",
+      json::object{{"subscription_id", sub_}, {"resource_group_name", "rg"}, {"resource_name", "tagged"}});
+  auto b = Backend::Create(Options(), store_.get(), &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);
+  ASSERT_TRUE((*b)->PumpEventsOnce(0ms).ok());  // (the creation)
+  (*b)->Stop();
+
+  TagsChangingStore changing(store_.get(), sub_, arm::ResourceDocumentId(cluster.resource_id));
+  auto c = Backend::Create(Options(), &changing, &cs_, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(c.ok()) << c.error().ToString();
+  json::array upgrading{json::object{{"type", "Progressing"}, {"status", "True"}, {"reason", "Upgrading"}}};
+  cs_.SetConditions(cluster.href, upgrading);
+  Reconcile(**c);
+  ASSERT_TRUE((*c)->PumpEventsOnce(0ms).ok());
+  auto d = store_->Read(store::kResources, sub_, arm::ResourceDocumentId(cluster.resource_id));
+  ASSERT_TRUE(d.ok());
+  const json::value* conditions = FindPointer(d->body, std::string(arm::kPathServiceStatus) + "/conditions");
+  ASSERT_NE(conditions, nullptr);
+  EXPECT_EQ(*conditions, json::value(upgrading));
+  const json::value* tags = FindPointer(d->body, "/properties/tags");
+  ASSERT_NE(tags, nullptr);
+  EXPECT_EQ(*tags, json::value(json::object{{"team", "blue"}}));
+  ASSERT_GE(changing.kinds.size(), 2u);
+  EXPECT_EQ(changing.kinds[0], store::WriteOp::Kind::kReplace);  // refused: the tags changed since the read
+  EXPECT_EQ(changing.kinds[1], store::WriteOp::Kind::kPatch);
+}
+
 // Holds each batch that writes a given document until the client has been asked for the page after
 // the one being applied (at most 5 s), and says whether it was.
 class PageAfterClient final : public clusterservice::ForwardingClient {

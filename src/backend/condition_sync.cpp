@@ -98,12 +98,25 @@ void ConditionSync::Sync(const std::string& pk, const std::string& resource_id, 
   json::object service_status = doc->service_status;
   if (!MergeStatusFields(fields, &service_status)) return;
   const std::optional<double> upgrade = CompletedUpgradeSeconds(doc->service_status, service_status);
-  auto r =
-      store_->Batch(store::kResources, pk,
-                    {store::WriteOp::Patch(
-                        res.id, {arm::SetAt(arm::kPathServiceStatus, json::value(std::move(service_status)))},
-                        {arm::Unchanged(res.body, arm::kPathServiceStatus)})},
-                    &*fence);
+  // First the document as read with the new status, replaced if it is still that version: the body is
+  // made here, on the caller's thread, not in the store's writer, which commits one write at a time
+  // (SQLite). When the document changed since it was read (another field, or a newer sync), the
+  // status path alone, conditioned on it being as read.
+  std::vector<store::PatchOp> set{
+      arm::SetAt(arm::kPathServiceStatus, json::value(std::move(service_status)))};
+  json::value body = res.body;
+  Result<store::BatchResult> r = Error::PreconditionFailed("the document could not be patched in memory");
+  if (store::ApplyPatchOps(body, set).ok()) {
+    store::WriteOp replace = store::WriteOp::Replace(res.id, std::move(body), res.etag);
+    replace.ttl_seconds = res.ttl_seconds;
+    r = store_->Batch(store::kResources, pk, {std::move(replace)}, &*fence);
+  }
+  if (!r.ok() && r.error().IsPreconditionFailed()) {
+    r = store_->Batch(
+        store::kResources, pk,
+        {store::WriteOp::Patch(res.id, std::move(set), {arm::Unchanged(res.body, arm::kPathServiceStatus)})},
+        &*fence);
+  }
   if (r.ok() && upgrade && upgrade_seconds_ != nullptr) {
     const bool pool = href.find("/node_pools/") != std::string::npos;
     upgrade_seconds_->With({pool ? "node_pool" : "cluster"})->Observe(*upgrade);

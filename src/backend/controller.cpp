@@ -50,7 +50,7 @@ Controller::Controller(BackendOptions options, store::Store* store, clusterservi
       owned_ownership_(MakeOwnership(options_, store_, clock_, logger_)),
       ownership_(options_.ownership != nullptr ? options_.ownership : owned_ownership_.get()),
       versions_(store_, cs, ownership_, &counters_, &logger_, options_.version_resync,
-                options_.version_concurrency),
+                options_.version_concurrency, options_.version_write_concurrency),
       notifications_(
           options_.notifications, notifier, clock, logger_.WithComponent("backend.notifier"),
           [this](const std::string& pk, const std::string& id) {

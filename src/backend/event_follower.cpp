@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string_view>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -205,20 +204,7 @@ void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events
     const std::vector<bool> superseded = SupersededInPage(group);
     for (size_t i = 0; i < group.size(); ++i) ApplyEvent(*group[i], superseded[i]);
   };
-  const size_t threads = std::min(std::max<size_t>(1, options_->event_concurrency), groups.size());
-  if (threads <= 1) {
-    for (const auto& group : groups) apply_group(group);
-    return;
-  }
-  std::atomic<size_t> next{0};
-  auto work = [&] {
-    for (size_t g = next.fetch_add(1); g < groups.size(); g = next.fetch_add(1)) apply_group(groups[g]);
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(threads - 1);
-  for (size_t i = 1; i < threads; ++i) helpers.emplace_back(work);
-  work();
-  for (std::thread& t : helpers) t.join();
+  apply_pool_.ForEach(groups.size(), [&](size_t g) { apply_group(groups[g]); });
 }
 
 void EventFollower::ApplyEvent(const clusterservice::Event& event, bool superseded) {

@@ -6,6 +6,7 @@
 // PumpOnce(), Resume() or Position() at a time.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "clusterservice/client.h"
 #include "core/clock.h"
 #include "core/mutex.h"
+#include "core/worker_pool.h"
 #include "metrics/registry.h"
 #include "store/store.h"
 
@@ -55,7 +57,8 @@ class EventFollower {
         conditions_(conditions),
         versions_(versions),
         counters_(counters),
-        event_to_commit_(event_to_commit) {}
+        event_to_commit_(event_to_commit),
+        apply_pool_(std::max<size_t>(1, options->event_concurrency)) {}
 
   // Moves past the stream's history without applying it (a resync reads the current states);
   // the stream's error when it cannot be read.
@@ -94,7 +97,7 @@ class EventFollower {
   // Starts reading the page after `page` (when it held events), without waiting.
   void PrefetchAfter(const clusterservice::EventPage& page);
   void Advance(uint64_t last);
-  // ApplyEvent for each event of a page, on up to options_.event_concurrency threads (see there).
+  // ApplyEvent for each event of a page, on apply_pool_ (options_.event_concurrency threads, see there).
   void ApplyEvents(const std::vector<clusterservice::Event>& events);
   // `superseded`: a later event of the same page is of the same object (SupersededInPage). An event of
   // an object no operation is in flight for, that a late create request made, deletes it (LateObjects).
@@ -116,6 +119,7 @@ class EventFollower {
   VersionController* const versions_;
   Counters* const counters_;
   metrics::Histogram* const event_to_commit_;
+  WorkerPool apply_pool_;
 
   std::atomic<bool> available_{false};
   std::atomic<bool> interrupted_{true};

@@ -9,7 +9,8 @@
 //     version is older (version_plan.h). A customer's change to the next minor reaches the Cluster
 //     Service first; the stored version follows it (never below what the Cluster Service holds). The
 //     writes go in batches of up to kMaxBatch documents of one partition, conditioned on what was
-//     read (desired_version_writer.h); the desired version never goes down.
+//     read (desired_version_writer.h), up to `write_concurrency` batches at once; the desired version
+//     never goes down.
 //  2. Trigger. Every cluster whose stored desired version is above the Cluster Service's is asked to
 //     upgrade (a PATCH of version.id), up to `concurrency` at once. Idempotent: a stop between the two
 //     stages is caught by the next pass, and a pass runs on start.
@@ -62,7 +63,8 @@ class VersionController {
 
   // Not owned; all must outlive this.
   VersionController(store::Store* store, clusterservice::Client* cs, Ownership* ownership, Counters* counters,
-                    const Logger* logger, std::chrono::milliseconds resync, size_t concurrency)
+                    const Logger* logger, std::chrono::milliseconds resync, size_t concurrency,
+                    size_t write_concurrency)
       : store_(store),
         cs_(cs),
         ownership_(ownership),
@@ -70,7 +72,7 @@ class VersionController {
         logger_(logger),
         resync_(resync),
         concurrency_(std::max<size_t>(concurrency, 1)),
-        writer_(store, ownership, kMaxBatch, concurrency_) {}
+        writer_(store, ownership, kMaxBatch, std::max<size_t>(write_concurrency, 1)) {}
 
   // A release or an upgrade edge changed: the next pass (over the view) runs at once.
   void Request();

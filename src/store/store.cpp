@@ -53,6 +53,10 @@ constexpr std::string_view kBatchPrefix = "operation ";
 
 Result<json::value> ParseBodyText(std::string_view text) { return internal::ParseStoredBody(text); }
 
+Status ApplyPatchOps(json::value& body, const std::vector<PatchOp>& ops) {
+  return internal::ApplyPatch(body, ops);
+}
+
 Status ForEachDocument(Store& store, QueryOptions options, const std::function<void(const Document&)>& fn) {
   while (true) {
     HCPRP_ASSIGN_OR_RETURN(auto page, store.Query(options));

@@ -177,6 +177,12 @@ struct WriteOp {
 // kInvalidArgument) and otherwise works in double. The root path "" is not patchable; the result must
 // stay an object.
 
+// Applies `ops` to `body` in memory, by the rules above: the body a Patch of `ops` would leave, for a
+// caller that replaces a document it read (conditioned on that read's etag) and so keeps the patch
+// work out of the engine's write, which may run one at a time. The error a Patch would fail with; `body`
+// may then be partly changed (patch a copy).
+Status ApplyPatchOps(json::value& body, const std::vector<PatchOp>& ops);
+
 struct BatchResult {
   // One entry per operation when the batch committed: the document after the operation (for kDelete,
   // the id and partition key only; for kRead, the document read).
