@@ -1802,6 +1802,77 @@ TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
   EXPECT_EQ(again->by_version, (std::map<std::string, size_t>{{"4.20.16 desired", 12}}));
 }
 
+// Before the second batch of service provider cluster documents that a version pass writes, waits (up
+// to 5 s) until the Cluster Service holds the raised version of the clusters of the first, and says
+// whether it did.
+class SecondBatchWaitsStore final : public store::ForwardingStore {
+ public:
+  SecondBatchWaitsStore(store::Store* target, FakeClusterService* cs, std::vector<std::string> hrefs)
+      : store::ForwardingStore(target), cs_(cs), hrefs_(std::move(hrefs)) {}
+  Result<store::BatchResult> Batch(std::string_view container, std::string_view pk,
+                                   std::vector<store::WriteOp> ops,
+                                   const store::Lease* fence = nullptr) override {
+    std::vector<std::string> written;
+    for (const store::WriteOp& w : ops) {
+      for (const std::string& href : hrefs_) {
+        if (w.id == ServiceProviderClusterId(href)) written.push_back(href);
+      }
+    }
+    if (!written.empty() && ++batches_ == 2) {
+      const auto deadline = std::chrono::steady_clock::now() + 5s;
+      while (!Raised(first_) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+      first_raised_before_second = Raised(first_);
+    }
+    if (!written.empty() && batches_ == 1) first_ = written;
+    return store::ForwardingStore::Batch(container, pk, std::move(ops), fence);
+  }
+  std::atomic<bool> first_raised_before_second{false};
+
+ private:
+  bool Raised(const std::vector<std::string>& hrefs) const {
+    for (const std::string& href : hrefs) {
+      auto c = cs_->Get(href);
+      if (!c.ok() || GetString(*GetObject(*c, "version"), "id") != "openshift-v4.20.16-fast") return false;
+    }
+    return !hrefs.empty();
+  }
+
+  FakeClusterService* const cs_;
+  const std::vector<std::string> hrefs_;
+  int batches_ = 0;  // the pass's batches, written one at a time (version_write_concurrency 1)
+  std::vector<std::string> first_;
+};
+
+// A cluster is asked to upgrade as soon as the batch that recorded its desired version committed, while
+// the pass's other batches are still written.
+TEST_F(BackendTest, AVersionPassRaisesTheClustersOfABatchOnceItCommitted) {
+  const std::string other = "00000000-0000-0000-0000-0000000000b2";
+  PutSubscription(other, "Registered");
+  std::vector<std::string> hrefs;
+  for (const std::string& sub : {sub_, other}) {
+    json::object body{
+        {"name", "c-" + sub},
+        {"azure", json::object{{"subscription_id", sub}}},
+        {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
+    auto c = cs_.Create(kClusters, body, "");
+    ASSERT_TRUE(c.ok()) << c.error().ToString();
+    hrefs.emplace_back(*GetString(*c, "href"));
+  }
+  UpdateServiceClient cs(&cs_, 1);
+  SecondBatchWaitsStore store(store_.get(), &cs_, hrefs);
+  BackendOptions o = Options();
+  o.version_write_concurrency = 1;
+  auto b = Backend::Create(o, &store, &cs, &clock_, logger_, &notifier_);
+  ASSERT_TRUE(b.ok()) << b.error().ToString();
+  Reconcile(**b);  // takes the shards
+  auto pass = (*b)->VersionPassOnce();
+  ASSERT_TRUE(pass.ok()) << pass.error().ToString();
+  EXPECT_EQ(pass->raised, 2u);
+  EXPECT_EQ(pass->triggered, 2u);
+  EXPECT_EQ(pass->failed, 0u);
+  EXPECT_TRUE(store.first_raised_before_second.load());
+}
+
 // The fake Cluster Service with an update service whose fast-4.20 channel offers 4.20.15, and 4.20.16
 // once published. The release is published, and announced on the event stream, while the backend
 // positions on the stream (its first WatchEvents without a wait), after a version pass read the graph

@@ -33,10 +33,12 @@ store::WriteOp WriteOf(const DesiredWrite& w) {
 
 }  // namespace
 
-DesiredCommit DesiredVersionWriter::Commit(const std::vector<DesiredWrite>& writes) const {
+DesiredCommit DesiredVersionWriter::Commit(const std::vector<DesiredWrite>& writes,
+                                           const Committed& committed) const {
   const std::vector<std::span<const DesiredWrite>> batches = BatchesOf(writes, max_batch_);
   std::vector<DesiredCommit> outs(batches.size());
-  ForEachOnThreads(batches.size(), concurrency_, [&](size_t i) { CommitBatch(batches[i], &outs[i]); });
+  ForEachOnThreads(batches.size(), concurrency_,
+                   [&](size_t i) { CommitBatch(batches[i], &outs[i], committed); });
   DesiredCommit all;
   for (DesiredCommit& o : outs) {
     std::move(o.stored.begin(), o.stored.end(), std::back_inserter(all.stored));
@@ -47,7 +49,8 @@ DesiredCommit DesiredVersionWriter::Commit(const std::vector<DesiredWrite>& writ
   return all;
 }
 
-void DesiredVersionWriter::CommitBatch(std::span<const DesiredWrite> batch, DesiredCommit* out) const {
+void DesiredVersionWriter::CommitBatch(std::span<const DesiredWrite> batch, DesiredCommit* out,
+                                       const Committed& committed) const {
   const std::string& pk = batch.front().partition_key;
   std::vector<DesiredWrite> writes(batch.begin(), batch.end());
   for (int attempt = 1; !writes.empty(); ++attempt) {
@@ -61,6 +64,7 @@ void DesiredVersionWriter::CommitBatch(std::span<const DesiredWrite> batch, Desi
       for (size_t i = 0; i < writes.size(); ++i) {
         out->stored.push_back(StoredDesired{writes[i].href, writes[i].to, r->documents[i].etag});
       }
+      if (committed) committed(writes);
       std::move(writes.begin(), writes.end(), std::back_inserter(out->written));
       ++out->batches;
       return;

@@ -50,12 +50,16 @@ class DesiredVersionWriter {
   DesiredVersionWriter(store::Store* store, Ownership* ownership, size_t max_batch, size_t concurrency)
       : store_(store), ownership_(ownership), max_batch_(max_batch), concurrency_(concurrency) {}
 
+  // Called with the writes of each batch that committed, on the thread that committed it, as soon as
+  // it did (before Commit returns).
+  using Committed = std::function<void(std::span<const DesiredWrite>)>;
+
   // REQUIRES: `writes` as PlanDesiredWrites orders them.
-  DesiredCommit Commit(const std::vector<DesiredWrite>& writes) const;
+  DesiredCommit Commit(const std::vector<DesiredWrite>& writes, const Committed& committed = {}) const;
 
  private:
   // One partition's batch, retried after a lost race; adds its outcome to `out`.
-  void CommitBatch(std::span<const DesiredWrite> batch, DesiredCommit* out) const;
+  void CommitBatch(std::span<const DesiredWrite> batch, DesiredCommit* out, const Committed& committed) const;
   // The writes of `batch` that still raise what the store holds now (read again), conditioned on
   // the etags read; what was read goes to `stored`.
   Result<std::vector<DesiredWrite>> Reread(const std::vector<DesiredWrite>& batch,

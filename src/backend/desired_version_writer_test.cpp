@@ -92,6 +92,30 @@ TEST_F(DesiredVersionWriterTest, WritesGoInBatchesOfOnePartition) {
   for (const StoredDesired& s : c.stored) EXPECT_FALSE(s.etag.empty()) << s.href;
 }
 
+// Each batch is reported as soon as it committed, before the next one is written.
+TEST_F(DesiredVersionWriterTest, EachBatchIsReportedWhenItCommitted) {
+  std::vector<DesiredWrite> writes;
+  for (int i = 0; i < 3; ++i) writes.push_back(Write("/c/a" + std::to_string(i), "p1", "4.20.16"));
+  for (int i = 0; i < 2; ++i) writes.push_back(Write("/c/b" + std::to_string(i), "p2", "4.20.16"));
+  DesiredVersionWriter writer(counting_.get(), ownership_.get(), 500, 1);
+  std::vector<std::vector<std::string>> reported;
+  std::vector<std::string> stored_then;  // what the other partition's first cluster held at the report
+  DesiredCommit c = writer.Commit(writes, [&](std::span<const DesiredWrite> batch) {
+    std::vector<std::string> hrefs;
+    for (const DesiredWrite& w : batch) hrefs.push_back(w.href);
+    reported.push_back(hrefs);
+    stored_then.push_back(batch.front().partition_key == "p1" ? Stored("p2", "/c/b0")
+                                                              : Stored("p1", "/c/a0"));
+    EXPECT_EQ(Stored(batch.front().partition_key, batch.back().href), "4.20.16");
+  });
+  EXPECT_EQ(c.batches, 2u);
+  ASSERT_EQ(reported.size(), 2u);
+  EXPECT_EQ(reported[0], (std::vector<std::string>{"/c/a0", "/c/a1", "/c/a2"}));
+  EXPECT_EQ(reported[1], (std::vector<std::string>{"/c/b0", "/c/b1"}));
+  EXPECT_NE(stored_then[0], "4.20.16");  // p2 was not written yet when p1 was reported
+  EXPECT_EQ(stored_then[1], "4.20.16");
+}
+
 TEST_F(DesiredVersionWriterTest, ALostRaceIsReadAgainAndNeverLowersWhatIsStored) {
   DesiredVersionWriter writer(counting_.get(), ownership_.get(), 500, 1);
   DesiredCommit first = writer.Commit({Write("/c/a", "p1", "4.20.15"), Write("/c/b", "p1", "4.20.15")});

@@ -1,6 +1,9 @@
 #include "backend/version_controller.h"
 
+#include <deque>
 #include <set>
+#include <thread>
+#include <unordered_set>
 
 #include "arm/documents.h"
 #include "backend/documents.h"
@@ -9,6 +12,58 @@
 namespace hcprp::backend {
 
 namespace {
+
+// Runs `fn` on each cluster pushed, on `threads` threads started at construction, while more are
+// pushed; Finish() returns once every cluster pushed ran.
+class TriggerStream {
+ public:
+  TriggerStream(size_t threads, std::function<void(const ClusterVersionState&)> fn) : fn_(std::move(fn)) {
+    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+  ~TriggerStream() { Finish(); }
+  TriggerStream(const TriggerStream&) = delete;
+  TriggerStream& operator=(const TriggerStream&) = delete;
+
+  void Push(std::vector<ClusterVersionState> clusters) {
+    {
+      MutexLock lock(mu_);
+      for (ClusterVersionState& c : clusters) queue_.push_back(std::move(c));
+    }
+    cv_.NotifyAll();
+  }
+  void Finish() {
+    {
+      MutexLock lock(mu_);
+      closed_ = true;
+    }
+    cv_.NotifyAll();
+    for (std::thread& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  void Loop() {
+    while (true) {
+      ClusterVersionState c;
+      {
+        MutexLock lock(mu_);
+        cv_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return closed_ || !queue_.empty(); });
+        if (queue_.empty()) return;
+        c = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      fn_(c);
+    }
+  }
+
+  const std::function<void(const ClusterVersionState&)> fn_;
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<ClusterVersionState> queue_ HCPRP_GUARDED_BY(mu_);
+  bool closed_ HCPRP_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
 
 // Counts a cluster under "<version> <state>": its running versions (completed, partial) and its
 // desired version when nothing runs it yet.
@@ -237,7 +292,8 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
     if (pick == picks.end() || !pick->second) ++result.failed;
   }
   const std::vector<DesiredWrite> writes = PlanDesiredWrites(clusters, picks);
-  DesiredCommit commit = writer_.Commit(writes);
+  size_t streamed_ok = 0;
+  DesiredCommit commit = CommitAndTrigger(writes, &streamed_ok);
   result.failed += commit.failed;
   result.recorded = commit.written.size();
   for (const DesiredWrite& w : commit.written) {
@@ -262,9 +318,15 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
       }
     }
   }
-  const std::vector<const ClusterVersionState*> triggers = PlanTriggers(clusters);
-  result.triggered = TriggerAll(triggers);
-  result.failed += triggers.size() - result.triggered;
+  std::unordered_set<std::string_view> streamed;
+  size_t streamed_count = 0;
+  for (const DesiredWrite& w : commit.written) {
+    if (w.raises_service && streamed.insert(w.href).second) ++streamed_count;
+  }
+  std::vector<const ClusterVersionState*> triggers = PlanTriggers(clusters);
+  std::erase_if(triggers, [&](const ClusterVersionState* c) { return streamed.count(c->href) > 0; });
+  result.triggered = streamed_ok + TriggerAll(triggers);
+  result.failed += streamed_count + triggers.size() - result.triggered;
   if (result.recorded > 0 || result.triggered > 0 || result.failed > 0) {
     logger_->Info("version pass", {{"clusters", result.clusters},
                                    {"recorded", result.recorded},
@@ -275,9 +337,36 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
   return result;
 }
 
+DesiredCommit VersionController::CommitAndTrigger(const std::vector<DesiredWrite>& writes,
+                                                  size_t* triggered) {
+  std::atomic<size_t> asked{0};
+  TriggerStream stream(concurrency_, [&](const ClusterVersionState& c) {
+    if (TriggerOne(c)) asked.fetch_add(1);
+  });
+  DesiredCommit commit = writer_.Commit(writes, [&](std::span<const DesiredWrite> batch) {
+    std::vector<ClusterVersionState> raised;
+    for (const DesiredWrite& w : batch) {
+      if (!w.raises_service) continue;
+      ClusterVersionState c;
+      c.href = w.href;
+      c.partition_key = w.partition_key;
+      c.channel_group = w.channel_group;
+      c.stored_desired = w.to;
+      raised.push_back(std::move(c));
+    }
+    if (!raised.empty()) stream.Push(std::move(raised));
+  });
+  stream.Finish();
+  *triggered = asked;
+  return commit;
+}
+
 ChannelPicks VersionController::PicksOf(const std::vector<ClusterVersionState>& clusters) {
   std::set<std::string> channels;
-  for (const ClusterVersionState& c : clusters) channels.insert(DecidingChannel(c));
+  std::set<VersionsKey> seen;  // a deciding channel depends on these only; most clusters share them
+  for (const ClusterVersionState& c : clusters) {
+    if (seen.insert(KeyOf(c)).second) channels.insert(DecidingChannel(c));
+  }
   ChannelPicks picks;
   for (const std::string& channel : channels) {
     if (channel.empty()) continue;

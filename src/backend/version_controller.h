@@ -12,7 +12,9 @@
 //     read (desired_version_writer.h), up to `write_concurrency` batches at once; the desired version
 //     never goes down.
 //  2. Trigger. Every cluster whose stored desired version is above the Cluster Service's is asked to
-//     upgrade (a PATCH of version.id), up to `concurrency` at once. Idempotent: a stop between the two
+//     upgrade (a PATCH of version.id), up to `concurrency` at once: the clusters of a batch as soon as
+//     it committed, while the pass's other batches are written, then any other such cluster (one the
+//     Cluster Service refused or missed on an earlier pass). Idempotent: a stop between the two
 //     stages is caught by the next pass, and a pass runs on start.
 //
 // The view is built by a full pass (a List of the Cluster Service's clusters and one query of the
@@ -105,6 +107,10 @@ class VersionController {
   // Plans, records and triggers over `clusters` (a copy of the view's owned clusters).
   VersionPassResult Apply(std::vector<ClusterVersionState> clusters, VersionPassResult result)
       HCPRP_REQUIRES(pass_mu_);
+  // Commits `writes` and asks each cluster a write raises above the Cluster Service's desired version
+  // to upgrade as soon as its batch committed, while the other batches commit; `triggered`: how many
+  // were asked (the others failed).
+  DesiredCommit CommitAndTrigger(const std::vector<DesiredWrite>& writes, size_t* triggered);
   // The pick of every deciding channel of `clusters`, each graph read once.
   ChannelPicks PicksOf(const std::vector<ClusterVersionState>& clusters);
   // Asks the Cluster Service to upgrade each cluster to its stored desired version; the count asked.

@@ -1,6 +1,7 @@
 #include "backend/version_plan.h"
 
 #include <algorithm>
+#include <map>
 
 #include "clusterservice/update_graph.h"
 
@@ -15,6 +16,10 @@ const std::string& NewerOf(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+VersionsKey KeyOf(const ClusterVersionState& c) {
+  return VersionsKey{c.channel_group, c.stored_desired, c.service_desired};
+}
 
 std::string DecidingChannel(const ClusterVersionState& c) {
   const std::string& base = NewerOf(c.stored_desired, c.service_desired);
@@ -31,14 +36,28 @@ std::string DesiredVersionOf(const ClusterVersionState& c, const ChannelPicks& p
 
 std::vector<DesiredWrite> PlanDesiredWrites(const std::vector<ClusterVersionState>& clusters,
                                             const ChannelPicks& picks) {
+  // What a cluster gets depends only on its VersionsKey, which most clusters share: each is decided
+  // once (a decision parses versions several times; 10,000 clusters took 20 ms deciding each).
+  struct Decision {
+    std::optional<std::string> to;  // nullopt: nothing to write
+    bool raises = false;
+  };
+  std::map<VersionsKey, Decision> decided;
   std::vector<DesiredWrite> writes;
   for (const ClusterVersionState& c : clusters) {
-    std::string to = DesiredVersionOf(c, picks);
-    if (to.empty() || clusterservice::MinorOf(to).empty()) continue;
-    if (!c.stored_desired.empty() && !clusterservice::NewerThan(to, c.stored_desired)) continue;
-    const bool raises = clusterservice::NewerThan(to, c.service_desired);
-    writes.push_back(DesiredWrite{c.href, c.partition_key, c.channel_group, c.stored_desired, std::move(to),
-                                  c.etag, raises});
+    auto [it, fresh] = decided.try_emplace(KeyOf(c));
+    Decision& d = it->second;
+    if (fresh) {
+      std::string to = DesiredVersionOf(c, picks);
+      if (!to.empty() && !clusterservice::MinorOf(to).empty() &&
+          (c.stored_desired.empty() || clusterservice::NewerThan(to, c.stored_desired))) {
+        d.raises = clusterservice::NewerThan(to, c.service_desired);
+        d.to = std::move(to);
+      }
+    }
+    if (!d.to) continue;
+    writes.push_back(
+        DesiredWrite{c.href, c.partition_key, c.channel_group, c.stored_desired, *d.to, c.etag, d.raises});
   }
   std::sort(writes.begin(), writes.end(), [](const DesiredWrite& a, const DesiredWrite& b) {
     return a.partition_key != b.partition_key ? a.partition_key < b.partition_key : a.href < b.href;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace hcprp::backend {
@@ -32,6 +34,11 @@ using ChannelPicks = std::map<std::string, std::optional<std::string>>;
 // The channel whose pick decides a cluster's desired version: its group and the minor of the newer
 // of its stored and its Cluster Service desired version ("" when neither is a version).
 std::string DecidingChannel(const ClusterVersionState& c);
+
+// What a cluster's deciding channel and desired version depend on: its channel group, stored desired
+// version and the Cluster Service's (views into the cluster's strings).
+using VersionsKey = std::tuple<std::string_view, std::string_view, std::string_view>;
+VersionsKey KeyOf(const ClusterVersionState& c);
 
 // The desired version a cluster should hold: the newer of the stored one and the Cluster Service's
 // (a customer's change to the next minor reaches the Cluster Service first), raised to its deciding
