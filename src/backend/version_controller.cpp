@@ -339,6 +339,8 @@ VersionPassResult VersionController::Apply(std::vector<ClusterVersionState> clus
 
 DesiredCommit VersionController::CommitAndTrigger(const std::vector<DesiredWrite>& writes,
                                                   size_t* triggered) {
+  *triggered = 0;
+  if (writes.empty()) return {};  // most passes: no thread started
   std::atomic<size_t> asked{0};
   TriggerStream stream(concurrency_, [&](const ClusterVersionState& c) {
     if (TriggerOne(c)) asked.fetch_add(1);
