@@ -237,6 +237,17 @@ class BackendTest : public ::testing::Test {
     return f;
   }
 
+  // A cluster the Cluster Service runs at 4.20.15 in the fast channel group; its href ("" when refused).
+  std::string CreateFastCluster(const std::string& name, const std::string& sub) {
+    json::object body{
+        {"name", name},
+        {"azure", json::object{{"subscription_id", sub}}},
+        {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
+    auto c = cs_.Create(kClusters, body, "");
+    EXPECT_TRUE(c.ok()) << c.error().ToString();
+    return c.ok() ? std::string(*GetString(*c, "href")) : std::string();
+  }
+
   arm::OperationDocument Op(const std::string& id, const std::string& pk = "") {
     auto d = store_->Read(store::kResources, pk.empty() ? sub_ : pk, id);
     EXPECT_TRUE(d.ok()) << id;
@@ -1768,15 +1779,7 @@ class UpdateServiceClient final : public clusterservice::ForwardingClient {
 
 TEST_F(BackendTest, AVersionPassRaisesClustersOnUpToVersionConcurrencyThreads) {
   std::vector<std::string> hrefs;
-  for (int i = 0; i < 12; ++i) {
-    json::object body{
-        {"name", "c" + std::to_string(i)},
-        {"azure", json::object{{"subscription_id", sub_}}},
-        {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
-    auto c = cs_.Create(kClusters, body, "");
-    ASSERT_TRUE(c.ok()) << c.error().ToString();
-    hrefs.emplace_back(*GetString(*c, "href"));
-  }
+  for (int i = 0; i < 12; ++i) hrefs.push_back(CreateFastCluster("c" + std::to_string(i), sub_));
   UpdateServiceClient cs(&cs_, 3);
   BackendOptions o = Options();
   o.version_concurrency = 3;
@@ -1849,15 +1852,7 @@ TEST_F(BackendTest, AVersionPassRaisesTheClustersOfABatchOnceItCommitted) {
   const std::string other = "00000000-0000-0000-0000-0000000000b2";
   PutSubscription(other, "Registered");
   std::vector<std::string> hrefs;
-  for (const std::string& sub : {sub_, other}) {
-    json::object body{
-        {"name", "c-" + sub},
-        {"azure", json::object{{"subscription_id", sub}}},
-        {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
-    auto c = cs_.Create(kClusters, body, "");
-    ASSERT_TRUE(c.ok()) << c.error().ToString();
-    hrefs.emplace_back(*GetString(*c, "href"));
-  }
+  for (const std::string& sub : {sub_, other}) hrefs.push_back(CreateFastCluster("c-" + sub, sub));
   UpdateServiceClient cs(&cs_, 1);
   SecondBatchWaitsStore store(store_.get(), &cs_, hrefs);
   BackendOptions o = Options();
@@ -1937,12 +1932,8 @@ class ReleaseWhilePositioningClient final : public clusterservice::ForwardingCli
 // the version pass that settling the stream requests still raises the cluster to it (without one,
 // nothing would before the version resync).
 TEST_F(BackendTest, AReleaseAnnouncedWhileTheStreamIsPositionedStillRaisesTheClusters) {
-  json::object body{{"name", "c1"},
-                    {"azure", json::object{{"subscription_id", sub_}}},
-                    {"version", json::object{{"id", "openshift-v4.20.15-fast"}, {"channel_group", "fast"}}}};
-  auto c = cs_.Create(kClusters, body, "");
-  ASSERT_TRUE(c.ok()) << c.error().ToString();
-  const std::string href(*GetString(*c, "href"));
+  const std::string href = CreateFastCluster("c1", sub_);
+  ASSERT_FALSE(href.empty());
   ReleaseWhilePositioningClient cs(&cs_);
   BackendOptions o = EventsOnlyOptions();
   o.version_resync = 1h;

@@ -1,6 +1,7 @@
 #include "backend/event_follower.h"
 
 #include <algorithm>
+#include <latch>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -204,7 +205,15 @@ void EventFollower::ApplyEvents(const std::vector<clusterservice::Event>& events
     const std::vector<bool> superseded = SupersededInPage(group);
     for (size_t i = 0; i < group.size(); ++i) ApplyEvent(*group[i], superseded[i]);
   };
-  apply_pool_.ForEach(groups.size(), [&](size_t g) { apply_group(groups[g]); });
+  std::latch applied(static_cast<std::ptrdiff_t>(groups.size()));
+  for (const auto& group : groups) {
+    auto task = [&] {
+      apply_group(group);
+      applied.count_down();
+    };
+    if (!apply_pool_.Submit(task)) task();  // the pool is shutting down
+  }
+  applied.wait();
 }
 
 void EventFollower::ApplyEvent(const clusterservice::Event& event, bool superseded) {

@@ -26,7 +26,7 @@
 #include "clusterservice/client.h"
 #include "core/clock.h"
 #include "core/mutex.h"
-#include "core/worker_pool.h"
+#include "core/task_pool.h"
 #include "metrics/registry.h"
 #include "store/store.h"
 
@@ -58,7 +58,8 @@ class EventFollower {
         versions_(versions),
         counters_(counters),
         event_to_commit_(event_to_commit),
-        apply_pool_(std::max<size_t>(1, options->event_concurrency)) {}
+        apply_pool_(static_cast<int>(std::max<size_t>(1, options->event_concurrency)),
+                    static_cast<int>(std::max<size_t>(1, options->event_concurrency))) {}
 
   // Moves past the stream's history without applying it (a resync reads the current states);
   // the stream's error when it cannot be read.
@@ -119,7 +120,7 @@ class EventFollower {
   VersionController* const versions_;
   Counters* const counters_;
   metrics::Histogram* const event_to_commit_;
-  WorkerPool apply_pool_;
+  TaskPool apply_pool_;
 
   std::atomic<bool> available_{false};
   std::atomic<bool> interrupted_{true};

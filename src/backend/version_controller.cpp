@@ -1,69 +1,16 @@
 #include "backend/version_controller.h"
 
-#include <deque>
 #include <set>
-#include <thread>
 #include <unordered_set>
 
 #include "arm/documents.h"
 #include "backend/documents.h"
 #include "clusterservice/update_graph.h"
+#include "core/task_pool.h"
 
 namespace hcprp::backend {
 
 namespace {
-
-// Runs `fn` on each cluster pushed, on `threads` threads started at construction, while more are
-// pushed; Finish() returns once every cluster pushed ran.
-class TriggerStream {
- public:
-  TriggerStream(size_t threads, std::function<void(const ClusterVersionState&)> fn) : fn_(std::move(fn)) {
-    for (size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { Loop(); });
-  }
-  ~TriggerStream() { Finish(); }
-  TriggerStream(const TriggerStream&) = delete;
-  TriggerStream& operator=(const TriggerStream&) = delete;
-
-  void Push(std::vector<ClusterVersionState> clusters) {
-    {
-      MutexLock lock(mu_);
-      for (ClusterVersionState& c : clusters) queue_.push_back(std::move(c));
-    }
-    cv_.NotifyAll();
-  }
-  void Finish() {
-    {
-      MutexLock lock(mu_);
-      closed_ = true;
-    }
-    cv_.NotifyAll();
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-
- private:
-  void Loop() {
-    while (true) {
-      ClusterVersionState c;
-      {
-        MutexLock lock(mu_);
-        cv_.Wait(lock, [this]() HCPRP_REQUIRES(mu_) { return closed_ || !queue_.empty(); });
-        if (queue_.empty()) return;
-        c = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      fn_(c);
-    }
-  }
-
-  const std::function<void(const ClusterVersionState&)> fn_;
-  Mutex mu_;
-  CondVar cv_;
-  std::deque<ClusterVersionState> queue_ HCPRP_GUARDED_BY(mu_);
-  bool closed_ HCPRP_GUARDED_BY(mu_) = false;
-  std::vector<std::thread> threads_;
-};
 
 // Counts a cluster under "<version> <state>": its running versions (completed, partial) and its
 // desired version when nothing runs it yet.
@@ -342,11 +289,8 @@ DesiredCommit VersionController::CommitAndTrigger(const std::vector<DesiredWrite
   *triggered = 0;
   if (writes.empty()) return {};  // most passes: no thread started
   std::atomic<size_t> asked{0};
-  TriggerStream stream(concurrency_, [&](const ClusterVersionState& c) {
-    if (TriggerOne(c)) asked.fetch_add(1);
-  });
+  TaskPool triggers(0, static_cast<int>(concurrency_));
   DesiredCommit commit = writer_.Commit(writes, [&](std::span<const DesiredWrite> batch) {
-    std::vector<ClusterVersionState> raised;
     for (const DesiredWrite& w : batch) {
       if (!w.raises_service) continue;
       ClusterVersionState c;
@@ -354,11 +298,12 @@ DesiredCommit VersionController::CommitAndTrigger(const std::vector<DesiredWrite
       c.partition_key = w.partition_key;
       c.channel_group = w.channel_group;
       c.stored_desired = w.to;
-      raised.push_back(std::move(c));
+      triggers.Submit([this, &asked, c = std::move(c)] {
+        if (TriggerOne(c)) asked.fetch_add(1);
+      });
     }
-    if (!raised.empty()) stream.Push(std::move(raised));
   });
-  stream.Finish();
+  triggers.Shutdown();  // runs what is queued
   *triggered = asked;
   return commit;
 }

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "http/worker_pool.h"
+#include "core/task_pool.h"
 
 namespace hcprp::http {
 namespace {
@@ -53,7 +53,7 @@ Response DefaultOverloaded() {
 
 // Runs `fn` on the worker pool and completes on the caller's executor with its response.
 template <typename Token>
-auto AsyncOnPool(internal::WorkerPool& pool, std::function<Response()> fn, Token&& token) {
+auto AsyncOnPool(TaskPool& pool, std::function<Response()> fn, Token&& token) {
   return asio::async_initiate<Token, void(Response)>(
       [&pool](auto handler, std::function<Response()> work_fn) {
         using H = decltype(handler);
@@ -533,7 +533,7 @@ class ServerImpl final : public Server {
   asio::strand<asio::io_context::executor_type> acceptor_strand_;
   tcp::acceptor acceptor_;
   asio::executor_work_guard<asio::io_context::executor_type> work_;
-  internal::WorkerPool pool_;
+  TaskPool pool_;
   std::vector<std::thread> io_threads_;
   Endpoint bound_;
   std::atomic<bool> stopping_{false};

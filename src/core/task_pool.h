@@ -1,4 +1,5 @@
-// Private to src/http: the pool of threads that run request handlers.
+// A pool of threads that run submitted tasks (the HTTP server's request handlers, a version pass's
+// upgrade requests).
 #pragma once
 
 #include <chrono>
@@ -10,7 +11,7 @@
 
 #include "core/mutex.h"
 
-namespace hcprp::http::internal {
+namespace hcprp {
 
 // Runs submitted tasks on `min_threads` threads, adding threads (up to `max_threads`) whenever a
 // task arrives and no thread is idle; threads above the minimum exit after idling `linger`.
@@ -20,10 +21,10 @@ namespace hcprp::http::internal {
 // on a condition of its own and runs the task without taking the pool's lock. (With one condition variable
 // and lock shared by every thread, handler threads queued for the lock after each wake-up; on two cores that
 // cost about 18 context switches per request.)
-class WorkerPool {
+class TaskPool {
  public:
-  WorkerPool(int min_threads, int max_threads, std::chrono::milliseconds linger = std::chrono::seconds(30));
-  ~WorkerPool();  // Shutdown()
+  TaskPool(int min_threads, int max_threads, std::chrono::milliseconds linger = std::chrono::seconds(30));
+  ~TaskPool();  // Shutdown()
 
   // False once Shutdown() has begun; the task is then not run.
   bool Submit(std::function<void()> task);
@@ -81,4 +82,4 @@ class WorkerPool {
   std::vector<std::thread> all_ HCPRP_GUARDED_BY(mu_);       // every thread not yet joined
 };
 
-}  // namespace hcprp::http::internal
+}  // namespace hcprp

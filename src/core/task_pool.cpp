@@ -1,11 +1,11 @@
-#include "http/worker_pool.h"
+#include "core/task_pool.h"
 
 #include <algorithm>
 #include <utility>
 
-namespace hcprp::http::internal {
+namespace hcprp {
 
-WorkerPool::WorkerPool(int min_threads, int max_threads, std::chrono::milliseconds linger)
+TaskPool::TaskPool(int min_threads, int max_threads, std::chrono::milliseconds linger)
     : min_threads_(std::max(1, min_threads)),
       max_threads_(std::max(std::max(1, min_threads), max_threads)),
       linger_(linger) {
@@ -16,9 +16,9 @@ WorkerPool::WorkerPool(int min_threads, int max_threads, std::chrono::millisecon
   }
 }
 
-WorkerPool::~WorkerPool() { Shutdown(); }
+TaskPool::~TaskPool() { Shutdown(); }
 
-bool WorkerPool::Submit(std::function<void()> task) {
+bool TaskPool::Submit(std::function<void()> task) {
   Idle* wake = nullptr;
   std::vector<std::thread> to_join;
   {
@@ -43,7 +43,7 @@ bool WorkerPool::Submit(std::function<void()> task) {
   return true;
 }
 
-bool WorkerPool::NextTask(Idle& self, bool core, std::function<void()>& task) {
+bool TaskPool::NextTask(Idle& self, bool core, std::function<void()>& task) {
   mu_.lock();
   while (true) {
     if (!queue_.empty()) {
@@ -83,7 +83,7 @@ bool WorkerPool::NextTask(Idle& self, bool core, std::function<void()>& task) {
   }
 }
 
-void WorkerPool::LeaveLocked() {
+void TaskPool::LeaveLocked() {
   const auto self = std::this_thread::get_id();
   auto it = std::find_if(all_.begin(), all_.end(), [&](const std::thread& t) { return t.get_id() == self; });
   if (it != all_.end()) {
@@ -93,7 +93,7 @@ void WorkerPool::LeaveLocked() {
   --threads_;
 }
 
-void WorkerPool::Loop(bool core) {
+void TaskPool::Loop(bool core) {
   Idle self;
   std::function<void()> task;
   while (NextTask(self, core, task)) {
@@ -102,12 +102,12 @@ void WorkerPool::Loop(bool core) {
   }
 }
 
-int WorkerPool::Threads() {
+int TaskPool::Threads() {
   MutexLock lock(mu_);
   return threads_;
 }
 
-void WorkerPool::Shutdown() {
+void TaskPool::Shutdown() {
   std::vector<std::thread> threads;
   std::vector<Idle*> idle;
   {
@@ -125,4 +125,4 @@ void WorkerPool::Shutdown() {
   }
 }
 
-}  // namespace hcprp::http::internal
+}  // namespace hcprp

@@ -1,5 +1,5 @@
 // The handler thread pool: growth, idle exit, hand-over and shutdown.
-#include "http/worker_pool.h"
+#include "core/task_pool.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <latch>
 #include <thread>
 
-namespace hcprp::http::internal {
+namespace hcprp {
 namespace {
 
 using namespace std::chrono_literals;
@@ -22,8 +22,8 @@ bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds limit 
   return true;
 }
 
-TEST(WorkerPool, GrowsWhileTasksBlockAndShrinksAfterIdling) {
-  WorkerPool pool(1, 4, 50ms);
+TEST(TaskPool, GrowsWhileTasksBlockAndShrinksAfterIdling) {
+  TaskPool pool(1, 4, 50ms);
   std::latch started(4);
   std::latch release(1);
   for (int i = 0; i < 4; ++i) {
@@ -43,8 +43,8 @@ TEST(WorkerPool, GrowsWhileTasksBlockAndShrinksAfterIdling) {
   EXPECT_TRUE(WaitFor([&] { return ran.load() == 100; }));
 }
 
-TEST(WorkerPool, HandsTasksToIdleThreadsFromManySubmitters) {
-  WorkerPool pool(8, 8);
+TEST(TaskPool, HandsTasksToIdleThreadsFromManySubmitters) {
+  TaskPool pool(8, 8);
   std::atomic<int> ran{0};
   std::vector<std::thread> submitters;
   for (int t = 0; t < 4; ++t) {
@@ -57,8 +57,8 @@ TEST(WorkerPool, HandsTasksToIdleThreadsFromManySubmitters) {
   EXPECT_EQ(pool.Threads(), 8);
 }
 
-TEST(WorkerPool, ShutdownRunsWhatIsQueuedAndRefusesMore) {
-  WorkerPool pool(1, 1);
+TEST(TaskPool, ShutdownRunsWhatIsQueuedAndRefusesMore) {
+  TaskPool pool(1, 1);
   std::latch release(1);
   std::atomic<int> ran{0};
   ASSERT_TRUE(pool.Submit([&] { release.wait(); }));
@@ -72,8 +72,8 @@ TEST(WorkerPool, ShutdownRunsWhatIsQueuedAndRefusesMore) {
   EXPECT_EQ(pool.Threads(), 0);
 }
 
-TEST(WorkerPool, ShutdownWakesIdleThreads) {
-  WorkerPool pool(4, 8, 10ms);
+TEST(TaskPool, ShutdownWakesIdleThreads) {
+  TaskPool pool(4, 8, 10ms);
   std::atomic<int> ran{0};
   for (int i = 0; i < 50; ++i) ASSERT_TRUE(pool.Submit([&] { ++ran; }));
   ASSERT_TRUE(WaitFor([&] { return ran.load() == 50; }));
@@ -83,4 +83,4 @@ TEST(WorkerPool, ShutdownWakesIdleThreads) {
 }
 
 }  // namespace
-}  // namespace hcprp::http::internal
+}  // namespace hcprp
